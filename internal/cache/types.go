@@ -1,0 +1,131 @@
+package cache
+
+import (
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Wildcard is the Key.Name of the legacy wildcard collection: every resource
+// of a type on one upstream stream (SotW empty name list, delta "*").
+const Wildcard = "*"
+
+// StreamID names one upstream stream: an authority, and for legacy
+// (non-xdstp) names the aggregation group that shares it. xdstp names are
+// served on the stream with an empty Group.
+type StreamID struct {
+	Authority string
+	Group     string
+}
+
+// Key names what can be cached or watched: one resource, or a collection.
+//
+// Name is canonical: for xdstp names, xdsname's canonical form (so two
+// spellings of one URN are one key); for legacy names, the name itself. A
+// collection Key has Name set to Wildcard or to a canonical xdstp glob URL
+// ("xdstp://auth/type/dir/*?params"); see IsCollection.
+type Key struct {
+	Stream  StreamID
+	TypeURL string
+	Name    string
+}
+
+// Resource is one revision of a resource as the origin sent it. It is
+// immutable once handed to the cache: a change is a new *Resource. Body is
+// shared by every client that receives it and is never decoded or
+// re-encoded per client.
+type Resource struct {
+	// Name is the name the origin sent (not necessarily canonical).
+	Name string
+	// Version is the origin's version of this resource (delta), or the
+	// response's version_info (SotW).
+	Version string
+	// Body holds the serialized resource exactly as the origin sent it.
+	// Nil only for a heartbeat whose resource is not cached.
+	Body *anypb.Any
+	// TTL, when set, is how long the resource lives without an update or
+	// heartbeat (spec, "TTL").
+	TTL *durationpb.Duration
+	// Heartbeat marks a revision that only refreshed the TTL: Body and
+	// Version are those of the previous revision.
+	Heartbeat bool
+	// Arrived is when the relay received this revision.
+	Arrived time.Time
+}
+
+// Size is the number of bytes of the serialized resource.
+func (r *Resource) Size() int {
+	if r == nil || r.Body == nil {
+		return 0
+	}
+	return len(r.Body.GetValue())
+}
+
+// State says what the relay knows of a key.
+type State uint8
+
+const (
+	// StatePending: subscribed upstream, the origin has not answered yet.
+	StatePending State = iota
+	// StatePresent: the resource (or, for a collection, the membership) is known.
+	StatePresent
+	// StateAbsent: the origin said the resource does not exist, or the relay
+	// holds the type's full state and it is not in it. For a collection: the
+	// collection is known to be empty.
+	StateAbsent
+)
+
+func (s State) String() string {
+	switch s {
+	case StatePending:
+		return "pending"
+	case StatePresent:
+		return "present"
+	case StateAbsent:
+		return "absent"
+	}
+	return "unknown"
+}
+
+// Watcher is a downstream session. Notify is called once per changed key the
+// watcher watches (directly, or through a collection the key belongs to: then
+// k is the member's key). It is called without cache locks held, must not
+// block and must not call back into the cache: mark dirty, poke, return.
+type Watcher interface {
+	Notify(k Key)
+}
+
+// Subscriber is the upstream side as the cache sees it. The cache calls it
+// without holding its locks; implementations must not block.
+//
+// names are canonical resource names, canonical glob URLs or Wildcard. node
+// is the Node to present to the origin when the stream must be opened (the
+// first watcher's; later calls may pass nil).
+type Subscriber interface {
+	Subscribe(s StreamID, node *corev3.Node, typeURL string, names []string)
+	Unsubscribe(s StreamID, typeURL string, names []string)
+}
+
+// Update is what the origin sent on one stream for one type, as the upstream
+// side hands it to Apply.
+type Update struct {
+	Stream  StreamID
+	TypeURL string
+	// Resources are added or changed (or heartbeats). Their cache key is the
+	// canonical form of their Name.
+	Resources []*Resource
+	// Removed are canonical names that no longer exist (delta
+	// removed_resources). A glob URL here means the collection is empty.
+	Removed []string
+	// Complete lists subscriptions (canonical names, glob URLs, Wildcard)
+	// that this response answers in full: a pending name among them that is
+	// not in Resources becomes StateAbsent, and a collection among them
+	// becomes known with the members the cache holds.
+	Complete []string
+	// FullState says Resources is every resource of TypeURL on Stream (SotW
+	// Listener/Cluster, or a wildcard answer): anything else cached for the
+	// stream and type becomes StateAbsent.
+	FullState bool
+}
