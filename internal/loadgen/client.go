@@ -1,0 +1,230 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// Backoff bounds between two attempts of one client to open its stream.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
+
+// client is one simulated xDS client: one ADS stream at a time.
+type client struct {
+	f    *Fleet       // read-only after New
+	id   int          // read-only after New
+	node *corev3.Node // read-only after New
+
+	rng *rand.Rand // owned by the run goroutine
+	// have maps each resource name to the version the client holds; reset
+	// for every generation. Owned by the run goroutine.
+	have map[string]string
+	// synced is set once the client holds all it subscribed to in this
+	// generation. Owned by the run goroutine.
+	synced bool
+	// lastStamp maps a resource name to the newest push stamp already
+	// counted, so a resent resource is not a second sample. Owned by the
+	// run goroutine; kept across generations.
+	lastStamp map[string]int64
+
+	mu sync.Mutex
+	// latencies are the stamp-based fan-out samples. Guarded by mu.
+	latencies []time.Duration
+}
+
+func newClient(f *Fleet, id int) *client {
+	return &client{
+		f:  f,
+		id: id,
+		node: &corev3.Node{
+			Id:            fmt.Sprintf("loadgen-%d", id),
+			Cluster:       f.cfg.NodeCluster,
+			UserAgentName: "xds-relay-loadgen",
+		},
+		rng:       rand.New(rand.NewPCG(uint64(id), 0x10adbe9)),
+		lastStamp: make(map[string]int64),
+	}
+}
+
+// run keeps one stream open on conn until ctx ends, reopening it with
+// backoff when it fails.
+func (c *client) run(ctx context.Context, conn *grpc.ClientConn) {
+	c.have = make(map[string]string)
+	c.synced = false
+	backoff := minBackoff
+	for {
+		var err error
+		if c.f.cfg.Variant == SotW {
+			err = c.sotw(ctx, conn)
+		} else {
+			err = c.delta(ctx, conn)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.f.streamError(c.id, err)
+		t := time.NewTimer(backoff/2 + time.Duration(c.rng.Int64N(int64(backoff))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// nack decides whether to NACK the next response.
+func (c *client) nack() bool {
+	return c.f.cfg.NackFraction > 0 && c.rng.Float64() < c.f.cfg.NackFraction
+}
+
+var nackStatus = &status.Status{Code: int32(codes.InvalidArgument), Message: "loadgen: simulated NACK"}
+
+func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return fmt.Errorf("open SotW ADS stream: %w", err)
+	}
+	c.f.streamOpened()
+	defer c.f.streamClosed()
+	names := c.f.cfg.subscription()
+	typeURL := c.f.cfg.TypeURL
+	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
+		return fmt.Errorf("send subscription: %w", err)
+	}
+	accepted := ""
+	for {
+		resp, err := st.Recv()
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		now := time.Now()
+		c.f.responses.Add(1)
+		for i, a := range resp.GetResources() {
+			name, body, err := sotwResource(a)
+			if err != nil {
+				return fmt.Errorf("response %q resource %d: %w", resp.GetNonce(), i, err)
+			}
+			c.receive(name, resp.GetVersionInfo(), body, now)
+		}
+		c.checkSynced(len(resp.GetResources()) > 0)
+		ack := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: names, ResponseNonce: resp.GetNonce()}
+		if c.nack() {
+			ack.VersionInfo = accepted
+			ack.ErrorDetail = nackStatus
+			c.f.nacks.Add(1)
+		} else {
+			accepted = resp.GetVersionInfo()
+			ack.VersionInfo = accepted
+			c.f.acks.Add(1)
+		}
+		if err := st.Send(ack); err != nil {
+			return fmt.Errorf("send ACK: %w", err)
+		}
+	}
+}
+
+func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		return fmt.Errorf("open delta ADS stream: %w", err)
+	}
+	c.f.streamOpened()
+	defer c.f.streamClosed()
+	typeURL := c.f.cfg.TypeURL
+	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: c.f.cfg.subscription()}); err != nil {
+		return fmt.Errorf("send subscription: %w", err)
+	}
+	for {
+		resp, err := st.Recv()
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		now := time.Now()
+		c.f.responses.Add(1)
+		for _, r := range resp.GetResources() {
+			c.receive(r.GetName(), r.GetVersion(), r.GetResource().GetValue(), now)
+		}
+		for _, name := range resp.GetRemovedResources() {
+			delete(c.have, name)
+		}
+		c.checkSynced(len(resp.GetResources()) > 0 || len(resp.GetRemovedResources()) > 0)
+		ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResponseNonce: resp.GetNonce()}
+		if c.nack() {
+			ack.ErrorDetail = nackStatus
+			c.f.nacks.Add(1)
+		} else {
+			c.f.acks.Add(1)
+		}
+		if err := st.Send(ack); err != nil {
+			return fmt.Errorf("send ACK: %w", err)
+		}
+	}
+}
+
+// receive records one resource version arriving at now. NACKs are only
+// protocol-level: what a client NACKs still counts as received.
+func (c *client) receive(name, version string, body []byte, now time.Time) {
+	c.have[name] = version
+	c.f.received.Add(1)
+	c.f.noteVersion(name, version, now, c.synced)
+	ts, ok := ParseStamp(body)
+	if !ok || c.lastStamp[name] >= ts.UnixNano() {
+		return // no stamp, or a stamp already seen (a resend)
+	}
+	c.lastStamp[name] = ts.UnixNano()
+	if !c.synced {
+		return // (re)syncing: the client's initial state, not an update
+	}
+	c.mu.Lock()
+	c.latencies = append(c.latencies, now.Sub(ts))
+	c.mu.Unlock()
+	c.f.stamped.Add(1)
+}
+
+// checkSynced marks the client synced once it holds every name it
+// subscribed to (for a glob: once a response said anything).
+func (c *client) checkSynced(answered bool) {
+	if c.synced {
+		return
+	}
+	if c.f.cfg.Glob != "" {
+		if !answered {
+			return
+		}
+	} else {
+		for _, n := range c.f.cfg.Names {
+			if _, ok := c.have[n]; !ok {
+				return
+			}
+		}
+	}
+	// Stamps of what the client holds now are its initial state, not updates.
+	c.synced = true
+	c.f.clientSynced(time.Now())
+	c.f.cfg.Logger.Debug("client synced", zap.Int("client", c.id))
+}
+
+// samples returns a copy of the client's latency samples.
+func (c *client) samples() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.latencies...)
+}

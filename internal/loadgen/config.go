@@ -1,0 +1,134 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"go.uber.org/zap"
+)
+
+// Variant is the xDS protocol variant the clients speak.
+type Variant string
+
+const (
+	// Delta is the incremental protocol (DeltaAggregatedResources).
+	Delta Variant = "delta"
+	// SotW is the state-of-the-world protocol (StreamAggregatedResources).
+	SotW Variant = "sotw"
+)
+
+// Config describes a fleet.
+type Config struct {
+	// Target is the xDS server's host:port. Required.
+	Target string
+	// Clients is the number of simulated clients (one ADS stream each).
+	// Required, at least 1.
+	Clients int
+	// Conns is the number of gRPC connections the clients are spread over.
+	// Default: one per 100 clients, at least 1; never more than Clients.
+	Conns int
+	// Variant is Delta or SotW. Default: Delta.
+	Variant Variant
+	// TypeURL is the resource type subscribed to. A full type URL, or one of
+	// the short forms eds, cds, lds, rds, sds. Default: ClusterLoadAssignment.
+	TypeURL string
+	// Names are the resources every client subscribes to. Exactly one of
+	// Names and Glob is set.
+	Names []string
+	// Glob is an xdstp glob collection URL every client subscribes to.
+	Glob string
+	// NackFraction is the fraction of responses NACKed, in [0, 1]. Default 0.
+	NackFraction float64
+	// NodeCluster is the Node.cluster every client presents; Node.id is
+	// "loadgen-<index>". Default "loadgen".
+	NodeCluster string
+	// Logger receives stream errors at Debug. Default: no logging.
+	Logger *zap.Logger
+}
+
+var typeAliases = map[string]string{
+	"eds": resourcev3.EndpointType,
+	"cds": resourcev3.ClusterType,
+	"lds": resourcev3.ListenerType,
+	"rds": resourcev3.RouteType,
+	"sds": resourcev3.SecretType,
+}
+
+// withDefaults returns c with defaults applied.
+func (c Config) withDefaults() Config {
+	if c.Conns == 0 {
+		c.Conns = max(1, (c.Clients+99)/100)
+	}
+	if c.Conns > c.Clients && c.Clients > 0 {
+		c.Conns = c.Clients
+	}
+	if c.Variant == "" {
+		c.Variant = Delta
+	}
+	if c.TypeURL == "" {
+		c.TypeURL = resourcev3.EndpointType
+	}
+	if full, ok := typeAliases[strings.ToLower(c.TypeURL)]; ok {
+		c.TypeURL = full
+	}
+	if c.NodeCluster == "" {
+		c.NodeCluster = "loadgen"
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Validate returns every problem of c (after defaults), each wrapping ErrConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Target); err != nil {
+		bad("target", "%q is not host:port", c.Target)
+	}
+	if c.Clients < 1 {
+		bad("clients", "%d: need at least 1", c.Clients)
+	}
+	if c.Conns < 1 {
+		bad("conns", "%d: need at least 1", c.Conns)
+	}
+	if c.Variant != Delta && c.Variant != SotW {
+		bad("variant", "%q: want delta or sotw", c.Variant)
+	}
+	if !strings.Contains(c.TypeURL, "/") {
+		bad("type", "%q: want a type URL or one of eds, cds, lds, rds, sds", c.TypeURL)
+	}
+	switch {
+	case len(c.Names) == 0 && c.Glob == "":
+		bad("names", "set names or glob")
+	case len(c.Names) > 0 && c.Glob != "":
+		bad("names", "set names or glob, not both")
+	}
+	for i, n := range c.Names {
+		if n == "" {
+			bad(fmt.Sprintf("names[%d]", i), "empty name")
+		}
+	}
+	if c.Glob != "" && !strings.HasSuffix(strings.SplitN(c.Glob, "?", 2)[0], "/*") {
+		bad("glob", "%q does not end in /*", c.Glob)
+	}
+	if c.NackFraction < 0 || c.NackFraction > 1 {
+		bad("nack-fraction", "%v: want a value in [0, 1]", c.NackFraction)
+	}
+	return errors.Join(errs...)
+}
+
+// subscription is what every client subscribes to.
+func (c Config) subscription() []string {
+	if c.Glob != "" {
+		return []string{c.Glob}
+	}
+	return c.Names
+}

@@ -1,0 +1,183 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Storm is one reconnect storm: how long until every client held its
+// resources again (Completed), or until the next storm began (not Completed).
+type Storm struct {
+	Duration  time.Duration `json:"-"`
+	DurationS float64       `json:"duration_s"`
+	Completed bool          `json:"completed"`
+}
+
+// Status is a cheap snapshot of the fleet, for progress lines and for a
+// harness that waits for a phase to finish.
+type Status struct {
+	Clients         int     `json:"clients"`
+	StreamsOpen     int64   `json:"streams_open"`
+	StreamsOpened   int64   `json:"streams_opened"`
+	Synced          int64   `json:"synced"`
+	Responses       int64   `json:"responses"`
+	Acks            int64   `json:"acks"`
+	Nacks           int64   `json:"nacks"`
+	Received        int64   `json:"resources_received"`
+	Stamped         int64   `json:"fanout_samples"`
+	StreamErrors    int64   `json:"stream_errors"`
+	InitialSyncS    float64 `json:"initial_sync_s"` // 0 until every client first synced
+	StormInProgress bool    `json:"storm_in_progress"`
+	Storms          []Storm `json:"storms"`
+	LastError       string  `json:"last_error,omitempty"`
+}
+
+// Summary is the fleet's result: Status plus what the fleet measured.
+type Summary struct {
+	Status
+	Target       string   `json:"target"`
+	Variant      Variant  `json:"variant"`
+	TypeURL      string   `json:"type_url"`
+	Conns        int      `json:"conns"`
+	Subscription []string `json:"subscription"`
+	VersionsSeen int      `json:"versions_seen"`
+	// LatencySource is "origin-stamp" (samples: receipt − push stamp, one
+	// per client and update) or "first-to-last" (samples: last − first
+	// receipt across the fleet, one per updated version), or "" when no
+	// update was seen.
+	LatencySource string  `json:"latency_source"`
+	Samples       int     `json:"samples"`
+	P50MS         float64 `json:"p50_ms"`
+	P99MS         float64 `json:"p99_ms"`
+	MaxMS         float64 `json:"max_ms"`
+}
+
+// Status returns a snapshot of the fleet's counters.
+func (f *Fleet) Status() Status {
+	st := Status{
+		Clients:       len(f.clients),
+		StreamsOpen:   f.streamsOpen.Load(),
+		StreamsOpened: f.streamsOpened.Load(),
+		Synced:        f.synced.Load(),
+		Responses:     f.responses.Load(),
+		Acks:          f.acks.Load(),
+		Nacks:         f.nacks.Load(),
+		Received:      f.received.Load(),
+		Stamped:       f.stamped.Load(),
+		StreamErrors:  f.streamErrors.Load(),
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st.InitialSyncS = f.initialSync.Seconds()
+	st.StormInProgress = !f.stormStart.IsZero()
+	for _, s := range f.storms {
+		s.DurationS = s.Duration.Seconds()
+		st.Storms = append(st.Storms, s)
+	}
+	st.LastError = f.lastError
+	return st
+}
+
+// Summary returns what the fleet measured so far.
+func (f *Fleet) Summary() Summary {
+	s := Summary{
+		Status:       f.Status(),
+		Target:       f.cfg.Target,
+		Variant:      f.cfg.Variant,
+		TypeURL:      f.cfg.TypeURL,
+		Conns:        f.cfg.Conns,
+		Subscription: f.cfg.subscription(),
+	}
+	var samples []time.Duration
+	for _, c := range f.clients {
+		samples = append(samples, c.samples()...)
+	}
+	if len(samples) > 0 {
+		s.LatencySource = "origin-stamp"
+	}
+	f.mu.Lock()
+	s.VersionsSeen = len(f.versions)
+	if len(samples) == 0 {
+		for _, v := range f.versions {
+			if v.updates > 0 {
+				samples = append(samples, v.lastUpdate.Sub(v.firstUpdate))
+			}
+		}
+		if len(samples) > 0 {
+			s.LatencySource = "first-to-last"
+		}
+	}
+	f.mu.Unlock()
+	s.Samples = len(samples)
+	if len(samples) > 0 {
+		slices.Sort(samples)
+		s.P50MS = ms(percentile(samples, 0.50))
+		s.P99MS = ms(percentile(samples, 0.99))
+		s.MaxMS = ms(samples[len(samples)-1])
+	}
+	return s
+}
+
+// percentile returns the nearest-rank q-quantile of sorted samples.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	i := int(float64(len(sorted))*q+0.999999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ProgressLine is a one-line view of a Status, for a terminal.
+func (s Status) ProgressLine() string {
+	line := fmt.Sprintf("streams %d/%d  synced %d  responses %d  acks %d  nacks %d  resources %d  fanout-samples %d  errors %d",
+		s.StreamsOpen, s.Clients, s.Synced, s.Responses, s.Acks, s.Nacks, s.Received, s.Stamped, s.StreamErrors)
+	if s.StormInProgress {
+		line += "  (reconnect storm)"
+	}
+	return line
+}
+
+// WriteText writes s for a human.
+func (s Summary) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, `target            %s (%s, %s)
+clients           %d over %d connections, subscribed to %d name(s)
+streams           %d open, %d opened, %d errors
+synced            %d of %d (initial sync %.3fs)
+responses         %d (%d ACKed, %d NACKed), %d resources
+versions seen     %d
+fan-out latency   %s: %d samples, p50 %.2fms p99 %.2fms max %.2fms
+`,
+		s.Target, s.Variant, s.TypeURL,
+		s.Clients, s.Conns, len(s.Subscription),
+		s.StreamsOpen, s.StreamsOpened, s.StreamErrors,
+		s.Synced, s.Clients, s.InitialSyncS,
+		s.Responses, s.Acks, s.Nacks, s.Received,
+		s.VersionsSeen,
+		orNone(s.LatencySource), s.Samples, s.P50MS, s.P99MS, s.MaxMS)
+	if err != nil {
+		return err
+	}
+	for i, st := range s.Storms {
+		state := "all clients synced again"
+		if !st.Completed {
+			state = "interrupted by the next storm"
+		}
+		if _, err := fmt.Fprintf(w, "reconnect storm %d %.3fs, %s\n", i+1, st.DurationS, state); err != nil {
+			return err
+		}
+	}
+	if s.LastError != "" {
+		if _, err := fmt.Fprintf(w, "last stream error %s\n", s.LastError); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no updates seen"
+	}
+	return s
+}
