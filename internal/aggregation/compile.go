@@ -130,16 +130,30 @@ func compile(rules []Rule, authorities []string, checkAuthorities bool) ([]compi
 		}
 
 		regexes := c.match(&cr, p+".match", &r.Match)
-		switch {
-		case r.Default && (len(cr.conds) > 0 || len(cr.typeURLs) > 0):
+		switch written := r.Match.hasConditions(); {
+		case r.Default && written:
 			c.add(p+".match", "a default rule matches every request and has no conditions")
-		case !r.Default && len(cr.conds) == 0 && len(cr.typeURLs) == 0:
+		case !r.Default && !written:
 			c.add(p+".match", "no conditions: a rule that matches every request is written default: true, as the last rule")
 		}
 		c.target(&cr, p+".result", &r.Result, regexes, authorities, checkAuthorities)
 		out = append(out, cr)
 	}
 	return out, c.problems
+}
+
+// hasConditions reports whether any condition is written, valid or not.
+func (m *Match) hasConditions() bool {
+	if len(m.TypeURLs) > 0 || m.ResourceName != nil {
+		return true
+	}
+	n := m.Node
+	if n == nil {
+		return false
+	}
+	l := n.Locality
+	return n.ID != nil || n.Cluster != nil || len(n.Metadata) > 0 ||
+		(l != nil && (l.Region != nil || l.Zone != nil || l.SubZone != nil))
 }
 
 // match compiles a rule's conditions into cr and returns its regex

@@ -75,7 +75,6 @@ func TestValidate(t *testing.T) {
 			want: []FieldError{
 				{"rules[0].match.type_urls[0]", `"envoy.config.cluster.v3.Cluster" is not a type URL (want type.googleapis.com/<message>, e.g. type.googleapis.com/envoy.config.cluster.v3.Cluster)`},
 				{"rules[0].match.type_urls[1]", `"type.googleapis.com/" is not a type URL (want type.googleapis.com/<message>, e.g. type.googleapis.com/envoy.config.cluster.v3.Cluster)`},
-				{"rules[0].match", "no conditions: a rule that matches every request is written default: true, as the last rule"},
 			},
 		},
 		{
@@ -95,7 +94,6 @@ func TestValidate(t *testing.T) {
 				{"rules[0].match.node.cluster.prefix", "empty: it would match everything; leave the condition out instead"},
 				{"rules[0].match.node.locality.zone.regex", "does not compile: error parsing regexp: missing closing ): `(`"},
 				{"rules[0].match.node.locality.sub_zone", "exactly one of exact, prefix or regex may be set, found exact and prefix and regex"},
-				{"rules[0].match", "no conditions: a rule that matches every request is written default: true, as the last rule"},
 			},
 		},
 		{
@@ -115,7 +113,6 @@ func TestValidate(t *testing.T) {
 				{"rules[0].match.node.metadata[1].path", `"a..b" has an empty key (want dot-separated keys, e.g. team.name)`},
 				{"rules[0].match.node.metadata[2].value", "one of exact, prefix or regex is required"},
 				{"rules[0].match.node.metadata[3].value.regex", "does not compile: error parsing regexp: missing closing ]: `[z`"},
-				{"rules[0].match", "no conditions: a rule that matches every request is written default: true, as the last rule"},
 			},
 		},
 		{
