@@ -1,0 +1,178 @@
+// Command origin is the benchmark's origin control plane: go-control-plane's
+// server over a LinearCache of R ClusterLoadAssignments of about 1 KiB, with
+// xdstp names under one authority. It serves SotW and delta ADS on --listen,
+// and on --admin:
+//
+//	POST /push[?index=i]  replace one resource (round-robin by default) with a
+//	                      new revision stamped with the push time
+//	GET  /stats           streams and subscriptions held, requests received,
+//	                      responses and bytes sent (JSON)
+//	GET  /names           the resource names, one per line
+//
+// Usage: go run ./bench/origin --listen 127.0.0.1:18000 --admin 127.0.0.1:18001
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "origin:", err)
+		os.Exit(1)
+	}
+}
+
+// origin holds the resources and pushes new revisions.
+type origin struct {
+	cache     *cachev3.LinearCache // read-only after start
+	rec       *recorder            // read-only after start
+	names     []string             // read-only after start
+	size      int                  // read-only after start
+	mu        sync.Mutex
+	next, rev int // guarded by mu: next index to push, revision counter
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:18000", "xDS gRPC `host:port`")
+	admin := fs.String("admin", "127.0.0.1:18001", "control HTTP `host:port`")
+	count := fs.Int("resources", 10, "number of ClusterLoadAssignments")
+	size := fs.Int("size", 1024, "approximate serialized size of each resource, bytes")
+	authority := fs.String("authority", "bench.local", "xdstp authority of the resource names")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 || *size < 1 {
+		return fmt.Errorf("--resources and --size must be at least 1")
+	}
+	o := &origin{
+		cache: cachev3.NewLinearCache(resourcev3.EndpointType),
+		rec:   newRecorder(),
+		size:  *size,
+	}
+	for i := 0; i < *count; i++ {
+		n := resourceName(*authority, i)
+		o.names = append(o.names, n)
+		if err := o.cache.UpdateResource(n, buildCLA(n, *size, 0, time.Time{})); err != nil {
+			return fmt.Errorf("seed %s: %w", n, err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	gs := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, o.cache, o.rec.callbacks()))
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("xDS listener: %w", err)
+	}
+	alis, err := net.Listen("tcp", *admin)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	hs := &http.Server{Handler: o.handler(), ReadHeaderTimeout: 5 * time.Second}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := gs.Serve(lis); err != nil {
+			errc <- fmt.Errorf("xDS server: %w", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(alis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("admin server: %w", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "origin: %d resources of %d bytes; xDS on %s, admin on http://%s\n",
+		len(o.names), proto.Size(buildCLA(o.names[0], *size, 0, time.Time{})), lis.Addr(), alis.Addr())
+
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-errc:
+	}
+	_ = hs.Close() // shutting down
+	gs.Stop()
+	wg.Wait()
+	return err
+}
+
+func (o *origin) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /push", func(w http.ResponseWriter, r *http.Request) {
+		idx := -1
+		if v := r.URL.Query().Get("index"); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 || i >= len(o.names) {
+				http.Error(w, fmt.Sprintf("index %q: want 0..%d", v, len(o.names)-1), http.StatusBadRequest)
+				return
+			}
+			idx = i
+		}
+		name, at, err := o.push(idx)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, map[string]any{"name": name, "pushed_unix_nano": at.UnixNano()})
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, o.rec.snapshot())
+	})
+	mux.HandleFunc("GET /names", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, strings.Join(o.names, "\n"))
+	})
+	return mux
+}
+
+// push replaces resource idx (the next one round-robin when idx < 0) with
+// a new revision stamped now.
+func (o *origin) push(idx int) (string, time.Time, error) {
+	o.mu.Lock()
+	if idx < 0 {
+		idx = o.next
+		o.next = (o.next + 1) % len(o.names)
+	}
+	o.rev++
+	rev := o.rev
+	o.mu.Unlock()
+	name := o.names[idx]
+	now := time.Now()
+	res := buildCLA(name, o.size, rev, now)
+	o.rec.pushed(name)
+	if err := o.cache.UpdateResource(name, res); err != nil {
+		return "", time.Time{}, fmt.Errorf("push %s: %w", name, err)
+	}
+	return name, now, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v) // the peer hung up: nothing to do
+}
