@@ -1,65 +1,368 @@
 package cache
 
 import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
 // Options configure a Cache.
 type Options struct {
-	// MaxResources bounds the resources no client watches that stay cached
-	// (and subscribed upstream). Watched resources are never evicted.
+	// MaxResources bounds the keys no client watches that stay cached (and
+	// subscribed upstream). Watched keys are never evicted. 0: unbounded.
 	MaxResources int
-	// MaxBytes bounds the bytes of those unwatched resources.
+	// MaxBytes bounds the serialized bytes of those unwatched resources.
+	// 0: unbounded.
 	MaxBytes int64
 	// Upstream receives subscribe/unsubscribe calls; may be set later with
 	// SetUpstream, before the first Watch.
 	Upstream Subscriber
-	Logger   *zap.Logger
+	// Logger; nil: no logging.
+	Logger *zap.Logger
+	// Registry for the cache metrics; nil: not registered.
 	Registry prometheus.Registerer
+	// Now is the clock (TTL expiry); nil: time.Now. For tests.
+	Now func() time.Time
 }
 
 // Cache holds resources by canonical Key, indexes watchers by key and by
-// collection, and keeps unwatched resources in a bounded LRU.
+// collection, and keeps unwatched keys in a bounded LRU.
 //
-// Contract (implemented in issue #3):
+// Contract:
 //   - Watch registers w for keys (resources or collections). A key nobody
 //     had subscribed is subscribed upstream (Subscriber.Subscribe, with node).
 //     Each key already known (present or absent) counts as a cache hit, each
 //     pending one as a miss (xds_relay_cache_hits_total/misses_total, by type).
 //     If a key is already known, w is notified of it (for a collection: of
 //     each member, or of the collection key itself when it is empty).
+//     Watching a key w already watches does nothing.
 //   - Unwatch removes w. A key no client watches moves to the LRU; it stays
 //     cached and subscribed until evicted, and eviction calls Unsubscribe.
+//     A resource that is a member of a watched collection counts as watched.
 //   - Apply stores an origin update and notifies every watcher of each changed
-//     key, and every watcher of a collection the key is a member of.
+//     key, and every watcher of a collection the key is (or was) a member of.
+//     A collection whose state changes (pending → known, empty ↔ not empty)
+//     notifies its watchers of the collection key (and, when it becomes known,
+//     of each member).
 //   - Get and Members read current state; writers build responses from them.
-//   - Nothing is dropped because the origin is unreachable.
+//   - Nothing is dropped because the origin is unreachable: only LRU
+//     eviction of unwatched keys ever drops an entry.
+//
+// Locking: mu guards every index. Watcher.Notify and Subscriber calls are
+// made after mu is released; Subscriber calls keep the order in which the
+// cache decided them (see flush).
 type Cache struct {
+	lg  *zap.Logger      // read-only after New
+	m   *metrics         // read-only after New
+	now func() time.Time // read-only after New
+
+	maxResources int   // read-only after New
+	maxBytes     int64 // read-only after New
+
+	mu       sync.Mutex
+	upstream Subscriber // guarded by mu
+	// entries by key: resources and collections. guarded by mu
+	entries map[Key]*entry
+	// byType: resource entries (not collections) of one stream and type, by
+	// canonical name; the members of its Wildcard are the present ones.
+	// guarded by mu
+	byType map[streamType]map[string]*entry
+	// colls: collection entries of one stream and type, by name.
+	// guarded by mu
+	colls map[streamType]map[string]*entry
+	// present counts the present resource entries of one stream and type.
+	// guarded by mu
+	present map[streamType]int
+	// globMembers: present resources by the glob key they belong to (kept
+	// whether or not the glob is watched, so a new glob watch is O(members)).
+	// guarded by mu
+	globMembers map[Key]map[string]*entry
+	// watchers by exact key: resource keys, glob keys and Wildcard keys.
+	// guarded by mu
+	watchers map[Key]map[Watcher]struct{}
+	// lru orders unwatched keys, oldest first. guarded by mu
+	lru *simplelru.LRU[Key, *entry]
+	// lruBytes is the bytes of the resources in lru. guarded by mu
+	lruBytes int64
+	// outbox holds Subscriber calls decided under mu, in order; flushing
+	// says one goroutine is draining it. guarded by mu
+	outbox   []subOp
+	flushing bool
 }
 
 // New returns an empty cache.
 func New(opts Options) *Cache {
-	panic("cache.New: not implemented yet (issue #3)")
+	lg := opts.Logger
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	// The LRU only keeps order; the cache enforces both bounds itself (a
+	// count and a byte total) and evicts with RemoveOldest, so no callback.
+	lru, err := simplelru.NewLRU[Key, *entry](math.MaxInt, nil)
+	if err != nil {
+		panic("cache: simplelru.NewLRU: " + err.Error()) // only for size <= 0
+	}
+	return &Cache{
+		lg:           lg.Named("cache"),
+		m:            newMetrics(opts.Registry),
+		now:          now,
+		maxResources: opts.MaxResources,
+		maxBytes:     opts.MaxBytes,
+		upstream:     opts.Upstream,
+		entries:      make(map[Key]*entry),
+		byType:       make(map[streamType]map[string]*entry),
+		present:      make(map[streamType]int),
+		colls:        make(map[streamType]map[string]*entry),
+		globMembers:  make(map[Key]map[string]*entry),
+		watchers:     make(map[Key]map[Watcher]struct{}),
+		lru:          lru,
+	}
 }
 
 // SetUpstream sets the subscriber; call before the first Watch.
-func (c *Cache) SetUpstream(u Subscriber) { panic("not implemented") }
+func (c *Cache) SetUpstream(u Subscriber) {
+	c.mu.Lock()
+	c.upstream = u
+	c.mu.Unlock()
+}
 
-// Watch registers w for keys; node is presented upstream if a stream must be opened.
-func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) { panic("not implemented") }
+// Watch registers w for keys; node is presented upstream if a stream must be
+// opened. Keys must be canonical (see CanonicalName).
+func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
+	var nb noteBuilder
+	c.mu.Lock()
+	now := c.now()
+	for _, k := range keys {
+		ws := c.watchers[k]
+		if _, ok := ws[w]; ok {
+			continue
+		}
+		if ws == nil {
+			ws = make(map[Watcher]struct{})
+			c.watchers[k] = ws
+		}
+		ws[w] = struct{}{}
 
-// Unwatch removes w from keys.
-func (c *Cache) Unwatch(w Watcher, keys ...Key) { panic("not implemented") }
+		e := c.entries[k]
+		if e == nil {
+			e = c.newEntryLocked(k)
+		}
+		if !e.subscribed {
+			e.subscribed = true
+			c.queueLocked(true, k, node)
+		}
+		c.reconcileLocked(e)
+		if e.collection {
+			st := c.collectionStateLocked(e)
+			c.countLocked(k, st != StatePending)
+			for _, m := range c.membersLocked(k) {
+				c.reconcileLocked(m)
+				if st != StatePending && m.visibleState(now) == StatePresent {
+					nb.add(w, m.key)
+				}
+			}
+			if st == StateAbsent {
+				nb.add(w, k)
+			}
+			continue
+		}
+		st := e.visibleState(now)
+		c.countLocked(k, st != StatePending)
+		if st != StatePending {
+			nb.add(w, k)
+		}
+	}
+	c.mu.Unlock()
+	c.flush()
+	nb.send()
+}
+
+// Unwatch removes w from keys. Keys nobody watches any more stay cached
+// (and subscribed) in the LRU until evicted.
+func (c *Cache) Unwatch(w Watcher, keys ...Key) {
+	c.mu.Lock()
+	for _, k := range keys {
+		ws := c.watchers[k]
+		if _, ok := ws[w]; !ok {
+			continue
+		}
+		delete(ws, w)
+		if len(ws) > 0 {
+			continue
+		}
+		delete(c.watchers, k)
+		e := c.entries[k]
+		if e == nil {
+			continue
+		}
+		c.reconcileLocked(e)
+		if e.collection {
+			for _, m := range c.membersLocked(k) {
+				c.reconcileLocked(m)
+			}
+		}
+	}
+	c.enforceBoundsLocked()
+	c.mu.Unlock()
+	c.flush()
+}
 
 // Get returns the current revision of a resource key and its state. The
-// *Resource is nil unless the state is StatePresent.
-func (c *Cache) Get(k Key) (*Resource, State) { panic("not implemented") }
+// *Resource is nil unless the state is StatePresent. A key the cache holds
+// nothing for reads as StatePending.
+func (c *Cache) Get(k Key) (*Resource, State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[k]
+	if e == nil || e.collection {
+		return nil, StatePending
+	}
+	st := e.visibleState(c.now())
+	if st != StatePresent {
+		return nil, st
+	}
+	return e.res, st
+}
 
 // Members returns the current members of a collection key (glob or
-// Wildcard), sorted by name, and the collection's state.
-func (c *Cache) Members(k Key) ([]*Resource, State) { panic("not implemented") }
+// Wildcard), sorted by name, and the collection's state: StatePending until
+// the origin answered it, then StatePresent, or StateAbsent when it is known
+// to be empty. Members may be non-empty while pending (resources cached
+// through other subscriptions).
+func (c *Cache) Members(k Key) ([]*Resource, State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	var out []*Resource
+	for _, m := range c.membersLocked(k) {
+		if m.visibleState(now) == StatePresent {
+			out = append(out, m.res)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	e := c.entries[k]
+	if e == nil || !e.collection {
+		return out, StatePending
+	}
+	return out, c.collectionStateLocked(e)
+}
 
-// Apply stores what the origin sent and notifies watchers.
-func (c *Cache) Apply(u Update) { panic("not implemented") }
+// newEntryLocked creates the entry of a key a client watches for the first
+// time. A resource that a known collection would hold, but does not, is
+// known absent at once.
+func (c *Cache) newEntryLocked(k Key) *entry {
+	e := &entry{key: k, state: StatePending}
+	if isCollectionName(k.Name) {
+		e.collection = true
+		st := k.streamType()
+		m := c.colls[st]
+		if m == nil {
+			m = make(map[string]*entry)
+			c.colls[st] = m
+		}
+		m[k.Name] = e
+	} else {
+		e.glob = globOf(k.Name)
+		st := k.streamType()
+		if c.knownLocked(st.wildcard()) || (e.glob != "" && c.knownLocked(c.globKey(k, e.glob))) {
+			e.state = StateAbsent
+		}
+		c.addByTypeLocked(e)
+	}
+	c.entries[k] = e
+	return e
+}
+
+func (c *Cache) addByTypeLocked(e *entry) {
+	st := e.key.streamType()
+	m := c.byType[st]
+	if m == nil {
+		m = make(map[string]*entry)
+		c.byType[st] = m
+	}
+	m[e.key.Name] = e
+}
+
+// removeCollectionLocked removes collection entry e from colls.
+func (c *Cache) removeCollectionLocked(e *entry) {
+	st := e.key.streamType()
+	if m := c.colls[st]; m != nil {
+		delete(m, e.key.Name)
+		if len(m) == 0 {
+			delete(c.colls, st)
+		}
+	}
+}
+
+// knownLocked: k is a collection the origin has answered.
+func (c *Cache) knownLocked(k Key) bool {
+	e := c.entries[k]
+	return e != nil && e.collection && e.state == StatePresent
+}
+
+func (c *Cache) globKey(k Key, glob string) Key {
+	return Key{Stream: k.Stream, TypeURL: k.TypeURL, Name: glob}
+}
+
+// membersLocked returns the entries that are members of collection k: the
+// present resources of its glob, or every resource entry of its stream and
+// type for Wildcard (callers filter on state). The map must not be modified.
+func (c *Cache) membersLocked(k Key) map[string]*entry {
+	if k.Name == Wildcard {
+		return c.byType[k.streamType()]
+	}
+	return c.globMembers[k]
+}
+
+// collectionStateLocked is a collection's reported state: pending until
+// known, then present or absent by whether it has a present member (TTL
+// expiry of members is not considered here). O(1).
+func (c *Cache) collectionStateLocked(e *entry) State {
+	if e.state != StatePresent {
+		return StatePending
+	}
+	n := 0
+	if e.key.Name == Wildcard {
+		n = c.present[e.key.streamType()]
+	} else {
+		n = len(c.globMembers[e.key])
+	}
+	if n > 0 {
+		return StatePresent
+	}
+	return StateAbsent
+}
+
+// countLocked records a cache hit or miss for a newly watched key.
+func (c *Cache) countLocked(k Key, hit bool) {
+	if hit {
+		c.m.hits.WithLabelValues(typeLabel(k.TypeURL)).Inc()
+	} else {
+		c.m.misses.WithLabelValues(typeLabel(k.TypeURL)).Inc()
+	}
+}
+
+// heldLocked: somebody watches e, directly or (for a present resource)
+// through its glob or its type's Wildcard. Held entries are never evicted.
+func (c *Cache) heldLocked(e *entry) bool {
+	if len(c.watchers[e.key]) > 0 {
+		return true
+	}
+	if e.collection || e.state != StatePresent {
+		return false
+	}
+	if len(c.watchers[e.key.streamType().wildcard()]) > 0 {
+		return true
+	}
+	return e.glob != "" && len(c.watchers[c.globKey(e.key, e.glob)]) > 0
+}

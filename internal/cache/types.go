@@ -91,8 +91,10 @@ func (s State) String() string {
 
 // Watcher is a downstream session. Notify is called once per changed key the
 // watcher watches (directly, or through a collection the key belongs to: then
-// k is the member's key). It is called without cache locks held, must not
-// block and must not call back into the cache: mark dirty, poke, return.
+// k is the member's key; k is the collection key itself when the
+// collection's own state changed, e.g. it became known empty). It is called
+// without cache locks held, must not block and must not call back into the
+// cache: mark dirty, poke, return. Watchers are map keys: use pointers.
 type Watcher interface {
 	Notify(k Key)
 }

@@ -1,0 +1,252 @@
+package cache
+
+import (
+	"bytes"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// applyRun is the bookkeeping of one Apply: what changed, to notify once
+// the lock is released.
+type applyRun struct {
+	// changed keys in order, with whether the key is or was a collection
+	// member (then collection watchers are notified too).
+	order  []Key
+	member map[Key]bool
+	// before holds the state of each touched collection before the update.
+	before map[Key]State
+}
+
+func (a *applyRun) change(k Key, member bool) {
+	if m, ok := a.member[k]; ok {
+		a.member[k] = m || member
+		return
+	}
+	a.order = append(a.order, k)
+	a.member[k] = member
+}
+
+// touchLocked records collection k's state before the update.
+func (c *Cache) touchLocked(a *applyRun, k Key) {
+	if _, ok := a.before[k]; ok {
+		return
+	}
+	if e := c.entries[k]; e != nil && e.collection {
+		a.before[k] = c.collectionStateLocked(e)
+	}
+}
+
+// touchMemberLocked records the states of the collections e belongs to.
+func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
+	c.touchLocked(a, e.key.streamType().wildcard())
+	if e.glob != "" {
+		c.touchLocked(a, c.globKey(e.key, e.glob))
+	}
+}
+
+// Apply stores what the origin sent and notifies watchers (after releasing
+// the lock). A revision identical to the cached one (same version, bytes and
+// TTL) is not a change: it only refreshes the TTL and notifies nobody. A
+// heartbeat refreshes the TTL of the cached revision and notifies.
+func (c *Cache) Apply(u Update) {
+	a := applyRun{member: make(map[Key]bool), before: make(map[Key]State)}
+	st := streamType{stream: u.Stream, typeURL: u.TypeURL}
+	var inUpdate map[string]struct{}
+	if u.FullState {
+		inUpdate = make(map[string]struct{}, len(u.Resources))
+	}
+
+	c.mu.Lock()
+	now := c.now()
+	for _, r := range u.Resources {
+		c.applyResourceLocked(&a, u, r, inUpdate, now)
+	}
+	for _, name := range u.Removed {
+		c.applyRemovedLocked(&a, Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name})
+	}
+	for _, name := range u.Complete {
+		k := Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name}
+		e := c.entries[k]
+		switch {
+		case e == nil:
+		case e.collection:
+			c.touchLocked(&a, k)
+			e.state = StatePresent
+		case e.state == StatePending:
+			e.state = StateAbsent
+			a.change(k, false)
+			c.reconcileLocked(e)
+		}
+	}
+	if u.FullState {
+		c.applyFullStateLocked(&a, st, inUpdate)
+	}
+	nb := c.notesLocked(&a, now)
+	c.enforceBoundsLocked()
+	c.mu.Unlock()
+	c.flush()
+	nb.send()
+}
+
+func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate map[string]struct{}, now time.Time) {
+	if r == nil {
+		return
+	}
+	name, err := CanonicalName(r.Name)
+	if err != nil || isCollectionName(name) {
+		c.lg.Warn("update with a resource name that cannot be cached; skipped",
+			zap.String("type_url", u.TypeURL), zap.String("name", r.Name), zap.Error(err))
+		return
+	}
+	if inUpdate != nil {
+		inUpdate[name] = struct{}{}
+	}
+	k := Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name}
+	e := c.entries[k]
+	if r.Heartbeat {
+		if e == nil || e.state != StatePresent {
+			c.lg.Debug("heartbeat for a resource not cached; ignored", zap.String("type_url", u.TypeURL), zap.String("name", r.Name))
+			return
+		}
+		hb := *e.res
+		hb.TTL, hb.Arrived, hb.Heartbeat = r.TTL, r.Arrived, false
+		e.res, e.expires = &hb, expiry(r, now)
+		a.change(k, true)
+		return
+	}
+	if r.Body == nil {
+		c.lg.Warn("update with a resource without body; skipped", zap.String("type_url", u.TypeURL), zap.String("name", r.Name))
+		return
+	}
+	if e == nil {
+		e = &entry{key: k, state: StatePending, glob: globOf(name)}
+		c.entries[k] = e
+		c.addByTypeLocked(e)
+	}
+	if e.visibleState(now) == StatePresent && identical(e.res, r) {
+		e.expires = expiry(r, now)
+		return
+	}
+	c.touchMemberLocked(a, e)
+	c.setPresentLocked(e, r, now)
+	a.change(k, true)
+	c.reconcileLocked(e)
+}
+
+func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {
+	e := c.entries[k]
+	if e == nil {
+		return
+	}
+	if e.collection {
+		// The origin says the collection is empty.
+		c.touchLocked(a, k)
+		e.state = StatePresent
+		var gone []*entry
+		for _, m := range c.membersLocked(k) {
+			if m.state == StatePresent {
+				gone = append(gone, m)
+			}
+		}
+		for _, m := range gone {
+			c.removeResourceLocked(a, m)
+		}
+		return
+	}
+	if e.state == StateAbsent {
+		return
+	}
+	c.removeResourceLocked(a, e)
+}
+
+// removeResourceLocked makes a present or pending resource absent.
+func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
+	wasPresent := e.state == StatePresent
+	if wasPresent {
+		c.touchMemberLocked(a, e)
+	}
+	c.setAbsentLocked(e)
+	a.change(e.key, wasPresent)
+	c.reconcileLocked(e)
+}
+
+// applyFullStateLocked: the update held every resource of the stream and
+// type, so anything else is absent and every collection is known.
+func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, inUpdate map[string]struct{}) {
+	var gone []*entry
+	for name, e := range c.byType[st] {
+		if _, ok := inUpdate[name]; ok || e.state == StateAbsent {
+			continue
+		}
+		gone = append(gone, e)
+	}
+	for _, e := range gone {
+		c.removeResourceLocked(a, e)
+	}
+	for _, e := range c.colls[st] {
+		c.touchLocked(a, e.key)
+		e.state = StatePresent
+	}
+}
+
+// setPresentLocked stores revision r in e and maintains the member sets,
+// gauges and LRU byte count.
+func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
+	old := e.size()
+	if e.state != StatePresent {
+		e.state = StatePresent
+		st := e.key.streamType()
+		c.present[st]++
+		c.m.resources.Inc()
+		if e.glob != "" {
+			gk := c.globKey(e.key, e.glob)
+			m := c.globMembers[gk]
+			if m == nil {
+				m = make(map[string]*entry)
+				c.globMembers[gk] = m
+			}
+			m[e.key.Name] = e
+		}
+	}
+	e.res, e.expires = r, expiry(r, now)
+	c.m.bytes.Add(float64(e.size() - old))
+}
+
+// setAbsentLocked forgets e's revision (if any) and marks it absent.
+func (c *Cache) setAbsentLocked(e *entry) {
+	if e.state == StatePresent {
+		c.m.bytes.Sub(float64(e.size()))
+		c.m.resources.Dec()
+		st := e.key.streamType()
+		if c.present[st]--; c.present[st] <= 0 {
+			delete(c.present, st)
+		}
+		if e.glob != "" {
+			gk := c.globKey(e.key, e.glob)
+			if m := c.globMembers[gk]; m != nil {
+				delete(m, e.key.Name)
+				if len(m) == 0 {
+					delete(c.globMembers, gk)
+				}
+			}
+		}
+	}
+	e.state, e.res, e.expires = StateAbsent, nil, time.Time{}
+}
+
+// identical: r is the cached revision again (same version, bytes and TTL).
+func identical(cur, r *Resource) bool {
+	return cur != nil && cur.Version == r.Version &&
+		cur.Body.GetTypeUrl() == r.Body.GetTypeUrl() &&
+		bytes.Equal(cur.Body.GetValue(), r.Body.GetValue()) &&
+		sameTTL(cur.TTL, r.TTL)
+}
+
+func sameTTL(a, b *durationpb.Duration) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.AsDuration() == b.AsDuration()
+}

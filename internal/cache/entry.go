@@ -1,0 +1,78 @@
+package cache
+
+import "time"
+
+// streamType is one (stream, type) pair: the unit of FullState and of the
+// Wildcard collection.
+type streamType struct {
+	stream  StreamID
+	typeURL string
+}
+
+func (k Key) streamType() streamType { return streamType{stream: k.Stream, typeURL: k.TypeURL} }
+
+func (st streamType) wildcard() Key {
+	return Key{Stream: st.stream, TypeURL: st.typeURL, Name: Wildcard}
+}
+
+// entry is what the cache knows of one Key. Every field is guarded by
+// Cache.mu.
+type entry struct {
+	key Key
+	// collection is true for Wildcard and glob keys. read-only after creation.
+	collection bool
+	// glob is the canonical glob key name a resource is a member of while
+	// present; "" for legacy names and collections. read-only after creation.
+	glob string
+
+	// state of a resource. For a collection: StatePending until the origin
+	// answered it, then StatePresent ("known"); its reported state is
+	// computed from its members (see collectionStateLocked).
+	state State
+	// res is the current revision while state == StatePresent.
+	res *Resource
+	// expires is when res lapses without an update or heartbeat; zero: no TTL.
+	expires time.Time
+
+	// subscribed: the cache asked the Subscriber for this key and has not
+	// unsubscribed it. Only subscribed keys are unsubscribed on eviction.
+	subscribed bool
+	// inLRU: the key is in Cache.lru (nobody watches it).
+	inLRU bool
+	// lruBytes is what this entry adds to Cache.lruBytes while inLRU.
+	lruBytes int64
+}
+
+// visibleState is the state a reader sees at now: a present resource whose
+// TTL elapsed reads as StateAbsent. Expiry is checked lazily, at read time;
+// the cache does not notify anyone at the moment a TTL elapses.
+func (e *entry) visibleState(now time.Time) State {
+	if e.state == StatePresent && !e.expires.IsZero() && !now.Before(e.expires) {
+		return StateAbsent
+	}
+	return e.state
+}
+
+// size is the bytes of the entry's current revision.
+func (e *entry) size() int64 {
+	if e.state != StatePresent {
+		return 0
+	}
+	return int64(e.res.Size())
+}
+
+// expiry computes when a revision lapses: its TTL after it arrived (after
+// now when Arrived is unset). Zero when it has no TTL.
+func expiry(r *Resource, now time.Time) time.Time {
+	if r == nil || r.TTL == nil {
+		return time.Time{}
+	}
+	d := r.TTL.AsDuration()
+	if d <= 0 {
+		return time.Time{}
+	}
+	if !r.Arrived.IsZero() {
+		now = r.Arrived
+	}
+	return now.Add(d)
+}

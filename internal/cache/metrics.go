@@ -1,0 +1,55 @@
+package cache
+
+import (
+	"strings"
+
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the cache's Prometheus instruments. Their names are fixed:
+// operators scrape them.
+type metrics struct {
+	hits      *prometheus.CounterVec // label type
+	misses    *prometheus.CounterVec // label type
+	resources prometheus.Gauge
+	bytes     prometheus.Gauge
+	evictions prometheus.Counter
+}
+
+// newMetrics builds the cache metrics and registers them with reg (nil: not
+// registered).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "hits_total",
+			Help: "Subscriptions answered from the cache without waiting for the origin, by resource type.",
+		}, []string{"type"}),
+		misses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "misses_total",
+			Help: "Subscriptions that had to wait for the origin, by resource type.",
+		}, []string{"type"}),
+		resources: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "resources",
+			Help: "Resources currently cached (present), watched or not.",
+		}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "bytes",
+			Help: "Serialized bytes of the resources currently cached.",
+		}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "evictions_total",
+			Help: "Unwatched keys evicted from the LRU (and unsubscribed upstream).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions)
+	}
+	return m
+}
+
+// typeLabel is the low-cardinality type label: the type URL without
+// "type.googleapis.com/".
+func typeLabel(typeURL string) string {
+	return strings.TrimPrefix(typeURL, resource.APITypePrefix)
+}

@@ -1,0 +1,124 @@
+package cache
+
+import "time"
+
+// note is one Watcher.Notify call to make once the lock is released.
+type note struct {
+	w Watcher
+	k Key
+}
+
+// noteGroup is the watchers to notify of one key (the common case of a
+// fan-out: one key, many watchers, stored without repeating the key).
+type noteGroup struct {
+	k  Key
+	ws []Watcher
+}
+
+// noteBuilder collects notifications under the lock; send makes them after.
+type noteBuilder struct {
+	notes  []note
+	groups []noteGroup
+}
+
+func (nb *noteBuilder) add(w Watcher, k Key) { nb.notes = append(nb.notes, note{w: w, k: k}) }
+
+// addWatchers notifies every watcher in sets of k, once each even when a
+// watcher is in several sets (e.g. it watches k and k's glob).
+func (nb *noteBuilder) addWatchers(k Key, sets ...map[Watcher]struct{}) {
+	nonEmpty, total := 0, 0
+	for _, s := range sets {
+		if len(s) > 0 {
+			nonEmpty++
+			total += len(s)
+		}
+	}
+	if total == 0 {
+		return
+	}
+	g := noteGroup{k: k, ws: make([]Watcher, 0, total)}
+	if nonEmpty == 1 {
+		for _, s := range sets {
+			for w := range s {
+				g.ws = append(g.ws, w)
+			}
+		}
+		nb.groups = append(nb.groups, g)
+		return
+	}
+	seen := make(map[Watcher]struct{}, total)
+	for _, s := range sets {
+		for w := range s {
+			if _, dup := seen[w]; dup {
+				continue
+			}
+			seen[w] = struct{}{}
+			g.ws = append(g.ws, w)
+		}
+	}
+	nb.groups = append(nb.groups, g)
+}
+
+// send calls Notify; the cache lock must not be held.
+func (nb *noteBuilder) send() {
+	for _, g := range nb.groups {
+		for _, w := range g.ws {
+			w.Notify(g.k)
+		}
+	}
+	for _, n := range nb.notes {
+		n.w.Notify(n.k)
+	}
+}
+
+// notesLocked turns an Apply's changes into notifications: the watchers of
+// each changed key and, for a member, of its glob and its type's Wildcard;
+// then, for each collection whose state changed, its watchers: of each
+// member when it became known with members, of the collection key
+// otherwise.
+func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
+	var nb noteBuilder
+	for _, k := range a.order {
+		if !a.member[k] {
+			nb.addWatchers(k, c.watchers[k])
+			continue
+		}
+		var globWatchers map[Watcher]struct{}
+		if e := c.entries[k]; e != nil && e.glob != "" {
+			globWatchers = c.watchers[c.globKey(k, e.glob)]
+		}
+		nb.addWatchers(k, c.watchers[k], globWatchers, c.watchers[k.streamType().wildcard()])
+	}
+	var seen map[note]struct{}
+	for ck, before := range a.before {
+		e := c.entries[ck]
+		if e == nil {
+			continue
+		}
+		after := c.collectionStateLocked(e)
+		ws := c.watchers[ck]
+		if after == before || len(ws) == 0 {
+			continue
+		}
+		if before != StatePending || after != StatePresent {
+			nb.addWatchers(ck, ws)
+			continue
+		}
+		if seen == nil {
+			seen = make(map[note]struct{})
+		}
+		for _, m := range c.membersLocked(ck) {
+			if _, ok := a.member[m.key]; ok || m.visibleState(now) != StatePresent {
+				continue // already notified as a change
+			}
+			for w := range ws {
+				n := note{w: w, k: m.key}
+				if _, dup := seen[n]; !dup {
+					seen[n] = struct{}{}
+					nb.notes = append(nb.notes, n)
+				}
+			}
+		}
+	}
+	return nb
+}
