@@ -219,12 +219,19 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 
 // Get returns the current revision of a resource key and its state. The
 // *Resource is nil unless the state is StatePresent. A key the cache holds
-// nothing for reads as StatePending.
+// nothing for reads as StateAbsent when a known collection (its type's
+// Wildcard or its glob) covers it, StatePending otherwise.
 func (c *Cache) Get(k Key) (*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[k]
-	if e == nil || e.collection {
+	if e == nil {
+		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
+			return nil, StateAbsent
+		}
+		return nil, StatePending
+	}
+	if e.collection {
 		return nil, StatePending
 	}
 	st := e.visibleState(c.now())
@@ -273,8 +280,7 @@ func (c *Cache) newEntryLocked(k Key) *entry {
 		m[k.Name] = e
 	} else {
 		e.glob = globOf(k.Name)
-		st := k.streamType()
-		if c.knownLocked(st.wildcard()) || (e.glob != "" && c.knownLocked(c.globKey(k, e.glob))) {
+		if c.coveredByKnownLocked(k, e.glob) {
 			e.state = StateAbsent
 		}
 		c.addByTypeLocked(e)
@@ -302,6 +308,12 @@ func (c *Cache) removeCollectionLocked(e *entry) {
 			delete(c.colls, st)
 		}
 	}
+}
+
+// coveredByKnownLocked: a collection the origin answered in full (k's
+// type's Wildcard, or k's glob) would hold resource k if it existed.
+func (c *Cache) coveredByKnownLocked(k Key, glob string) bool {
+	return c.knownLocked(k.streamType().wildcard()) || (glob != "" && c.knownLocked(c.globKey(k, glob)))
 }
 
 // knownLocked: k is a collection the origin has answered.

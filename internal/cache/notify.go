@@ -84,8 +84,14 @@ func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
 			continue
 		}
 		var globWatchers map[Watcher]struct{}
-		if e := c.entries[k]; e != nil && e.glob != "" {
-			globWatchers = c.watchers[c.globKey(k, e.glob)]
+		glob := ""
+		if e := c.entries[k]; e != nil {
+			glob = e.glob
+		} else {
+			glob = globOf(k.Name) // dropped in this update
+		}
+		if glob != "" {
+			globWatchers = c.watchers[c.globKey(k, glob)]
 		}
 		nb.addWatchers(k, c.watchers[k], globWatchers, c.watchers[k.streamType().wildcard()])
 	}
