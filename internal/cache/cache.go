@@ -15,10 +15,11 @@ import (
 // Options configure a Cache.
 type Options struct {
 	// MaxResources bounds the keys no client watches that stay cached (and
-	// subscribed upstream). Watched keys are never evicted. 0: unbounded.
+	// subscribed upstream). Watched keys are never evicted. 0 keeps none
+	// (as config's cache.max_resources); negative: unbounded.
 	MaxResources int
 	// MaxBytes bounds the serialized bytes of those unwatched resources.
-	// 0: unbounded.
+	// 0 keeps none; negative: unbounded.
 	MaxBytes int64
 	// Upstream receives subscribe/unsubscribe calls; may be set later with
 	// SetUpstream, before the first Watch.

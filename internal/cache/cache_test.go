@@ -87,6 +87,9 @@ func (s *fakeSubscriber) take() []string {
 	return out
 }
 
+// unbounded keeps every unwatched key (zero bounds keep none).
+var unbounded = Options{MaxResources: -1, MaxBytes: -1}
+
 type fixture struct {
 	c   *Cache
 	sub *fakeSubscriber
@@ -210,7 +213,7 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, unbounded)
 			w1, w2 := &fakeWatcher{}, &fakeWatcher{}
 			tc.prepare(f, w1)
 			f.sub.take()
@@ -250,7 +253,7 @@ func TestApplyNotifiesOnChangeOnly(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, unbounded)
 			w, other := &fakeWatcher{}, &fakeWatcher{}
 			f.c.Watch(w, nil, a)
 			f.c.Watch(other, nil, key(legacyStream, lds, "b"))
@@ -313,7 +316,7 @@ func TestGlobMembership(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, unbounded)
 			gname, err := CanonicalName(tc.glob)
 			if err != nil {
 				t.Fatal(err)
@@ -369,7 +372,7 @@ func TestGlobMembership(t *testing.T) {
 }
 
 func TestWildcard(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, unbounded)
 	w, other := &fakeWatcher{}, &fakeWatcher{}
 	f.c.Watch(w, nil, key(legacyStream, cds, Wildcard))
 	f.c.Watch(other, nil, key(StreamID{Authority: "auth", Group: "g2"}, cds, Wildcard))
@@ -436,7 +439,7 @@ func TestFullStateAndComplete(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, unbounded)
 			w := &fakeWatcher{}
 			f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "p"))
 			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1), res("b", "1", 1)}})
@@ -457,7 +460,7 @@ func TestFullStateAndComplete(t *testing.T) {
 }
 
 func TestTTL(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, unbounded)
 	a := key(legacyStream, lds, "a")
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, a)
@@ -494,7 +497,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestGauges(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"))
 	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "1", 5)}})
@@ -520,9 +523,10 @@ func TestLRUBounds(t *testing.T) {
 		size     int
 		wantKept int
 	}{
-		{name: "by count", opts: Options{MaxResources: 10}, size: 100, wantKept: 10},
-		{name: "by bytes", opts: Options{MaxBytes: 1000}, size: 100, wantKept: 10},
+		{name: "by count", opts: Options{MaxResources: 10, MaxBytes: -1}, size: 100, wantKept: 10},
+		{name: "by bytes", opts: Options{MaxResources: -1, MaxBytes: 1000}, size: 100, wantKept: 10},
 		{name: "both, bytes tighter", opts: Options{MaxResources: 50, MaxBytes: 500}, size: 100, wantKept: 5},
+		{name: "zero keeps none", opts: Options{MaxResources: 0, MaxBytes: 0}, size: 100, wantKept: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.opts)
@@ -591,7 +595,7 @@ func TestLRUBounds(t *testing.T) {
 // TestLRUWatchAgainLeavesLRU: a key watched again is not evicted however
 // much churn follows.
 func TestLRUWatchAgainLeavesLRU(t *testing.T) {
-	f := newFixture(t, Options{MaxResources: 2})
+	f := newFixture(t, Options{MaxResources: 2, MaxBytes: -1})
 	w := &fakeWatcher{}
 	a := key(legacyStream, lds, "a")
 	f.c.Watch(w, nil, a)
@@ -611,7 +615,7 @@ func TestLRUWatchAgainLeavesLRU(t *testing.T) {
 // TestLRUCollections: members of a watched glob are never evicted; evicting
 // a member of an unwatched subscribed glob evicts the glob with it.
 func TestLRUCollections(t *testing.T) {
-	f := newFixture(t, Options{MaxResources: 3})
+	f := newFixture(t, Options{MaxResources: 3, MaxBytes: -1})
 	g := key(xdstpStream, lds, ldsT+"dir/*")
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, g)
@@ -653,7 +657,7 @@ func filter(ops []string, substr string) []string {
 // TestConcurrentWatchApply runs watchers, unwatchers, updates and readers
 // at once; -race checks the locking, and the end state must be consistent.
 func TestConcurrentWatchApply(t *testing.T) {
-	f := newFixture(t, Options{MaxResources: 20})
+	f := newFixture(t, Options{MaxResources: 20, MaxBytes: -1})
 	const n = 8
 	var wg sync.WaitGroup
 	for g := range n {
@@ -690,7 +694,7 @@ func TestConcurrentWatchApply(t *testing.T) {
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
-			f := newFixture(b, Options{})
+			f := newFixture(b, unbounded)
 			k := key(legacyStream, lds, "a")
 			for range n {
 				f.c.Watch(&nopWatcher{}, nil, k)

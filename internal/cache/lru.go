@@ -35,8 +35,8 @@ func (c *Cache) reconcileLocked(e *entry) {
 
 // overBoundsLocked: the LRU holds more keys or bytes than allowed.
 func (c *Cache) overBoundsLocked() bool {
-	return (c.maxResources > 0 && c.lru.Len() > c.maxResources) ||
-		(c.maxBytes > 0 && c.lruBytes > c.maxBytes)
+	return (c.maxResources >= 0 && c.lru.Len() > c.maxResources) ||
+		(c.maxBytes >= 0 && c.lruBytes > c.maxBytes)
 }
 
 // enforceBoundsLocked evicts the least recently used unwatched keys until
