@@ -1,0 +1,199 @@
+// Command run is the benchmark harness behind `make bench`: it builds the
+// relay and the benchmark origin, then runs, as separate processes on
+// loopback, origin, relay and load generator for every (N, variant, mode):
+// direct (clients → origin) and relayed (clients → relay → origin). It then
+// runs the Go micro-benchmarks, prints a Markdown table on stdout and writes
+// bench/results/latest.json, latest.md and fanout_p99.png.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		clients   = flag.String("clients", "1000,10000", "comma-separated client counts N")
+		variants  = flag.String("variants", "delta,sotw", "comma-separated variants")
+		modes     = flag.String("modes", "direct,relayed", "comma-separated modes")
+		resources = flag.Int("resources", 10, "resources every client subscribes to")
+		size      = flag.Int("size", 1024, "approximate bytes per resource")
+		updates   = flag.Int("updates", 5, "updates pushed per scenario (one resource each)")
+		outDir    = flag.String("out", "bench/results", "where to write latest.json, latest.md and fanout_p99.png")
+		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
+		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
+		timeout   = flag.Duration("timeout", 9*time.Minute+30*time.Second, "bound on the whole run")
+	)
+	flag.Parse()
+	ns, err := parseInts(*clients)
+	if err != nil {
+		return fmt.Errorf("--clients: %w", err)
+	}
+	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes),
+		Resources: *resources, ResourceBytes: *size, Updates: *updates}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	if err := raiseFileLimit(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: warning: open-file limit:", err)
+	}
+	work, err := os.MkdirTemp("", "xds-relay-bench-")
+	if err != nil {
+		return err
+	}
+	goBin := goBinary()
+	e := &env{
+		relayBin:     filepath.Join(work, "xds-relay"),
+		originBin:    filepath.Join(work, "origin"),
+		logDir:       work,
+		resources:    *resources,
+		updates:      *updates,
+		resourceSize: *size,
+		authority:    "bench.local",
+	}
+	logf("building into %s", work)
+	for pkg, out := range map[string]string{"./cmd/xds-relay": e.relayBin, "./bench/origin": e.originBin} {
+		cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, pkg)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+		}
+	}
+
+	res := Results{Started: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: settings}
+	failed := false
+	for _, n := range ns {
+		for _, v := range settings.Variants {
+			for _, m := range settings.Modes {
+				if ctx.Err() != nil {
+					res.Scenarios = append(res.Scenarios, Scenario{Mode: m, Variant: v, Clients: n, Error: "not run: " + ctx.Err().Error()})
+					failed = true
+					continue
+				}
+				t0 := time.Now()
+				logf("scenario %s %s N=%d ...", m, v, n)
+				sc := e.runScenario(ctx, m, v, n)
+				if sc.Error != "" {
+					failed = true
+					logf("  failed after %.1fs: %s", time.Since(t0).Seconds(), sc.Error)
+				} else {
+					logf("  %.1fs: fan-out p99 %.1fms, origin streams %d, storm %.2fs", time.Since(t0).Seconds(), sc.FanoutP99MS, sc.OriginStreams, sc.StormS)
+				}
+				res.Scenarios = append(res.Scenarios, sc)
+			}
+		}
+	}
+	if *micro && ctx.Err() == nil {
+		logf("micro-benchmarks (benchtime %s) ...", *benchtime)
+		ms, out, err := runMicro(ctx, goBin, *benchtime)
+		res.Micro = ms
+		if err != nil {
+			res.MicroErr = err.Error()
+			logf("  %v\n%s", err, lastLines(out, 30))
+		}
+	}
+	res.Finished = time.Now().UTC().Format(time.RFC3339)
+
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	writeMarkdown(&md, res)
+	if err := errors.Join(
+		os.WriteFile(filepath.Join(*outDir, "latest.json"), append(js, '\n'), 0o644),
+		os.WriteFile(filepath.Join(*outDir, "latest.md"), md.Bytes(), 0o644),
+		writeChart(filepath.Join(*outDir, "fanout_p99.png"), res),
+	); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	os.Stdout.Write(md.Bytes())
+	if failed {
+		logf("some scenarios failed; process logs are in %s", work)
+		return errors.New("some scenarios failed (see the table)")
+	}
+	return os.RemoveAll(work)
+}
+
+// raiseFileLimit lifts the soft open-file limit to the hard one: 10000
+// streams over loopback need many descriptors in each process.
+func raiseFileLimit() error {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return err
+	}
+	l.Cur = l.Max
+	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+}
+
+// goBinary is the go command that runs this harness, else go on PATH.
+func goBinary() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range split(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

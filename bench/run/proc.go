@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat; 100
+// on every Linux architecture Go supports.
+const clockTicks = 100
+
+// stopGrace is how long a child gets to exit after SIGTERM before SIGKILL.
+const stopGrace = 10 * time.Second
+
+// child is one process the harness started.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	stdout bytes.Buffer // written by exec's copier until done closes
+	log    string       // path of the stderr log
+	done   chan struct{}
+	err    error // set before done closes
+}
+
+// start runs bin with args, stderr to logDir/name.log; the process dies
+// with the harness (Pdeathsig).
+func start(logDir, name, bin string, args ...string) (*child, error) {
+	c := &child{name: name, done: make(chan struct{}), log: filepath.Join(logDir, name+".log")}
+	f, err := os.Create(c.log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log file: %w", name, err)
+	}
+	c.cmd = exec.Command(bin, args...)
+	c.cmd.Stdout = &c.stdout
+	c.cmd.Stderr = f
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		f.Close()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, waits up to stopGrace, then kills.
+func (c *child) stop() error {
+	if c.exited() {
+		return c.err
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM) // it may have just exited
+	select {
+	case <-c.done:
+	case <-time.After(stopGrace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("%s: did not exit within %v of SIGTERM; killed", c.name, stopGrace)
+	}
+	return c.err
+}
+
+// logTail returns the end of the child's stderr log, for error messages.
+func (c *child) logTail() string {
+	b, err := os.ReadFile(c.log)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 1500 {
+		b = b[len(b)-1500:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// cpuSeconds is utime+stime of pid, from /proc/PID/stat.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start at state.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	st, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+// rssKiB is VmRSS of pid, from /proc/PID/status.
+func rssKiB(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			n, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/status VmRSS: %w", pid, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// freePort returns a loopback address nothing listens on right now.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// getJSON decodes GET url into v.
+func getJSON(url string, v any) error {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// post sends an empty POST to url.
+func post(url string) error {
+	resp, err := httpClient.Post(url, "text/plain", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// pollInterval is how often the harness polls a child's status.
+const pollInterval = 20 * time.Millisecond
+
+// waitUntil polls cond until it holds, fails, ctx ends or timeout passes.
+func waitUntil(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		var f fatal
+		if errors.As(err, &f) {
+			return fmt.Errorf("%s: %w", what, f.error)
+		}
+		last = err
+		if time.Now().After(deadline) {
+			if last != nil {
+				return fmt.Errorf("%s: not within %v: %w", what, timeout, last)
+			}
+			return fmt.Errorf("%s: not within %v", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// fatal wraps an error that ends a waitUntil at once.
+type fatal struct{ error }
+
+// waitListening waits until something accepts TCP connections on addr.
+func waitListening(ctx context.Context, c *child, addr string, timeout time.Duration) error {
+	return waitUntil(ctx, timeout, c.name+" listening on "+addr, func() (bool, error) {
+		if c.exited() {
+			return false, fatal{fmt.Errorf("%s exited: %v; log: %s", c.name, c.err, c.logTail())}
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, err
+		}
+		conn.Close()
+		return true, nil
+	})
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	MemTotal string `json:"mem_total"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+}
+
+// Results is everything one `make bench` run wrote.
+type Results struct {
+	Started   string     `json:"started"`
+	Finished  string     `json:"finished"`
+	Machine   Machine    `json:"machine"`
+	Settings  Settings   `json:"settings"`
+	Scenarios []Scenario `json:"scenarios"`
+	Micro     []Micro    `json:"micro"`
+	MicroErr  string     `json:"micro_error,omitempty"`
+}
+
+// Settings are the workload knobs of the run.
+type Settings struct {
+	Clients       []int    `json:"clients"`
+	Variants      []string `json:"variants"`
+	Modes         []string `json:"modes"`
+	Resources     int      `json:"resources"`
+	ResourceBytes int      `json:"resource_bytes"`
+	Updates       int      `json:"updates"`
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				m.MemTotal = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// writeMarkdown writes the scenario and micro-benchmark tables.
+func writeMarkdown(w io.Writer, r Results) {
+	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. Workload: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; %d updates of one resource each.\n\n",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go,
+		r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Updates)
+	fmt.Fprintln(w, "| mode | variant | N | origin streams | origin subs | origin B/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range r.Scenarios {
+		if s.Error != "" {
+			fmt.Fprintf(w, "| %s | %s | %d | failed: %s |||||||||||||\n", s.Mode, s.Variant, s.Clients, mdEscape(s.Error))
+			continue
+		}
+		storm := fmt.Sprintf("%.2f", s.StormS)
+		if !s.StormCompleted {
+			storm += " (incomplete)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.4f | %.4f | %.1f | %s | %d | %.2f |\n",
+			s.Mode, s.Variant, s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate,
+			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate,
+			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
+	}
+	if len(r.Micro) > 0 || r.MicroErr != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| package | benchmark | ns/op | B/op | allocs/op | other |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+		for _, m := range r.Micro {
+			var extra []string
+			keys := make([]string, 0, len(m.Extra))
+			for k := range m.Extra {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				extra = append(extra, fmt.Sprintf("%.4g %s", m.Extra[k], k))
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %s |\n", strings.TrimPrefix(m.Package, "github.com/xds-relay/xds-relay/"),
+				m.Name, m.NsPerOp, m.BytesPerOp, m.AllocsPerOp, strings.Join(extra, ", "))
+		}
+		if r.MicroErr != "" {
+			fmt.Fprintf(w, "\nMicro-benchmarks failed: %s\n", mdEscape(r.MicroErr))
+		}
+	}
+}
+
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 400 {
+		s = s[:400] + "…"
+	}
+	return s
+}
+
+// writeChart draws fan-out p99 against N, one line per mode and variant.
+func writeChart(path string, r Results) error {
+	p := plot.New()
+	p.Title.Text = "Fan-out p99 of one update (origin push → every client)"
+	p.X.Label.Text = "clients (N)"
+	p.Y.Label.Text = "p99 latency, ms"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	colors := map[string]color.Color{
+		"direct":  color.RGBA{R: 200, G: 60, B: 40, A: 255},
+		"relayed": color.RGBA{R: 30, G: 100, B: 200, A: 255},
+	}
+	type series struct{ mode, variant string }
+	lines := map[series]plotter.XYs{}
+	var order []series
+	for _, s := range r.Scenarios {
+		if s.Error != "" {
+			continue
+		}
+		k := series{s.Mode, s.Variant}
+		if _, ok := lines[k]; !ok {
+			order = append(order, k)
+		}
+		lines[k] = append(lines[k], plotter.XY{X: float64(s.Clients), Y: s.FanoutP99MS})
+	}
+	for _, k := range order {
+		pts := lines[k]
+		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("chart %s %s: %w", k.mode, k.variant, err)
+		}
+		l.Color, sc.Color = colors[k.mode], colors[k.mode]
+		l.Width = vg.Points(2)
+		if k.variant == "sotw" {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+			sc.Shape = draw.BoxGlyph{}
+		} else {
+			sc.Shape = draw.CircleGlyph{}
+		}
+		p.Add(l, sc)
+		p.Legend.Add(k.mode+" "+k.variant, l, sc)
+	}
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xds-relay/xds-relay/internal/loadgen"
+)
+
+// Bounds on each phase of a scenario: generous, so a slow machine still
+// finishes, and finite, so a broken one does not hang the harness.
+const (
+	startTimeout  = 20 * time.Second
+	syncTimeout   = 90 * time.Second
+	pushTimeout   = 30 * time.Second
+	stormTimeout  = 90 * time.Second
+	settle        = 500 * time.Millisecond // after a phase, for ACKs and RSS to land
+	pushGap       = 200 * time.Millisecond // between two updates
+	loadgenMaxRun = 15 * time.Minute       // loadgen --duration: a backstop only
+)
+
+// Scenario is one (mode, variant, N) run and everything it measured.
+type Scenario struct {
+	Mode      string `json:"mode"` // direct | relayed
+	Variant   string `json:"variant"`
+	Clients   int    `json:"clients"`
+	Resources int    `json:"resources"`
+	Updates   int    `json:"updates"`
+	Error     string `json:"error,omitempty"`
+
+	InitialSyncS float64 `json:"initial_sync_s"`
+	// At the origin, idle after every client synced.
+	OriginStreams       int `json:"origin_streams"`
+	OriginSubscriptions int `json:"origin_subscriptions"`
+	// Per update, at the origin.
+	OriginBytesPerUpdate     float64 `json:"origin_bytes_per_update"`
+	OriginResponsesPerUpdate float64 `json:"origin_responses_per_update"`
+	OriginCPUSPerUpdate      float64 `json:"origin_cpu_s_per_update"`
+	// Fan-out: origin push → receipt by each client.
+	FanoutSamples int     `json:"fanout_samples"`
+	FanoutSource  string  `json:"fanout_source"`
+	FanoutP50MS   float64 `json:"fanout_p50_ms"`
+	FanoutP99MS   float64 `json:"fanout_p99_ms"`
+	FanoutMaxMS   float64 `json:"fanout_max_ms"`
+	// The serving process: the origin (direct) or the relay (relayed).
+	ServingCPUSPerUpdate float64 `json:"serving_cpu_s_per_update"`
+	ServingRSSBeforeKiB  float64 `json:"serving_rss_before_kib"`
+	ServingRSSAfterKiB   float64 `json:"serving_rss_after_kib"`
+	RSSPerStreamKiB      float64 `json:"rss_per_stream_kib"`
+	// Reconnect storm.
+	StormS              float64 `json:"storm_s"`
+	StormCompleted      bool    `json:"storm_completed"`
+	StormOriginRequests int64   `json:"storm_origin_requests"`
+
+	LoadgenStreamErrors int64  `json:"loadgen_stream_errors"`
+	LoadgenLastError    string `json:"loadgen_last_error,omitempty"`
+}
+
+// originStats mirrors bench/origin's GET /stats.
+type originStats struct {
+	StreamsOpen   int   `json:"streams_open"`
+	Subscriptions int   `json:"subscriptions"`
+	Requests      int64 `json:"requests"`
+	Responses     int64 `json:"responses"`
+	BytesSent     int64 `json:"bytes_sent"`
+}
+
+// env is what every scenario shares.
+type env struct {
+	relayBin, originBin string
+	logDir              string
+	resources, updates  int
+	resourceSize        int
+	authority           string
+}
+
+// runScenario runs one scenario; failures are recorded in the result, so
+// the other scenarios still run.
+func (e *env) runScenario(ctx context.Context, mode, variant string, n int) Scenario {
+	sc := Scenario{Mode: mode, Variant: variant, Clients: n, Resources: e.resources, Updates: e.updates}
+	var children []*child
+	defer func() {
+		for i := len(children) - 1; i >= 0; i-- {
+			_ = children[i].stop() // shutting down: an exit status here says nothing about the figures
+		}
+	}()
+	if err := e.scenario(ctx, &sc, &children); err != nil {
+		sc.Error = err.Error()
+	}
+	return sc
+}
+
+func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) error {
+	tag := fmt.Sprintf("%s-%s-%d", sc.Mode, sc.Variant, sc.Clients)
+	ports := make([]string, 5)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return fmt.Errorf("free port: %w", err)
+		}
+		ports[i] = p
+	}
+	originXDS, originAdmin, relayXDS, relayAdmin, lgAdmin := ports[0], ports[1], ports[2], ports[3], ports[4]
+
+	origin, err := start(e.logDir, tag+"-origin", e.originBin,
+		"--listen", originXDS, "--admin", originAdmin,
+		"--resources", strconv.Itoa(e.resources), "--size", strconv.Itoa(e.resourceSize),
+		"--authority", e.authority)
+	if err != nil {
+		return err
+	}
+	*children = append(*children, origin)
+	if err := waitListening(ctx, origin, originAdmin, startTimeout); err != nil {
+		return err
+	}
+	stats := func() (originStats, error) {
+		var s originStats
+		err := getJSON("http://"+originAdmin+"/stats", &s)
+		return s, err
+	}
+
+	serving, target := origin, originXDS
+	if sc.Mode == "relayed" {
+		cfgPath := filepath.Join(e.logDir, tag+"-relay.yaml")
+		if err := os.WriteFile(cfgPath, []byte(relayConfig(relayXDS, relayAdmin, e.authority, originXDS)), 0o644); err != nil {
+			return fmt.Errorf("relay config: %w", err)
+		}
+		relay, err := start(e.logDir, tag+"-relay", e.relayBin, "serve", "--config", cfgPath)
+		if err != nil {
+			return err
+		}
+		*children = append(*children, relay)
+		if err := waitListening(ctx, relay, relayXDS, startTimeout); err != nil {
+			return err
+		}
+		serving, target = relay, relayXDS
+	}
+
+	names := make([]string, e.resources)
+	for i := range names {
+		names[i] = resourceName(e.authority, i)
+	}
+	time.Sleep(settle) // let the serving process reach its idle footprint
+	if sc.ServingRSSBeforeKiB, err = rssKiB(serving.pid()); err != nil {
+		return fmt.Errorf("RSS before: %w", err)
+	}
+
+	lg, err := start(e.logDir, tag+"-loadgen", e.relayBin, "loadgen",
+		"--target", target, "--clients", strconv.Itoa(sc.Clients), "--variant", sc.Variant,
+		"--names", strings.Join(names, ","), "--admin", lgAdmin, "--json", "--quiet",
+		"--duration", loadgenMaxRun.String())
+	if err != nil {
+		return err
+	}
+	*children = append(*children, lg)
+	if err := waitListening(ctx, lg, lgAdmin, startTimeout); err != nil {
+		return err
+	}
+	status := func() (loadgen.Status, error) {
+		var s loadgen.Status
+		if serving.exited() {
+			return s, fatal{fmt.Errorf("%s exited: %v; log: %s", serving.name, serving.err, serving.logTail())}
+		}
+		err := getJSON("http://"+lgAdmin+"/status", &s)
+		return s, err
+	}
+	var last loadgen.Status
+	err = waitUntil(ctx, syncTimeout, "every client synced", func() (bool, error) {
+		s, err := status()
+		last = s
+		return err == nil && s.Synced == int64(sc.Clients), err
+	})
+	if err != nil {
+		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, last.Synced, sc.Clients, last.LastError)
+	}
+	sc.InitialSyncS = last.InitialSyncS
+
+	// Idle: streams, subscriptions, memory.
+	time.Sleep(settle)
+	idle, err := stats()
+	if err != nil {
+		return fmt.Errorf("origin stats: %w", err)
+	}
+	sc.OriginStreams, sc.OriginSubscriptions = idle.StreamsOpen, idle.Subscriptions
+	if sc.ServingRSSAfterKiB, err = rssKiB(serving.pid()); err != nil {
+		return fmt.Errorf("RSS after: %w", err)
+	}
+	sc.RSSPerStreamKiB = (sc.ServingRSSAfterKiB - sc.ServingRSSBeforeKiB) / float64(sc.Clients)
+
+	// Updates: push one resource at a time; each reaches every client.
+	cpu0, err := cpuSeconds(serving.pid())
+	if err != nil {
+		return err
+	}
+	ocpu0, err := cpuSeconds(origin.pid())
+	if err != nil {
+		return err
+	}
+	before, err := status()
+	if err != nil {
+		return err
+	}
+	for k := 1; k <= e.updates; k++ {
+		if err := post("http://" + originAdmin + "/push"); err != nil {
+			return fmt.Errorf("push %d: %w", k, err)
+		}
+		want := before.Stamped + int64(k*sc.Clients)
+		err := waitUntil(ctx, pushTimeout, fmt.Sprintf("update %d at every client", k), func() (bool, error) {
+			s, err := status()
+			last = s
+			return err == nil && s.Stamped >= want, err
+		})
+		if err != nil {
+			return fmt.Errorf("%w (%d of %d receipts)", err, last.Stamped-before.Stamped, k*sc.Clients)
+		}
+		time.Sleep(pushGap)
+	}
+	time.Sleep(settle)
+	cpu1, err := cpuSeconds(serving.pid())
+	if err != nil {
+		return err
+	}
+	ocpu1, err := cpuSeconds(origin.pid())
+	if err != nil {
+		return err
+	}
+	after, err := stats()
+	if err != nil {
+		return err
+	}
+	u := float64(e.updates)
+	sc.ServingCPUSPerUpdate = (cpu1 - cpu0) / u
+	sc.OriginCPUSPerUpdate = (ocpu1 - ocpu0) / u
+	sc.OriginBytesPerUpdate = float64(after.BytesSent-idle.BytesSent) / u
+	sc.OriginResponsesPerUpdate = float64(after.Responses-idle.Responses) / u
+
+	// Reconnect storm: every client drops its stream and connection at once.
+	if err := post("http://" + lgAdmin + "/reconnect"); err != nil {
+		return fmt.Errorf("reconnect: %w", err)
+	}
+	err = waitUntil(ctx, stormTimeout, "every client synced after the reconnect storm", func() (bool, error) {
+		s, err := status()
+		last = s
+		return err == nil && len(s.Storms) > 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, last.Synced, sc.Clients, last.LastError)
+	}
+	sc.StormS, sc.StormCompleted = last.Storms[0].DurationS, last.Storms[0].Completed
+	time.Sleep(settle)
+	stormed, err := stats()
+	if err != nil {
+		return err
+	}
+	sc.StormOriginRequests = stormed.Requests - after.Requests
+
+	// Loadgen's summary: the fan-out latency distribution.
+	if err := lg.stop(); err != nil {
+		return fmt.Errorf("loadgen: %w; log: %s", err, lg.logTail())
+	}
+	var sum loadgen.Summary
+	if err := json.Unmarshal(lg.stdout.Bytes(), &sum); err != nil {
+		return fmt.Errorf("loadgen summary: %w", err)
+	}
+	sc.FanoutSamples, sc.FanoutSource = sum.Samples, sum.LatencySource
+	sc.FanoutP50MS, sc.FanoutP99MS, sc.FanoutMaxMS = sum.P50MS, sum.P99MS, sum.MaxMS
+	sc.LoadgenStreamErrors, sc.LoadgenLastError = sum.StreamErrors, sum.LastError
+	if sc.FanoutSamples != e.updates*sc.Clients {
+		return errors.New("fan-out samples do not match updates × clients")
+	}
+	return nil
+}
+
+// resourceName matches bench/origin's names.
+func resourceName(authority string, i int) string {
+	return fmt.Sprintf("xdstp://%s/envoy.config.endpoint.v3.ClusterLoadAssignment/bench/cla-%04d", authority, i)
+}
+
+// relayConfig is the relay's config for one scenario: one authority whose
+// origin is the benchmark origin, spoken to in delta.
+func relayConfig(listen, admin, authority, origin string) string {
+	return fmt.Sprintf(`listen: %q
+admin: %q
+authorities:
+  - name: %q
+    origins: [%q]
+    transport: delta
+log:
+  level: warn
+downstream:
+  send_timeout: 60s
+`, listen, admin, authority, origin)
+}
