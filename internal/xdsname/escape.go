@@ -1,5 +1,7 @@
 package xdsname
 
+import "strings"
+
 // Byte classes for escaping. A byte marked safe is written as is; any other
 // byte is written as %XX (upper-case hex).
 //
@@ -90,13 +92,7 @@ func badEscapeAt(s string, i int) string {
 // validated, and with plus also '+' as a space. It returns s itself when
 // there is nothing to decode.
 func unescape(s string, plus bool) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' || (plus && s[i] == '+') {
-			n++
-		}
-	}
-	if n == 0 {
+	if strings.IndexByte(s, '%') < 0 && (!plus || strings.IndexByte(s, '+') < 0) {
 		return s
 	}
 	out := make([]byte, 0, len(s))
@@ -112,4 +108,20 @@ func unescape(s string, plus bool) string {
 		}
 	}
 	return string(out)
+}
+
+// firstBadEscape returns the first malformed percent-escape in s and its
+// offset, or "" if every '%' starts two hex digits.
+func firstBadEscape(s string) (string, int) {
+	for i := strings.IndexByte(s, '%'); i >= 0; {
+		if bad := badEscapeAt(s, i); bad != "" {
+			return bad, i
+		}
+		next := strings.IndexByte(s[i+3:], '%')
+		if next < 0 {
+			break
+		}
+		i += 3 + next
+	}
+	return "", -1
 }

@@ -66,3 +66,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCanonicalMatchesGRPCGo builds names from fuzzed components, so that
+// most inputs are well-formed, and checks that wherever grpc-go's model
+// handles a URN, the canonical strings are equal.
+func FuzzCanonicalMatchesGRPCGo(f *testing.F) {
+	f.Add("auth", "envoy.config.listener.v3.Listener", "dir/x", "k", "v", "j", "w")
+	f.Add("", "T", "a*b", "shard", "1 2", "xds.node.id", "n%2B1")
+	f.Add("caf%C3%A9:80", "T", "%2A", "a", "b=c", "b", "%26")
+	f.Add("h", "T", "x/%2F/y", "k;", "v", "q?", "/")
+	f.Fuzz(func(t *testing.T, auth, typ, id, k1, v1, k2, v2 string) {
+		s := "xdstp://" + auth + "/" + typ + "/" + id + "?" + k1 + "=" + v1 + "&" + k2 + "=" + v2
+		n, err := Parse(s)
+		if err != nil {
+			return
+		}
+		canon := n.String()
+		if back, err := Parse(canon); err != nil || back.String() != canon {
+			t.Fatalf("Parse(%q).String() = %q does not read back: %v", s, canon, err)
+		}
+		if !n.IsURN() {
+			return
+		}
+		if grpcOut, ok := grpcHandles(s); ok && grpcOut != canon {
+			t.Fatalf("Canonical(%q) = %q, grpc-go sends %q", s, canon, grpcOut)
+		}
+	})
+}

@@ -9,8 +9,8 @@ import (
 
 // grpcName is how grpc-go's xDS client (xdsresource.ParseName) sees a name:
 // net/url parses it, the decoded path splits into "/type/id", the query is
-// decoded with url.Values (first value of a key wins), the fragment is
-// dropped on output.
+// decoded with url.Values (first value of a key wins, pairs with ';' are
+// dropped), the fragment is dropped on output.
 type grpcName struct {
 	authority, typ, id string
 	params             map[string]string
@@ -27,8 +27,14 @@ func grpcParse(s string) (grpcName, bool) {
 	if len(parts) < 3 {
 		return grpcName{}, false
 	}
+	// u.Query() silently drops pairs it cannot parse (those with ';'):
+	// grpc-go then subscribes to another name. Call that not handled.
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return grpcName{}, false
+	}
 	g := grpcName{authority: u.Host, typ: parts[1], id: parts[2], params: map[string]string{}}
-	for k, vs := range u.Query() {
+	for k, vs := range query {
 		if len(vs) > 0 {
 			g.params[k] = vs[0]
 		}

@@ -84,17 +84,12 @@ func parseAuthority(s, raw string) (string, error) {
 // decodes to "*" ("%2A") is a literal star.
 func (n *Name) parsePath(s, raw string) error {
 	typeEnd := strings.IndexByte(raw, '/')
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '%' {
-			continue
+	if bad, i := firstBadEscape(raw); bad != "" {
+		where := "id"
+		if typeEnd < 0 || i < typeEnd {
+			where = "type"
 		}
-		if bad := badEscapeAt(raw, i); bad != "" {
-			where := "id"
-			if typeEnd < 0 || i < typeEnd {
-				where = "type"
-			}
-			return parseErr(s, ErrBadEscape, fmt.Sprintf("bad escape %q in %s", bad, where))
-		}
+		return parseErr(s, ErrBadEscape, fmt.Sprintf("bad escape %q in %s", bad, where))
 	}
 	lastSeg := raw[strings.LastIndexByte(raw, '/')+1:]
 	if strings.HasPrefix(raw, "*/") || strings.Contains(raw, "/*/") {
@@ -121,13 +116,8 @@ func parseQuery(s, raw string) ([]Param, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '%' {
-			continue
-		}
-		if bad := badEscapeAt(raw, i); bad != "" {
-			return nil, parseErr(s, ErrBadEscape, fmt.Sprintf("bad escape %q in context parameters", bad))
-		}
+	if bad, _ := firstBadEscape(raw); bad != "" {
+		return nil, parseErr(s, ErrBadEscape, fmt.Sprintf("bad escape %q in context parameters", bad))
 	}
 	params := make([]Param, 0, strings.Count(raw, "&")+1)
 	for pair := range strings.SplitSeq(raw, "&") {
