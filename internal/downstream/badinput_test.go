@@ -1,0 +1,108 @@
+package downstream
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	listenerv3s "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// Bad requests end only their own stream, with a clear status; another
+// client keeps getting updates.
+func TestBadRequestsEndOnlyTheirStream(t *testing.T) {
+	e := newEnv(t, 0)
+	goodName := xdstp(edsType, "good")
+	r := e.put(edsType, goodName, "1")
+	good := e.delta()
+	good.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
+	checkDelta(t, deltaResp(edsType, nil, dres(goodName, r)), good.Recv())
+
+	lds := listenerv3s.NewListenerDiscoveryServiceClient(e.conn)
+	tests := []struct {
+		name     string
+		sotw     *discoveryv3.DiscoveryRequest
+		delta    *discoveryv3.DeltaDiscoveryRequest
+		perType  bool // SotW on the Listener service instead of ADS
+		code     codes.Code
+		contains string
+	}{
+		{name: "duplicate names sotw", sotw: &discoveryv3.DiscoveryRequest{TypeUrl: edsType, ResourceNames: []string{"a", "a"}},
+			code: codes.InvalidArgument, contains: `"a" twice`},
+		{name: "duplicate names delta", delta: &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: []string{"a", "a"}},
+			code: codes.InvalidArgument, contains: `"a" twice`},
+		{name: "empty type_url on ADS", sotw: &discoveryv3.DiscoveryRequest{ResourceNames: []string{"a"}},
+			code: codes.InvalidArgument, contains: "type_url"},
+		{name: "empty type_url on delta ADS", delta: &discoveryv3.DeltaDiscoveryRequest{ResourceNamesSubscribe: []string{"a"}},
+			code: codes.InvalidArgument, contains: "type_url"},
+		{name: "type the stream is not for", perType: true, sotw: &discoveryv3.DiscoveryRequest{TypeUrl: edsType},
+			code: codes.InvalidArgument, contains: "not the stream's type"},
+		{name: "malformed xdstp name", sotw: &discoveryv3.DiscoveryRequest{TypeUrl: edsType, ResourceNames: []string{"xdstp://a.example/"}},
+			code: codes.InvalidArgument, contains: "malformed"},
+		{name: "xdstp name of another type", delta: &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: []string{xdstp(ldsType, "l")}},
+			code: codes.InvalidArgument, contains: "envoy.config.listener.v3.Listener"},
+		{name: "legacy name no rule matches", sotw: &discoveryv3.DiscoveryRequest{TypeUrl: edsType, ResourceNames: []string{"nomatch-1"}},
+			code: codes.FailedPrecondition, contains: `node id "node-1" cluster "c1"`},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got interface {
+				Code() codes.Code
+				Message() string
+			}
+			switch {
+			case tc.delta != nil:
+				c := e.delta()
+				tc.delta.Node = testNode
+				c.Send(tc.delta)
+				got = c.Err()
+			case tc.perType:
+				c := startStream(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+					return lds.StreamListeners(ctx)
+				})
+				tc.sotw.Node = testNode
+				c.Send(tc.sotw)
+				got = c.Err()
+			default:
+				c := e.sotw()
+				tc.sotw.Node = testNode
+				c.Send(tc.sotw)
+				got = c.Err()
+			}
+			if got.Code() != tc.code || !strings.Contains(got.Message(), tc.contains) {
+				t.Fatalf("status = %v %q, want %v containing %q", got.Code(), got.Message(), tc.code, tc.contains)
+			}
+			r := e.put(edsType, goodName, string(rune('2'+i)))
+			checkDelta(t, deltaResp(edsType, nil, dres(goodName, r)), good.Recv())
+		})
+	}
+}
+
+// An xdstp name whose authority has no configuration: a delta client gets
+// it in removed_resources; a SotW client gets nothing; both are counted and
+// both streams carry on.
+func TestUnknownAuthority(t *testing.T) {
+	e := newEnv(t, 0)
+	unknown := "xdstp://nowhere.example/envoy.config.endpoint.v3.ClusterLoadAssignment/x"
+	known := xdstp(edsType, "k")
+	rk := e.put(edsType, known, "1")
+
+	d := e.delta()
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{unknown, known}})
+	checkDelta(t, deltaResp(edsType, []string{unknown}, dres(known, rk)), d.Recv())
+
+	s := e.sotw()
+	s.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{unknown, known}})
+	checkSotW(t, sotwResp(edsType, "1", rk.Body), s.Recv())
+
+	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(edsType, "unknown_authority")); got != 2 {
+		t.Errorf("unknown_authority errors = %v, want 2", got)
+	}
+	rk2 := e.put(edsType, known, "2")
+	checkDelta(t, deltaResp(edsType, nil, dres(known, rk2)), d.Recv())
+	checkSotW(t, sotwResp(edsType, "2", rk2.Body), s.Recv())
+}

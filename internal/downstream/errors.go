@@ -1,0 +1,34 @@
+package downstream
+
+import (
+	"errors"
+	"io"
+)
+
+// Sentinel errors. Handlers turn them into gRPC statuses (see status.go).
+var (
+	// ErrMalformedName: an xdstp name that does not parse, or whose type
+	// does not match the request's type.
+	ErrMalformedName = errors.New("malformed resource name")
+	// ErrUnknownAuthority: an xdstp name whose authority has no configuration.
+	ErrUnknownAuthority = errors.New("authority has no configuration")
+	// ErrNoRule: no aggregation rule matches a legacy name.
+	ErrNoRule = errors.New("no aggregation rule matches")
+	// ErrDuplicateName: one request lists the same resource name twice.
+	ErrDuplicateName = errors.New("duplicate resource name in request")
+	// ErrMissingType: an ADS request without type_url.
+	ErrMissingType = errors.New("type_url is empty")
+	// ErrWrongType: a request on a per-type stream for another type.
+	ErrWrongType = errors.New("type_url is not the stream's type")
+	// ErrSlowClient: a Send did not complete within the send timeout.
+	ErrSlowClient = errors.New("client did not drain its stream within the send timeout")
+)
+
+func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// isEOF reports whether Recv ended because the client closed its side.
+func isEOF(err error) bool { return errors.Is(err, io.EOF) }
+
+// ErrNotModified: a REST poll's version_info is current and nothing changed
+// within the poll's wait (HTTP 304).
+var ErrNotModified = errors.New("resources not modified")

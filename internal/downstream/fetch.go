@@ -1,0 +1,143 @@
+package downstream
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// fetchWatcher wakes a unary Fetch when a key it waits on changes.
+type fetchWatcher struct{ ch chan struct{} }
+
+func (w *fetchWatcher) Notify(cache.Key) {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// fetchRPC is fetch for the unary gRPC Fetch methods: not-modified becomes
+// FailedPrecondition (there is no response to send).
+func (s *Server) fetchRPC(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
+	resp, err := s.fetch(ctx, req, typeURL)
+	if isErr(err, ErrNotModified) {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return resp, err
+}
+
+// fetch answers one REST-JSON poll or unary Fetch from the cache. It waits
+// up to FetchWait for resources the relay has not received yet, and, when
+// the client's version_info is current, for a change (long polling); with
+// none, it returns ErrNotModified.
+func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
+	if req.GetTypeUrl() != "" && req.GetTypeUrl() != typeURL {
+		return nil, status.Errorf(codes.InvalidArgument, "%v: request for %q on the fetch for %q", ErrWrongType, req.GetTypeUrl(), typeURL)
+	}
+	s.m.requests.WithLabelValues(typeURL).Inc()
+	names := req.GetResourceNames()
+	if err := checkDuplicates("resource_names", typeURL, names); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		names = []string{cache.Wildcard}
+	}
+	type item struct {
+		name string
+		res  Resolution
+	}
+	var items []item
+	var keys []cache.Key
+	for _, n := range names {
+		r, err := s.resolver.Resolve(typeURL, n, req.GetNode())
+		if err != nil {
+			if isErr(err, ErrUnknownAuthority) {
+				s.m.requestErrors.WithLabelValues(typeURL, "unknown_authority").Inc()
+				continue
+			}
+			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
+		}
+		items = append(items, item{name: n, res: r})
+		keys = append(keys, r.Key)
+	}
+	w := &fetchWatcher{ch: make(chan struct{}, 1)}
+	if len(keys) > 0 {
+		s.cache.Watch(w, req.GetNode(), keys...)
+		defer s.cache.Unwatch(w, keys...)
+	}
+	deadline := time.NewTimer(s.fetchWait)
+	defer deadline.Stop()
+
+	build := func() (resp *discoveryv3.DiscoveryResponse, pending bool) {
+		type entry struct {
+			name string
+			r    *cache.Resource
+		}
+		var entries []entry
+		seen := make(map[string]struct{})
+		for _, it := range items {
+			if it.res.Collection {
+				members, st := s.cache.Members(it.res.Key)
+				pending = pending || st == cache.StatePending
+				for _, r := range members {
+					if _, dup := seen[r.Name]; !dup {
+						seen[r.Name] = struct{}{}
+						entries = append(entries, entry{r.Name, r})
+					}
+				}
+				continue
+			}
+			r, st := s.cache.Get(it.res.Key)
+			pending = pending || st == cache.StatePending
+			if st == cache.StatePresent {
+				if _, dup := seen[it.name]; !dup {
+					seen[it.name] = struct{}{}
+					entries = append(entries, entry{it.name, r})
+				}
+			}
+		}
+		sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+		h := fnv.New64a()
+		resources := make([]*anypb.Any, 0, len(entries))
+		for _, e := range entries {
+			fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
+			if a := sotwEnvelope(e.name, e.r, false); a != nil {
+				resources = append(resources, a)
+			}
+		}
+		v := strconv.FormatUint(h.Sum64(), 16)
+		return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v}, pending
+	}
+
+	for {
+		resp, pending := build()
+		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
+		if !pending && !current {
+			s.m.responses.WithLabelValues(typeURL).Inc()
+			s.m.responseResource.WithLabelValues(typeURL).Add(float64(len(resp.GetResources())))
+			return resp, nil
+		}
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-deadline.C:
+			if current {
+				return nil, fmt.Errorf("%w: version %s of %s", ErrNotModified, resp.GetVersionInfo(), typeURL)
+			}
+			// Answer with what is known; the rest is still pending.
+			s.m.responses.WithLabelValues(typeURL).Inc()
+			return resp, nil
+		}
+	}
+}

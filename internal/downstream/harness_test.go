@@ -1,0 +1,304 @@
+package downstream
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-relay/xds-relay/internal/aggregation"
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	// waitFor bounds waiting for something that must happen.
+	waitFor = 10 * time.Second
+	// quietFor is how long a test watches for something that must not happen.
+	quietFor = 200 * time.Millisecond
+
+	authority = "a.example"
+	ldsType   = resourcev3.ListenerType
+	cdsType   = resourcev3.ClusterType
+	edsType   = resourcev3.EndpointType
+)
+
+// legacyMatcher puts every legacy name in one group of authority "legacy",
+// except names starting with "nomatch".
+type legacyMatcher struct{}
+
+func (legacyMatcher) Match(req aggregation.Request) (aggregation.Result, error) {
+	if len(req.Name) >= 7 && req.Name[:7] == "nomatch" {
+		return aggregation.Result{}, aggregation.ErrNoMatch
+	}
+	return aggregation.Result{Rule: "all", Authority: "legacy", Group: "g1"}, nil
+}
+
+var legacyStream = cache.StreamID{Authority: "legacy", Group: "g1"}
+
+type env struct {
+	t     *testing.T
+	cache *memCache
+	srv   *Server
+	reg   *prometheus.Registry
+	conn  *grpc.ClientConn
+	// SotW sync subscriptions (one SotW stream per env uses syncSotW).
+	sotwSyncNames []string
+	sotwSyncNonce string
+}
+
+func newEnv(t *testing.T, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
+	t.Helper()
+	e := &env{t: t, cache: newMemCache(), reg: prometheus.NewRegistry()}
+	srv, err := New(Options{
+		Cache:       e.cache,
+		Resolver:    NewResolver([]string{authority}, legacyMatcher{}),
+		SendTimeout: sendTimeout,
+		FetchWait:   quietFor,
+		Logger:      zaptest.NewLogger(t),
+		Registry:    e.reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = srv
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(serverOpts...)
+	srv.Register(gs)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = gs.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.conn = conn
+	t.Cleanup(func() {
+		conn.Close()
+		gs.Stop()
+		<-served
+		srv.Wait()
+	})
+	return e
+}
+
+func xdstp(typeURL, id string) string {
+	return "xdstp://" + authority + "/" + typeURL[len(resourcev3.APITypePrefix):] + "/" + id
+}
+
+func key(typeURL, name string) cache.Key {
+	if len(name) > 6 && name[:6] == "xdstp:" {
+		n, err := parseXDSTP(name)
+		if err != nil {
+			panic(err)
+		}
+		return cache.Key{Stream: cache.StreamID{Authority: n.authority}, TypeURL: typeURL, Name: n.canonical}
+	}
+	return cache.Key{Stream: legacyStream, TypeURL: typeURL, Name: name}
+}
+
+// body returns a small resource of typeURL named name, as an Any.
+func body(typeURL, name string) *anypb.Any {
+	var m proto.Message
+	switch typeURL {
+	case ldsType:
+		m = &listenerv3.Listener{Name: name}
+	default:
+		m = &endpointv3.ClusterLoadAssignment{ClusterName: name}
+	}
+	a, err := anypb.New(m)
+	if err != nil {
+		panic(err)
+	}
+	if typeURL != ldsType && typeURL != edsType {
+		a.TypeUrl = typeURL // the relay never decodes bodies
+	}
+	return a
+}
+
+func res(typeURL, name, version string) *cache.Resource {
+	return &cache.Resource{Name: name, Version: version, Body: body(typeURL, name), Arrived: time.Now()}
+}
+
+// put stores a resource under its own name.
+func (e *env) put(typeURL, name, version string) *cache.Resource {
+	r := res(typeURL, name, version)
+	e.cache.set(key(typeURL, name), r)
+	return r
+}
+
+// stream is a raw client stream with a receive pump.
+type stream[Req, Resp any] struct {
+	t      *testing.T
+	send   func(*Req) error
+	resps  chan *Resp
+	errc   chan error
+	cancel context.CancelFunc
+}
+
+func startStream[Req, Resp any](t *testing.T, open func(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *stream[Req, Resp] {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := open(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &stream[Req, Resp]{t: t, send: st.Send, resps: make(chan *Resp, 100), errc: make(chan error, 1), cancel: cancel}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				s.errc <- err
+				return
+			}
+			select {
+			case s.resps <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return s
+}
+
+func (s *stream[Req, Resp]) Send(r *Req) {
+	s.t.Helper()
+	if err := s.send(r); err != nil {
+		s.t.Fatalf("send: %v", err)
+	}
+}
+
+func (s *stream[Req, Resp]) Recv() *Resp {
+	s.t.Helper()
+	select {
+	case m := <-s.resps:
+		return m
+	case err := <-s.errc:
+		s.t.Fatalf("stream ended: %v", err)
+	case <-time.After(waitFor):
+		s.t.Fatalf("no response within %v", waitFor)
+	}
+	return nil
+}
+
+// None asserts that no response arrives within quietFor.
+func (s *stream[Req, Resp]) None() {
+	s.t.Helper()
+	select {
+	case m := <-s.resps:
+		s.t.Fatalf("unexpected response: %v", m)
+	case err := <-s.errc:
+		s.t.Fatalf("stream ended: %v", err)
+	case <-time.After(quietFor):
+	}
+}
+
+// Err waits for the stream to end and returns its status.
+func (s *stream[Req, Resp]) Err() *status.Status {
+	s.t.Helper()
+	for {
+		select {
+		case <-s.resps:
+		case err := <-s.errc:
+			return status.Convert(err)
+		case <-time.After(waitFor):
+			s.t.Fatalf("stream did not end within %v", waitFor)
+			return nil
+		}
+	}
+}
+
+type (
+	deltaStreamC = stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+	sotwStreamC  = stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+)
+
+func (e *env) delta() *deltaStreamC {
+	c := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
+	return startStream(e.t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
+		st, err := c.DeltaAggregatedResources(ctx)
+		return st, err
+	})
+}
+
+func (e *env) sotw() *sotwStreamC {
+	c := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
+	return startStream(e.t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+		st, err := c.StreamAggregatedResources(ctx)
+		return st, err
+	})
+}
+
+var testNode = &corev3.Node{Id: "node-1", Cluster: "c1"}
+
+// checkNacks asserts the NACK counter and that exactly one client shows
+// lastNack for typeURL in /debug/clients.
+func checkNacks(t *testing.T, e *env, typeURL string, want float64, lastNack string) {
+	t.Helper()
+	if got := testutil.ToFloat64(e.srv.m.nacks.WithLabelValues(typeURL)); got != want {
+		t.Errorf("xds_relay_downstream_nacks_total{type=%q} = %v, want %v", typeURL, got, want)
+	}
+	n := 0
+	for _, c := range e.srv.Clients() {
+		if c.Subscriptions[typeURL].LastNack == lastNack {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d clients show last NACK %q, want 1: %+v", n, lastNack, e.srv.Clients())
+	}
+}
+
+var syncSeq atomic.Int64
+
+// syncDelta returns once the server has handled every request c sent
+// before it: requests are handled in order, and this one is answered.
+func (e *env) syncDelta(c *deltaStreamC) {
+	e.t.Helper()
+	n := xdstp(resourcev3.SecretType, fmt.Sprintf("sync-%d", syncSeq.Add(1)))
+	e.put(resourcev3.SecretType, n, "1")
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.SecretType, ResourceNamesSubscribe: []string{n}})
+	if got := c.Recv(); len(got.GetResources()) != 1 || got.GetResources()[0].GetName() != n {
+		e.t.Fatalf("sync: got %v", got)
+	}
+}
+
+// syncSotW is syncDelta for a SotW stream (a fresh secret type subscription).
+func (e *env) syncSotW(c *sotwStreamC) {
+	e.t.Helper()
+	n := xdstp(resourcev3.SecretType, fmt.Sprintf("sync-%d", syncSeq.Add(1)))
+	e.put(resourcev3.SecretType, n, "1")
+	e.sotwSyncNames = append(e.sotwSyncNames, n)
+	c.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.SecretType, ResourceNames: e.sotwSyncNames, ResponseNonce: e.sotwSyncNonce})
+	got := c.Recv()
+	if got.GetTypeUrl() != resourcev3.SecretType {
+		e.t.Fatalf("sync: got %v", got)
+	}
+	e.sotwSyncNonce = got.GetNonce()
+}

@@ -1,0 +1,53 @@
+package downstream
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics of the downstream side. Labels: variant is sotw/delta/rest, type is
+// a type URL, reason a short fixed word. No node ids or resource names.
+type metrics struct {
+	streams          *prometheus.GaugeVec   // variant
+	requests         *prometheus.CounterVec // type
+	responses        *prometheus.CounterVec // type
+	nacks            *prometheus.CounterVec // type
+	requestErrors    *prometheus.CounterVec // type, reason
+	slowDisconnects  prometheus.Counter
+	responseResource *prometheus.CounterVec // type
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "streams",
+			Help: "Open client streams by protocol variant (sotw, delta).",
+		}, []string{"variant"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "requests_total",
+			Help: "Discovery requests received from clients, by type URL.",
+		}, []string{"type"}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "responses_total",
+			Help: "Discovery responses sent to clients, by type URL.",
+		}, []string{"type"}),
+		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "nacks_total",
+			Help: "Responses a client rejected (NACK with error_detail), by type URL.",
+		}, []string{"type"}),
+		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "request_errors_total",
+			Help: "Client requests (or names in them) the relay could not serve, by type URL and reason.",
+		}, []string{"type", "reason"}),
+		slowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "slow_disconnects_total",
+			Help: "Client streams ended with ResourceExhausted because a send did not complete within send_timeout.",
+		}),
+		responseResource: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "resources_sent_total",
+			Help: "Resources (including heartbeats) sent to clients, by type URL.",
+		}, []string{"type"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
+			m.slowDisconnects, m.responseResource)
+	}
+	return m
+}

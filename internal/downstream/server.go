@@ -1,0 +1,120 @@
+package downstream
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// Cache is what sessions need of internal/cache; *cache.Cache implements it.
+type Cache interface {
+	Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
+	Unwatch(w cache.Watcher, keys ...cache.Key)
+	Get(k cache.Key) (*cache.Resource, cache.State)
+	Members(k cache.Key) ([]*cache.Resource, cache.State)
+}
+
+// DefaultSendTimeout is used when Options.SendTimeout is zero.
+const DefaultSendTimeout = 30 * time.Second
+
+// DefaultFetchWait is used when Options.FetchWait is zero.
+const DefaultFetchWait = 5 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Cache serves every resource. Required.
+	Cache Cache
+	// Resolver maps requested names to cache keys. Required.
+	Resolver Resolver
+	// SendTimeout bounds one Send to a client; a client that does not drain
+	// its stream within it is disconnected with ResourceExhausted.
+	// Default DefaultSendTimeout.
+	SendTimeout time.Duration
+	// FetchWait bounds how long a unary Fetch or REST poll waits for
+	// resources the relay has not received yet. Default DefaultFetchWait.
+	FetchWait time.Duration
+	Logger    *zap.Logger
+	Registry  prometheus.Registerer
+}
+
+// Server serves xDS clients: it implements the ADS and every per-type
+// discovery service (register it with Register) and REST-JSON polling
+// (RESTHandler). One Server serves any number of streams.
+type Server struct {
+	cache       Cache               // read-only after New
+	resolver    Resolver            // read-only after New
+	sendTimeout time.Duration       // read-only after New
+	fetchWait   time.Duration       // read-only after New
+	lg          *zap.Logger         // read-only after New
+	m           *metrics            // read-only after New
+	nextID      atomic.Uint64       // session ids
+	wg          sync.WaitGroup      // session goroutines that may outlive their handler
+	mu          sync.Mutex          // guards sessions
+	sessions    map[uint64]*session // guarded by mu; open streams, for /debug/clients
+	slowHook    func()              // tests only; set before serving
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Cache == nil {
+		return nil, errors.New("downstream: Options.Cache is nil")
+	}
+	if opts.Resolver == nil {
+		return nil, errors.New("downstream: Options.Resolver is nil")
+	}
+	if opts.SendTimeout < 0 || opts.FetchWait < 0 {
+		return nil, fmt.Errorf("downstream: negative timeout (send %v, fetch %v)", opts.SendTimeout, opts.FetchWait)
+	}
+	if opts.SendTimeout == 0 {
+		opts.SendTimeout = DefaultSendTimeout
+	}
+	if opts.FetchWait == 0 {
+		opts.FetchWait = DefaultFetchWait
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &Server{
+		cache:       opts.Cache,
+		resolver:    opts.Resolver,
+		sendTimeout: opts.SendTimeout,
+		fetchWait:   opts.FetchWait,
+		lg:          opts.Logger.Named("downstream"),
+		m:           newMetrics(opts.Registry),
+		sessions:    make(map[uint64]*session),
+	}, nil
+}
+
+// Wait blocks until every goroutine started for a stream has ended. Call it
+// after the grpc.Server has stopped (which ends every stream).
+func (s *Server) Wait() { s.wg.Wait() }
+
+func (s *Server) addSession(ss *session) {
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+}
+
+func (s *Server) removeSession(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss.id)
+	s.mu.Unlock()
+}
+
+func (s *Server) snapshotSessions() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss)
+	}
+	return out
+}

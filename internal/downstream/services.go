@@ -1,0 +1,141 @@
+package downstream
+
+import (
+	"context"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	extensionv3 "github.com/envoyproxy/go-control-plane/envoy/service/extension/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	runtimev3 "github.com/envoyproxy/go-control-plane/envoy/service/runtime/v3"
+	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/proto"
+)
+
+type (
+	sotwStream  = grpc.BidiStreamingServer[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+	deltaStream = grpc.BidiStreamingServer[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+)
+
+// Register registers the ADS and every per-type discovery service on r.
+func (s *Server) Register(r grpc.ServiceRegistrar) {
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(r, s)
+	listenerv3.RegisterListenerDiscoveryServiceServer(r, s)
+	routev3.RegisterRouteDiscoveryServiceServer(r, s)
+	routev3.RegisterScopedRoutesDiscoveryServiceServer(r, s)
+	routev3.RegisterVirtualHostDiscoveryServiceServer(r, s)
+	clusterv3.RegisterClusterDiscoveryServiceServer(r, s)
+	endpointv3.RegisterEndpointDiscoveryServiceServer(r, s)
+	secretv3.RegisterSecretDiscoveryServiceServer(r, s)
+	runtimev3.RegisterRuntimeDiscoveryServiceServer(r, s)
+	extensionv3.RegisterExtensionConfigDiscoveryServiceServer(r, s)
+}
+
+func peerOf(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// serveSotW serves one SotW stream; typeURL is "" for ADS.
+func (s *Server) serveSotW(st sotwStream, typeURL string) error {
+	ss := newSession(s, variantSotW, typeURL, peerOf(st.Context()),
+		func(m proto.Message) error { return st.Send(m.(*discoveryv3.DiscoveryResponse)) })
+	recv := make(chan request)
+	pump(ss, st.Recv, recv)
+	return ss.run(st.Context(), recv, func(r request) error {
+		return ss.handleSotW(r.msg.(*discoveryv3.DiscoveryRequest))
+	})
+}
+
+// serveDelta serves one delta stream; typeURL is "" for ADS.
+func (s *Server) serveDelta(st deltaStream, typeURL string) error {
+	ss := newSession(s, variantDelta, typeURL, peerOf(st.Context()),
+		func(m proto.Message) error { return st.Send(m.(*discoveryv3.DeltaDiscoveryResponse)) })
+	recv := make(chan request)
+	pump(ss, st.Recv, recv)
+	return ss.run(st.Context(), recv, func(r request) error {
+		return ss.handleDelta(r.msg.(*discoveryv3.DeltaDiscoveryRequest))
+	})
+}
+
+// ADS.
+
+func (s *Server) StreamAggregatedResources(st sotwStream) error { return s.serveSotW(st, "") }
+func (s *Server) DeltaAggregatedResources(st deltaStream) error { return s.serveDelta(st, "") }
+
+// Per-type services: the same session, with the stream's type fixed.
+
+func (s *Server) StreamListeners(st sotwStream) error {
+	return s.serveSotW(st, resourcev3.ListenerType)
+}
+func (s *Server) DeltaListeners(st deltaStream) error {
+	return s.serveDelta(st, resourcev3.ListenerType)
+}
+func (s *Server) FetchListeners(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.ListenerType)
+}
+
+func (s *Server) StreamRoutes(st sotwStream) error { return s.serveSotW(st, resourcev3.RouteType) }
+func (s *Server) DeltaRoutes(st deltaStream) error { return s.serveDelta(st, resourcev3.RouteType) }
+func (s *Server) FetchRoutes(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.RouteType)
+}
+
+func (s *Server) StreamScopedRoutes(st sotwStream) error {
+	return s.serveSotW(st, resourcev3.ScopedRouteType)
+}
+func (s *Server) DeltaScopedRoutes(st deltaStream) error {
+	return s.serveDelta(st, resourcev3.ScopedRouteType)
+}
+func (s *Server) FetchScopedRoutes(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.ScopedRouteType)
+}
+
+func (s *Server) DeltaVirtualHosts(st deltaStream) error {
+	return s.serveDelta(st, resourcev3.VirtualHostType)
+}
+
+func (s *Server) StreamClusters(st sotwStream) error { return s.serveSotW(st, resourcev3.ClusterType) }
+func (s *Server) DeltaClusters(st deltaStream) error { return s.serveDelta(st, resourcev3.ClusterType) }
+func (s *Server) FetchClusters(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.ClusterType)
+}
+
+func (s *Server) StreamEndpoints(st sotwStream) error {
+	return s.serveSotW(st, resourcev3.EndpointType)
+}
+func (s *Server) DeltaEndpoints(st deltaStream) error {
+	return s.serveDelta(st, resourcev3.EndpointType)
+}
+func (s *Server) FetchEndpoints(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.EndpointType)
+}
+
+func (s *Server) StreamSecrets(st sotwStream) error { return s.serveSotW(st, resourcev3.SecretType) }
+func (s *Server) DeltaSecrets(st deltaStream) error { return s.serveDelta(st, resourcev3.SecretType) }
+func (s *Server) FetchSecrets(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.SecretType)
+}
+
+func (s *Server) StreamRuntime(st sotwStream) error { return s.serveSotW(st, resourcev3.RuntimeType) }
+func (s *Server) DeltaRuntime(st deltaStream) error { return s.serveDelta(st, resourcev3.RuntimeType) }
+func (s *Server) FetchRuntime(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.RuntimeType)
+}
+
+func (s *Server) StreamExtensionConfigs(st sotwStream) error {
+	return s.serveSotW(st, resourcev3.ExtensionConfigType)
+}
+func (s *Server) DeltaExtensionConfigs(st deltaStream) error {
+	return s.serveDelta(st, resourcev3.ExtensionConfigType)
+}
+func (s *Server) FetchExtensionConfigs(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
+	return s.fetchRPC(ctx, req, resourcev3.ExtensionConfigType)
+}

@@ -1,0 +1,349 @@
+package downstream
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+const (
+	variantSotW  = "sotw"
+	variantDelta = "delta"
+)
+
+// session is one client stream. The handler goroutine reads requests and
+// changes subscriptions; one writer goroutine (writer.go) is the only caller
+// of send. The cache calls Notify, which only marks a key dirty and pokes.
+type session struct {
+	srv       *Server
+	id        uint64                      // read-only after newSession
+	variant   string                      // read-only after newSession
+	fixedType string                      // read-only; "" for ADS
+	send      func(m proto.Message) error // read-only; called by the writer only
+	notify    chan struct{}               // 1 slot: many pokes, one wake-up
+	done      chan struct{}               // closed when the handler returns
+	failed    chan error                  // 1 slot: the writer's reason to end the stream
+	writerEnd chan struct{}               // closed when the writer returns
+	peer      string                      // read-only after newSession
+
+	mu     sync.Mutex
+	node   *corev3.Node           // guarded by mu; from the first request
+	lg     *zap.Logger            // guarded by mu; carries node id and variant once known
+	dirty  map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
+	types  map[string]*typeState  // guarded by mu; by type URL
+	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
+	nonce  uint64                 // guarded by mu; last nonce issued on this stream
+}
+
+func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Message) error) *session {
+	return &session{
+		srv:       srv,
+		id:        srv.nextID.Add(1),
+		variant:   variant,
+		fixedType: fixedType,
+		send:      send,
+		notify:    make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		failed:    make(chan error, 1),
+		writerEnd: make(chan struct{}),
+		peer:      peer,
+		lg:        srv.lg.With(zap.String("variant", variant), zap.String("peer", peer)),
+		dirty:     make(map[cache.Key]struct{}),
+		types:     make(map[string]*typeState),
+		groups:    make(map[string]struct{}),
+	}
+}
+
+// Notify implements cache.Watcher: mark k dirty, wake the writer, return.
+func (ss *session) Notify(k cache.Key) {
+	ss.mu.Lock()
+	ss.dirty[k] = struct{}{}
+	ss.mu.Unlock()
+	ss.poke()
+}
+
+func (ss *session) poke() {
+	select {
+	case ss.notify <- struct{}{}:
+	default:
+	}
+}
+
+// fail records why the stream must end (first reason wins) for the handler.
+func (ss *session) fail(err error) {
+	select {
+	case ss.failed <- err:
+	default:
+	}
+}
+
+// logger returns the session's logger.
+func (ss *session) logger() *zap.Logger {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.lg
+}
+
+// setNode records the node of the first request that carries one.
+func (ss *session) setNode(n *corev3.Node) {
+	if n == nil {
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.node != nil {
+		return
+	}
+	ss.node = n
+	ss.lg = ss.lg.With(zap.String("node_id", n.GetId()), zap.String("node_cluster", n.GetCluster()))
+}
+
+func (ss *session) nodeLocked() *corev3.Node { return ss.node }
+
+// typeLocked returns the state of typeURL, creating it.
+func (ss *session) typeLocked(typeURL string) *typeState {
+	ts, ok := ss.types[typeURL]
+	if !ok {
+		ts = newTypeState(typeURL)
+		ss.types[typeURL] = ts
+	}
+	return ts
+}
+
+// nextNonceLocked returns a nonce unique on this stream.
+func (ss *session) nextNonceLocked() string {
+	ss.nonce++
+	return strconv.FormatUint(ss.nonce, 10)
+}
+
+// checkType returns the type URL a request is for, or an InvalidArgument
+// status when it is empty on ADS or not the stream's type.
+func (ss *session) checkType(typeURL string) (string, error) {
+	if ss.fixedType == "" {
+		if typeURL == "" {
+			return "", status.Errorf(codes.InvalidArgument, "%v: an ADS request must set type_url", ErrMissingType)
+		}
+		return typeURL, nil
+	}
+	if typeURL == "" {
+		return ss.fixedType, nil
+	}
+	if typeURL != ss.fixedType {
+		return "", status.Errorf(codes.InvalidArgument, "%v: request for %q on the stream for %q", ErrWrongType, typeURL, ss.fixedType)
+	}
+	return typeURL, nil
+}
+
+// checkDuplicates returns InvalidArgument when a list names one resource twice.
+func checkDuplicates(field, typeURL string, names []string) error {
+	if len(names) < 2 {
+		return nil
+	}
+	seen := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		if _, ok := seen[n]; ok {
+			return status.Errorf(codes.InvalidArgument, "%v: %s lists %q twice (type %s)", ErrDuplicateName, field, n, typeURL)
+		}
+		seen[n] = struct{}{}
+	}
+	return nil
+}
+
+// change is the cache work a request implies, done after unlocking.
+type change struct {
+	watch   []cache.Key
+	unwatch []cache.Key
+}
+
+func (c *change) apply(ss *session, node *corev3.Node) {
+	if len(c.unwatch) > 0 {
+		ss.srv.cache.Unwatch(ss, c.unwatch...)
+	}
+	if len(c.watch) > 0 {
+		ss.srv.cache.Watch(ss, node, c.watch...)
+	}
+}
+
+// resolved is one requested name with its key, or why it cannot be served.
+type resolved struct {
+	name string
+	res  Resolution
+	err  error
+}
+
+// resolveAll resolves names; a malformed name or a legacy name no rule
+// matches ends the stream with a status naming it; an unknown authority
+// is returned for the caller to answer per variant.
+func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node) ([]resolved, error) {
+	out := make([]resolved, 0, len(names))
+	for _, n := range names {
+		r, err := ss.srv.resolver.Resolve(typeURL, n, node)
+		if err != nil {
+			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
+				return nil, st
+			}
+			ss.srv.m.requestErrors.WithLabelValues(typeURL, "unknown_authority").Inc()
+			ss.logger().Warn("requested name has an authority with no configuration",
+				zap.String("type_url", typeURL), zap.String("name", n), zap.Error(err))
+		}
+		out = append(out, resolved{name: n, res: r, err: err})
+		if err == nil && r.Key.Stream.Group != "" {
+			ss.mu.Lock()
+			if _, ok := ss.groups[r.Key.Stream.Group]; !ok {
+				ss.groups[r.Key.Stream.Group] = struct{}{}
+				ss.lg = ss.lg.With(zap.String("group", r.Key.Stream.Group))
+			}
+			ss.mu.Unlock()
+		}
+	}
+	return out, nil
+}
+
+// statusFor maps a resolve error to the status that ends the stream, or
+// nil when the name is answered instead (unknown authority).
+func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) error {
+	switch {
+	case isErr(err, ErrUnknownAuthority):
+		return nil
+	case isErr(err, ErrMalformedName):
+		s.m.requestErrors.WithLabelValues(typeURL, "malformed_name").Inc()
+		return status.Errorf(codes.InvalidArgument, "type %s: %v", typeURL, err)
+	case isErr(err, ErrNoRule):
+		s.m.requestErrors.WithLabelValues(typeURL, "no_rule").Inc()
+		return status.Errorf(codes.FailedPrecondition, "type %s, name %q, node id %q cluster %q: %v",
+			typeURL, name, node.GetId(), node.GetCluster(), err)
+	default:
+		s.m.requestErrors.WithLabelValues(typeURL, "resolve").Inc()
+		return status.Errorf(codes.Unavailable, "type %s, name %q: %v", typeURL, name, err)
+	}
+}
+
+// recordNackLocked records a NACK of ts's response nonce.
+func (ss *session) recordNackLocked(ts *typeState, nonce, detail string) {
+	ts.nackCount++
+	ts.lastNack = detail
+	ts.lastNackNon = nonce
+}
+
+// keysLocked returns every key the session watches.
+func (ss *session) keysLocked() []cache.Key {
+	var keys []cache.Key
+	for _, ts := range ss.types {
+		for k := range ts.byKey {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// run is the handler body shared by every streaming method: it starts the
+// request pump and the writer, handles requests in this goroutine, and
+// returns the stream's status.
+func (ss *session) run(ctx context.Context, recv <-chan request, handle func(request) error) error {
+	srv := ss.srv
+	srv.addSession(ss)
+	srv.m.streams.WithLabelValues(ss.variant).Inc()
+	srv.wg.Add(1)
+	go func() {
+		defer srv.wg.Done()
+		defer close(ss.writerEnd)
+		ss.writeLoop()
+	}()
+
+	err, slow := ss.loop(ctx, recv, handle)
+
+	close(ss.done)
+	if !slow {
+		// The writer is not stuck in Send (or ctx releases it): wait for
+		// it so nothing is sent after the handler returns. A Send stuck on
+		// a client that does not read is only released once the handler
+		// has returned; then the Server's wait group owns the writer.
+		select {
+		case <-ss.writerEnd:
+		case werr := <-ss.failed:
+			if isErr(werr, ErrSlowClient) {
+				err = ss.slowStatus()
+			}
+		}
+	}
+	ss.mu.Lock()
+	keys := ss.keysLocked()
+	ss.mu.Unlock()
+	if len(keys) > 0 {
+		srv.cache.Unwatch(ss, keys...)
+	}
+	srv.removeSession(ss)
+	srv.m.streams.WithLabelValues(ss.variant).Dec()
+	return err
+}
+
+func (ss *session) slowStatus() error {
+	ss.srv.m.slowDisconnects.Inc()
+	if ss.srv.slowHook != nil {
+		ss.srv.slowHook()
+	}
+	ss.logger().Warn("client too slow, disconnecting", zap.Duration("send_timeout", ss.srv.sendTimeout))
+	return status.Errorf(codes.ResourceExhausted, "%v (%v)", ErrSlowClient, ss.srv.sendTimeout)
+}
+
+// loop handles requests until the stream must end; slow reports that the
+// writer is stuck in Send on a client that does not drain its stream.
+func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(request) error) (err error, slow bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err(), false
+		case err := <-ss.failed:
+			if isErr(err, ErrSlowClient) {
+				return ss.slowStatus(), true
+			}
+			return err, false
+		case r := <-recv:
+			if r.err != nil {
+				if isEOF(r.err) {
+					return nil, false
+				}
+				return r.err, false
+			}
+			if err := handle(r); err != nil {
+				ss.logger().Info("ending client stream", zap.Error(err))
+				return err, false
+			}
+		}
+	}
+}
+
+// request is one message from the client, or the error that ended Recv.
+type request struct {
+	msg any // *discoveryv3.DiscoveryRequest or *discoveryv3.DeltaDiscoveryRequest
+	err error
+}
+
+// pump reads the stream until it fails; owned by the Server's wait group,
+// it ends when Recv fails (the stream ended) or the handler returned.
+func pump[T any](ss *session, recvFn func() (T, error), out chan<- request) {
+	ss.srv.wg.Add(1)
+	go func() {
+		defer ss.srv.wg.Done()
+		for {
+			m, err := recvFn()
+			r := request{msg: m, err: err}
+			select {
+			case out <- r:
+			case <-ss.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}

@@ -1,0 +1,86 @@
+package downstream
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// A client that does not read is cut off with ResourceExhausted once a
+// Send has waited sendTimeout; a concurrent client is not delayed.
+func TestSlowClientDisconnected(t *testing.T) {
+	const sendTimeout = 100 * time.Millisecond
+	e := newEnv(t, sendTimeout)
+	cut := make(chan struct{})
+	e.srv.slowHook = func() { close(cut) }
+
+	big := xdstp(edsType, "big")
+	bigBody := &anypb.Any{TypeUrl: edsType, Value: make([]byte, 4<<20-1024)}
+	e.cache.set(key(edsType, big), &cache.Resource{Name: big, Version: "1", Body: bigBody})
+	small := xdstp(edsType, "small")
+	r := e.put(edsType, small, "1")
+
+	// The slow client: smallest flow-control windows, and it never reads.
+	conn, err := grpc.NewClient(e.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	slow, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{big}}); err != nil {
+		t.Fatal(err)
+	}
+
+	fast := e.delta()
+	fast.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{small}})
+	checkDelta(t, deltaResp(edsType, nil, dres(small, r)), fast.Recv())
+	// The first response is queued whatever its size; the next one waits
+	// for flow control that the slow client never grants.
+	e.cache.set(key(edsType, big), &cache.Resource{Name: big, Version: "2", Body: bigBody})
+
+	select {
+	case <-cut:
+	case <-time.After(waitFor):
+		t.Fatalf("slow client not cut off within %v", waitFor)
+	}
+	r2 := e.put(edsType, small, "2")
+	checkDelta(t, deltaResp(edsType, nil, dres(small, r2)), fast.Recv())
+
+	// Draining the slow stream now ends in ResourceExhausted.
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := slow.Recv(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("slow stream did not end within %v", waitFor)
+	}
+	if got := testutil.ToFloat64(e.srv.m.slowDisconnects); got != 1 {
+		t.Errorf("slow_disconnects_total = %v, want 1", got)
+	}
+}

@@ -1,0 +1,163 @@
+package downstream
+
+import (
+	"sort"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// sub is one name a client subscribed to, as it spelled it.
+type sub struct {
+	key        cache.Key
+	collection bool // wildcard or glob: the key's members are served
+	// members are the names (as the origin spells them) this collection
+	// contributed to the client; owned with the typeState.
+	members map[string]struct{}
+	// emptyReported: the glob's own name went out in removed_resources.
+	emptyReported bool
+}
+
+// held is what the client holds of one name: the revision last sent, or
+// that it was told the name does not exist.
+type held struct {
+	res     *cache.Resource // nil when absent or only known by version
+	version string          // res.Version, or from initial_resource_versions
+	absent  bool
+}
+
+// typeState is a session's state for one type URL. All fields are guarded
+// by the session's mu.
+type typeState struct {
+	typeURL string
+	// subs by the name the client asked for.
+	subs map[string]*sub
+	// byKey: for each watched key, the client's names that map to it.
+	byKey map[cache.Key][]string
+	// explicit: the client has subscribed to a name (any, "*" included) on
+	// this type, so an empty set no longer means the legacy wildcard.
+	explicit bool
+	// sent: what the client holds, by the name it knows it under.
+	sent map[string]held
+	// force: names to answer even if unchanged (newly subscribed; delta
+	// wildcard unsubscribe exception).
+	force map[string]struct{}
+	// unknown: names that cannot be served (authority with no
+	// configuration); delta answers them in removed_resources once.
+	unknown map[string]bool
+	// evalAll: the subscription set changed; the writer evaluates every
+	// subscription of this type.
+	evalAll bool
+	// started: the first request of this type was seen (delta: its
+	// initial_resource_versions apply).
+	started bool
+
+	// SotW / delta bookkeeping.
+	lastNonce   string // nonce of the latest response of this type
+	version     uint64 // SotW version_info counter
+	ackVersion  string // SotW: version_info of the latest ACK
+	nackCount   int
+	lastNack    string // error_detail message of the latest NACK
+	lastNackNon string // nonce the latest NACK refers to
+}
+
+func newTypeState(typeURL string) *typeState {
+	return &typeState{
+		typeURL: typeURL,
+		subs:    make(map[string]*sub),
+		byKey:   make(map[cache.Key][]string),
+		sent:    make(map[string]held),
+		force:   make(map[string]struct{}),
+		unknown: make(map[string]bool),
+	}
+}
+
+// addLocked subscribes name to key. It reports whether key is newly
+// watched by this session (the caller then calls cache.Watch).
+func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (newKey bool) {
+	if old, ok := ts.subs[name]; ok {
+		if old.key == key {
+			return false
+		}
+		ts.removeLocked(name)
+	}
+	s := &sub{key: key, collection: collection}
+	if collection {
+		s.members = make(map[string]struct{})
+	}
+	ts.subs[name] = s
+	newKey = len(ts.byKey[key]) == 0
+	ts.byKey[key] = append(ts.byKey[key], name)
+	return newKey
+}
+
+// removeLocked unsubscribes name. It returns the key and whether no name
+// of this session maps to it any more (the caller then calls cache.Unwatch).
+func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok bool) {
+	s, ok := ts.subs[name]
+	if !ok {
+		return cache.Key{}, false, false
+	}
+	delete(ts.subs, name)
+	names := ts.byKey[s.key]
+	for i, n := range names {
+		if n == name {
+			names = append(names[:i], names[i+1:]...)
+			break
+		}
+	}
+	if len(names) == 0 {
+		delete(ts.byKey, s.key)
+	} else {
+		ts.byKey[s.key] = names
+	}
+	if s.collection {
+		// Members the client only had through this collection are
+		// forgotten (no removal is owed for an unsubscription).
+		for m := range s.members {
+			if !ts.coveredLocked(m) {
+				delete(ts.sent, m)
+			}
+		}
+	}
+	if !ts.coveredLocked(name) {
+		delete(ts.sent, name)
+	}
+	delete(ts.force, name)
+	return s.key, len(names) == 0, true
+}
+
+// coveredLocked reports whether name is still subscribed directly or as a
+// member of a collection.
+func (ts *typeState) coveredLocked(name string) bool {
+	if s, ok := ts.subs[name]; ok && !s.collection {
+		return true
+	}
+	return ts.inCollectionLocked(name)
+}
+
+func (ts *typeState) inCollectionLocked(name string) bool {
+	for _, s := range ts.subs {
+		if s.collection {
+			if _, ok := s.members[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasWildcardLocked reports whether a wildcard subscription is active.
+func (ts *typeState) hasWildcardLocked() bool {
+	s, ok := ts.subs[cache.Wildcard]
+	return ok && s.collection
+}
+
+// namesLocked returns the subscribed names, sorted (for /debug/clients).
+func (ts *typeState) namesLocked() []string {
+	out := make([]string, 0, len(ts.subs))
+	for n := range ts.subs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
