@@ -1,6 +1,7 @@
 package xdsname
 
 import (
+	"errors"
 	"net/url"
 	"testing"
 
@@ -184,5 +185,33 @@ func TestEscapeTablesMatchNetURL(t *testing.T) {
 		if got := string(appendEscaped([]byte("/p"), s, pathSafe)); got != path {
 			t.Errorf("path byte %#x: got %q, net/url %q", c, got, path)
 		}
+	}
+}
+
+// TestStricterThanGRPCGo lists the names grpc-go's parser accepts that
+// Parse deliberately rejects: each would be a different or ambiguous
+// resource if accepted.
+func TestStricterThanGRPCGo(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr error
+	}{
+		{"empty type", "xdstp://a//x", ErrNoType},
+		{"empty key", "xdstp://a/T/x?=v", ErrBadQuery},
+		{"repeated key (grpc-go keeps the first)", "xdstp://a/T/x?k=1&k=2", ErrRepeatedParam},
+		{"userinfo (grpc-go drops it)", "xdstp://user@a/T/x", ErrBadAuthority},
+		{"glob segment in the middle", "xdstp://a/T/d/*/x", ErrGlobNotLast},
+		{"unknown directive (grpc-go drops the fragment)", "xdstp://a/T/x#foo=bar", ErrUnknownDirective},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := grpcParse(tc.in); !ok {
+				t.Fatalf("grpc-go model rejects %q too; case is not stricter", tc.in)
+			}
+			if _, err := Parse(tc.in); !errors.Is(err, tc.wantErr) {
+				t.Errorf("Parse(%q) error %v, want %v", tc.in, err, tc.wantErr)
+			}
+		})
 	}
 }
