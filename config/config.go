@@ -1,0 +1,326 @@
+// Package config is the relay's YAML schema: plain structs, their defaults,
+// strict loading (unknown keys are errors) and validation that reports every
+// problem at once with its field path and line.
+package config
+
+import (
+	"time"
+
+	"github.com/xds-relay/xds-relay/internal/aggregation"
+)
+
+// Config is the whole relay configuration. The YAML keys are the field tags;
+// users and tools depend on them, so they do not change.
+type Config struct {
+	// Listen is the downstream xDS gRPC address (host:port).
+	// Default "127.0.0.1:18000".
+	Listen string `yaml:"listen"`
+	// Admin is the HTTP address of /metrics, /healthz, /readyz and /debug/.
+	// Default "127.0.0.1:18001".
+	Admin string `yaml:"admin"`
+	// Node is the identity the relay presents to origins on xdstp streams.
+	Node Node `yaml:"node"`
+	// Authorities lists the authorities the relay serves and where their
+	// resources come from. At least one is required; no default.
+	Authorities []Authority `yaml:"authorities"`
+	// Cache bounds what the relay keeps that no client watches.
+	Cache Cache `yaml:"cache"`
+	// Aggregation groups legacy (non-xdstp) names onto authorities.
+	Aggregation Aggregation `yaml:"aggregation"`
+	// Log configures the process logger.
+	Log Log `yaml:"log"`
+	// Downstream configures the gRPC server clients connect to.
+	Downstream Downstream `yaml:"downstream"`
+	// Upstream configures the streams to origin control planes.
+	Upstream Upstream `yaml:"upstream"`
+	// ShutdownGracePeriod bounds a graceful shutdown: after it, remaining
+	// streams and HTTP requests are cut. Default 10s.
+	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
+
+	// source names where the config came from ("" when built in code);
+	// lines maps field paths to YAML lines. Both read-only after Parse.
+	source string
+	lines  lineIndex
+}
+
+// Node is the identity the relay presents to origins for xdstp streams.
+// Streams of legacy names use the node their aggregation rule sets, or the
+// group's first client's.
+type Node struct {
+	// ID is node.id. Default "xds-relay".
+	ID string `yaml:"id"`
+	// Cluster is node.cluster. Default "" (not sent).
+	Cluster string `yaml:"cluster"`
+}
+
+// Transport values: the xDS variant the relay speaks to an authority's origins.
+const (
+	TransportDelta = "delta"
+	TransportSotW  = "sotw"
+)
+
+// GlobCollections values: whether an authority's origins understand TP1 glob
+// collections.
+const (
+	GlobNative   = "native"
+	GlobEmulated = "emulated"
+)
+
+// FileOriginPrefix marks an origin that is a directory of resource files
+// rather than a control plane: "file://DIR".
+const FileOriginPrefix = "file://"
+
+// Authority is one authority the relay serves: xdstp names whose authority
+// equals Name, and legacy names that aggregation rules assign to it.
+type Authority struct {
+	// Name is the xdstp authority (an opaque string: no '/', '?', '#' or
+	// white space). An authority used only by aggregation rules for legacy
+	// names may have any such name. Required.
+	Name string `yaml:"name"`
+	// Origins are control planes ("host:port") or file sources ("file://DIR",
+	// DIR relative to the working directory) in failover order: the relay
+	// uses the first that answers. Required.
+	Origins []string `yaml:"origins"`
+	// Transport is the upstream variant: "delta" or "sotw". Default "delta".
+	Transport string `yaml:"transport"`
+	// GlobCollections is "native" when the origins serve glob collections,
+	// "emulated" when the relay must subscribe to the type's wildcard and
+	// compute glob membership itself. Default "native".
+	GlobCollections string `yaml:"glob_collections"`
+}
+
+// Cache bounds the resources that no client watches any more (kept warm for
+// reconnecting clients). Watched resources are never evicted.
+type Cache struct {
+	// MaxResources bounds the number of unwatched resources kept; 0 keeps
+	// none. Default 100000.
+	MaxResources int `yaml:"max_resources"`
+	// MaxBytes bounds their serialized size; 0 keeps none. Default 256MiB.
+	MaxBytes ByteSize `yaml:"max_bytes"`
+}
+
+// Aggregation holds the rules that group legacy names. The rule schema is
+// the aggregation package's.
+type Aggregation struct {
+	// Rules are tried in order; the first match wins. Default none.
+	Rules []aggregation.Rule `yaml:"rules"`
+}
+
+// Log levels and formats.
+const (
+	LogDebug = "debug"
+	LogInfo  = "info"
+	LogWarn  = "warn"
+	LogError = "error"
+
+	LogJSON    = "json"
+	LogConsole = "console"
+)
+
+// Log configures the process logger (written to stderr).
+type Log struct {
+	// Level is debug, info, warn or error. Default "info".
+	Level string `yaml:"level"`
+	// Format is json or console. Default "json".
+	Format string `yaml:"format"`
+}
+
+// Downstream configures the gRPC server that xDS clients connect to.
+type Downstream struct {
+	// TLS secures the listener. Default: plaintext.
+	TLS ServerTLS `yaml:"tls"`
+	// Keepalive configures HTTP/2 pings on client connections.
+	Keepalive ServerKeepalive `yaml:"keepalive"`
+	// MaxRecvMsgSize bounds one request from a client. Default 16MiB.
+	MaxRecvMsgSize ByteSize `yaml:"max_recv_msg_size"`
+	// MaxSendMsgSize bounds one response to a client (a SotW response
+	// carries a whole type's state). Default 64MiB.
+	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
+	// SendTimeout is how long a client may fail to drain its stream before
+	// it is cut off with ResourceExhausted. Default 30s.
+	SendTimeout time.Duration `yaml:"send_timeout"`
+}
+
+// ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
+type ServerTLS struct {
+	// CertFile is a PEM certificate chain. Default "" (plaintext).
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the PEM private key of CertFile. Required with CertFile.
+	KeyFile string `yaml:"key_file"`
+	// CAFile, when set, makes client certificates mandatory and verified
+	// against these PEM roots (mutual TLS). Default "" (no client certs).
+	CAFile string `yaml:"ca_file"`
+}
+
+// Enabled reports whether the listener uses TLS.
+func (t ServerTLS) Enabled() bool { return t.CertFile != "" }
+
+// ServerKeepalive configures HTTP/2 keepalive on downstream connections.
+type ServerKeepalive struct {
+	// Time: the server pings a client connection idle this long. Default 1m.
+	Time time.Duration `yaml:"time"`
+	// Timeout: a ping unanswered this long closes the connection. Default 20s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MinClientPingInterval: clients pinging more often than this are
+	// disconnected (GOAWAY "too_many_pings"). Pings are allowed without
+	// active streams. Default 30s.
+	MinClientPingInterval time.Duration `yaml:"min_client_ping_interval"`
+}
+
+// Upstream configures the relay's streams to origin control planes.
+type Upstream struct {
+	// TLS secures connections to origins. Default: plaintext.
+	TLS ClientTLS `yaml:"tls"`
+	// Keepalive configures HTTP/2 pings toward origins.
+	Keepalive ClientKeepalive `yaml:"keepalive"`
+	// MaxRecvMsgSize bounds one response from an origin. Default 64MiB.
+	MaxRecvMsgSize ByteSize `yaml:"max_recv_msg_size"`
+	// MaxSendMsgSize bounds one request to an origin. Default 16MiB.
+	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
+	// ConnectTimeout bounds connecting to one origin before the next is
+	// tried. Default 5s.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// Backoff paces reconnects to an authority.
+	Backoff Backoff `yaml:"backoff"`
+}
+
+// ClientTLS is TLS toward origins.
+type ClientTLS struct {
+	// Enabled turns TLS on. Default false (plaintext).
+	Enabled bool `yaml:"enabled"`
+	// CAFile holds the PEM roots that verify origins. Default "": the
+	// system roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are the relay's client certificate (mutual TLS).
+	// Default "": none. Set both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name verified in origin certificates.
+	// Default "": the origin's host.
+	ServerName string `yaml:"server_name"`
+}
+
+// ClientKeepalive configures HTTP/2 keepalive toward origins.
+type ClientKeepalive struct {
+	// Time: the relay pings an origin connection idle this long. Must not
+	// be below the origin's permitted minimum (gRPC servers default to 5m
+	// without streams; relay streams are always open). Default 1m.
+	Time time.Duration `yaml:"time"`
+	// Timeout: a ping unanswered this long closes the connection and
+	// triggers failover. Default 20s.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Backoff paces reconnect attempts: the n-th wait is
+// min(Initial*Multiplier^n, Max), randomised by ±Jitter of itself.
+type Backoff struct {
+	// Initial is the first wait. Default 250ms.
+	Initial time.Duration `yaml:"initial"`
+	// Max caps the wait. Default 30s.
+	Max time.Duration `yaml:"max"`
+	// Multiplier grows the wait after each failed attempt. Default 2.
+	Multiplier float64 `yaml:"multiplier"`
+	// Jitter is the random fraction, in [0, 1], applied to each wait.
+	// Default 0.2.
+	Jitter float64 `yaml:"jitter"`
+}
+
+// Defaults.
+const (
+	DefaultListen                = "127.0.0.1:18000"
+	DefaultAdmin                 = "127.0.0.1:18001"
+	DefaultNodeID                = "xds-relay"
+	DefaultMaxResources          = 100000
+	DefaultMaxBytes              = 256 * MiB
+	DefaultShutdownGracePeriod   = 10 * time.Second
+	DefaultSendTimeout           = 30 * time.Second
+	DefaultDownstreamMaxRecv     = 16 * MiB
+	DefaultDownstreamMaxSend     = 64 * MiB
+	DefaultUpstreamMaxRecv       = 64 * MiB
+	DefaultUpstreamMaxSend       = 16 * MiB
+	DefaultServerKeepaliveTime   = time.Minute
+	DefaultKeepaliveTimeout      = 20 * time.Second
+	DefaultMinClientPingInterval = 30 * time.Second
+	DefaultClientKeepaliveTime   = time.Minute
+	DefaultConnectTimeout        = 5 * time.Second
+	DefaultBackoffInitial        = 250 * time.Millisecond
+	DefaultBackoffMax            = 30 * time.Second
+	DefaultBackoffMultiplier     = 2.0
+	DefaultBackoffJitter         = 0.2
+)
+
+// Default returns a Config holding every default and no authorities (so it
+// does not validate until one is added).
+func Default() *Config {
+	return &Config{
+		Listen: DefaultListen,
+		Admin:  DefaultAdmin,
+		Node:   Node{ID: DefaultNodeID},
+		Cache: Cache{
+			MaxResources: DefaultMaxResources,
+			MaxBytes:     DefaultMaxBytes,
+		},
+		Log: Log{Level: LogInfo, Format: LogJSON},
+		Downstream: Downstream{
+			Keepalive: ServerKeepalive{
+				Time:                  DefaultServerKeepaliveTime,
+				Timeout:               DefaultKeepaliveTimeout,
+				MinClientPingInterval: DefaultMinClientPingInterval,
+			},
+			MaxRecvMsgSize: DefaultDownstreamMaxRecv,
+			MaxSendMsgSize: DefaultDownstreamMaxSend,
+			SendTimeout:    DefaultSendTimeout,
+		},
+		Upstream: Upstream{
+			Keepalive: ClientKeepalive{
+				Time:    DefaultClientKeepaliveTime,
+				Timeout: DefaultKeepaliveTimeout,
+			},
+			MaxRecvMsgSize: DefaultUpstreamMaxRecv,
+			MaxSendMsgSize: DefaultUpstreamMaxSend,
+			ConnectTimeout: DefaultConnectTimeout,
+			Backoff: Backoff{
+				Initial:    DefaultBackoffInitial,
+				Max:        DefaultBackoffMax,
+				Multiplier: DefaultBackoffMultiplier,
+				Jitter:     DefaultBackoffJitter,
+			},
+		},
+		ShutdownGracePeriod: DefaultShutdownGracePeriod,
+	}
+}
+
+// applyAuthorityDefaults fills the per-entry defaults YAML left empty.
+func (c *Config) applyAuthorityDefaults() {
+	for i := range c.Authorities {
+		a := &c.Authorities[i]
+		if a.Transport == "" {
+			a.Transport = TransportDelta
+		}
+		if a.GlobCollections == "" {
+			a.GlobCollections = GlobNative
+		}
+	}
+}
+
+// Authority returns the authority entry named name.
+func (c *Config) Authority(name string) (Authority, bool) {
+	for _, a := range c.Authorities {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Authority{}, false
+}
+
+// AuthorityNames lists the configured authority names in order.
+func (c *Config) AuthorityNames() []string {
+	names := make([]string, 0, len(c.Authorities))
+	for _, a := range c.Authorities {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// Source names where the config was read from ("" when built in code).
+func (c *Config) Source() string { return c.source }

@@ -1,0 +1,298 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const (
+	// maxDepth bounds nesting (and alias chains) in a config document.
+	maxDepth = 64
+	// maxVisits bounds the nodes visited while decoding, so aliases that
+	// expand exponentially ("billion laughs") fail instead of hanging.
+	maxVisits = 1 << 20
+)
+
+var (
+	durationType    = reflect.TypeOf(time.Duration(0))
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+)
+
+// strictDecoder decodes a yaml.Node tree into Go values field by field, so
+// that every unknown key and every badly typed value is reported with its
+// field path and line, and decoding carries on past each problem.
+type strictDecoder struct {
+	problems []*FieldError
+	visits   int
+}
+
+func (d *strictDecoder) problem(path string, line int, format string, args ...any) {
+	d.problems = append(d.problems, &FieldError{Path: path, Line: line, Problem: fmt.Sprintf(format, args...)})
+}
+
+// decode sets v (addressable) from n. Fields n does not mention keep their
+// current value, which is how defaults survive.
+func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
+	d.visits++
+	if d.visits == maxVisits {
+		d.problem(path, n.Line, "document too large or too deeply aliased")
+	}
+	if d.visits >= maxVisits {
+		return
+	}
+	if depth > maxDepth {
+		d.problem(path, n.Line, "nested too deeply")
+		return
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) > 0 {
+			d.decode(n.Content[0], v, path, depth+1)
+		}
+		return
+	case yaml.AliasNode:
+		d.decode(n.Alias, v, path, depth+1)
+		return
+	}
+	if isNull(n) {
+		// "key:" with no value: leave the default in place.
+		return
+	}
+	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.problem(path, n.Line, "%s", cleanYAMLError(err))
+		}
+		return
+	}
+	if v.Type() == durationType {
+		d.duration(n, v, path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), path, depth+1)
+	case reflect.Struct:
+		d.structFields(n, v, path, depth)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.problem(path, n.Line, "want a list, got %s", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, s.Index(i), joinIndex(path, i), depth+1)
+		}
+		v.Set(s)
+	case reflect.Map:
+		d.mapEntries(n, v, path, depth)
+	case reflect.Interface:
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.problem(path, n.Line, "%s", cleanYAMLError(err))
+		}
+	default:
+		if n.Kind != yaml.ScalarNode {
+			d.problem(path, n.Line, "want %s, got %s", typeName(v.Type()), describe(n))
+			return
+		}
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
+		}
+	}
+}
+
+// structFields decodes a mapping into a struct; keys that name no field are
+// errors.
+func (d *strictDecoder) structFields(n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(path, n.Line, "want a mapping, got %s", describe(n))
+		return
+	}
+	// Merged mappings ("<<: *anchor") first: explicit keys override them.
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if isMerge(n.Content[i]) {
+			d.decode(n.Content[i+1], v, path, depth+1)
+		}
+	}
+	fields := yamlFields(v.Type())
+	seen := map[string]int{} // key -> line of its first occurrence
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if isMerge(k) {
+			continue
+		}
+		p := joinKey(path, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			d.problem(p, k.Line, "duplicate key %q (first at line %d)", k.Value, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		idx, ok := fields[k.Value]
+		if !ok {
+			d.problem(p, k.Line, "unknown key %q%s", k.Value, suggest(k.Value, fields))
+			continue
+		}
+		d.decode(val, v.FieldByIndex(idx), p, depth+1)
+	}
+}
+
+func (d *strictDecoder) mapEntries(n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(path, n.Line, "want a mapping, got %s", describe(n))
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		p := joinKey(path, k.Value)
+		key := reflect.New(v.Type().Key()).Elem()
+		d.decode(k, key, p, depth+1)
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, elem, p, depth+1)
+		v.SetMapIndex(key, elem)
+	}
+}
+
+func (d *strictDecoder) duration(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode {
+		d.problem(path, n.Line, "want a duration such as \"30s\", got %s", describe(n))
+		return
+	}
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.problem(path, n.Line, "want a duration such as \"30s\" or \"250ms\", got %q", n.Value)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// yamlFields maps YAML keys to struct field indexes, following the yaml tag
+// (name, "-", ",inline").
+func yamlFields(t reflect.Type) map[string][]int {
+	out := map[string][]int{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") && f.Type.Kind() == reflect.Struct {
+			for k, idx := range yamlFields(f.Type) {
+				out[k] = append([]int{i}, idx...)
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = []int{i}
+	}
+	return out
+}
+
+// suggest returns ` (did you mean "x"?)` for a key close to a known one.
+func suggest(key string, fields map[string][]int) string {
+	best, bestDist := "", 3
+	for name := range fields {
+		if dist := editDistance(key, name); dist < bestDist || (dist == bestDist && best != "" && name < best) {
+			best, bestDist = name, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "a " + kindName(n.Kind)
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "scalar"
+	case yaml.AliasNode:
+		return "alias"
+	case yaml.DocumentNode:
+		return "document"
+	}
+	return "node"
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a " + t.String()
+}
+
+// cleanYAMLError drops yaml's "yaml: unmarshal errors:\n  line N: " framing
+// from an error returned by a custom unmarshaler; the line is reported
+// separately.
+func cleanYAMLError(err error) string {
+	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			if _, rest, ok := strings.Cut(m, ": "); ok && strings.HasPrefix(m, "line ") {
+				m = rest
+			}
+			msgs[i] = m
+		}
+		return strings.Join(msgs, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}

@@ -1,0 +1,94 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads the file at path and parses it (see Parse).
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: read: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes data strictly (unknown keys are errors), applies defaults
+// and validates the result. source names data in errors (a file name). On
+// error the returned error lists every problem, one per line; Problems
+// extracts them.
+func Parse(data []byte, source string) (*Config, error) {
+	c, err := decode(data, source)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decode is Parse without validation: strict decoding over Default(), then
+// per-entry defaults. Decoding problems (unknown keys, wrong types) are
+// returned together with any validation problems, so that one run reports
+// everything.
+func decode(data []byte, source string) (*Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", sourceName(source), err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fmt.Errorf("%s: line %d: %w: a config file holds one YAML document", sourceName(source), extra.Line, ErrInvalid)
+	}
+
+	c := Default()
+	c.source = source
+	c.lines = indexLines(&root)
+	if root.Kind == 0 {
+		// Empty file: defaults only; Validate reports what is missing.
+		c.lines = lineIndex{"": 1}
+		return c, nil
+	}
+	d := &strictDecoder{}
+	d.decode(&root, reflect.ValueOf(c).Elem(), "", 0)
+	c.applyAuthorityDefaults()
+	if len(d.problems) > 0 {
+		problems := d.problems
+		if verr := c.Validate(); verr != nil {
+			problems = append(problems, Problems(verr)...)
+		}
+		return nil, c.join(problems)
+	}
+	return c, nil
+}
+
+// join stamps problems with the source and orders them by line.
+func (c *Config) join(problems []*FieldError) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		p.Source = c.source
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
+
+func sourceName(source string) string {
+	if source == "" {
+		return "config"
+	}
+	return source
+}

@@ -1,0 +1,320 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.yaml.in/yaml/v3"
+)
+
+// problem is what tests compare of a FieldError: where, and a fragment of what.
+type problem struct {
+	Path string
+	Line int
+	Has  string // substring of Problem
+}
+
+func problemsOf(t *testing.T, err error) []problem {
+	t.Helper()
+	var out []problem
+	for _, fe := range Problems(err) {
+		out = append(out, problem{Path: fe.Path, Line: fe.Line, Has: fe.Problem})
+	}
+	return out
+}
+
+// diffProblems compares paths and lines exactly and requires each Has to be
+// contained in the actual problem text.
+func diffProblems(want, got []problem) string {
+	return cmp.Diff(want, got, cmp.Comparer(func(a, b problem) bool {
+		return a.Path == b.Path && a.Line == b.Line &&
+			(strings.Contains(a.Has, b.Has) || strings.Contains(b.Has, a.Has))
+	}))
+}
+
+func TestLoadExample(t *testing.T) {
+	c, err := Load("example.yaml")
+	if err != nil {
+		t.Fatalf("Load(example.yaml): %v", err)
+	}
+	want := Default()
+	want.Authorities = []Authority{
+		{Name: "auth.example", Origins: []string{"127.0.0.1:19000", "127.0.0.1:19001"}, Transport: TransportDelta, GlobCollections: GlobNative},
+		{Name: "legacy", Origins: []string{"127.0.0.1:19100"}, Transport: TransportSotW, GlobCollections: GlobEmulated},
+	}
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("example.yaml is not Default() plus its authorities (-want +got):\n%s", diff)
+	}
+	if got := c.Source(); got != "example.yaml" {
+		t.Errorf("Source() = %q, want example.yaml", got)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	onDisk, err := os.ReadFile("demo/relay.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(onDisk), string(DemoYAML())); diff != "" {
+		t.Errorf("embedded demo differs from demo/relay.yaml (-disk +embedded):\n%s", diff)
+	}
+	dir := t.TempDir()
+	c, err := Demo(dir)
+	if err != nil {
+		t.Fatalf("Demo: %v", err)
+	}
+	a, ok := c.Authority("demo.xds-relay.local")
+	if !ok {
+		t.Fatalf("demo has no authority demo.xds-relay.local: %+v", c.Authorities)
+	}
+	wantOrigins := []string{"file://" + filepath.Join(dir, "config/demo/resources")}
+	if diff := cmp.Diff(wantOrigins, a.Origins); diff != "" {
+		t.Errorf("demo origins not rooted in the extracted tree (-want +got):\n%s", diff)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "config/demo/resources")); err != nil || !fi.IsDir() {
+		t.Errorf("demo resources not extracted: %v", err)
+	}
+	if c.Listen != "127.0.0.1:18000" || c.Admin != "127.0.0.1:18001" {
+		t.Errorf("demo addresses = %s, %s; want 127.0.0.1:18000, 127.0.0.1:18001", c.Listen, c.Admin)
+	}
+}
+
+func TestLoadReportsAllThreeMistakes(t *testing.T) {
+	_, err := Load("testdata/three_mistakes.yaml")
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Load = %v, want an ErrInvalid", err)
+	}
+	want := []problem{
+		{Path: "listen", Line: 3, Has: `"127.0.0.1" is not host:port`},
+		{Path: "authorities[0].transport", Line: 8, Has: `"grpc" is not one of delta, sotw`},
+		{Path: "cache.max_bytes", Line: 11, Has: `invalid byte size: "12 parsecs"`},
+	}
+	if diff := diffProblems(want, problemsOf(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("error has %d lines, want one per problem:\n%v", len(lines), err)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "testdata/three_mistakes.yaml: ") {
+			t.Errorf("problem %q does not name its source file", l)
+		}
+	}
+	if got, want := lines[0], `testdata/three_mistakes.yaml: listen (line 3): "127.0.0.1" is not host:port: missing port in address`; got != want {
+		t.Errorf("first line = %q\nwant %q", got, want)
+	}
+}
+
+func TestParseRejectsUnknownKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []problem
+	}{
+		{
+			name: "top level",
+			yaml: "listn: \"127.0.0.1:1\"\n" + minimalAuthorities,
+			want: []problem{{Path: "listn", Line: 1, Has: `unknown key "listn" (did you mean "listen"?)`}},
+		},
+		{
+			name: "nested",
+			yaml: minimalAuthorities + "cache:\n  max_resource: 10\n",
+			want: []problem{{Path: "cache.max_resource", Line: 5, Has: `unknown key "max_resource"`}},
+		},
+		{
+			name: "in a list entry",
+			yaml: minimalAuthorities + "  - name: b\n    origins: [\"h:2\"]\n    transprt: sotw\n",
+			want: []problem{{Path: "authorities[1].transprt", Line: 6, Has: `unknown key "transprt"`}},
+		},
+		{
+			name: "two at once",
+			yaml: "foo: 1\n" + minimalAuthorities + "log:\n  colour: true\n",
+			want: []problem{
+				{Path: "foo", Line: 1, Has: `unknown key "foo"`},
+				{Path: "log.colour", Line: 6, Has: `unknown key "colour"`},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "test.yaml")
+			if diff := diffProblems(tt.want, problemsOf(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+// minimalAuthorities is the smallest valid config body (3 lines).
+const minimalAuthorities = "authorities:\n  - name: a\n    origins: [\"h:1\"]\n"
+
+func TestParseTypeErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []problem
+	}{
+		{
+			name: "string for integer",
+			yaml: minimalAuthorities + "cache:\n  max_resources: many\n",
+			want: []problem{{Path: "cache.max_resources", Line: 5, Has: `want an integer, got "many"`}},
+		},
+		{
+			name: "bad duration",
+			yaml: minimalAuthorities + "downstream:\n  send_timeout: 30 seconds\n",
+			want: []problem{{Path: "downstream.send_timeout", Line: 5, Has: `want a duration such as "30s" or "250ms", got "30 seconds"`}},
+		},
+		{
+			name: "integer duration",
+			yaml: minimalAuthorities + "shutdown_grace_period: 10\n",
+			want: []problem{{Path: "shutdown_grace_period", Line: 4, Has: `got "10"`}},
+		},
+		{
+			name: "mapping for string",
+			yaml: "listen: {host: a}\n" + minimalAuthorities,
+			want: []problem{{Path: "listen", Line: 1, Has: "want a string, got a mapping"}},
+		},
+		{
+			name: "scalar for list",
+			yaml: "authorities: a\n",
+			want: []problem{
+				{Path: "authorities", Line: 1, Has: `want a list, got "a"`},
+				{Path: "authorities", Line: 1, Has: "at least one authority is required"},
+			},
+		},
+		{
+			name: "bool",
+			yaml: minimalAuthorities + "upstream:\n  tls:\n    enabled: maybe\n",
+			want: []problem{{Path: "upstream.tls.enabled", Line: 6, Has: `want true or false, got "maybe"`}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "test.yaml")
+			if diff := diffProblems(tt.want, problemsOf(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
+func TestParseDocumentErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		has  string
+	}{
+		{name: "syntax", yaml: "listen: [\n", has: "test.yaml: yaml: line"},
+		{name: "duplicate key", yaml: "listen: a:1\n" + minimalAuthorities + "listen: b:2\n", has: `test.yaml: listen (line 5): duplicate key "listen" (first at line 1)`},
+		{name: "two documents", yaml: minimalAuthorities + "---\nlisten: x\n", has: "test.yaml: line 4: invalid config: a config file holds one YAML document"},
+		{name: "empty file", yaml: "", has: "test.yaml: authorities (line 1): at least one authority is required"},
+		{name: "alias bomb", yaml: aliasBomb, has: "node.id (line 9): want a string, got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "test.yaml")
+			if err == nil || !strings.Contains(err.Error(), tt.has) {
+				t.Errorf("Parse error = %v\nwant it to contain %q", err, tt.has)
+			}
+		})
+	}
+}
+
+// aliasBomb expands to 10^8 strings if aliases are followed naively: Parse
+// must still answer at once (the test's deadline is the go test timeout).
+const aliasBomb = `a: &a ["x","x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]
+node:
+  id: [*g,*g,*g,*g,*g,*g,*g,*g,*g,*g]
+`
+
+func TestParseAppliesDefaults(t *testing.T) {
+	c, err := Parse([]byte(minimalAuthorities+"downstream:\n  send_timeout: 5s\n"), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Authorities = []Authority{{Name: "a", Origins: []string{"h:1"}, Transport: TransportDelta, GlobCollections: GlobNative}}
+	want.Downstream.SendTimeout = 5 * time.Second
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseMergeKeys(t *testing.T) {
+	yaml := "x-origin: &o\n  origins: [\"h:1\"]\n  transport: sotw\n" +
+		"authorities:\n  - <<: *o\n    name: a\n  - <<: *o\n    name: b\n"
+	// x-origin is itself an unknown key: anchors need a home, and strictness
+	// wins. Without it the merge works.
+	_, err := Parse([]byte(yaml), "test.yaml")
+	if diff := diffProblems([]problem{{Path: "x-origin", Line: 1, Has: "unknown key"}}, problemsOf(t, err)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	yaml = "authorities:\n  - &a\n    name: a\n    origins: [\"h:1\"]\n    transport: sotw\n  - name: b\n    <<: *a\n"
+	c, err := Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Authority{
+		{Name: "a", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobNative},
+		{Name: "b", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobNative},
+	}
+	if diff := cmp.Diff(want, c.Authorities); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrInvalid) {
+		t.Errorf("Load(missing) = %v, want a not-exist error that is not ErrInvalid", err)
+	}
+}
+
+func TestLineIndex(t *testing.T) {
+	src := "listen: a:1\n" + // 1
+		"aggregation:\n" + // 2
+		"  rules:\n" + // 3
+		"    - name: r0\n" + // 4
+		"    - name: r1\n" + // 5
+		"      match:\n" + // 6
+		"        node: {id: x}\n" // 7
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+		t.Fatal(err)
+	}
+	root := indexLines(&n)
+	tests := []struct {
+		path string
+		want int
+	}{
+		{"listen", 1},
+		{"aggregation.rules[1]", 5},
+		{"aggregation.rules[1].match.node.id", 7},
+		{"aggregation.rules[1].match.node.id.regex", 7}, // absent: nearest parent
+		{"aggregation.rules[0].match", 4},
+		{"cache.max_bytes", 1}, // absent section: the document
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			if got := root.line(tt.path); got != tt.want {
+				t.Errorf("line(%q) = %d, want %d", tt.path, got, tt.want)
+			}
+		})
+	}
+	if got := (lineIndex(nil)).line("listen"); got != 0 {
+		t.Errorf("empty index line = %d, want 0", got)
+	}
+}

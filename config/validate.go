@@ -1,0 +1,284 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/xds-relay/xds-relay/internal/aggregation"
+)
+
+// maxMsgSize is the largest message size gRPC can be told about.
+const maxMsgSize = ByteSize(math.MaxInt32)
+
+// Validate checks the whole config and returns every problem found, each a
+// *FieldError with its field path (and line, when the config was parsed),
+// joined with errors.Join. It reads the file system: TLS files and file://
+// origin directories must exist.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.address("listen", c.Listen)
+	v.address("admin", c.Admin)
+	if sameAddress(c.Listen, c.Admin) {
+		v.add("admin", "same address as listen (%s)", c.Admin)
+	}
+	if c.Node.ID == "" {
+		v.add("node.id", "must not be empty")
+	}
+	v.authorities()
+	if c.Cache.MaxResources < 0 {
+		v.add("cache.max_resources", "must not be negative, got %d", c.Cache.MaxResources)
+	}
+	if c.Cache.MaxBytes < 0 {
+		v.add("cache.max_bytes", "must not be negative, got %d", c.Cache.MaxBytes)
+	}
+	v.aggregation()
+	v.oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError)
+	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
+	v.downstream()
+	v.upstream()
+	v.positive("shutdown_grace_period", c.ShutdownGracePeriod)
+	return c.join(v.problems)
+}
+
+type validator struct {
+	c        *Config
+	problems []*FieldError
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.problems = append(v.problems, &FieldError{Path: path, Line: v.c.lines.line(path), Problem: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) authorities() {
+	c := v.c
+	if len(c.Authorities) == 0 {
+		v.add("authorities", "at least one authority is required")
+	}
+	first := map[string]string{} // name -> path of its first entry
+	for i, a := range c.Authorities {
+		p := joinIndex("authorities", i)
+		switch {
+		case a.Name == "":
+			v.add(p+".name", "must not be empty")
+		case strings.ContainsFunc(a.Name, func(r rune) bool {
+			return strings.ContainsRune("/?#", r) || unicode.IsSpace(r) || unicode.IsControl(r)
+		}):
+			v.add(p+".name", "%q is not an authority: it must not contain '/', '?', '#' or white space", a.Name)
+		default:
+			if prev, dup := first[a.Name]; dup {
+				v.add(p+".name", "duplicate authority name %q (first at %s%s)", a.Name, prev, v.lineSuffix(prev))
+			} else {
+				first[a.Name] = p + ".name"
+			}
+		}
+		if len(a.Origins) == 0 {
+			v.add(p+".origins", "at least one origin is required")
+		}
+		for j, o := range a.Origins {
+			v.origin(joinIndex(p+".origins", j), o)
+		}
+		v.oneOf(p+".transport", a.Transport, TransportDelta, TransportSotW)
+		v.oneOf(p+".glob_collections", a.GlobCollections, GlobNative, GlobEmulated)
+	}
+}
+
+func (v *validator) lineSuffix(path string) string {
+	if l := v.c.lines.line(path); l > 0 {
+		return fmt.Sprintf(", line %d", l)
+	}
+	return ""
+}
+
+func (v *validator) origin(path, o string) {
+	if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {
+		if dir == "" {
+			v.add(path, "%q: file origin needs a directory (file://DIR)", o)
+			return
+		}
+		fi, err := os.Stat(dir)
+		switch {
+		case err != nil:
+			v.add(path, "%q: %v", o, unwrapPathError(err))
+		case !fi.IsDir():
+			v.add(path, "%q: %s is not a directory", o, dir)
+		}
+		return
+	}
+	if strings.Contains(o, "://") {
+		v.add(path, "%q is neither host:port nor file://DIR", o)
+		return
+	}
+	if err := checkHostPort(o, false); err != nil {
+		v.add(path, "%q is neither host:port nor file://DIR: %v", o, err)
+	}
+}
+
+func (v *validator) aggregation() {
+	for _, fe := range aggregation.Validate(v.c.Aggregation.Rules, v.c.AuthorityNames()) {
+		v.add(joinKey("aggregation", fe.Path), "%s", fe.Problem)
+	}
+}
+
+func (v *validator) downstream() {
+	d := v.c.Downstream
+	v.serverTLS("downstream.tls", d.TLS)
+	v.positive("downstream.keepalive.time", d.Keepalive.Time)
+	v.positive("downstream.keepalive.timeout", d.Keepalive.Timeout)
+	v.nonNegative("downstream.keepalive.min_client_ping_interval", d.Keepalive.MinClientPingInterval)
+	v.msgSize("downstream.max_recv_msg_size", d.MaxRecvMsgSize)
+	v.msgSize("downstream.max_send_msg_size", d.MaxSendMsgSize)
+	v.positive("downstream.send_timeout", d.SendTimeout)
+}
+
+func (v *validator) upstream() {
+	u := v.c.Upstream
+	v.clientTLS("upstream.tls", u.TLS)
+	v.positive("upstream.keepalive.time", u.Keepalive.Time)
+	v.positive("upstream.keepalive.timeout", u.Keepalive.Timeout)
+	v.msgSize("upstream.max_recv_msg_size", u.MaxRecvMsgSize)
+	v.msgSize("upstream.max_send_msg_size", u.MaxSendMsgSize)
+	v.positive("upstream.connect_timeout", u.ConnectTimeout)
+	b := u.Backoff
+	v.positive("upstream.backoff.initial", b.Initial)
+	v.positive("upstream.backoff.max", b.Max)
+	if b.Initial > 0 && b.Max > 0 && b.Max < b.Initial {
+		v.add("upstream.backoff.max", "%s is below backoff.initial (%s)", b.Max, b.Initial)
+	}
+	if b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0) {
+		v.add("upstream.backoff.multiplier", "must be a finite number >= 1, got %v", b.Multiplier)
+	}
+	if !(b.Jitter >= 0 && b.Jitter <= 1) {
+		v.add("upstream.backoff.jitter", "must be between 0 and 1, got %v", b.Jitter)
+	}
+}
+
+func (v *validator) serverTLS(path string, t ServerTLS) {
+	v.file(path+".cert_file", t.CertFile)
+	v.file(path+".key_file", t.KeyFile)
+	v.file(path+".ca_file", t.CAFile)
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		v.add(path+".key_file", "required when cert_file is set")
+	case t.CertFile == "" && t.KeyFile != "":
+		v.add(path+".cert_file", "required when key_file is set")
+	case t.CertFile == "" && t.CAFile != "":
+		v.add(path+".cert_file", "required when ca_file is set (client certificates need a TLS listener)")
+	}
+}
+
+func (v *validator) clientTLS(path string, t ClientTLS) {
+	v.file(path+".ca_file", t.CAFile)
+	v.file(path+".cert_file", t.CertFile)
+	v.file(path+".key_file", t.KeyFile)
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		v.add(path+".key_file", "required when cert_file is set")
+	case t.CertFile == "" && t.KeyFile != "":
+		v.add(path+".cert_file", "required when key_file is set")
+	}
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "") {
+		v.add(path+".enabled", "TLS settings are given but enabled is false")
+	}
+}
+
+// file checks that a configured file (if any) is a readable regular file.
+func (v *validator) file(path, name string) {
+	if name == "" {
+		return
+	}
+	fi, err := os.Stat(name)
+	switch {
+	case err != nil:
+		v.add(path, "%v", unwrapPathError(err))
+	case fi.IsDir():
+		v.add(path, "%s is a directory, not a file", name)
+	}
+}
+
+func (v *validator) address(path, addr string) {
+	if addr == "" {
+		v.add(path, "must not be empty (want host:port)")
+		return
+	}
+	if err := checkHostPort(addr, true); err != nil {
+		v.add(path, "%q is not host:port: %v", addr, err)
+	}
+}
+
+func (v *validator) oneOf(path, got string, allowed ...string) {
+	for _, a := range allowed {
+		if got == a {
+			return
+		}
+	}
+	v.add(path, "%q is not one of %s", got, strings.Join(allowed, ", "))
+}
+
+func (v *validator) positive(path string, d time.Duration) {
+	if d <= 0 {
+		v.add(path, "must be a positive duration, got %s", d)
+	}
+}
+
+func (v *validator) nonNegative(path string, d time.Duration) {
+	if d < 0 {
+		v.add(path, "must not be negative, got %s", d)
+	}
+}
+
+func (v *validator) msgSize(path string, s ByteSize) {
+	if s <= 0 || s > maxMsgSize {
+		v.add(path, "must be between 1B and %d bytes, got %s", maxMsgSize, s)
+	}
+}
+
+// checkHostPort accepts "host:port" with a numeric port; emptyHost allows
+// ":port" (every interface), which is fine to listen on but not to dial.
+func checkHostPort(addr string, emptyHost bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return unwrapAddrError(err)
+	}
+	if host == "" && !emptyHost {
+		return fmt.Errorf("missing host")
+	}
+	if strings.ContainsFunc(host, unicode.IsSpace) {
+		return fmt.Errorf("host contains white space")
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || port == "" {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if n == 0 && !emptyHost {
+		return fmt.Errorf("port 0 cannot be dialled")
+	}
+	return nil
+}
+
+// sameAddress reports whether two listen addresses would collide: equal and
+// not port 0 (each port 0 gets its own port).
+func sameAddress(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	return errA == nil && errB == nil && ha == hb && pa == pb && pa != "0"
+}
+
+func unwrapAddrError(err error) error {
+	if ae, ok := err.(*net.AddrError); ok {
+		return fmt.Errorf("%s", ae.Err)
+	}
+	return err
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}
