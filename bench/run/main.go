@@ -38,10 +38,11 @@ func run() error {
 		modes     = flag.String("modes", "direct,relayed", "comma-separated modes")
 		resources = flag.Int("resources", 10, "resources every client subscribes to")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
-		updates   = flag.Int("updates", 5, "updates pushed per scenario (one resource each)")
+		updates   = flag.Int("updates", 10, "updates pushed per scenario (one resource each)")
 		outDir    = flag.String("out", "bench/results", "where to write latest.json, latest.md and fanout_p99.png")
 		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
 		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
+		profile   = flag.Bool("profile", true, "save a CPU profile of the relay over each relayed update phase")
 		timeout   = flag.Duration("timeout", 9*time.Minute+30*time.Second, "bound on the whole run")
 	)
 	flag.Parse()
@@ -73,6 +74,10 @@ func run() error {
 		updates:      *updates,
 		resourceSize: *size,
 		authority:    "bench.local",
+		goBin:        goBin,
+	}
+	if *profile {
+		e.profileDir = filepath.Join(*outDir, "profiles")
 	}
 	logf("building into %s", work)
 	for pkg, out := range map[string]string{"./cmd/xds-relay": e.relayBin, "./bench/origin": e.originBin} {

@@ -54,6 +54,12 @@ type Scenario struct {
 	ServingRSSBeforeKiB  float64 `json:"serving_rss_before_kib"`
 	ServingRSSAfterKiB   float64 `json:"serving_rss_after_kib"`
 	RSSPerStreamKiB      float64 `json:"rss_per_stream_kib"`
+	// The load generator shares the machine: its CPU per update says how
+	// much of the 2 cores the serving process did not have.
+	LoadgenCPUSPerUpdate float64 `json:"loadgen_cpu_s_per_update"`
+	// RelayProfileTop is `go tool pprof -top` of the relay's CPU profile
+	// over the update phase (relayed mode, when profiling is on).
+	RelayProfileTop string `json:"relay_profile_top,omitempty"`
 	// Reconnect storm.
 	StormS              float64 `json:"storm_s"`
 	StormCompleted      bool    `json:"storm_completed"`
@@ -79,6 +85,8 @@ type env struct {
 	resources, updates  int
 	resourceSize        int
 	authority           string
+	goBin               string
+	profileDir          string // "" : no relay CPU profiles
 }
 
 // runScenario runs one scenario; failures are recorded in the result, so
@@ -203,9 +211,21 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if err != nil {
 		return err
 	}
+	lcpu0, err := cpuSeconds(lg.pid())
+	if err != nil {
+		return err
+	}
 	before, err := status()
 	if err != nil {
 		return err
+	}
+	profDone := make(chan string, 1)
+	if sc.Mode == "relayed" && e.profileDir != "" {
+		go func() {
+			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates))
+		}()
+	} else {
+		profDone <- ""
 	}
 	for k := 1; k <= e.updates; k++ {
 		if err := post("http://" + originAdmin + "/push"); err != nil {
@@ -231,6 +251,11 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if err != nil {
 		return err
 	}
+	lcpu1, err := cpuSeconds(lg.pid())
+	if err != nil {
+		return err
+	}
+	sc.RelayProfileTop = <-profDone
 	after, err := stats()
 	if err != nil {
 		return err
@@ -238,6 +263,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	u := float64(e.updates)
 	sc.ServingCPUSPerUpdate = (cpu1 - cpu0) / u
 	sc.OriginCPUSPerUpdate = (ocpu1 - ocpu0) / u
+	sc.LoadgenCPUSPerUpdate = (lcpu1 - lcpu0) / u
 	sc.OriginBytesPerUpdate = float64(after.BytesSent-idle.BytesSent) / u
 	sc.OriginResponsesPerUpdate = float64(after.Responses-idle.Responses) / u
 
