@@ -41,5 +41,5 @@ func (g Name) Matches(urn Name) bool {
 	if !strings.HasPrefix(urn.ID, dir) || strings.IndexByte(urn.ID[len(dir):], '/') >= 0 {
 		return false
 	}
-	return slices.Equal(g.Params, urn.Params)
+	return slices.Equal(sortedParams(g.Params), sortedParams(urn.Params))
 }

@@ -124,3 +124,17 @@ func TestMatches(t *testing.T) {
 		})
 	}
 }
+
+func TestHandBuiltParamsInAnyOrder(t *testing.T) {
+	n := Name{Authority: "a", Type: "T", ID: "d/x", Params: []Param{{"b", "2"}, {"a", "1"}}}
+	if diff := cmp.Diff("xdstp://a/T/d/x?a=1&b=2", n.String()); diff != "" {
+		t.Errorf("String() of unsorted params (-want +got):\n%s", diff)
+	}
+	g := Name{Authority: "a", Type: "T", ID: "d/*", Params: []Param{{"a", "1"}, {"b", "2"}}}
+	if !g.Matches(n) {
+		t.Errorf("%v.Matches(%v) = false, want true", g, n)
+	}
+	if diff := cmp.Diff([]Param{{"b", "2"}, {"a", "1"}}, n.Params); diff != "" {
+		t.Errorf("String or Matches changed the caller's params (-want +got):\n%s", diff)
+	}
+}

@@ -27,7 +27,8 @@ type Name struct {
 	// trailing "/*" ("dir/*" or just "*").
 	ID string
 	// Params are the context parameters, sorted by key then value; keys are
-	// unique after Parse.
+	// unique after Parse. (String and Matches also accept a hand-built
+	// Name's params in any order.)
 	Params []Param
 	// Alt is the "alt=<xdstp URL>" processing directive (URLs only); Parse
 	// stores the alt URL in canonical form.
@@ -85,7 +86,7 @@ func (n Name) appendTo(buf []byte) []byte {
 	} else {
 		buf = appendEscaped(buf, n.ID, pathSafe)
 	}
-	for i, p := range n.Params {
+	for i, p := range sortedParams(n.Params) {
 		if i == 0 {
 			buf = append(buf, '?')
 		} else {

@@ -133,18 +133,32 @@ func parseQuery(s, raw string) ([]Param, error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
-	slices.SortFunc(params, func(a, b Param) int {
-		if c := cmp.Compare(a.Key, b.Key); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Value, b.Value)
-	})
+	slices.SortFunc(params, compareParams)
 	for i := 1; i < len(params); i++ {
 		if params[i].Key == params[i-1].Key {
 			return nil, parseErr(s, ErrRepeatedParam, fmt.Sprintf("context parameter %q repeated", params[i].Key))
 		}
 	}
 	return params, nil
+}
+
+// compareParams orders params by key, then value.
+func compareParams(a, b Param) int {
+	if c := cmp.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Value, b.Value)
+}
+
+// sortedParams returns params sorted: params itself when it already is (as
+// after Parse), else a sorted copy.
+func sortedParams(params []Param) []Param {
+	if slices.IsSortedFunc(params, compareParams) {
+		return params
+	}
+	params = slices.Clone(params)
+	slices.SortFunc(params, compareParams)
+	return params
 }
 
 // parseDirectives parses the fragment: comma-separated alt=<xdstp URL> and
