@@ -120,6 +120,7 @@ func run() error {
 		}
 	}
 	res.Finished = time.Now().UTC().Format(time.RFC3339)
+	res.Targets = checkTargets(res)
 
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err

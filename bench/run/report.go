@@ -33,6 +33,7 @@ type Results struct {
 	Scenarios []Scenario `json:"scenarios"`
 	Micro     []Micro    `json:"micro"`
 	MicroErr  string     `json:"micro_error,omitempty"`
+	Targets   []Target   `json:"targets"`
 }
 
 // Settings are the workload knobs of the run.
@@ -90,6 +91,7 @@ func writeMarkdown(w io.Writer, r Results) {
 			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate, s.LoadgenCPUSPerUpdate,
 			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
 	}
+	writeTargets(w, r.Targets)
 	if len(r.Micro) > 0 || r.MicroErr != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| package | benchmark | ns/op | B/op | allocs/op | other |")
