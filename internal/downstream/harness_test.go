@@ -26,6 +26,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -109,11 +110,11 @@ func xdstp(typeURL, id string) string {
 
 func key(typeURL, name string) cache.Key {
 	if len(name) > 6 && name[:6] == "xdstp:" {
-		n, err := parseXDSTP(name)
+		n, err := xdsname.Parse(name)
 		if err != nil {
 			panic(err)
 		}
-		return cache.Key{Stream: cache.StreamID{Authority: n.authority}, TypeURL: typeURL, Name: n.canonical}
+		return cache.Key{Stream: cache.StreamID{Authority: n.Authority}, TypeURL: typeURL, Name: n.String()}
 	}
 	return cache.Key{Stream: legacyStream, TypeURL: typeURL, Name: name}
 }

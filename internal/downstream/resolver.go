@@ -8,6 +8,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
 // Resolution is where a requested name is served from.
@@ -31,49 +32,41 @@ type Matcher interface {
 	Match(req aggregation.Request) (aggregation.Result, error)
 }
 
-// xdstpName is what resolving needs of a parsed xdstp name.
-type xdstpName struct {
-	authority    string
-	resourceType string // e.g. envoy.config.listener.v3.Listener
-	canonical    string
-	glob         bool
-}
-
 // NameResolver resolves xdstp names by their authority and canonical form,
 // and legacy names (and the wildcard) through aggregation rules.
 type NameResolver struct {
 	authorities map[string]struct{} // read-only after NewResolver
 	rules       Matcher             // read-only after NewResolver
-	parse       func(string) (xdstpName, error)
 }
 
 // NewResolver returns a resolver for the configured authorities and rules.
 func NewResolver(authorities []string, rules Matcher) *NameResolver {
-	r := &NameResolver{authorities: make(map[string]struct{}, len(authorities)), rules: rules, parse: parseXDSTP}
+	r := &NameResolver{authorities: make(map[string]struct{}, len(authorities)), rules: rules}
 	for _, a := range authorities {
 		r.authorities[a] = struct{}{}
 	}
 	return r
 }
 
-const xdstpScheme = "xdstp:"
-
 // Resolve implements Resolver.
 func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolution, error) {
-	if strings.HasPrefix(name, xdstpScheme) {
-		n, err := r.parse(name)
+	if xdsname.IsXDSTP(name) {
+		n, err := xdsname.Parse(name)
 		if err != nil {
-			return Resolution{}, fmt.Errorf("%w: %q: %v", ErrMalformedName, name, err)
+			return Resolution{}, fmt.Errorf("%w: %v", ErrMalformedName, err)
 		}
-		if want := typeURL[strings.LastIndexByte(typeURL, '/')+1:]; n.resourceType != want {
-			return Resolution{}, fmt.Errorf("%w: %q names type %s, requested as %s", ErrMalformedName, name, n.resourceType, want)
+		if !n.IsURN() && !n.IsGlob() {
+			return Resolution{}, fmt.Errorf("%w: %q carries processing directives; a client requests URNs or globs", ErrMalformedName, name)
 		}
-		if _, ok := r.authorities[n.authority]; !ok {
-			return Resolution{}, fmt.Errorf("%w: %q: authority %q", ErrUnknownAuthority, name, n.authority)
+		if want := typeURL[strings.LastIndexByte(typeURL, '/')+1:]; n.Type != want {
+			return Resolution{}, fmt.Errorf("%w: %q names type %s, requested as %s", ErrMalformedName, name, n.Type, want)
+		}
+		if _, ok := r.authorities[n.Authority]; !ok {
+			return Resolution{}, fmt.Errorf("%w: %q: authority %q", ErrUnknownAuthority, name, n.Authority)
 		}
 		return Resolution{
-			Key:        cache.Key{Stream: cache.StreamID{Authority: n.authority}, TypeURL: typeURL, Name: n.canonical},
-			Collection: n.glob,
+			Key:        cache.Key{Stream: cache.StreamID{Authority: n.Authority}, TypeURL: typeURL, Name: n.String()},
+			Collection: n.IsGlob(),
 		}, nil
 	}
 	req := aggregation.Request{TypeURL: typeURL, Name: name, Node: node}
