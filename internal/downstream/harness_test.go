@@ -58,7 +58,7 @@ var legacyStream = cache.StreamID{Authority: "legacy", Group: "g1"}
 
 type env struct {
 	t     *testing.T
-	cache *memCache
+	cache *testCache
 	srv   *Server
 	reg   *prometheus.Registry
 	conn  *grpc.ClientConn
@@ -69,7 +69,7 @@ type env struct {
 
 func newEnv(t *testing.T, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
 	t.Helper()
-	e := &env{t: t, cache: newMemCache(), reg: prometheus.NewRegistry()}
+	e := &env{t: t, cache: newTestCache(t), reg: prometheus.NewRegistry()}
 	srv, err := New(Options{
 		Cache:       e.cache,
 		Resolver:    NewResolver([]string{authority}, legacyMatcher{}),

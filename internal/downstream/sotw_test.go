@@ -34,7 +34,6 @@ func TestSotWWildcardSpecExample(t *testing.T) {
 	e := newEnv(t, 0)
 	a := e.put(ldsType, "A", "1")
 	b := e.put(ldsType, "B", "1")
-	e.cache.know(cache.Key{Stream: legacyStream, TypeURL: ldsType, Name: cache.Wildcard})
 	xName := xdstp(ldsType, "X")
 	x := e.put(ldsType, xName, "1")
 	c := e.sotw()

@@ -217,7 +217,12 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 }
 
 // heartbeatOnly reports whether the client holding h needs only the TTL
-// refresh of r, not its body.
+// refresh of r, not its body: r is a heartbeat, or a revision with the
+// version and the very body the client already has (the cache stores a
+// heartbeat as such a revision with the new TTL).
 func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
-	return ok && !h.absent && r.Heartbeat && h.version == r.Version
+	if !ok || h.absent || h.version != r.Version {
+		return false
+	}
+	return r.Heartbeat || (h.res != nil && h.res.Body == r.Body && r.TTL != nil)
 }
