@@ -379,3 +379,20 @@ func (c *Cache) heldLocked(e *entry) bool {
 	}
 	return e.glob != "" && len(c.watchers[c.globKey(e.key, e.glob)]) > 0
 }
+
+// Versions returns, for the resources cached on stream s of typeURL, the
+// name the origin sent each under and its version: what a delta stream
+// sends as initial_resource_versions when it reconnects, so the origin
+// does not resend what the relay already holds.
+func (c *Cache) Versions(s StreamID, typeURL string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	es := c.byType[streamType{stream: s, typeURL: typeURL}]
+	out := make(map[string]string, len(es))
+	for _, e := range es {
+		if e.state == StatePresent {
+			out[e.res.Name] = e.res.Version
+		}
+	}
+	return out
+}

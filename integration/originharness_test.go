@@ -1,0 +1,322 @@
+package integration
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+// waitTimeout bounds every wait for something that must happen.
+const waitTimeout = 10 * time.Second
+
+// quietPeriod is how long a test waits to see that something does NOT
+// happen.
+const quietPeriod = 300 * time.Millisecond
+
+// gcpOrigin is a real go-control-plane origin on loopback: its server over
+// one LinearCache per type in a MuxCache, with callbacks that record what
+// it receives and sends.
+type gcpOrigin struct {
+	t      testing.TB
+	addr   string
+	caches map[string]*cachev3.LinearCache // by type URL; read-only
+	mux    *cachev3.MuxCache
+
+	mu         sync.Mutex
+	srv        *grpc.Server // guarded by mu
+	cancel     context.CancelFunc
+	done       chan struct{}
+	deltaOpens int                                   // guarded by mu
+	sotwOpens  int                                   // guarded by mu
+	deltaReqs  []*discoveryv3.DeltaDiscoveryRequest  // guarded by mu
+	deltaResps []*discoveryv3.DeltaDiscoveryResponse // guarded by mu
+	sotwReqs   []*discoveryv3.DiscoveryRequest       // guarded by mu
+	sotwResps  []*discoveryv3.DiscoveryResponse      // guarded by mu
+	poke       chan struct{}                         // 1 slot: something was recorded
+}
+
+func newGCPOrigin(t testing.TB) *gcpOrigin {
+	t.Helper()
+	o := &gcpOrigin{t: t, caches: make(map[string]*cachev3.LinearCache), poke: make(chan struct{}, 1)}
+	for _, typ := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType} {
+		o.caches[typ] = cachev3.NewLinearCache(typ)
+	}
+	caches := make(map[string]cachev3.Cache, len(o.caches))
+	for k, v := range o.caches {
+		caches[k] = v
+	}
+	o.mux = &cachev3.MuxCache{
+		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
+		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
+		Caches:        caches,
+	}
+	o.start("127.0.0.1:0")
+	t.Cleanup(o.stop)
+	return o
+}
+
+// start serves on addr ("127.0.0.1:0" the first time, the same address on
+// restart).
+func (o *gcpOrigin) start(addr string) {
+	o.t.Helper()
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		o.t.Fatalf("origin listen %s: %v", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cb := serverv3.CallbackFuncs{
+		DeltaStreamOpenFunc: func(context.Context, int64, string) error {
+			o.record(func() { o.deltaOpens++ })
+			return nil
+		},
+		StreamOpenFunc: func(context.Context, int64, string) error {
+			o.record(func() { o.sotwOpens++ })
+			return nil
+		},
+		StreamDeltaRequestFunc: func(_ int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryRequest)
+			o.record(func() { o.deltaReqs = append(o.deltaReqs, c) })
+			return nil
+		},
+		StreamDeltaResponseFunc: func(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, r *discoveryv3.DeltaDiscoveryResponse) {
+			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryResponse)
+			o.record(func() { o.deltaResps = append(o.deltaResps, c) })
+		},
+		StreamRequestFunc: func(_ int64, r *discoveryv3.DiscoveryRequest) error {
+			c := proto.Clone(r).(*discoveryv3.DiscoveryRequest)
+			o.record(func() { o.sotwReqs = append(o.sotwReqs, c) })
+			return nil
+		},
+		StreamResponseFunc: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, r *discoveryv3.DiscoveryResponse) {
+			c := proto.Clone(r).(*discoveryv3.DiscoveryResponse)
+			o.record(func() { o.sotwResps = append(o.sotwResps, c) })
+		},
+	}
+	xs := serverv3.NewServer(ctx, o.mux, cb)
+	gs := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gs.Serve(lis)
+	}()
+	o.mu.Lock()
+	o.addr, o.srv, o.cancel, o.done = lis.Addr().String(), gs, cancel, done
+	o.mu.Unlock()
+}
+
+// stop stops the origin (idempotent); cached state in its LinearCaches stays.
+func (o *gcpOrigin) stop() {
+	o.mu.Lock()
+	gs, cancel, done := o.srv, o.cancel, o.done
+	o.srv = nil
+	o.mu.Unlock()
+	if gs == nil {
+		return
+	}
+	gs.Stop()
+	cancel()
+	<-done
+}
+
+func (o *gcpOrigin) restart() { o.start(o.addr) }
+
+func (o *gcpOrigin) record(f func()) {
+	o.mu.Lock()
+	f()
+	o.mu.Unlock()
+	select {
+	case o.poke <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until cond (evaluated under the origin's lock) holds.
+func (o *gcpOrigin) waitFor(what string, cond func() bool) {
+	o.t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		o.mu.Lock()
+		ok := cond()
+		o.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-o.poke:
+		case <-deadline.C:
+			o.t.Fatalf("origin: timed out waiting for %s", what)
+		}
+	}
+}
+
+func (o *gcpOrigin) set(typeURL, name string, r types.Resource) {
+	o.t.Helper()
+	if err := o.caches[typeURL].UpdateResource(name, r); err != nil {
+		o.t.Fatalf("origin update %s: %v", name, err)
+	}
+}
+
+func (o *gcpOrigin) del(typeURL, name string) {
+	o.t.Helper()
+	if err := o.caches[typeURL].DeleteResource(name); err != nil {
+		o.t.Fatalf("origin delete %s: %v", name, err)
+	}
+}
+
+func cluster(name string, timeoutSec int64) *clusterv3.Cluster {
+	c := &clusterv3.Cluster{Name: name}
+	if timeoutSec > 0 {
+		c.ConnectTimeout = &durationpb.Duration{Seconds: timeoutSec}
+	}
+	return c
+}
+
+func listener(name string) *listenerv3.Listener { return &listenerv3.Listener{Name: name} }
+
+func mustAny(t testing.TB, m proto.Message) *anypb.Any {
+	t.Helper()
+	a, err := anypb.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// relay is the relay's cache and upstream, wired as the process does.
+type relay struct {
+	c   *cache.Cache
+	up  *upstream.Manager
+	reg *prometheus.Registry
+}
+
+func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *relay {
+	t.Helper()
+	r := &relay{reg: prometheus.NewRegistry()}
+	if copts.MaxResources == 0 && copts.MaxBytes == 0 {
+		copts.MaxResources, copts.MaxBytes = -1, -1
+	}
+	copts.Registry = r.reg
+	r.c = cache.New(copts)
+	up, err := upstream.New(upstream.Options{
+		Authorities: auths,
+		Backoff:     upstream.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Cache:       r.c,
+		Registry:    r.reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.up = up
+	r.c.SetUpstream(up)
+	t.Cleanup(up.Close)
+	return r
+}
+
+// watcher stands in for a downstream session: it records what it is
+// notified of and pokes a channel.
+type watcher struct {
+	mu   sync.Mutex
+	got  map[string]int // guarded by mu
+	poke chan struct{}
+}
+
+func newWatcher() *watcher {
+	return &watcher{got: make(map[string]int), poke: make(chan struct{}, 1)}
+}
+
+func (w *watcher) Notify(k cache.Key) {
+	w.mu.Lock()
+	w.got[k.Name]++
+	w.mu.Unlock()
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watcher) count(name string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got[name]
+}
+
+// waitFor waits until cond holds, re-checking after each notification.
+func (w *watcher) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-w.poke:
+		case <-deadline.C:
+			t.Fatalf("watcher: timed out waiting for %s", what)
+		}
+	}
+}
+
+// waitState waits until the cache holds k in state want (re-checked after
+// each notification of w, which must watch k).
+func (w *watcher) waitState(t testing.TB, c *cache.Cache, k cache.Key, want cache.State) *cache.Resource {
+	t.Helper()
+	var got *cache.Resource
+	w.waitFor(t, k.Name+" "+want.String(), func() bool {
+		r, st := c.Get(k)
+		got = r
+		return st == want
+	})
+	return got
+}
+
+// metricValue reads one counter or gauge from the relay's registry;
+// labels are name, value pairs. Absent: 0.
+func metricValue(t testing.TB, r *relay, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue metrics
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}

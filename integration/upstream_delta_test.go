@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+var legacyStream = cache.StreamID{Authority: "origin", Group: "g1"}
+
+func cdsKey(name string) cache.Key {
+	return cache.Key{Stream: legacyStream, TypeURL: resource.ClusterType, Name: name}
+}
+
+// subscribedNames lists, in order, every name the origin was asked to
+// subscribe (delta) for typeURL.
+func subscribedNames(reqs []*discoveryv3.DeltaDiscoveryRequest, typeURL string, unsubscribe bool) []string {
+	var out []string
+	for _, r := range reqs {
+		if r.GetTypeUrl() != typeURL {
+			continue
+		}
+		if unsubscribe {
+			out = append(out, r.GetResourceNamesUnsubscribe()...)
+		} else {
+			out = append(out, r.GetResourceNamesSubscribe()...)
+		}
+	}
+	return out
+}
+
+// TestUpstreamFanIn: 50 watchers of one resource cost the origin one
+// stream and one subscription, and all 50 get it.
+func TestUpstreamFanIn(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+
+	const n = 50
+	ws := make([]*watcher, n)
+	for i := range ws {
+		ws[i] = newWatcher()
+		r.c.Watch(ws[i], nil, cdsKey("c1"))
+	}
+	want := mustAny(t, cluster("c1", 1))
+	for i, w := range ws {
+		got := w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+		if diff := cmp.Diff(want, got.Body, protocmp.Transform()); diff != "" {
+			t.Fatalf("watcher %d: body (-want +got):\n%s", i, diff)
+		}
+		if w.count("c1") < 1 {
+			t.Fatalf("watcher %d not notified", i)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.deltaOpens != 1 {
+		t.Errorf("origin saw %d delta streams, want 1", o.deltaOpens)
+	}
+	if diff := cmp.Diff([]string{"c1"}, subscribedNames(o.deltaReqs, resource.ClusterType, false)); diff != "" {
+		t.Errorf("origin subscriptions (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpstreamOriginRestart: after the origin restarts the relay
+// reconnects with initial_resource_versions, the origin resends nothing
+// unchanged, and a later update reaches every watcher.
+func TestUpstreamOriginRestart(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	o.set(resource.ClusterType, "c2", cluster("c2", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	ws := []*watcher{newWatcher(), newWatcher(), newWatcher()}
+	for _, w := range ws {
+		r.c.Watch(w, nil, cdsKey("c1"), cdsKey("c2"))
+	}
+	for _, w := range ws {
+		w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+		w.waitState(t, r.c, cdsKey("c2"), cache.StatePresent)
+	}
+	versions := r.c.Versions(legacyStream, resource.ClusterType)
+
+	o.stop()
+	o.mu.Lock()
+	before := len(o.deltaReqs)
+	respBefore := len(o.deltaResps)
+	o.mu.Unlock()
+	o.restart()
+
+	// The reconnect's first CDS request carries what the relay holds.
+	var first *discoveryv3.DeltaDiscoveryRequest
+	o.waitFor("reconnect request", func() bool {
+		for _, q := range o.deltaReqs[before:] {
+			if q.GetTypeUrl() == resource.ClusterType && len(q.GetResourceNamesSubscribe()) > 0 {
+				first = q
+				return true
+			}
+		}
+		return false
+	})
+	if diff := cmp.Diff(versions, first.GetInitialResourceVersions()); diff != "" {
+		t.Errorf("initial_resource_versions (-want +got):\n%s", diff)
+	}
+	names := append([]string(nil), first.GetResourceNamesSubscribe()...)
+	sort.Strings(names)
+	if diff := cmp.Diff([]string{"c1", "c2"}, names); diff != "" {
+		t.Errorf("resubscribed (-want +got):\n%s", diff)
+	}
+
+	// A later update reaches every watcher; nothing unchanged was resent
+	// on the new stream before it.
+	counts := make([]int, len(ws))
+	for i, w := range ws {
+		counts[i] = w.count("c1")
+	}
+	o.set(resource.ClusterType, "c1", cluster("c1", 2))
+	want := mustAny(t, cluster("c1", 2))
+	for i, w := range ws {
+		w.waitFor(t, "c1 update", func() bool {
+			got, _ := r.c.Get(cdsKey("c1"))
+			return w.count("c1") > counts[i] && got != nil && cmp.Diff(want, got.Body, protocmp.Transform()) == ""
+		})
+	}
+	o.waitFor("update response", func() bool { return len(o.deltaResps) > respBefore })
+	o.mu.Lock()
+	var resent []string
+	for _, resp := range o.deltaResps[respBefore:] {
+		for _, res := range resp.GetResources() {
+			resent = append(resent, res.GetName())
+		}
+	}
+	o.mu.Unlock()
+	if diff := cmp.Diff([]string{"c1"}, resent); diff != "" {
+		t.Errorf("resources sent after reconnect (-want only the update +got):\n%s", diff)
+	}
+	if got := ws[0].count("c2"); got != 1 {
+		t.Errorf("c2 notified %d times, want 1 (unchanged across the restart)", got)
+	}
+}
+
+// TestUpstreamOriginDown: with the origin gone, cached resources are still
+// served and a new watch of a cached key is a hit.
+func TestUpstreamOriginDown(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	o.stop()
+
+	hits := metricValue(t, r, "xds_relay_cache_hits_total", "type", "envoy.config.cluster.v3.Cluster")
+	w2 := newWatcher()
+	r.c.Watch(w2, nil, cdsKey("c1"))
+	if got := w2.count("c1"); got != 1 {
+		t.Errorf("new watcher notified %d times at Watch, want 1", got)
+	}
+	if got := metricValue(t, r, "xds_relay_cache_hits_total", "type", "envoy.config.cluster.v3.Cluster"); got != hits+1 {
+		t.Errorf("cache hits = %v, want %v", got, hits+1)
+	}
+	got, st := r.c.Get(cdsKey("c1"))
+	if st != cache.StatePresent {
+		t.Fatalf("Get state %v, want present", st)
+	}
+	if diff := cmp.Diff(mustAny(t, cluster("c1", 1)), got.Body, protocmp.Transform()); diff != "" {
+		t.Errorf("body (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpstreamLRUUnsubscribes: churn through unwatched keys; the cache
+// keeps at most MaxResources of them and the origin sees the evicted ones
+// unsubscribed.
+func TestUpstreamLRUUnsubscribes(t *testing.T) {
+	o := newGCPOrigin(t)
+	const n, keep = 10, 2
+	for i := range n {
+		name := fmt.Sprintf("r-%d", i)
+		o.set(resource.ClusterType, name, cluster(name, 1))
+	}
+	r := newRelay(t, cache.Options{MaxResources: keep, MaxBytes: -1}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	for i := range n {
+		w := newWatcher()
+		k := cdsKey(fmt.Sprintf("r-%d", i))
+		r.c.Watch(w, nil, k)
+		w.waitState(t, r.c, k, cache.StatePresent)
+		r.c.Unwatch(w, k)
+	}
+	var want []string
+	for i := range n - keep {
+		want = append(want, fmt.Sprintf("r-%d", i))
+	}
+	o.waitFor("evicted keys unsubscribed", func() bool {
+		return len(subscribedNames(o.deltaReqs, resource.ClusterType, true)) >= len(want)
+	})
+	o.mu.Lock()
+	got := subscribedNames(o.deltaReqs, resource.ClusterType, true)
+	o.mu.Unlock()
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unsubscribed upstream (-want +got):\n%s", diff)
+	}
+	for i := range n {
+		_, st := r.c.Get(cdsKey(fmt.Sprintf("r-%d", i)))
+		wantSt := cache.StatePending
+		if i >= n-keep {
+			wantSt = cache.StatePresent
+		}
+		if st != wantSt {
+			t.Errorf("r-%d: %v, want %v", i, st, wantSt)
+		}
+	}
+	if got := metricValue(t, r, "xds_relay_cache_resources"); got != keep {
+		t.Errorf("xds_relay_cache_resources = %v, want %d", got, keep)
+	}
+}

@@ -1,0 +1,12 @@
+package upstream
+
+import "errors"
+
+var (
+	// ErrNoOrigins: an authority has no origin to connect to.
+	ErrNoOrigins = errors.New("authority has no origins")
+	// ErrNoCache: Options.Cache is required.
+	ErrNoCache = errors.New("upstream: Options.Cache is required")
+	// errRejected wraps why an origin response was NACKed.
+	errRejected = errors.New("response rejected")
+)

@@ -1,0 +1,341 @@
+package upstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"sigs.k8s.io/yaml"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// fileSource serves a directory of resource files as an origin: each
+// .yaml/.yml/.json file directly in the directory holds one typed resource
+// (protojson with "@type") or a whole DiscoveryResponse. The directory is
+// the whole state. It is re-read on every change fsnotify reports; a file
+// that cannot be read or parsed is logged, counted and skipped, and its
+// last good content stays.
+type fileSource struct {
+	authority string      // read-only
+	dir       string      // read-only
+	lg        *zap.Logger // read-only
+	m         *metrics    // read-only
+
+	mu sync.Mutex
+	// files: last good parse of each file, by path. guarded by mu
+	files map[string]*parsedFile
+	// state: type URL → canonical name → resource, built from files.
+	// guarded by mu
+	state map[string]map[string]*cache.Resource
+	// ready: the first scan is done; err: the directory cannot be watched.
+	// guarded by mu
+	ready bool
+	err   error
+	// listeners are poked after each change. guarded by mu
+	listeners map[chan struct{}]struct{}
+}
+
+// parsedFile is one file's last attempt (by content hash) and last good
+// resources.
+type parsedFile struct {
+	hash      string
+	resources []*fileResource // last good parse
+}
+
+type fileResource struct {
+	typeURL string
+	res     *cache.Resource
+}
+
+func newFileSource(authority, dir string, lg *zap.Logger, m *metrics) *fileSource {
+	return &fileSource{
+		authority: authority,
+		dir:       dir,
+		lg:        lg.Named("file").With(zap.String("authority", authority), zap.String("dir", dir)),
+		m:         m,
+		files:     make(map[string]*parsedFile),
+		state:     make(map[string]map[string]*cache.Resource),
+		listeners: make(map[chan struct{}]struct{}),
+	}
+}
+
+// run watches the directory until ctx ends.
+func (f *fileSource) run(ctx context.Context) {
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		err = w.Add(f.dir)
+		if err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		f.lg.Error("file source cannot watch its directory", zap.Error(err))
+		f.m.fileErrors.WithLabelValues(f.authority).Inc()
+		f.mu.Lock()
+		f.err, f.ready = fmt.Errorf("file source %s: watch: %w", f.dir, err), true
+		f.mu.Unlock()
+		f.notify()
+		return
+	}
+	defer w.Close()
+	f.scan()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			f.lg.Debug("file event", zap.String("file", ev.Name), zap.String("op", ev.Op.String()))
+			f.scan()
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			f.lg.Warn("file watch error; rescanning", zap.Error(err))
+			f.scan()
+		}
+	}
+}
+
+// subscribe returns a channel poked after every change, and its cancel.
+func (f *fileSource) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	f.mu.Lock()
+	f.listeners[ch] = struct{}{}
+	f.mu.Unlock()
+	return ch, func() {
+		f.mu.Lock()
+		delete(f.listeners, ch)
+		f.mu.Unlock()
+	}
+}
+
+func (f *fileSource) notify() {
+	f.mu.Lock()
+	ls := make([]chan struct{}, 0, len(f.listeners))
+	for ch := range f.listeners {
+		ls = append(ls, ch)
+	}
+	f.mu.Unlock()
+	for _, ch := range ls {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// resources returns the current resources of typeURL; ok is false until
+// the first scan, err is set when the directory cannot be watched.
+func (f *fileSource) resources(typeURL string) (rs []*cache.Resource, ok bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.state[typeURL] {
+		rs = append(rs, r)
+	}
+	return rs, f.ready, f.err
+}
+
+// scan re-reads the directory: files whose content changed are parsed
+// again; removed files drop their resources.
+func (f *fileSource) scan() {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		f.lg.Error("file source cannot read its directory", zap.Error(err))
+		f.m.fileErrors.WithLabelValues(f.authority).Inc()
+		return
+	}
+	f.mu.Lock()
+	old := f.files
+	f.mu.Unlock()
+	files := make(map[string]*parsedFile, len(entries))
+	for _, de := range entries {
+		ext := strings.ToLower(filepath.Ext(de.Name()))
+		if de.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") || strings.HasPrefix(de.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(f.dir, de.Name())
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // removed meanwhile
+			}
+			f.fileError(path, err)
+			if p := old[path]; p != nil {
+				files[path] = p
+			}
+			continue
+		}
+		sum := sha256.Sum256(raw)
+		hash := hex.EncodeToString(sum[:8])
+		prev := old[path]
+		if prev != nil && prev.hash == hash {
+			files[path] = prev
+			continue
+		}
+		rs, err := parseFile(raw, time.Now())
+		if err != nil {
+			f.fileError(path, err)
+			if prev != nil {
+				// Remember the bad content's hash so it is reported once,
+				// keep the last good resources.
+				files[path] = &parsedFile{hash: hash, resources: prev.resources}
+			} else {
+				files[path] = &parsedFile{hash: hash}
+			}
+			continue
+		}
+		files[path] = &parsedFile{hash: hash, resources: rs}
+	}
+
+	state := make(map[string]map[string]*cache.Resource)
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		for _, fr := range files[p].resources {
+			byName := state[fr.typeURL]
+			if byName == nil {
+				byName = make(map[string]*cache.Resource)
+				state[fr.typeURL] = byName
+			}
+			c, _ := cache.CanonicalName(fr.res.Name)
+			if _, dup := byName[c]; dup {
+				f.fileError(p, fmt.Errorf("resource %q of type %s is already defined by another file; skipped", fr.res.Name, fr.typeURL))
+				continue
+			}
+			byName[c] = fr.res
+		}
+	}
+	f.mu.Lock()
+	f.files, f.state, f.ready, f.err = files, state, true, nil
+	f.mu.Unlock()
+	f.notify()
+}
+
+func (f *fileSource) fileError(path string, err error) {
+	f.lg.Error("file source: file skipped, last good version kept", zap.String("file", path), zap.Error(err))
+	f.m.fileErrors.WithLabelValues(f.authority).Inc()
+}
+
+// parseFile parses one file: YAML or JSON, a typed resource with "@type" or
+// a DiscoveryResponse. Each resource's version is a hash of its bytes.
+func parseFile(raw []byte, now time.Time) ([]*fileResource, error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(js, &probe); err != nil {
+		return nil, fmt.Errorf("not an object: %w", err)
+	}
+	var anys []*anypb.Any
+	if _, typed := probe["@type"]; typed {
+		var a anypb.Any
+		if err := protojson.Unmarshal(js, &a); err != nil {
+			return nil, fmt.Errorf("resource: %w", err)
+		}
+		anys = append(anys, &a)
+	} else {
+		var dr discoveryv3.DiscoveryResponse
+		if err := protojson.Unmarshal(js, &dr); err != nil {
+			return nil, fmt.Errorf("neither a resource with \"@type\" nor a DiscoveryResponse: %w", err)
+		}
+		for i, a := range dr.GetResources() {
+			if dr.GetTypeUrl() != "" && a.GetTypeUrl() != dr.GetTypeUrl() {
+				return nil, fmt.Errorf("resources[%d] has type %s, type_url is %s", i, a.GetTypeUrl(), dr.GetTypeUrl())
+			}
+		}
+		anys = dr.GetResources()
+	}
+	out := make([]*fileResource, 0, len(anys))
+	seen := names{}
+	for i, a := range anys {
+		msg, err := decode(a)
+		if err != nil || msg == nil {
+			return nil, fmt.Errorf("resources[%d] of type %s cannot be decoded: %v", i, a.GetTypeUrl(), err)
+		}
+		name := cachev3.GetResourceName(msg)
+		if name == "" {
+			return nil, fmt.Errorf("resources[%d] of type %s has no name", i, a.GetTypeUrl())
+		}
+		if _, err := seen.add(name); err != nil {
+			return nil, err
+		}
+		body, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+		if err != nil {
+			return nil, fmt.Errorf("resource %q: %w", name, err)
+		}
+		sum := sha256.Sum256(body)
+		out = append(out, &fileResource{typeURL: a.GetTypeUrl(), res: &cache.Resource{
+			Name:    name,
+			Version: hex.EncodeToString(sum[:8]),
+			Body:    &anypb.Any{TypeUrl: a.GetTypeUrl(), Value: body},
+			Arrived: now,
+		}})
+	}
+	return out, nil
+}
+
+// fileSession feeds the cache from a file source for this stream: on start,
+// on every change of the directory and of the stream's subscriptions, the
+// full state of each subscribed type (FullState; every subscription is
+// complete).
+func (s *stream) fileSession(ctx context.Context, fs *fileSource) (bool, error) {
+	changed, cancel := fs.subscribe()
+	defer cancel()
+	s.m.m.streams.WithLabelValues(s.id.Authority).Inc()
+	defer s.m.m.streams.WithLabelValues(s.id.Authority).Dec()
+	for {
+		if err := s.fileApply(fs); err != nil {
+			return false, err
+		}
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-changed:
+		case <-s.poke:
+		}
+	}
+}
+
+func (s *stream) fileApply(fs *fileSource) error {
+	_, wants := s.snapshot()
+	for t, w := range wants {
+		rs, ok, err := fs.resources(t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil // first scan not done: wait for its poke
+		}
+		complete := make([]string, 0, len(w.names)+len(w.emulatedGlobs))
+		for n := range w.names {
+			complete = append(complete, n)
+		}
+		complete = append(complete, w.emulatedGlobs...)
+		s.m.cache.Apply(cache.Update{Stream: s.id, TypeURL: t, Resources: rs, FullState: true, Complete: complete})
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// Manager is the upstream side of the relay: it implements cache.Subscriber,
+// keeps one stream per cache.StreamID (authority + aggregation group) toward
+// the authority's origins, and feeds what they send into the cache.
+//
+// Lifecycle: New starts nothing but the file sources; a stream's goroutine
+// starts with the first Subscribe for its StreamID and runs until Close.
+// Close cancels every goroutine and waits for them.
+type Manager struct {
+	lg       *zap.Logger                // read-only after New
+	m        *metrics                   // read-only after New
+	cache    *cache.Cache               // read-only after New
+	node     *corev3.Node               // read-only after New
+	backoff  Backoff                    // read-only after New
+	dialOpts []grpc.DialOption          // read-only after New
+	auths    map[string]*authority      // read-only after New
+	files    map[string]*fileSource     // by origin; read-only after New
+	ctx      context.Context            // read-only after New; cancelled by Close
+	cancel   context.CancelFunc         // read-only after New
+	wg       sync.WaitGroup             // counts every goroutine the Manager owns
+	mu       sync.Mutex                 //
+	streams  map[cache.StreamID]*stream // guarded by mu
+	closed   bool                       // guarded by mu
+}
+
+// authority is an Authority with defaults applied.
+type authority struct {
+	name     string
+	origins  []string
+	sotw     bool
+	emulated bool // globs are emulated over the type's wildcard
+}
+
+var _ cache.Subscriber = (*Manager)(nil)
+
+// New validates opts, starts the file sources and returns a Manager.
+func New(opts Options) (*Manager, error) {
+	if opts.Cache == nil {
+		return nil, ErrNoCache
+	}
+	lg := opts.Logger
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	b := opts.Backoff.withDefaults()
+	ct := opts.ConnectTimeout
+	if ct <= 0 {
+		ct = 5 * time.Second
+	}
+	dial := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           grpcbackoff.Config{BaseDelay: b.Initial, Multiplier: b.Multiplier, Jitter: b.Jitter, MaxDelay: b.Max},
+			MinConnectTimeout: ct,
+		}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr := &Manager{
+		lg:       lg.Named("upstream"),
+		m:        newMetrics(opts.Registry),
+		cache:    opts.Cache,
+		node:     opts.Node,
+		backoff:  b,
+		dialOpts: append(dial, opts.DialOptions...),
+		auths:    make(map[string]*authority),
+		files:    make(map[string]*fileSource),
+		ctx:      ctx,
+		cancel:   cancel,
+		streams:  make(map[cache.StreamID]*stream),
+	}
+	for i, a := range opts.Authorities {
+		if len(a.Origins) == 0 {
+			cancel()
+			return nil, fmt.Errorf("upstream: authorities[%d] %q: %w", i, a.Name, ErrNoOrigins)
+		}
+		sotw := a.Transport == TransportSotW
+		mgr.auths[a.Name] = &authority{
+			name:     a.Name,
+			origins:  append([]string(nil), a.Origins...),
+			sotw:     sotw,
+			emulated: sotw || a.GlobCollections == GlobEmulated,
+		}
+		for _, o := range a.Origins {
+			if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {
+				if _, dup := mgr.files[o]; !dup {
+					mgr.files[o] = newFileSource(a.Name, dir, mgr.lg, mgr.m)
+				}
+			}
+		}
+	}
+	for _, fs := range mgr.files {
+		mgr.wg.Add(1)
+		go func() {
+			defer mgr.wg.Done()
+			fs.run(ctx)
+		}()
+	}
+	return mgr, nil
+}
+
+// Close stops every stream and file source and waits for them. Cached
+// resources stay in the cache.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+}
+
+// Subscribe adds names to the stream's desired set and wakes the stream;
+// it never blocks on the network.
+func (m *Manager) Subscribe(s cache.StreamID, node *corev3.Node, typeURL string, names []string) {
+	st := m.stream(s)
+	if st == nil {
+		return
+	}
+	st.update(node, typeURL, names, true)
+}
+
+// Unsubscribe removes names from the stream's desired set and wakes it.
+func (m *Manager) Unsubscribe(s cache.StreamID, typeURL string, names []string) {
+	m.mu.Lock()
+	st := m.streams[s]
+	m.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.update(nil, typeURL, names, false)
+}
+
+// stream returns the stream of s, starting it on first use; nil when the
+// authority is unknown or the Manager is closed.
+func (m *Manager) stream(s cache.StreamID) *stream {
+	a := m.auths[s.Authority]
+	if a == nil {
+		m.lg.Warn("subscription for an unknown authority; ignored", zap.String("authority", s.Authority))
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	st := m.streams[s]
+	if st == nil {
+		st = newStream(m, s, a)
+		m.streams[s] = st
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			st.run(m.ctx)
+		}()
+	}
+	return st
+}

@@ -1,0 +1,49 @@
+package upstream
+
+import (
+	"strings"
+
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the upstream Prometheus instruments. xds_relay_upstream_streams
+// is a fixed name: operators scrape it.
+type metrics struct {
+	streams    *prometheus.GaugeVec   // label authority: connected streams
+	reconnects *prometheus.CounterVec // label authority
+	responses  *prometheus.CounterVec // label type
+	nacks      *prometheus.CounterVec // label type
+	fileErrors *prometheus.CounterVec // label authority
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "streams",
+			Help: "Upstream streams currently connected to an origin, by authority.",
+		}, []string{"authority"}),
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "reconnects_total",
+			Help: "Upstream streams lost or failed to open, followed by a reconnect attempt, by authority.",
+		}, []string{"authority"}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "responses_total",
+			Help: "Responses received from origins, by resource type.",
+		}, []string{"type"}),
+		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "nacks_total",
+			Help: "Origin responses the relay rejected (NACKed), by resource type.",
+		}, []string{"type"}),
+		fileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Name: "file_source_errors_total",
+			Help: "Files of a file source that could not be read or parsed (skipped, last good version kept), by authority.",
+		}, []string{"authority"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.streams, m.reconnects, m.responses, m.nacks, m.fileErrors)
+	}
+	return m
+}
+
+func typeLabel(typeURL string) string { return strings.TrimPrefix(typeURL, resource.APITypePrefix) }

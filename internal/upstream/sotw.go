@@ -1,0 +1,193 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// sotwType is what one SotW session told the origin for one type. owned by
+// the session goroutine.
+type sotwType struct {
+	names []string // the full list last sent, sorted; nil with only Wildcard
+	set   map[string]struct{}
+	nonce string // nonce of the last response
+}
+
+// sotwSession runs one SotW ADS stream to origin until it fails or ctx
+// ends. Globs are always emulated over the type's wildcard.
+func (s *stream) sotwSession(ctx context.Context, origin string) (bool, error) {
+	conn, err := grpc.NewClient(origin, s.m.dialOpts...)
+	if err != nil {
+		return false, fmt.Errorf("upstream %s: dial %s: %w", s.id.Authority, origin, err)
+	}
+	defer conn.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
+	if err != nil {
+		return false, fmt.Errorf("upstream %s: open sotw stream to %s: %w", s.id.Authority, origin, err)
+	}
+	s.m.m.streams.WithLabelValues(s.id.Authority).Inc()
+	defer s.m.m.streams.WithLabelValues(s.id.Authority).Dec()
+	s.lg.Info("upstream stream open", zap.String("origin", origin), zap.String("transport", TransportSotW))
+
+	recv := make(chan *discoveryv3.DiscoveryResponse)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			r, err := ads.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case recv <- r:
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	types := make(map[string]*sotwType)
+	nodeSent := false
+	healthy := false
+	if err := s.sotwSync(ads, types, &nodeSent); err != nil {
+		return false, err
+	}
+	for {
+		select {
+		case <-sctx.Done():
+			return healthy, sctx.Err()
+		case err := <-errc:
+			return healthy, fmt.Errorf("upstream %s: sotw stream to %s: %w", s.id.Authority, origin, err)
+		case <-s.poke:
+			if err := s.sotwSync(ads, types, &nodeSent); err != nil {
+				return healthy, err
+			}
+		case r := <-recv:
+			healthy = true
+			if err := s.sotwHandle(ads, types, r); err != nil {
+				return healthy, err
+			}
+		}
+	}
+}
+
+// sotwNames is the resource_names list for a set: empty for a wildcard
+// alone, "*" among the names when mixed.
+func sotwNames(set map[string]struct{}) []string {
+	if _, ok := set[cache.Wildcard]; ok && len(set) == 1 {
+		return nil
+	}
+	names := slices.Collect(maps.Keys(set))
+	sort.Strings(names)
+	return names
+}
+
+// sotwSync sends the full name list of every type whose set changed (the
+// first request of a type carries the last version accepted on an earlier
+// session).
+func (s *stream) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, nodeSent *bool) error {
+	node, wants := s.snapshot()
+	keys := slices.Sorted(maps.Keys(wants))
+	for _, t := range keys {
+		w := wants[t]
+		cur := types[t]
+		if cur != nil && maps.Equal(cur.set, w.names) {
+			continue
+		}
+		if cur == nil && len(w.names) == 0 {
+			continue
+		}
+		if cur == nil {
+			cur = &sotwType{}
+			types[t] = cur
+		}
+		cur.set = maps.Clone(w.names)
+		cur.names = sotwNames(cur.set)
+		req := &discoveryv3.DiscoveryRequest{
+			TypeUrl:       t,
+			ResourceNames: cur.names,
+			VersionInfo:   s.sotwVersions[t],
+			ResponseNonce: cur.nonce,
+		}
+		if len(cur.set) == 0 {
+			// Nothing wanted: an explicit empty list must not read as a
+			// wildcard; SotW cannot say "nothing", so ask for no name.
+			req.ResourceNames = []string{}
+		}
+		if !*nodeSent {
+			req.Node = node
+			*nodeSent = true
+		}
+		if err := ads.Send(req); err != nil {
+			return fmt.Errorf("upstream %s: send sotw request: %w", s.id.Authority, err)
+		}
+	}
+	return nil
+}
+
+// sotwHandle validates a response, applies it and ACKs it, or NACKs it with
+// why (keeping the last good version).
+func (s *stream) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, r *discoveryv3.DiscoveryResponse) error {
+	t := r.GetTypeUrl()
+	s.m.m.responses.WithLabelValues(typeLabel(t)).Inc()
+	cur := types[t]
+	if cur == nil {
+		cur = &sotwType{}
+		types[t] = cur
+	}
+	cur.nonce = r.GetNonce()
+	u, err := sotwUpdate(s.id, r, time.Now())
+	if err != nil {
+		s.m.m.nacks.WithLabelValues(typeLabel(t)).Inc()
+		s.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
+		return s.sotwSend(ads, &discoveryv3.DiscoveryRequest{
+			TypeUrl: t, ResourceNames: cur.names, VersionInfo: s.sotwVersions[t], ResponseNonce: r.GetNonce(),
+			ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()},
+		})
+	}
+	// LDS and CDS answers hold every subscribed resource; a wildcard-only
+	// answer holds every resource of the type.
+	_, wildcard := cur.set[cache.Wildcard]
+	if cachev3.ResourceRequiresFullStateInSotw(t) || (wildcard && len(cur.set) == 1) {
+		u.FullState = true
+		if wildcard {
+			_, wants := s.snapshot()
+			if w := wants[t]; w != nil {
+				u.Complete = w.completeForWildcard()
+			}
+		}
+	}
+	s.m.cache.Apply(u)
+	s.sotwVersions[t] = r.GetVersionInfo()
+	return s.sotwSend(ads, &discoveryv3.DiscoveryRequest{
+		TypeUrl: t, ResourceNames: cur.names, VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(),
+	})
+}
+
+func (s *stream) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, req *discoveryv3.DiscoveryRequest) error {
+	if err := ads.Send(req); err != nil {
+		return fmt.Errorf("upstream %s: send sotw request: %w", s.id.Authority, err)
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package upstream
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestBackoff(t *testing.T) {
+	b := newBackoff(Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0.2})
+	base := []time.Duration{100, 200, 400, 800, 1000, 1000}
+	for i, ms := range base {
+		want := ms * time.Millisecond
+		got := b.wait()
+		lo, hi := time.Duration(float64(want)*0.8), time.Duration(float64(want)*1.2)
+		if got < lo || got > hi {
+			t.Errorf("wait %d = %v, want within [%v, %v]", i, got, lo, hi)
+		}
+	}
+	b.reset()
+	if got := b.wait(); got > 120*time.Millisecond {
+		t.Errorf("after reset: %v, want about 100ms", got)
+	}
+}
+
+func anyOf(t *testing.T, m proto.Message) *anypb.Any {
+	t.Helper()
+	a, err := anypb.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestDeltaUpdateValidation(t *testing.T) {
+	c1 := anyOf(t, &clusterv3.Cluster{Name: "c1"})
+	for _, tc := range []struct {
+		name    string
+		res     []*discoveryv3.Resource
+		removed []string
+		wantErr string // substring; "" accepts
+		wantN   int
+	}{
+		{name: "good", res: []*discoveryv3.Resource{{Name: "c1", Version: "1", Resource: c1}}, wantN: 1},
+		{name: "heartbeat", res: []*discoveryv3.Resource{{Name: "c1", Version: "1", Ttl: durationpb.New(time.Second)}}, wantN: 1},
+		{name: "duplicate name", res: []*discoveryv3.Resource{{Name: "c1", Resource: c1}, {Name: "c1", Resource: c1}}, wantErr: `"c1" appears more than once`},
+		{name: "two spellings of one urn", res: []*discoveryv3.Resource{
+			{Name: "xdstp://a/envoy.config.cluster.v3.Cluster/x?a=1&b=2", Resource: c1},
+			{Name: "xdstp://a/envoy.config.cluster.v3.Cluster/x?b=2&a=1", Resource: c1},
+		}, wantErr: "are the same resource"},
+		{name: "wrong type", res: []*discoveryv3.Resource{{Name: "l", Resource: &anypb.Any{TypeUrl: resource.ListenerType}}}, wantErr: "has type type.googleapis.com/envoy.config.listener.v3.Listener"},
+		{name: "undecodable", res: []*discoveryv3.Resource{{Name: "c9", Resource: &anypb.Any{TypeUrl: resource.ClusterType, Value: []byte{0xff, 0xff}}}}, wantErr: `"c9" cannot be decoded`},
+		{name: "no name", res: []*discoveryv3.Resource{{Resource: c1}}, wantErr: "has no name"},
+		{name: "bad removed name", removed: []string{"xdstp://"}, wantErr: "removed resource name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := deltaUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
+				TypeUrl: resource.ClusterType, Resources: tc.res, RemovedResources: tc.removed,
+			}, time.Now())
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				if len(u.Resources) != tc.wantN {
+					t.Errorf("%d resources, want %d", len(u.Resources), tc.wantN)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, errRejected) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestSotwUpdateValidation(t *testing.T) {
+	c1 := anyOf(t, &clusterv3.Cluster{Name: "c1"})
+	wrapped := anyOf(t, &discoveryv3.Resource{Name: "c1", Resource: c1, Ttl: durationpb.New(time.Second)})
+	hb := anyOf(t, &discoveryv3.Resource{Name: "c1", Ttl: durationpb.New(time.Second)})
+	for _, tc := range []struct {
+		name     string
+		res      []*anypb.Any
+		wantErr  string
+		wantBody []*anypb.Any // nil entry: heartbeat
+	}{
+		{name: "plain", res: []*anypb.Any{c1}, wantBody: []*anypb.Any{c1}},
+		{name: "ttl wrapper unwrapped", res: []*anypb.Any{wrapped}, wantBody: []*anypb.Any{c1}},
+		{name: "heartbeat", res: []*anypb.Any{hb}, wantBody: []*anypb.Any{nil}},
+		{name: "duplicate", res: []*anypb.Any{c1, wrapped}, wantErr: `"c1" appears more than once`},
+		{name: "wrong type", res: []*anypb.Any{{TypeUrl: resource.ListenerType}}, wantErr: "response type_url is"},
+		{name: "undecodable", res: []*anypb.Any{{TypeUrl: resource.ClusterType, Value: []byte{0xff}}}, wantErr: "cannot be decoded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := sotwUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
+				TypeUrl: resource.ClusterType, VersionInfo: "v1", Resources: tc.res,
+			}, time.Now())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.Resources) != len(tc.wantBody) {
+				t.Fatalf("%d resources, want %d", len(u.Resources), len(tc.wantBody))
+			}
+			for i, r := range u.Resources {
+				if r.Name != "c1" || r.Version != "v1" {
+					t.Errorf("resource %d: name %q version %q", i, r.Name, r.Version)
+				}
+				if tc.wantBody[i] == nil {
+					if !r.Heartbeat {
+						t.Errorf("resource %d: want heartbeat", i)
+					}
+					continue
+				}
+				if !proto.Equal(tc.wantBody[i], r.Body) {
+					t.Errorf("resource %d: body %v, want %v", i, r.Body, tc.wantBody[i])
+				}
+			}
+		})
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		content   string
+		wantNames []string
+		wantErr   string
+	}{
+		{
+			name:      "typed resource yaml",
+			content:   "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c1\nconnect_timeout: 1s\n",
+			wantNames: []string{"c1"},
+		},
+		{
+			name:      "typed resource json",
+			content:   `{"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name": "c2"}`,
+			wantNames: []string{"c2"},
+		},
+		{
+			name: "discovery response",
+			content: `version_info: "1"
+type_url: type.googleapis.com/envoy.config.cluster.v3.Cluster
+resources:
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: a
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: b
+`,
+			wantNames: []string{"a", "b"},
+		},
+		{name: "not yaml", content: "{{{", wantErr: "not YAML"},
+		{name: "unknown field", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c1\nbogus: 1\n", wantErr: "bogus"},
+		{name: "no name", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n", wantErr: "has no name"},
+		{name: "neither", content: "foo: bar\n", wantErr: "neither a resource"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := parseFile([]byte(tc.content), time.Now())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range rs {
+				got = append(got, r.res.Name)
+				if r.typeURL != resource.ClusterType || r.res.Version == "" {
+					t.Errorf("%s: type %s version %q", r.res.Name, r.typeURL, r.res.Version)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.wantNames, ",") {
+				t.Errorf("names %v, want %v", got, tc.wantNames)
+			}
+		})
+	}
+}

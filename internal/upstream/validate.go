@@ -1,0 +1,154 @@
+package upstream
+
+import (
+	"fmt"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+
+	// Register the types nested in resources so they can be validated.
+	_ "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/service/runtime/v3"
+)
+
+// resourceWrapperType is the SotW TTL wrapper (envoy.service.discovery.v3.Resource).
+var resourceWrapperType = "type.googleapis.com/" + string((&discoveryv3.Resource{}).ProtoReflect().Descriptor().FullName())
+
+// rejectf builds a NACK reason.
+func rejectf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errRejected}, args...)...)
+}
+
+// decode unmarshals a once to validate it. A type the process does not
+// know is not validated: it returns (nil, nil).
+func decode(a *anypb.Any) (proto.Message, error) {
+	mt, err := protoregistry.GlobalTypes.FindMessageByURL(a.GetTypeUrl())
+	if err != nil {
+		return nil, nil
+	}
+	msg := mt.New().Interface()
+	if err := proto.Unmarshal(a.GetValue(), msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// names tracks canonical names in one response to reject duplicates.
+type names map[string]string
+
+func (n names) add(name string) (string, error) {
+	c, err := cache.CanonicalName(name)
+	if err != nil {
+		return "", rejectf("resource name %q is not valid: %v", name, err)
+	}
+	if prev, dup := n[c]; dup {
+		if prev == name {
+			return "", rejectf("resource %q appears more than once", name)
+		}
+		return "", rejectf("resources %q and %q are the same resource", prev, name)
+	}
+	n[c] = name
+	return c, nil
+}
+
+// deltaUpdate validates a delta response and turns it into a cache update.
+func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now time.Time) (cache.Update, error) {
+	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl()}
+	seen := names{}
+	for i, res := range r.GetResources() {
+		if res.GetName() == "" {
+			return u, rejectf("resources[%d] has no name", i)
+		}
+		if _, err := seen.add(res.GetName()); err != nil {
+			return u, err
+		}
+		cr := &cache.Resource{Name: res.GetName(), Version: res.GetVersion(), TTL: res.GetTtl(), Arrived: now}
+		if res.GetResource() == nil {
+			cr.Heartbeat = true
+			u.Resources = append(u.Resources, cr)
+			continue
+		}
+		if got := res.GetResource().GetTypeUrl(); got != r.GetTypeUrl() {
+			return u, rejectf("resource %q has type %s, response type_url is %s", res.GetName(), got, r.GetTypeUrl())
+		}
+		if _, err := decode(res.GetResource()); err != nil {
+			return u, rejectf("resource %q cannot be decoded: %v", res.GetName(), err)
+		}
+		cr.Body = res.GetResource()
+		u.Resources = append(u.Resources, cr)
+	}
+	for _, name := range r.GetRemovedResources() {
+		c, err := cache.CanonicalName(name)
+		if err != nil {
+			return u, rejectf("removed resource name %q is not valid: %v", name, err)
+		}
+		u.Removed = append(u.Removed, c)
+	}
+	return u, nil
+}
+
+// sotwUpdate validates a SotW response and turns it into a cache update.
+// Resources may be wrapped in envoy.service.discovery.v3.Resource (TTL,
+// heartbeats); the wrapper is removed.
+func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Time) (cache.Update, error) {
+	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl()}
+	seen := names{}
+	for i, a := range r.GetResources() {
+		cr := &cache.Resource{Version: r.GetVersionInfo(), Arrived: now, Body: a}
+		if a.GetTypeUrl() == resourceWrapperType {
+			var w discoveryv3.Resource
+			if err := proto.Unmarshal(a.GetValue(), &w); err != nil {
+				return u, rejectf("resources[%d]: Resource wrapper cannot be decoded: %v", i, err)
+			}
+			cr.Name, cr.TTL, cr.Body = w.GetName(), w.GetTtl(), w.GetResource()
+			if cr.Body == nil {
+				if cr.Name == "" {
+					return u, rejectf("resources[%d]: heartbeat without a name", i)
+				}
+				if _, err := seen.add(cr.Name); err != nil {
+					return u, err
+				}
+				cr.Heartbeat = true
+				u.Resources = append(u.Resources, cr)
+				continue
+			}
+		}
+		if got := cr.Body.GetTypeUrl(); got != r.GetTypeUrl() {
+			return u, rejectf("resources[%d] has type %s, response type_url is %s", i, got, r.GetTypeUrl())
+		}
+		msg, err := decode(cr.Body)
+		if err != nil {
+			return u, rejectf("resources[%d] cannot be decoded: %v", i, err)
+		}
+		if msg == nil {
+			return u, rejectf("resources[%d]: unknown type %s", i, cr.Body.GetTypeUrl())
+		}
+		if name := cachev3.GetResourceName(msg); name != "" {
+			if cr.Name != "" && cr.Name != name {
+				return u, rejectf("resources[%d]: wrapper names %q, resource names %q", i, cr.Name, name)
+			}
+			cr.Name = name
+		}
+		if cr.Name == "" {
+			return u, rejectf("resources[%d] has no name", i)
+		}
+		if _, err := seen.add(cr.Name); err != nil {
+			return u, err
+		}
+		u.Resources = append(u.Resources, cr)
+	}
+	return u, nil
+}
