@@ -1,0 +1,36 @@
+package relay
+
+import (
+	"fmt"
+	"io"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/xds-relay/xds-relay/config"
+)
+
+// NewLogger builds the process logger from the log section of the config,
+// writing to out (the process passes os.Stderr). Components name their
+// children (lg.Named("upstream")).
+func NewLogger(c config.Log, out io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	var enc zapcore.Encoder
+	switch c.Format {
+	case config.LogJSON:
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	case config.LogConsole:
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	default:
+		return nil, fmt.Errorf("log.format: %q is not one of json, console", c.Format)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(out)), level)
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(out)))), nil
+}

@@ -1,0 +1,54 @@
+package relay
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/xds-relay/xds-relay/config"
+)
+
+func TestNewLogger(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       config.Log
+		wantLines []string // substrings, one per line logged
+		wantErr   string
+	}{
+		{name: "json info drops debug", cfg: config.Log{Level: "info", Format: "json"},
+			wantLines: []string{`"logger":"relay","msg":"info line","k":"v"`, `"level":"warn"`}},
+		{name: "console debug", cfg: config.Log{Level: "debug", Format: "console"},
+			wantLines: []string{"DEBUG\trelay\tdebug line", "INFO\trelay\tinfo line\t{\"k\": \"v\"}", "WARN\trelay\twarn line"}},
+		{name: "warn only", cfg: config.Log{Level: "warn", Format: "json"}, wantLines: []string{`"msg":"warn line"`}},
+		{name: "bad level", cfg: config.Log{Level: "loud", Format: "json"}, wantErr: "log.level"},
+		{name: "bad format", cfg: config.Log{Level: "info", Format: "xml"}, wantErr: "log.format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			lg, err := NewLogger(tt.cfg, &buf)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("NewLogger = %v, want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lg = lg.Named("relay")
+			lg.Debug("debug line")
+			lg.Sugar().Infow("info line", "k", "v")
+			lg.Warn("warn line")
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			if len(lines) != len(tt.wantLines) {
+				t.Fatalf("logged %d lines, want %d:\n%s", len(lines), len(tt.wantLines), buf.String())
+			}
+			for i, want := range tt.wantLines {
+				if !strings.Contains(lines[i], want) {
+					t.Errorf("line %d = %q, want it to contain %q", i, lines[i], want)
+				}
+			}
+		})
+	}
+}

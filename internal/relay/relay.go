@@ -1,0 +1,307 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/xds-relay/xds-relay/config"
+)
+
+// Relay is one relay process: the downstream gRPC server, the admin HTTP
+// server and the components between them. New builds it, Start binds and
+// serves, Close shuts it down.
+type Relay struct {
+	cfg    *config.Config                // read-only after New
+	lg     *zap.Logger                   // read-only after New
+	m      *metrics                      // read-only after New
+	grpc   *grpc.Server                  // read-only after New; services registered in New
+	health *health.Server                // read-only after New
+	admin  *admin                        // read-only after New
+	http   *http.Server                  // read-only after New
+	runs   []func(context.Context) error // read-only after New; see goRun
+	stops  []func()                      // read-only after New; see onStop
+	checks []func() error                // read-only after New; see readyCheck
+
+	serving  atomic.Bool    // true between a successful Start and Close
+	stopping atomic.Bool    // set when Close begins: servers stopping then is no failure
+	failed   chan error     // capacity 1: the first unexpected stop; see Failed
+	wg       sync.WaitGroup // every goroutine Start starts
+
+	mu       sync.Mutex         // guards the fields below
+	state    state              // guarded by mu
+	xdsLis   net.Listener       // guarded by mu; set by Start
+	adminLis net.Listener       // guarded by mu; set by Start
+	cancel   context.CancelFunc // guarded by mu; ends the context of goRun functions
+}
+
+type state int
+
+const (
+	stateNew state = iota
+	stateStarted
+	stateClosed
+)
+
+// New builds a relay from a validated config. lg is the process logger
+// (see NewLogger); reg receives every component's metrics and is served on
+// /metrics. Nothing is bound until Start.
+func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, error) {
+	if cfg == nil {
+		return nil, errors.New("relay: nil config")
+	}
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	opts, err := serverOptions(cfg.Downstream)
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	r := &Relay{
+		cfg:    cfg,
+		lg:     lg.Named("relay"),
+		m:      newMetrics(reg),
+		grpc:   grpc.NewServer(opts...),
+		health: health.NewServer(),
+		failed: make(chan error, 1),
+	}
+	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness)
+	r.http = &http.Server{
+		Handler:           r.admin.mux,
+		ReadHeaderTimeout: adminReadHeaderTimeout,
+		ErrorLog:          zap.NewStdLog(lg.Named("admin")),
+	}
+	r.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(r.grpc, r.health)
+
+	// --- components ---------------------------------------------------
+	// Cache, upstream and downstream are built here, in dependency order
+	// (cache, then upstream as the cache's Subscriber, then downstream),
+	// from cfg and named loggers (lg.Named("cache"), ...), registering their
+	// metrics on reg. The seams:
+	//   - r.grpc: register the xDS services on it (downstream).
+	//   - r.admin.handle(pattern, description, handler): admin endpoints,
+	//     e.g. REST-JSON polling or a /debug/ page (listed on /debug/).
+	//   - r.goRun(fn): a long-running loop (upstream streams); its context
+	//     ends when Close begins, and Close waits for it to return.
+	//   - r.onStop(fn): called by Close after the servers have stopped, in
+	//     reverse order (e.g. waiting for a component's goroutines).
+	//   - r.readyCheck(fn): /readyz answers 503 while fn returns an error.
+	// --------------------------------------------------------------------
+
+	return r, nil
+}
+
+// goRun makes fn run from Start until Close; Close cancels its context and
+// waits for it. An error returned before Close stops the relay (Failed).
+func (r *Relay) goRun(fn func(ctx context.Context) error) { r.runs = append(r.runs, fn) }
+
+// onStop adds fn to what Close calls once both servers have stopped.
+func (r *Relay) onStop(fn func()) { r.stops = append(r.stops, fn) }
+
+// readyCheck adds a condition for /readyz.
+func (r *Relay) readyCheck(fn func() error) { r.checks = append(r.checks, fn) }
+
+// Start binds the downstream listener and the admin server and starts
+// serving. It returns once both addresses are bound: a busy port fails at
+// once ("listen 127.0.0.1:18000: address already in use"). ctx bounds only
+// the start; the relay runs until Close.
+func (r *Relay) Start(ctx context.Context) error {
+	r.mu.Lock()
+	switch r.state {
+	case stateStarted:
+		r.mu.Unlock()
+		return ErrStarted
+	case stateClosed:
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	r.mu.Unlock()
+
+	xdsLis, err := listen(ctx, "listen", r.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	adminLis, err := listen(ctx, "admin", r.cfg.Admin)
+	if err != nil {
+		_ = xdsLis.Close()
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+
+	r.mu.Lock()
+	if r.state != stateNew {
+		// Close or another Start raced with this one.
+		st := r.state
+		r.mu.Unlock()
+		cancel()
+		_ = xdsLis.Close()
+		_ = adminLis.Close()
+		if st == stateClosed {
+			return ErrClosed
+		}
+		return ErrStarted
+	}
+	r.state, r.xdsLis, r.adminLis, r.cancel = stateStarted, xdsLis, adminLis, cancel
+	// Added under mu so that Close, which takes mu first, never Waits
+	// before these Adds.
+	r.wg.Add(2 + len(r.runs))
+	r.mu.Unlock()
+
+	for _, fn := range r.runs {
+		go func() {
+			defer r.wg.Done()
+			if err := fn(runCtx); err != nil && runCtx.Err() == nil {
+				r.fail(fmt.Errorf("component stopped: %w", err))
+			}
+		}()
+	}
+	go func() {
+		defer r.wg.Done()
+		if err := r.grpc.Serve(xdsLis); err != nil {
+			r.fail(fmt.Errorf("listen %s: serve: %w", xdsLis.Addr(), err))
+		}
+	}()
+	go func() {
+		defer r.wg.Done()
+		if err := r.http.Serve(adminLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.fail(fmt.Errorf("admin %s: serve: %w", adminLis.Addr(), err))
+		}
+	}()
+
+	r.serving.Store(true)
+	r.m.ready.Set(1)
+	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	r.lg.Info("relay serving", zap.String("listen", xdsLis.Addr().String()), zap.String("admin", adminLis.Addr().String()))
+	return nil
+}
+
+// listen binds addr, naming the config key in errors: "listen
+// 127.0.0.1:18000: address already in use".
+func listen(ctx context.Context, key, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		var sysErr *os.SyscallError
+		if errors.As(err, &sysErr) {
+			return nil, fmt.Errorf("%s %s: %w", key, addr, sysErr.Err)
+		}
+		return nil, fmt.Errorf("%s %s: %w", key, addr, err)
+	}
+	return l, nil
+}
+
+// fail records the first unexpected stop for Failed.
+func (r *Relay) fail(err error) {
+	if r.stopping.Load() {
+		return
+	}
+	r.lg.Error("relay stopped unexpectedly", zap.Error(err))
+	select {
+	case r.failed <- err:
+	default:
+	}
+}
+
+// Failed delivers the first error that stopped a server or component
+// before Close (a process should then Close and exit non-zero).
+func (r *Relay) Failed() <-chan error { return r.failed }
+
+// XDSAddr is the bound downstream address ("" before Start).
+func (r *Relay) XDSAddr() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.xdsLis == nil {
+		return ""
+	}
+	return r.xdsLis.Addr().String()
+}
+
+// AdminAddr is the bound admin address ("" before Start).
+func (r *Relay) AdminAddr() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.adminLis == nil {
+		return ""
+	}
+	return r.adminLis.Addr().String()
+}
+
+// readiness is nil while the relay serves and every readiness check passes.
+func (r *Relay) readiness() error {
+	if !r.serving.Load() {
+		return errors.New("not serving")
+	}
+	for _, check := range r.checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close shuts the relay down: /readyz and gRPC health turn to not serving,
+// components are cancelled, then the servers stop gracefully. After the
+// shutdown grace period whatever is left (open xDS streams, slow admin
+// requests) is cut. Close returns once every goroutine has ended; it may
+// be called more than once, and before Start.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	prev := r.state
+	r.state = stateClosed
+	cancel := r.cancel
+	r.mu.Unlock()
+	if prev != stateStarted {
+		r.grpc.Stop()
+		return nil
+	}
+
+	r.stopping.Store(true)
+	r.serving.Store(false)
+	r.m.ready.Set(0)
+	r.health.Shutdown()
+	cancel()
+
+	grace := r.cfg.ShutdownGracePeriod
+	ctx, stop := context.WithTimeout(context.Background(), grace)
+	defer stop()
+	grpcStopped := make(chan struct{})
+	go func() {
+		r.grpc.GracefulStop()
+		close(grpcStopped)
+	}()
+	var errs []error
+	if err := r.http.Shutdown(ctx); err != nil {
+		_ = r.http.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			errs = append(errs, fmt.Errorf("admin: shutdown: %w", err))
+		}
+	}
+	select {
+	case <-grpcStopped:
+	case <-ctx.Done():
+		r.lg.Warn("shutdown grace period over, closing remaining streams", zap.Duration("grace", grace))
+		r.grpc.Stop()
+		<-grpcStopped
+	}
+	r.wg.Wait()
+	for i := len(r.stops) - 1; i >= 0; i-- {
+		r.stops[i]()
+	}
+	r.lg.Info("relay stopped")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,337 @@
+package relay
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+func TestAdminEndpoints(t *testing.T) {
+	r := startRelay(t, testConfig(t))
+	base := "http://" + r.AdminAddr()
+	tests := []struct {
+		name     string
+		path     string
+		wantCode int
+		wantBody []string // substrings
+	}{
+		{name: "healthz", path: "/healthz", wantCode: http.StatusOK, wantBody: []string{"ok\n"}},
+		{name: "readyz", path: "/readyz", wantCode: http.StatusOK, wantBody: []string{"ready\n"}},
+		{name: "metrics", path: "/metrics", wantCode: http.StatusOK, wantBody: []string{"xds_relay_ready 1", "# TYPE xds_relay_admin_requests_total counter"}},
+		{name: "debug index", path: "/debug/", wantCode: http.StatusOK, wantBody: []string{
+			`<a href="/metrics">`, `<a href="/healthz">`, `<a href="/readyz">`, `<a href="/debug/pprof/">`}},
+		{name: "pprof", path: "/debug/pprof/", wantCode: http.StatusOK, wantBody: []string{"goroutine"}},
+		{name: "pprof goroutines", path: "/debug/pprof/goroutine?debug=1", wantCode: http.StatusOK, wantBody: []string{"goroutine profile"}},
+		{name: "unknown debug page", path: "/debug/nope", wantCode: http.StatusNotFound},
+		{name: "unknown page", path: "/nope", wantCode: http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := get(t, base+tt.path)
+			if code != tt.wantCode {
+				t.Errorf("GET %s = %d, want %d; body:\n%s", tt.path, code, tt.wantCode, body)
+			}
+			for _, want := range tt.wantBody {
+				if !strings.Contains(body, want) {
+					t.Errorf("GET %s body lacks %q:\n%s", tt.path, want, body)
+				}
+			}
+		})
+	}
+	// The requests above were counted, by endpoint.
+	_, body := get(t, base+"/metrics")
+	if want := `xds_relay_admin_requests_total{code="200",handler="healthz"} 1`; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q", want)
+	}
+}
+
+func TestGRPCHealthOnListener(t *testing.T) {
+	r := startRelay(t, testConfig(t))
+	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatalf("health Check: %v", err)
+	}
+	if got := resp.GetStatus(); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health = %v, want SERVING", got)
+	}
+}
+
+func TestStartFailsOnBusyPort(t *testing.T) {
+	tests := []struct {
+		name string
+		key  string // config key named in the error
+	}{
+		{name: "listen", key: "listen"},
+		{name: "admin", key: "admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			busy, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer busy.Close()
+			c := testConfig(t)
+			if tt.key == "listen" {
+				c.Listen = busy.Addr().String()
+			} else {
+				c.Admin = busy.Addr().String()
+			}
+			r := newRelay(t, c)
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			err = r.Start(ctx)
+			want := fmt.Sprintf("%s %s: address already in use", tt.key, busy.Addr())
+			if err == nil || err.Error() != want {
+				t.Fatalf("Start = %v, want %q", err, want)
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				t.Errorf("Start error %v does not wrap EADDRINUSE", err)
+			}
+			if got := r.XDSAddr(); got != "" {
+				t.Errorf("XDSAddr after failed Start = %q, want \"\"", got)
+			}
+		})
+	}
+}
+
+func TestCloseCutsStreamsAfterGrace(t *testing.T) {
+	c := testConfig(t)
+	c.ShutdownGracePeriod = 50 * time.Millisecond
+	r := startRelay(t, c)
+	xdsAddr := r.XDSAddr()
+	conn := dial(t, xdsAddr, insecure.NewCredentials())
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	// A health Watch is a stream that never ends by itself, like an xDS stream.
+	stream, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := stream.Recv(); err != nil || msg.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first Watch message = %v, %v; want SERVING", msg, err)
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+
+	if msg, err := stream.Recv(); err != nil || msg.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("Watch message after Close = %v, %v; want NOT_SERVING", msg, err)
+	}
+	_, err = stream.Recv()
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("stream after grace period = %v, want Unavailable", err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Close did not return")
+	}
+	// Both ports are free again.
+	for _, addr := range []string{xdsAddr} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("%s still bound after Close: %v", addr, err)
+			continue
+		}
+		l.Close()
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	c := testConfig(t)
+	r := newRelay(t, c)
+	var checkErr error
+	r.readyCheck(func() error { return checkErr })
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		r.admin.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	steps := []struct {
+		name     string
+		do       func()
+		wantCode int
+		wantBody string
+	}{
+		{name: "before Start", do: func() {}, wantCode: http.StatusServiceUnavailable, wantBody: "not ready: not serving\n"},
+		{name: "serving", do: func() {
+			if err := r.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, wantCode: http.StatusOK, wantBody: "ready\n"},
+		{name: "check failing", do: func() { checkErr = errors.New("upstream auth.example: no origin reachable") },
+			wantCode: http.StatusServiceUnavailable, wantBody: "not ready: upstream auth.example: no origin reachable\n"},
+		{name: "check passing", do: func() { checkErr = nil }, wantCode: http.StatusOK, wantBody: "ready\n"},
+		{name: "after Close", do: func() {
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}, wantCode: http.StatusServiceUnavailable, wantBody: "not ready: not serving\n"},
+	}
+	for _, s := range steps {
+		s.do()
+		if code, body := readyz(); code != s.wantCode || body != s.wantBody {
+			t.Errorf("%s: /readyz = %d %q, want %d %q", s.name, code, body, s.wantCode, s.wantBody)
+		}
+	}
+}
+
+func TestComponentSeams(t *testing.T) {
+	r := newRelay(t, testConfig(t))
+	var order []string // appended only by goroutines Close waits for, then read after Close
+	runStopped := make(chan struct{})
+	r.goRun(func(ctx context.Context) error {
+		<-ctx.Done()
+		close(runStopped)
+		return ctx.Err()
+	})
+	r.onStop(func() {
+		select {
+		case <-runStopped:
+			order = append(order, "second hook after run ended")
+		default:
+			order = append(order, "second hook before run ended")
+		}
+	})
+	r.onStop(func() { order = append(order, "last added hook first") })
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"last added hook first", "second hook after run ended"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("stop hooks ran as %q, want %q", order, want)
+	}
+	select {
+	case err := <-r.Failed():
+		t.Errorf("Failed() = %v after a clean Close", err)
+	default:
+	}
+}
+
+func TestComponentFailureIsReported(t *testing.T) {
+	r := newRelay(t, testConfig(t))
+	boom := errors.New("origin config unusable")
+	r.goRun(func(ctx context.Context) error { return boom })
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.Failed():
+		if !errors.Is(err, boom) {
+			t.Errorf("Failed() = %v, want it to wrap %v", err, boom)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("component failure not reported")
+	}
+}
+
+func TestLifecycleErrors(t *testing.T) {
+	r := newRelay(t, testConfig(t))
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); !errors.Is(err, ErrStarted) {
+		t.Errorf("second Start = %v, want ErrStarted", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := r.Start(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+	unstarted := newRelay(t, testConfig(t))
+	if err := unstarted.Close(); err != nil {
+		t.Errorf("Close before Start: %v", err)
+	}
+}
+
+func TestDownstreamTLS(t *testing.T) {
+	p := newPKI(t)
+	tests := []struct {
+		name    string
+		mutual  bool // server requires client certificates
+		creds   credentials.TransportCredentials
+		wantErr bool
+	}{
+		{name: "TLS", creds: credentials.NewTLS(&tls.Config{RootCAs: p.pool})},
+		{name: "plaintext client refused", creds: insecure.NewCredentials(), wantErr: true},
+		{name: "mutual TLS", mutual: true, creds: credentials.NewTLS(&tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.client}})},
+		{name: "mutual TLS without client cert refused", mutual: true, creds: credentials.NewTLS(&tls.Config{RootCAs: p.pool}), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig(t)
+			c.Downstream.TLS.CertFile, c.Downstream.TLS.KeyFile = p.serverCert, p.serverKey
+			if tt.mutual {
+				c.Downstream.TLS.CAFile = p.caFile
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			r := startRelay(t, c)
+			conn := dial(t, r.XDSAddr(), tt.creds)
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+			if tt.wantErr {
+				if status.Code(err) != codes.Unavailable {
+					t.Errorf("Check = %v, %v; want Unavailable", resp, err)
+				}
+				return
+			}
+			if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Errorf("Check = %v, %v; want SERVING", resp, err)
+			}
+		})
+	}
+}
+
+func TestNewRejectsUnusableTLSFiles(t *testing.T) {
+	p := newPKI(t)
+	c := testConfig(t)
+	// Files exist (so the config validates) but the key does not match.
+	c.Downstream.TLS.CertFile, c.Downstream.TLS.KeyFile = p.serverCert, p.clientKey
+	_, err := New(c, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "downstream.tls: load cert_file "+p.serverCert) {
+		t.Errorf("New = %v, want a cert_file load error", err)
+	}
+}
+
+// dial connects a real gRPC client; the test's cleanup closes it.
+func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
