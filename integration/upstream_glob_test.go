@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+func memberNames(rs []*cache.Resource) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestUpstreamEmulatedGlob: over go-control-plane (no glob support) the
+// relay subscribes the type's wildcard once and computes membership,
+// context parameters and deletions included.
+func TestUpstreamEmulatedGlob(t *testing.T) {
+	o := newGCPOrigin(t)
+	l1, l2, l3 := ldsPrefix+"dir/l1", ldsPrefix+"dir/l2?env=prod", ldsPrefix+"other/l3"
+	deep := ldsPrefix + "dir/sub/l5"
+	for _, n := range []string{l1, l2, l3, deep} {
+		o.set(resource.ListenerType, n, listener(n))
+	}
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobEmulated})
+
+	g := ldsKey(ldsPrefix + "dir/*")
+	w := newWatcher()
+	r.c.Watch(w, nil, g)
+	w.waitFor(t, "glob known", func() bool { _, st := r.c.Members(g); return st == cache.StatePresent })
+	ms, _ := r.c.Members(g)
+	if diff := cmp.Diff([]string{l1}, memberNames(ms)); diff != "" {
+		t.Errorf("dir/* members (-want +got):\n%s", diff)
+	}
+
+	// A second glob, with context parameters, rides on the same wildcard
+	// and is complete at once.
+	gp := ldsKey(ldsPrefix + "dir/*?env=prod")
+	w2 := newWatcher()
+	r.c.Watch(w2, nil, gp)
+	w2.waitFor(t, "param glob known", func() bool { _, st := r.c.Members(gp); return st == cache.StatePresent })
+	ms, _ = r.c.Members(gp)
+	if diff := cmp.Diff([]string{l2}, memberNames(ms)); diff != "" {
+		t.Errorf("dir/*?env=prod members (-want +got):\n%s", diff)
+	}
+
+	// Deletion and addition at the origin flow to glob watchers.
+	l4 := ldsPrefix + "dir/l4"
+	o.del(resource.ListenerType, l1)
+	o.set(resource.ListenerType, l4, listener(l4))
+	w.waitFor(t, "l1 removed, l4 added", func() bool {
+		ms, _ := r.c.Members(g)
+		return cmp.Equal([]string{l4}, memberNames(ms))
+	})
+	if w.count(ldsKey(l1).Name) < 2 || w.count(ldsKey(l4).Name) < 1 {
+		t.Errorf("glob watcher not notified of the removal and addition: l1 %d, l4 %d", w.count(ldsKey(l1).Name), w.count(ldsKey(l4).Name))
+	}
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if diff := cmp.Diff([]string{"*"}, subscribedNames(o.deltaReqs, resource.ListenerType, false)); diff != "" {
+		t.Errorf("origin subscriptions (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+// scriptedOrigin is a small delta ADS server on loopback whose responses
+// the test sends one by one, and which hands the test every request.
+type scriptedOrigin struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+	t     testing.TB
+	addr  string
+	reqs  chan *discoveryv3.DeltaDiscoveryRequest
+	resps chan *discoveryv3.DeltaDiscoveryResponse
+}
+
+func newScriptedOrigin(t testing.TB) *scriptedOrigin {
+	t.Helper()
+	o := &scriptedOrigin{
+		t:     t,
+		reqs:  make(chan *discoveryv3.DeltaDiscoveryRequest, 100),
+		resps: make(chan *discoveryv3.DeltaDiscoveryResponse),
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.addr = lis.Addr().String()
+	gs := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, o)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gs.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		gs.Stop()
+		<-done
+	})
+	return o
+}
+
+func (o *scriptedOrigin) DeltaAggregatedResources(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	// The receiver ends when the stream does (Recv fails once the handler
+	// has returned).
+	go func() {
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case o.reqs <- r:
+			case <-st.Context().Done():
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-st.Context().Done():
+			return nil
+		case r := <-o.resps:
+			if err := st.Send(r); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// send hands the stream a response to send.
+func (o *scriptedOrigin) send(r *discoveryv3.DeltaDiscoveryResponse) {
+	o.t.Helper()
+	select {
+	case o.resps <- r:
+	case <-time.After(waitTimeout):
+		o.t.Fatalf("scripted origin: no stream to send nonce %q on", r.GetNonce())
+	}
+}
+
+// next returns the next request that satisfies match.
+func (o *scriptedOrigin) next(what string, match func(*discoveryv3.DeltaDiscoveryRequest) bool) *discoveryv3.DeltaDiscoveryRequest {
+	o.t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case r := <-o.reqs:
+			if match(r) {
+				return r
+			}
+		case <-deadline.C:
+			o.t.Fatalf("scripted origin: timed out waiting for %s", what)
+		}
+	}
+}
+
+func subscribes(typeURL, name string) func(*discoveryv3.DeltaDiscoveryRequest) bool {
+	return func(r *discoveryv3.DeltaDiscoveryRequest) bool {
+		if r.GetTypeUrl() != typeURL {
+			return false
+		}
+		for _, n := range r.GetResourceNamesSubscribe() {
+			if n == name {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func answers(nonce string) func(*discoveryv3.DeltaDiscoveryRequest) bool {
+	return func(r *discoveryv3.DeltaDiscoveryRequest) bool { return r.GetResponseNonce() == nonce }
+}
+
+// TestUpstreamNACKDuplicateNames: a response that repeats a resource name
+// is NACKed with an error_detail naming it, and the cache keeps the last
+// good version; watchers hear nothing of it.
+func TestUpstreamNACKDuplicateNames(t *testing.T) {
+	o := newScriptedOrigin(t)
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	o.next("subscription to c1", subscribes(resource.ClusterType, "c1"))
+
+	good := mustAny(t, cluster("c1", 1))
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n1",
+		Resources: []*discoveryv3.Resource{{Name: "c1", Version: "1", Resource: good}}})
+	ack := o.next("ACK of n1", answers("n1"))
+	if ack.GetErrorDetail() != nil {
+		t.Fatalf("good response NACKed: %v", ack.GetErrorDetail())
+	}
+	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	notified := w.count("c1")
+
+	bad := mustAny(t, cluster("c1", 2))
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n2",
+		Resources: []*discoveryv3.Resource{{Name: "c1", Version: "2", Resource: bad}, {Name: "c1", Version: "2", Resource: bad}}})
+	nack := o.next("NACK of n2", answers("n2"))
+	if nack.GetErrorDetail() == nil {
+		t.Fatalf("duplicate names ACKed")
+	}
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, `"c1"`) || !strings.Contains(msg, "more than once") {
+		t.Errorf("error_detail %q does not name the duplicate", msg)
+	}
+	got, st := r.c.Get(cdsKey("c1"))
+	if st != cache.StatePresent || got.Version != "1" {
+		t.Fatalf("after NACK: %v version %q, want present version 1", st, versionOf(got))
+	}
+	if got := w.count("c1"); got != notified {
+		t.Errorf("watcher notified %d more times by a rejected response", got-notified)
+	}
+	if got := metricValue(t, r, "xds_relay_upstream_nacks_total", "type", "envoy.config.cluster.v3.Cluster"); got != 1 {
+		t.Errorf("nacks_total = %v, want 1", got)
+	}
+}
+
+const ldsPrefix = "xdstp://auth/envoy.config.listener.v3.Listener/"
+
+func ldsKey(name string) cache.Key {
+	c, err := cache.CanonicalName(name)
+	if err != nil {
+		panic(err)
+	}
+	return cache.Key{Stream: cache.StreamID{Authority: "auth"}, TypeURL: resource.ListenerType, Name: c}
+}
+
+// TestUpstreamNativeGlob: a native glob is subscribed as itself; the first
+// answer completes it, and an empty glob comes back in removed_resources.
+func TestUpstreamNativeGlob(t *testing.T) {
+	o := newScriptedOrigin(t)
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobNative})
+	g := ldsKey(ldsPrefix + "dir/*")
+	w := newWatcher()
+	r.c.Watch(w, nil, g)
+	o.next("glob subscription", subscribes(resource.ListenerType, g.Name))
+	if _, st := r.c.Members(g); st != cache.StatePending {
+		t.Fatalf("glob before answer: %v, want pending", st)
+	}
+	l1, l2 := ldsPrefix+"dir/l1", ldsPrefix+"dir/l2"
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ListenerType, Nonce: "n1", Resources: []*discoveryv3.Resource{
+		{Name: l1, Version: "1", Resource: mustAny(t, &listenerv3.Listener{Name: l1})},
+		{Name: l2, Version: "1", Resource: mustAny(t, &listenerv3.Listener{Name: l2})},
+	}})
+	o.next("ACK of n1", answers("n1"))
+	w.waitFor(t, "members notified", func() bool { return w.count(ldsKey(l1).Name) > 0 && w.count(ldsKey(l2).Name) > 0 })
+	ms, st := r.c.Members(g)
+	if st != cache.StatePresent || len(ms) != 2 {
+		t.Fatalf("glob: %d members %v, want 2 present", len(ms), st)
+	}
+
+	empty := ldsKey(ldsPrefix + "empty/*")
+	r.c.Watch(w, nil, empty)
+	o.next("empty glob subscription", subscribes(resource.ListenerType, empty.Name))
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ListenerType, Nonce: "n2", RemovedResources: []string{empty.Name}})
+	o.next("ACK of n2", answers("n2"))
+	w.waitFor(t, "empty glob notified", func() bool { return w.count(empty.Name) > 0 })
+	if ms, st := r.c.Members(empty); st != cache.StateAbsent || len(ms) != 0 {
+		t.Errorf("empty glob: %d members %v, want 0 absent", len(ms), st)
+	}
+}
+
+func versionOf(r *cache.Resource) string {
+	if r == nil {
+		return ""
+	}
+	return r.Version
+}

@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+// TestUpstreamSotW: transport sotw speaks SotW ADS to go-control-plane:
+// full name lists, ACKs with version and nonce, updates and (CDS is full
+// state) deletions.
+func TestUpstreamSotW(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	o.set(resource.ClusterType, "c2", cluster("c2", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: upstream.TransportSotW})
+	ws := []*watcher{newWatcher(), newWatcher()}
+	for _, w := range ws {
+		r.c.Watch(w, nil, cdsKey("c1"), cdsKey("c2"))
+	}
+	for _, w := range ws {
+		w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+		w.waitState(t, r.c, cdsKey("c2"), cache.StatePresent)
+	}
+	// Every response is ACKed with its version and nonce and the full list.
+	o.waitFor("ACK", func() bool {
+		if len(o.sotwResps) == 0 {
+			return false
+		}
+		last := o.sotwResps[len(o.sotwResps)-1]
+		for _, q := range o.sotwReqs {
+			if q.GetResponseNonce() == last.GetNonce() && q.GetVersionInfo() == last.GetVersionInfo() && q.GetErrorDetail() == nil {
+				return cmp.Equal([]string{"c1", "c2"}, q.GetResourceNames())
+			}
+		}
+		return false
+	})
+
+	o.set(resource.ClusterType, "c1", cluster("c1", 2))
+	o.del(resource.ClusterType, "c2")
+	for _, w := range ws {
+		w.waitState(t, r.c, cdsKey("c2"), cache.StateAbsent)
+		w.waitFor(t, "c1 update", func() bool {
+			got, _ := r.c.Get(cdsKey("c1"))
+			return got != nil && cmp.Diff(mustAny(t, cluster("c1", 2)), got.Body, protocmp.Transform()) == ""
+		})
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sotwOpens != 1 || o.deltaOpens != 0 {
+		t.Errorf("origin saw %d SotW and %d delta streams, want 1 and 0", o.sotwOpens, o.deltaOpens)
+	}
+	var firstCDS *discoveryv3.DiscoveryRequest
+	for _, q := range o.sotwReqs {
+		if q.GetTypeUrl() == resource.ClusterType {
+			firstCDS = q
+			break
+		}
+	}
+	if diff := cmp.Diff(&discoveryv3.DiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNames: []string{"c1", "c2"}}, firstCDS,
+		protocmp.Transform(), protocmp.IgnoreFields(&discoveryv3.DiscoveryRequest{}, "node")); diff != "" {
+		t.Errorf("first CDS request (-want +got):\n%s", diff)
+	}
+}
