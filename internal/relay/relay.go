@@ -102,6 +102,10 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	//     reverse order (e.g. waiting for a component's goroutines).
 	//   - r.readyCheck(fn): /readyz answers 503 while fn returns an error.
 	// --------------------------------------------------------------------
+	if err := r.buildComponents(cfg, lg, reg); err != nil {
+		r.runStops()
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 
 	return r, nil
 }
@@ -112,6 +116,13 @@ func (r *Relay) goRun(fn func(ctx context.Context) error) { r.runs = append(r.ru
 
 // onStop adds fn to what Close calls once both servers have stopped.
 func (r *Relay) onStop(fn func()) { r.stops = append(r.stops, fn) }
+
+// runStops calls the onStop functions in reverse order.
+func (r *Relay) runStops() {
+	for i := len(r.stops) - 1; i >= 0; i-- {
+		r.stops[i]()
+	}
+}
 
 // readyCheck adds a condition for /readyz.
 func (r *Relay) readyCheck(fn func() error) { r.checks = append(r.checks, fn) }
@@ -267,6 +278,9 @@ func (r *Relay) Close() error {
 	r.mu.Unlock()
 	if prev != stateStarted {
 		r.grpc.Stop()
+		if prev == stateNew {
+			r.runStops() // components built in New may run goroutines
+		}
 		return nil
 	}
 
@@ -299,9 +313,7 @@ func (r *Relay) Close() error {
 		<-grpcStopped
 	}
 	r.wg.Wait()
-	for i := len(r.stops) - 1; i >= 0; i-- {
-		r.stops[i]()
-	}
+	r.runStops()
 	r.lg.Info("relay stopped")
 	return errors.Join(errs...)
 }

@@ -1,0 +1,98 @@
+package relay
+
+import (
+	"fmt"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/aggregation"
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+// buildComponents builds the cache, the upstream as its Subscriber and the
+// downstream server, and plugs them into the relay's seams.
+func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) error {
+	c := cache.New(cache.Options{
+		MaxResources: cfg.Cache.MaxResources,
+		MaxBytes:     int64(cfg.Cache.MaxBytes),
+		Logger:       lg.Named("cache"),
+		Registry:     reg,
+	})
+
+	dial, err := upstreamDialOptions(cfg.Upstream)
+	if err != nil {
+		return err
+	}
+	auths := make([]upstream.Authority, 0, len(cfg.Authorities))
+	for _, a := range cfg.Authorities {
+		auths = append(auths, upstream.Authority{Name: a.Name, Origins: a.Origins, Transport: a.Transport, GlobCollections: a.GlobCollections})
+	}
+	up, err := upstream.New(upstream.Options{
+		Authorities: auths,
+		Node:        &corev3.Node{Id: cfg.Node.ID, Cluster: cfg.Node.Cluster},
+		Backoff: upstream.Backoff{
+			Initial: cfg.Upstream.Backoff.Initial, Max: cfg.Upstream.Backoff.Max,
+			Multiplier: cfg.Upstream.Backoff.Multiplier, Jitter: cfg.Upstream.Backoff.Jitter,
+		},
+		ConnectTimeout: cfg.Upstream.ConnectTimeout,
+		DialOptions:    dial,
+		Cache:          c,
+		Logger:         lg,
+		Registry:       reg,
+	})
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	c.SetUpstream(up)
+	r.onStop(up.Close)
+
+	rules, err := aggregation.Compile(cfg.Aggregation.Rules)
+	if err != nil {
+		return fmt.Errorf("aggregation: %w", err)
+	}
+	ds, err := downstream.New(downstream.Options{
+		Cache:       c,
+		Resolver:    downstream.NewResolver(cfg.AuthorityNames(), rules),
+		SendTimeout: cfg.Downstream.SendTimeout,
+		Logger:      lg,
+		Registry:    reg,
+	})
+	if err != nil {
+		return err
+	}
+	ds.Register(r.grpc)
+	r.onStop(ds.Wait)
+	r.admin.handle(downstream.RESTPathPrefix, "REST-JSON polling: POST "+downstream.RESTPathPrefix+"<listeners|routes|clusters|endpoints|...>", ds.RESTHandler())
+	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
+	return nil
+}
+
+// upstreamDialOptions turns the upstream section into dial options:
+// keepalive, message size limits and TLS.
+func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
+	opts := []grpc.DialOption{
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: u.Keepalive.Time, Timeout: u.Keepalive.Timeout, PermitWithoutStream: true}),
+	}
+	if u.MaxRecvMsgSize > 0 {
+		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(u.MaxRecvMsgSize))))
+	}
+	if u.MaxSendMsgSize > 0 {
+		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(int(u.MaxSendMsgSize))))
+	}
+	tc, err := u.TLS.TLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("upstream TLS: %w", err)
+	}
+	if tc != nil {
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+	}
+	return opts, nil
+}
