@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/relay"
+)
+
+// run serves cfg until ctx ends (SIGINT/SIGTERM) or the relay fails, then
+// shuts down within the configured grace period.
+func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
+	lg, err := relay.NewLogger(cfg.Log, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lg.Sync() }()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(),
+	)
+	r, err := relay.New(cfg, lg, reg)
+	if err != nil {
+		return err
+	}
+	if err := r.Start(ctx); err != nil {
+		return errors.Join(err, r.Close())
+	}
+	var failed error
+	select {
+	case <-ctx.Done():
+		lg.Info("shutting down", zap.String("cause", fmt.Sprint(context.Cause(ctx))), zap.Duration("grace", cfg.ShutdownGracePeriod))
+	case failed = <-r.Failed():
+	}
+	return errors.Join(failed, r.Close())
+}
+
+// buildInfo is xds_relay_build_info{version, go_version} 1.
+func buildInfo() prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "xds_relay",
+		Name:      "build_info",
+		Help:      "Always 1; labels give the relay's version and the Go version it was built with.",
+	}, []string{"version", "go_version"})
+	g.WithLabelValues(version, runtime.Version()).Set(1)
+	return g
+}
