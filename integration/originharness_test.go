@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -319,4 +320,10 @@ func metricValue(t testing.TB, r *relay, name string, labels ...string) float64 
 		}
 	}
 	return 0
+}
+
+// waitNotified waits until w was notified of name at least n times.
+func (w *watcher) waitNotified(t testing.TB, name string, n int) {
+	t.Helper()
+	w.waitFor(t, fmt.Sprintf("%d notifications of %s", n, name), func() bool { return w.count(name) >= n })
 }

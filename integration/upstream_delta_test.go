@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"testing"
 
@@ -56,9 +57,7 @@ func TestUpstreamFanIn(t *testing.T) {
 		if diff := cmp.Diff(want, got.Body, protocmp.Transform()); diff != "" {
 			t.Fatalf("watcher %d: body (-want +got):\n%s", i, diff)
 		}
-		if w.count("c1") < 1 {
-			t.Fatalf("watcher %d not notified", i)
-		}
+		w.waitNotified(t, "c1", 1)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -83,8 +82,8 @@ func TestUpstreamOriginRestart(t *testing.T) {
 		r.c.Watch(w, nil, cdsKey("c1"), cdsKey("c2"))
 	}
 	for _, w := range ws {
-		w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
-		w.waitState(t, r.c, cdsKey("c2"), cache.StatePresent)
+		w.waitNotified(t, "c1", 1)
+		w.waitNotified(t, "c2", 1)
 	}
 	versions := r.c.Versions(legacyStream, resource.ClusterType)
 
@@ -219,5 +218,35 @@ func TestUpstreamLRUUnsubscribes(t *testing.T) {
 	}
 	if got := metricValue(t, r, "xds_relay_cache_resources"); got != keep {
 		t.Errorf("xds_relay_cache_resources = %v, want %d", got, keep)
+	}
+}
+
+// deadAddr is a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}
+
+// TestUpstreamFailover: the authority's first origin is down; the relay
+// moves on to the next one, counts the failed attempt, and reports one
+// connected stream.
+func TestUpstreamFailover(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{deadAddr(t), o.addr}})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	if got := metricValue(t, r, "xds_relay_upstream_reconnects_total", "authority", "origin"); got < 1 {
+		t.Errorf("reconnects_total = %v, want >= 1 (the dead origin)", got)
+	}
+	if got := metricValue(t, r, "xds_relay_upstream_streams", "authority", "origin"); got != 1 {
+		t.Errorf("upstream_streams = %v, want 1", got)
 	}
 }

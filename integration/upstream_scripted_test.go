@@ -142,6 +142,8 @@ func TestUpstreamNACKDuplicateNames(t *testing.T) {
 		t.Fatalf("good response NACKed: %v", ack.GetErrorDetail())
 	}
 	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	// Notify follows the cache update: wait for it before counting.
+	w.waitFor(t, "c1 notified", func() bool { return w.count("c1") == 1 })
 	notified := w.count("c1")
 
 	bad := mustAny(t, cluster("c1", 2))

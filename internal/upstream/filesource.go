@@ -37,6 +37,8 @@ type fileSource struct {
 	dir       string      // read-only
 	lg        *zap.Logger // read-only
 	m         *metrics    // read-only
+	// started: its run goroutine was started. guarded by Manager.mu
+	started bool
 
 	mu sync.Mutex
 	// files: last good parse of each file, by path. guarded by mu

@@ -20,9 +20,10 @@ import (
 // keeps one stream per cache.StreamID (authority + aggregation group) toward
 // the authority's origins, and feeds what they send into the cache.
 //
-// Lifecycle: New starts nothing but the file sources; a stream's goroutine
-// starts with the first Subscribe for its StreamID and runs until Close.
-// Close cancels every goroutine and waits for them.
+// Lifecycle: New starts nothing. A stream's goroutine starts with the first
+// Subscribe for its StreamID, and a file source's watcher with the first
+// stream of its authority; both run until Close, which cancels every
+// goroutine and waits for them.
 type Manager struct {
 	lg       *zap.Logger                // read-only after New
 	m        *metrics                   // read-only after New
@@ -105,13 +106,6 @@ func New(opts Options) (*Manager, error) {
 			}
 		}
 	}
-	for _, fs := range mgr.files {
-		mgr.wg.Add(1)
-		go func() {
-			defer mgr.wg.Done()
-			fs.run(ctx)
-		}()
-	}
 	return mgr, nil
 }
 
@@ -163,6 +157,16 @@ func (m *Manager) stream(s cache.StreamID) *stream {
 	if st == nil {
 		st = newStream(m, s, a)
 		m.streams[s] = st
+		for _, o := range a.origins {
+			if fs := m.files[o]; fs != nil && !fs.started {
+				fs.started = true
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					fs.run(m.ctx)
+				}()
+			}
+		}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()

@@ -28,8 +28,12 @@ type stream struct {
 	// desired: type URL → names the cache wants (canonical names, canonical
 	// glob URLs, cache.Wildcard). guarded by mu
 	desired map[string]map[string]struct{}
-	// node to present to the origin. guarded by mu
+	// node to present to the origin: the relay's own on xdstp streams
+	// (Group ""), the first Subscribe's on legacy groups (the aggregation
+	// rule's node or the group's first client's). guarded by mu
 	node *corev3.Node
+	// nodeFromSubscribe: node came from a Subscribe call. guarded by mu
+	nodeFromSubscribe bool
 
 	// sotwVersions: last accepted version_info per type, kept across
 	// sessions so a SotW reconnect resends it. owned by the run goroutine
@@ -52,8 +56,8 @@ func newStream(m *Manager, id cache.StreamID, a *authority) *stream {
 // update changes the desired set and wakes the run goroutine; never blocks.
 func (s *stream) update(node *corev3.Node, typeURL string, names []string, add bool) {
 	s.mu.Lock()
-	if node != nil && (s.node == nil || s.node == s.m.node) {
-		s.node = node
+	if node != nil && !s.nodeFromSubscribe && (s.id.Group != "" || s.node == nil) {
+		s.node, s.nodeFromSubscribe = node, true
 	}
 	set := s.desired[typeURL]
 	if set == nil {
