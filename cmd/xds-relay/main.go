@@ -44,6 +44,7 @@ var commands = []command{
 	{"validate", "--config FILE", "check a config file; list every problem with its line", cmdValidate},
 	{"demo", "[--listen ADDR] [--admin ADDR]", "run the relay on its embedded demo config", cmdDemo},
 	{"version", "", "print the version", cmdVersion},
+	{"loadgen", "--target ADDR --clients N --names A,B", "simulate a fleet of xDS clients against any xDS server", cmdLoadgen},
 }
 
 func main() {

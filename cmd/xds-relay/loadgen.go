@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xds-relay/xds-relay/internal/loadgen"
+)
+
+// progressInterval is how often loadgen prints its progress line.
+const progressInterval = time.Second
+
+// cmdLoadgen is `xds-relay loadgen`: a simulated fleet of xDS clients
+// against any xDS server. Progress goes to stderr once a second, the
+// summary to stdout when the duration ends or on SIGINT/SIGTERM.
+func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	var (
+		cfg      loadgen.Config
+		variant  string
+		names    string
+		duration time.Duration
+		admin    string
+		asJSON   bool
+		quiet    bool
+	)
+	fs.StringVar(&cfg.Target, "target", "", "xDS server `host:port` (required)")
+	fs.IntVar(&cfg.Clients, "clients", 10, "number of simulated clients, one ADS stream each")
+	fs.IntVar(&cfg.Conns, "conns", 0, "gRPC connections the clients share (default: one per 100 clients)")
+	fs.StringVar(&variant, "variant", "delta", "protocol variant: delta or sotw")
+	fs.StringVar(&names, "names", "", "comma-separated resource names every client subscribes to")
+	fs.StringVar(&cfg.Glob, "glob", "", "xdstp glob collection URL every client subscribes to (instead of --names)")
+	fs.StringVar(&cfg.TypeURL, "type", "eds", "resource type: a type URL or eds, cds, lds, rds, sds")
+	fs.DurationVar(&duration, "duration", 0, "how long to run (0: until interrupted)")
+	fs.Float64Var(&cfg.NackFraction, "nack-fraction", 0, "fraction of responses to NACK, in [0, 1]")
+	fs.StringVar(&admin, "admin", "", "serve GET /status, GET /summary, POST /reconnect on this `host:port`")
+	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	fs.BoolVar(&quiet, "quiet", false, "no progress line")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.Variant = loadgen.Variant(variant)
+	if names != "" {
+		cfg.Names = strings.Split(names, ",")
+	}
+	fleet, err := loadgen.New(cfg)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if admin != "" {
+		lis, err := net.Listen("tcp", admin)
+		if err != nil {
+			return fmt.Errorf("loadgen: admin listener: %w", err)
+		}
+		srv := &http.Server{Handler: fleet.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = srv.Serve(lis) // ends with ErrServerClosed at shutdown
+		}()
+		defer func() { _ = srv.Close() }()
+		fmt.Fprintf(stderr, "loadgen: control on http://%s\n", lis.Addr())
+	}
+	if !quiet {
+		pctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(progressInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case <-t.C:
+					fmt.Fprintln(stderr, fleet.Status().ProgressLine())
+				}
+			}
+		}()
+	}
+
+	if err := fleet.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	sum := fleet.Summary()
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	return sum.WriteText(stdout)
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestLoadgenCommandLine(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr []string
+	}{
+		{name: "every config problem at once", args: []string{"loadgen", "--target", "nohost", "--clients", "0"},
+			wantCode: exitUsage, wantStderr: []string{"target", "clients", "names", "usage: xds-relay loadgen"}},
+		{name: "bad variant", args: []string{"loadgen", "--target", "127.0.0.1:1", "--names", "a", "--variant", "rest"},
+			wantCode: exitUsage, wantStderr: []string{`variant: "rest"`}},
+		{name: "positional argument", args: []string{"loadgen", "extra"},
+			wantCode: exitUsage, wantStderr: []string{`unexpected argument "extra"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+		})
+	}
+}
