@@ -15,7 +15,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-func dsCluster(id string) string { return "xdstp://" + dsAuthority + "/envoy.config.cluster.v3.Cluster/" + id }
+func dsCluster(id string) string {
+	return "xdstp://" + dsAuthority + "/envoy.config.cluster.v3.Cluster/" + id
+}
 
 // target is where a scenario's client connects: the origin directly, or the
 // relay in front of it. Each run gets a fresh origin.
