@@ -52,8 +52,8 @@ func TestLoadExample(t *testing.T) {
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Config{}, "Aggregation")); diff != "" {
 		t.Errorf("example.yaml is not Default() plus its authorities and rules (-want +got):\n%s", diff)
 	}
-	if got := len(c.Aggregation.Rules); got != 2 {
-		t.Errorf("example.yaml has %d aggregation rules, want 2", got)
+	if got := len(c.Aggregation.Rules); got != 3 {
+		t.Errorf("example.yaml has %d aggregation rules, want 3", got)
 	}
 	if got := c.Source(); got != "example.yaml" {
 		t.Errorf("Source() = %q, want example.yaml", got)

@@ -43,6 +43,7 @@ var commands = []command{
 	{"serve", "--config FILE", "run the relay until SIGINT or SIGTERM", cmdServe},
 	{"validate", "--config FILE", "check a config file; list every problem with its line", cmdValidate},
 	{"demo", "[--listen ADDR] [--admin ADDR]", "run the relay on its embedded demo config", cmdDemo},
+	{"explain", "--config FILE --type T [flags]", "which aggregation rule, authority and group key serve a request", cmdExplain},
 	{"version", "", "print the version", cmdVersion},
 	{"loadgen", "--target ADDR --clients N --names A,B", "simulate a fleet of xDS clients against any xDS server", cmdLoadgen},
 }

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/aggregation"
+)
+
+// explainTypes are the short names `explain --type` accepts besides full
+// type URLs.
+var explainTypes = map[string]string{
+	"lds":  resourcev3.ListenerType,
+	"rds":  resourcev3.RouteType,
+	"srds": resourcev3.ScopedRouteType,
+	"vhds": resourcev3.VirtualHostType,
+	"cds":  resourcev3.ClusterType,
+	"eds":  resourcev3.EndpointType,
+	"sds":  resourcev3.SecretType,
+	"ecds": resourcev3.ExtensionConfigType,
+	"rtds": resourcev3.RuntimeType,
+}
+
+// metadataFlags collects repeated --node-metadata path=value flags.
+type metadataFlags []string
+
+func (m *metadataFlags) String() string { return strings.Join(*m, ",") }
+
+func (m *metadataFlags) Set(v string) error {
+	if path, _, ok := strings.Cut(v, "="); !ok || path == "" {
+		return fmt.Errorf("%q: want path=value, e.g. team.name=payments", v)
+	}
+	*m = append(*m, v)
+	return nil
+}
+
+// cmdExplain implements `xds-relay explain`: it prints which aggregation
+// rule a request matches and the authority, group key and upstream node it
+// resolves to, or "no rule matches" (exit 1).
+func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	var (
+		cfgPath  = fs.String("config", "", "config `file` (required)")
+		typ      = fs.String("type", "", "resource type: a type URL, or one of "+typeAliases()+" (required)")
+		name     = fs.String("name", "", "resource name; empty or \"*\" for a wildcard subscription")
+		nodeID   = fs.String("node-id", "", "node.id")
+		cluster  = fs.String("node-cluster", "", "node.cluster (required; may be \"\")")
+		region   = fs.String("node-region", "", "node.locality.region")
+		zone     = fs.String("node-zone", "", "node.locality.zone")
+		subZone  = fs.String("node-sub-zone", "", "node.locality.sub_zone")
+		metadata metadataFlags
+	)
+	fs.Var(&metadata, "node-metadata", "node.metadata string value as `path=value` (dot-separated path); repeatable")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, f := range []string{"config", "type", "node-cluster"} {
+		if !set[f] {
+			return usageError{fmt.Sprintf("--%s is required", f)}
+		}
+	}
+	typeURL, ok := explainTypes[strings.ToLower(*typ)]
+	if !ok {
+		typeURL = *typ
+	}
+	if !strings.HasPrefix(typeURL, resourcev3.APITypePrefix) {
+		return usageError{fmt.Sprintf("--type %q: want a type URL (%s...) or one of %s", *typ, resourcev3.APITypePrefix, typeAliases())}
+	}
+
+	node := &corev3.Node{Id: *nodeID, Cluster: *cluster}
+	if *region != "" || *zone != "" || *subZone != "" {
+		node.Locality = &corev3.Locality{Region: *region, Zone: *zone, SubZone: *subZone}
+	}
+	if len(metadata) > 0 {
+		md, err := metadataStruct(metadata)
+		if err != nil {
+			return usageError{fmt.Sprintf("--node-metadata %v", err)}
+		}
+		node.Metadata = md
+	}
+
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	rules, err := aggregation.Compile(cfg.Aggregation.Rules)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *cfgPath, err)
+	}
+
+	if *name == "*" {
+		*name = "" // the wildcard, as the downstream resolves it
+	}
+	req := aggregation.Request{TypeURL: typeURL, Name: *name, Node: node}
+	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", typeURL, *name, nameKind(*name))
+	fmt.Fprintf(stdout, "node:          %s\n", describeNode(node))
+	res, err := rules.Match(req)
+	if err != nil {
+		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (%d rules, none is default)\n", len(cfg.Aggregation.Rules))
+		return errReported
+	}
+	fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", res.Rule, ruleIndex(cfg.Aggregation.Rules, res.Rule))
+	fmt.Fprintf(stdout, "authority:     %s\n", res.Authority)
+	fmt.Fprintf(stdout, "group key:     %s\n", res.Group)
+	if res.Node != nil {
+		fmt.Fprintf(stdout, "upstream node: %s (set by the rule)\n", describeNode(res.Node))
+	} else {
+		fmt.Fprintf(stdout, "upstream node: the node of the group's first client\n")
+	}
+	return nil
+}
+
+func typeAliases() string {
+	names := make([]string, 0, len(explainTypes))
+	for n := range explainTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func nameKind(name string) string {
+	if name == "" {
+		return "wildcard"
+	}
+	return "named"
+}
+
+func ruleIndex(rules []aggregation.Rule, name string) int {
+	for i := range rules {
+		if rules[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// metadataStruct builds node.metadata from path=value pairs; a path's
+// dot-separated keys make nested structs.
+func metadataStruct(pairs []string) (*structpb.Struct, error) {
+	root := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	for _, p := range pairs {
+		path, value, _ := strings.Cut(p, "=")
+		keys := strings.Split(path, ".")
+		s := root
+		for i, k := range keys {
+			if k == "" {
+				return nil, fmt.Errorf("%q: empty key in path", p)
+			}
+			if i == len(keys)-1 {
+				if _, dup := s.Fields[k]; dup {
+					return nil, fmt.Errorf("%q: %s is set twice", p, path)
+				}
+				s.Fields[k] = structpb.NewStringValue(value)
+				break
+			}
+			next := s.Fields[k]
+			if next == nil {
+				next = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{}})
+				s.Fields[k] = next
+			}
+			if next.GetStructValue() == nil {
+				return nil, fmt.Errorf("%q: %s is a value, not a struct", p, strings.Join(keys[:i+1], "."))
+			}
+			s = next.GetStructValue()
+		}
+	}
+	return root, nil
+}
+
+// describeNode prints the node fields aggregation rules can see.
+func describeNode(n *corev3.Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "id %q, cluster %q", n.GetId(), n.GetCluster())
+	if l := n.GetLocality(); l != nil {
+		fmt.Fprintf(&b, ", locality %q/%q/%q", l.GetRegion(), l.GetZone(), l.GetSubZone())
+	}
+	if md := n.GetMetadata(); len(md.GetFields()) > 0 {
+		b.WriteString(", metadata")
+		writeMetadata(&b, "", md)
+	}
+	return b.String()
+}
+
+// writeMetadata writes " path=value" for every scalar in s, sorted by key.
+func writeMetadata(b *strings.Builder, prefix string, s *structpb.Struct) {
+	keys := make([]string, 0, len(s.GetFields()))
+	for k := range s.GetFields() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := s.GetFields()[k]
+		if sub := v.GetStructValue(); sub != nil {
+			writeMetadata(b, prefix+k+".", sub)
+			continue
+		}
+		fmt.Fprintf(b, " %s%s=%q", prefix, k, v.GetStringValue())
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// noDefaultConfig has one rule and no default: other clusters match nothing.
+const noDefaultConfig = `
+authorities:
+  - name: mesh
+    origins: ["127.0.0.1:19000"]
+aggregation:
+  rules:
+    - name: frontend
+      match: {node: {cluster: {exact: frontend}}}
+      result: {authority: mesh, group: [{literal: fe}]}
+`
+
+// badRulesConfig has a regex that does not compile.
+const badRulesConfig = `
+authorities:
+  - name: mesh
+    origins: ["127.0.0.1:19000"]
+aggregation:
+  rules:
+    - name: broken
+      match: {node: {cluster: {regex: "front("}}}
+      result: {authority: mesh, group: [{literal: fe}]}
+`
+
+func writeExplainConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestExplain(t *testing.T) {
+	example := "../../config/example.yaml"
+	noDefault := writeExplainConfig(t, noDefaultConfig)
+	badRules := writeExplainConfig(t, badRulesConfig)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string   // exact, when set
+		wantStderr []string // substrings
+	}{
+		{
+			name:     "eds per service, env and zone",
+			args:     []string{"--config", example, "--type", "eds", "--name", "backend", "--node-id", "envoy-7", "--node-cluster", "payments-prod", "--node-zone", "eu-west-1a"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "backend" (named)
+node:          id "envoy-7", cluster "payments-prod", locality ""/"eu-west-1a"/""
+rule:          eds-cds-per-cluster (aggregation.rules[1])
+authority:     legacy
+group key:     service=payments/env=prod/zone=eu-west-1a
+upstream node: the node of the group's first client
+`,
+		},
+		{
+			name:     "cds wildcard written as star, full type url",
+			args:     []string{"--config", example, "--type", "type.googleapis.com/envoy.config.cluster.v3.Cluster", "--name", "*", "--node-cluster", "orders-staging", "--node-zone", "z"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "" (wildcard)
+node:          id "", cluster "orders-staging", locality ""/"z"/""
+rule:          eds-cds-per-cluster (aggregation.rules[1])
+authority:     legacy
+group key:     service=orders/env=staging/zone=z
+upstream node: the node of the group's first client
+`,
+		},
+		{
+			name:     "canary by metadata, node set by the rule",
+			args:     []string{"--config", example, "--type", "CDS", "--node-id", "envoy-9", "--node-cluster", "payments-prod", "--node-metadata", "deploy.track=canary", "--node-metadata", "team=payments"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "" (wildcard)
+node:          id "envoy-9", cluster "payments-prod", metadata deploy.track="canary" team="payments"
+rule:          canary (aggregation.rules[0])
+authority:     legacy
+group key:     canary/payments-prod
+upstream node: id "relay-canary", cluster "canary" (set by the rule)
+`,
+		},
+		{
+			name:     "default rule",
+			args:     []string{"--config", example, "--type", "lds", "--node-cluster", "payments-prod"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.listener.v3.Listener, name "" (wildcard)
+node:          id "", cluster "payments-prod"
+rule:          per-cluster (aggregation.rules[2])
+authority:     legacy
+group key:     cluster=payments-prod
+upstream node: the node of the group's first client
+`,
+		},
+		{
+			name:     "no rule matches",
+			args:     []string{"--config", noDefault, "--type", "eds", "--name", "backend", "--node-id", "b-1", "--node-cluster", "backend"},
+			wantCode: exitFail,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "backend" (named)
+node:          id "b-1", cluster "backend"
+no rule matches: the relay refuses this request (1 rules, none is default)
+`,
+		},
+		{
+			name:     "empty cluster is a value",
+			args:     []string{"--config", noDefault, "--type", "eds", "--node-cluster", ""},
+			wantCode: exitFail,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "" (wildcard)
+node:          id "", cluster ""
+no rule matches: the relay refuses this request (1 rules, none is default)
+`,
+		},
+		{
+			name:       "invalid rules",
+			args:       []string{"--config", badRules, "--type", "eds", "--node-cluster", "frontend"},
+			wantCode:   exitFail,
+			wantStderr: []string{"aggregation.rules[0].match.node.cluster.regex", "does not compile"},
+		},
+		{
+			name:       "missing type",
+			args:       []string{"--config", example, "--node-cluster", "c"},
+			wantCode:   exitUsage,
+			wantStderr: []string{"--type is required"},
+		},
+		{
+			name:       "missing node cluster",
+			args:       []string{"--config", example, "--type", "eds"},
+			wantCode:   exitUsage,
+			wantStderr: []string{"--node-cluster is required"},
+		},
+		{
+			name:       "unknown type",
+			args:       []string{"--config", example, "--type", "clusters", "--node-cluster", "c"},
+			wantCode:   exitUsage,
+			wantStderr: []string{`--type "clusters": want a type URL`},
+		},
+		{
+			name:       "bad metadata flag",
+			args:       []string{"--config", example, "--type", "eds", "--node-cluster", "c", "--node-metadata", "team"},
+			wantCode:   exitUsage,
+			wantStderr: []string{`"team": want path=value`},
+		},
+		{
+			name:       "metadata path through a value",
+			args:       []string{"--config", example, "--type", "eds", "--node-cluster", "c", "--node-metadata", "a=1", "--node-metadata", "a.b=2"},
+			wantCode:   exitUsage,
+			wantStderr: []string{`"a.b=2": a is a value, not a struct`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(context.Background(), append([]string{"explain"}, tt.args...), &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			if tt.wantStdout != "" {
+				if diff := cmp.Diff(tt.wantStdout, stdout.String()); diff != "" {
+					t.Errorf("stdout (-want +got):\n%s", diff)
+				}
+			}
+			for _, want := range tt.wantStderr {
+				if !bytes.Contains(stderr.Bytes(), []byte(want)) {
+					t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
