@@ -210,6 +210,8 @@ type relay struct {
 	reg *prometheus.Registry
 }
 
+// newRelay builds a relay; cache.Options{} (both bounds zero) means
+// unbounded here, to set a zero bound set the other one.
 func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *relay {
 	t.Helper()
 	r := &relay{reg: prometheus.NewRegistry()}

@@ -68,3 +68,42 @@ func TestUpstreamEmulatedGlob(t *testing.T) {
 		t.Errorf("origin subscriptions (-want +got):\n%s", diff)
 	}
 }
+
+// TestUpstreamEmulatedGlobRefcount: emulated globs share one upstream
+// wildcard, which is unsubscribed only when the last of them is evicted.
+func TestUpstreamEmulatedGlobRefcount(t *testing.T) {
+	o := newGCPOrigin(t)
+	a1, b1 := ldsPrefix+"a/l1", ldsPrefix+"b/l1"
+	for _, n := range []string{a1, b1} {
+		o.set(resource.ListenerType, n, listener(n))
+	}
+	// Nothing unwatched is kept: unwatching evicts at once.
+	r := newRelay(t, cache.Options{MaxResources: 0, MaxBytes: -1}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobEmulated})
+	ga, gb := ldsKey(ldsPrefix+"a/*"), ldsKey(ldsPrefix+"b/*")
+	w := newWatcher()
+	r.c.Watch(w, nil, ga, gb)
+	w.waitNotified(t, ldsKey(a1).Name, 1)
+	w.waitNotified(t, ldsKey(b1).Name, 1)
+
+	r.c.Unwatch(w, ga)
+	w2 := newWatcher()
+	r.c.Watch(w2, nil, gb) // a hit, notified of b's member
+	if got := w2.count(ldsKey(b1).Name); got != 1 {
+		t.Errorf("glob b after glob a was evicted: notified %d times of its member, want 1", got)
+	}
+	o.mu.Lock()
+	unsubs := subscribedNames(o.deltaReqs, resource.ListenerType, true)
+	o.mu.Unlock()
+	if len(unsubs) != 0 {
+		t.Errorf("wildcard unsubscribed while glob b still needs it: %v", unsubs)
+	}
+
+	r.c.Unwatch(w, gb)
+	r.c.Unwatch(w2, gb)
+	o.waitFor("wildcard unsubscribed", func() bool {
+		return cmp.Equal([]string{"*"}, subscribedNames(o.deltaReqs, resource.ListenerType, true))
+	})
+	if diff := cmp.Diff([]string{"*"}, subscribedNames(o.deltaReqs, resource.ListenerType, false)); diff != "" {
+		t.Errorf("origin subscriptions (-want +got):\n%s", diff)
+	}
+}

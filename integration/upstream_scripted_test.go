@@ -9,7 +9,10 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
@@ -218,4 +221,33 @@ func versionOf(r *cache.Resource) string {
 		return ""
 	}
 	return r.Version
+}
+
+// TestUpstreamHeartbeat: a delta heartbeat (a Resource without body, same
+// version) refreshes the TTL, keeps the body and reaches watchers.
+func TestUpstreamHeartbeat(t *testing.T) {
+	o := newScriptedOrigin(t)
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	o.next("subscription to c1", subscribes(resource.ClusterType, "c1"))
+	body := mustAny(t, cluster("c1", 1))
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n1",
+		Resources: []*discoveryv3.Resource{{Name: "c1", Version: "1", Resource: body, Ttl: durationpb.New(time.Hour)}}})
+	o.next("ACK of n1", answers("n1"))
+	w.waitNotified(t, "c1", 1)
+
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n2",
+		Resources: []*discoveryv3.Resource{{Name: "c1", Version: "1", Ttl: durationpb.New(2 * time.Hour)}}})
+	if ack := o.next("ACK of n2", answers("n2")); ack.GetErrorDetail() != nil {
+		t.Fatalf("heartbeat NACKed: %v", ack.GetErrorDetail())
+	}
+	w.waitNotified(t, "c1", 2)
+	got, st := r.c.Get(cdsKey("c1"))
+	if st != cache.StatePresent || got.Version != "1" || got.TTL.AsDuration() != 2*time.Hour {
+		t.Fatalf("after heartbeat: %v %+v, want present, version 1, TTL 2h", st, got)
+	}
+	if diff := cmp.Diff(body, got.Body, protocmp.Transform()); diff != "" {
+		t.Errorf("body after heartbeat (-want +got):\n%s", diff)
+	}
 }
