@@ -12,10 +12,11 @@ import (
 	"time"
 )
 
-// profileSeconds covers the update phase of a scenario: each update takes
-// its fan-out plus pushGap.
-func profileSeconds(updates int) int {
-	return max(2, int((time.Duration(updates)*(pushGap+300*time.Millisecond)).Seconds()+0.5))
+// profileSeconds roughly covers the update phase of a scenario: each update
+// takes pushGap plus its fan-out, about 100µs per client on 2 cores.
+func profileSeconds(updates, clients int) int {
+	perUpdate := pushGap + time.Duration(clients)*100*time.Microsecond
+	return max(2, int((time.Duration(updates)*perUpdate).Seconds()+0.5))
 }
 
 // profileRelay fetches a CPU profile of the relay from its admin

@@ -222,7 +222,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	profDone := make(chan string, 1)
 	if sc.Mode == "relayed" && e.profileDir != "" {
 		go func() {
-			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates))
+			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates, sc.Clients))
 		}()
 	} else {
 		profDone <- ""

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,7 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		admin    string
 		asJSON   bool
 		quiet    bool
+		cpuprof  string
 	)
 	fs.StringVar(&cfg.Target, "target", "", "xDS server `host:port` (required)")
 	fs.IntVar(&cfg.Clients, "clients", 10, "number of simulated clients, one ADS stream each")
@@ -45,6 +48,7 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&admin, "admin", "", "serve GET /status, GET /summary, POST /reconnect on this `host:port`")
 	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	fs.BoolVar(&quiet, "quiet", false, "no progress line")
+	fs.StringVar(&cpuprof, "cpuprofile", "", "write the load generator's own CPU profile to `file`")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -61,6 +65,18 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
+	}
+
+	if cpuprof != "" {
+		f, err := os.Create(cpuprof)
+		if err != nil {
+			return fmt.Errorf("loadgen: cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("loadgen: cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	var wg sync.WaitGroup
