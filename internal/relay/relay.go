@@ -34,6 +34,11 @@ type Relay struct {
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
 
+	// draining ends when Close begins; every stream's context ends with it
+	// (drainStreams). Read-only after New.
+	draining context.Context
+	drain    context.CancelFunc
+
 	serving  atomic.Bool    // true between a successful Start and Close
 	stopping atomic.Bool    // set when Close begins: servers stopping then is no failure
 	failed   chan error     // capacity 1: the first unexpected stop; see Failed
@@ -75,10 +80,11 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		cfg:    cfg,
 		lg:     lg.Named("relay"),
 		m:      newMetrics(reg),
-		grpc:   grpc.NewServer(opts...),
 		health: health.NewServer(),
 		failed: make(chan error, 1),
 	}
+	r.draining, r.drain = context.WithCancel(context.Background())
+	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
 	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness)
 	r.http = &http.Server{
 		Handler:           r.admin.mux,
@@ -266,10 +272,12 @@ func (r *Relay) readiness() error {
 }
 
 // Close shuts the relay down: /readyz and gRPC health turn to not serving,
-// components are cancelled, then the servers stop gracefully. After the
-// shutdown grace period whatever is left (open xDS streams, slow admin
-// requests) is cut. Close returns once every goroutine has ended; it may
-// be called more than once, and before Start.
+// components are cancelled, the listener stops accepting, and every stream
+// is ended (clients see Unavailable and reconnect elsewhere; see
+// drainStreams). Unary calls and admin requests in flight get up to the
+// shutdown grace period; then whatever is left is cut. Close returns once
+// every goroutine has ended; it may be called more than once, and before
+// Start.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	prev := r.state
@@ -277,6 +285,7 @@ func (r *Relay) Close() error {
 	cancel := r.cancel
 	r.mu.Unlock()
 	if prev != stateStarted {
+		r.drain()
 		r.grpc.Stop()
 		if prev == stateNew {
 			r.runStops() // components built in New may run goroutines
@@ -298,6 +307,7 @@ func (r *Relay) Close() error {
 		r.grpc.GracefulStop()
 		close(grpcStopped)
 	}()
+	r.drain() // end every stream (see drainStreams)
 	var errs []error
 	if err := r.http.Shutdown(ctx); err != nil {
 		_ = r.http.Close()

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 func TestAdminEndpoints(t *testing.T) {
@@ -113,11 +114,11 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 	}
 }
 
-func TestCloseCutsStreamsAfterGrace(t *testing.T) {
+func TestCloseEndsStreamsWithoutWaitingForGrace(t *testing.T) {
 	c := testConfig(t)
-	c.ShutdownGracePeriod = 50 * time.Millisecond
+	c.ShutdownGracePeriod = time.Hour // Close must not wait for it
 	r := startRelay(t, c)
-	xdsAddr := r.XDSAddr()
+	xdsAddr, adminAddr := r.XDSAddr(), r.AdminAddr()
 	conn := dial(t, xdsAddr, insecure.NewCredentials())
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -133,12 +134,18 @@ func TestCloseCutsStreamsAfterGrace(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- r.Close() }()
 
-	if msg, err := stream.Recv(); err != nil || msg.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("Watch message after Close = %v, %v; want NOT_SERVING", msg, err)
-	}
-	_, err = stream.Recv()
-	if status.Code(err) != codes.Unavailable {
-		t.Errorf("stream after grace period = %v, want Unavailable", err)
+	// NOT_SERVING may or may not arrive before the stream ends.
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "relay shutting down" {
+				t.Errorf("stream ended with %v, want Unavailable: relay shutting down", err)
+			}
+			break
+		}
+		if msg.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("Watch message during Close = %v, want NOT_SERVING", msg.GetStatus())
+		}
 	}
 	select {
 	case err := <-closed:
@@ -146,16 +153,73 @@ func TestCloseCutsStreamsAfterGrace(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	case <-time.After(waitTimeout):
-		t.Fatal("Close did not return")
+		t.Fatal("Close waited for the grace period although every stream had ended")
 	}
 	// Both ports are free again.
-	for _, addr := range []string{xdsAddr} {
+	for _, addr := range []string{xdsAddr, adminAddr} {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Errorf("%s still bound after Close: %v", addr, err)
 			continue
 		}
 		l.Close()
+	}
+}
+
+func TestCloseCutsStreamsThatIgnoreShutdownAfterGrace(t *testing.T) {
+	c := testConfig(t)
+	c.ShutdownGracePeriod = 50 * time.Millisecond
+	r := newRelay(t, c)
+	// A handler that ignores its context: it answers once, then blocks in
+	// RecvMsg until the transport is closed.
+	r.grpc.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "test.Stubborn",
+		HandlerType: (*any)(nil),
+		Streams: []grpc.StreamDesc{{
+			StreamName:    "Hang",
+			ServerStreams: true,
+			ClientStreams: true,
+			Handler: func(_ any, ss grpc.ServerStream) error {
+				var m emptypb.Empty
+				if err := ss.RecvMsg(&m); err != nil {
+					return err
+				}
+				if err := ss.SendMsg(&m); err != nil {
+					return err
+				}
+				return ss.RecvMsg(&m)
+			},
+		}},
+	}, struct{}{})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Stubborn/Hang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.SendMsg(&emptypb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.RecvMsg(&emptypb.Empty{}); err != nil {
+		t.Fatalf("handler did not answer: %v", err)
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	if err := stream.RecvMsg(&emptypb.Empty{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("stream after the grace period = %v, want Unavailable", err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Close did not return after the grace period")
 	}
 }
 
