@@ -96,6 +96,29 @@ func checkTargets(r Results) []Target {
 	} else {
 		add("cache fan-out allocations per watcher per update", "small constant, independent of size", false, "", false)
 	}
+
+	// The per-client part of fan-out: the downstream response envelope.
+	env := map[string][]float64{}
+	var envGot []string
+	for _, m := range r.Micro {
+		if v, ok := strings.CutPrefix(m.Name, "BenchmarkEnvelope/variant="); ok {
+			variant, _, _ := strings.Cut(v, "/")
+			env[variant] = append(env[variant], m.AllocsPerOp)
+			envGot = append(envGot, fmt.Sprintf("%s %.0f", trimProcs(v), m.AllocsPerOp))
+		}
+	}
+	if len(env) > 0 {
+		ok := true
+		for _, as := range env {
+			for _, a := range as {
+				ok = ok && a == as[0] && a <= 8
+			}
+		}
+		add("downstream envelope allocations per client per update", "small constant, independent of size", true,
+			strings.Join(envGot, "; "), ok)
+	} else {
+		add("downstream envelope allocations per client per update", "small constant, independent of size", false, "", false)
+	}
 	return ts
 }
 
@@ -106,4 +129,18 @@ func writeTargets(w io.Writer, ts []Target) {
 	for _, t := range ts {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.Name, t.Want, t.Got, t.Status)
 	}
+}
+
+// trimProcs drops the "-GOMAXPROCS" suffix of a benchmark name.
+func trimProcs(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return name
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return name
+		}
+	}
+	return name[:i]
 }
