@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -26,14 +27,19 @@ type scriptedOrigin struct {
 	addr  string
 	reqs  chan *discoveryv3.DeltaDiscoveryRequest
 	resps chan *discoveryv3.DeltaDiscoveryResponse
+	// SotW counterparts.
+	sreqs  chan *discoveryv3.DiscoveryRequest
+	sresps chan *discoveryv3.DiscoveryResponse
 }
 
 func newScriptedOrigin(t testing.TB) *scriptedOrigin {
 	t.Helper()
 	o := &scriptedOrigin{
-		t:     t,
-		reqs:  make(chan *discoveryv3.DeltaDiscoveryRequest, 100),
-		resps: make(chan *discoveryv3.DeltaDiscoveryResponse),
+		t:      t,
+		reqs:   make(chan *discoveryv3.DeltaDiscoveryRequest, 100),
+		resps:  make(chan *discoveryv3.DeltaDiscoveryResponse),
+		sreqs:  make(chan *discoveryv3.DiscoveryRequest, 100),
+		sresps: make(chan *discoveryv3.DiscoveryResponse),
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -78,6 +84,59 @@ func (o *scriptedOrigin) DeltaAggregatedResources(st discoveryv3.AggregatedDisco
 			if err := st.Send(r); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+func (o *scriptedOrigin) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	go func() {
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case o.sreqs <- r:
+			case <-st.Context().Done():
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-st.Context().Done():
+			return nil
+		case r := <-o.sresps:
+			if err := st.Send(r); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sendSotW hands the SotW stream a response to send.
+func (o *scriptedOrigin) sendSotW(r *discoveryv3.DiscoveryResponse) {
+	o.t.Helper()
+	select {
+	case o.sresps <- r:
+	case <-time.After(waitTimeout):
+		o.t.Fatalf("scripted origin: no SotW stream to send nonce %q on", r.GetNonce())
+	}
+}
+
+// nextSotW returns the next SotW request that satisfies match.
+func (o *scriptedOrigin) nextSotW(what string, match func(*discoveryv3.DiscoveryRequest) bool) *discoveryv3.DiscoveryRequest {
+	o.t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case r := <-o.sreqs:
+			if match(r) {
+				return r
+			}
+		case <-deadline.C:
+			o.t.Fatalf("scripted origin: timed out waiting for %s", what)
 		}
 	}
 }
@@ -249,5 +308,42 @@ func TestUpstreamHeartbeat(t *testing.T) {
 	}
 	if diff := cmp.Diff(body, got.Body, protocmp.Transform()); diff != "" {
 		t.Errorf("body after heartbeat (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpstreamSotWNACK: a SotW response carrying a resource of another type
+// than its type_url is NACKed with the last good version_info and a reason;
+// the cache keeps the last good version.
+func TestUpstreamSotWNACK(t *testing.T) {
+	o := newScriptedOrigin(t)
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: upstream.TransportSotW})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	o.nextSotW("request for c1", func(q *discoveryv3.DiscoveryRequest) bool {
+		return q.GetTypeUrl() == resource.ClusterType && len(q.GetResourceNames()) == 1 && q.GetResourceNames()[0] == "c1"
+	})
+	o.sendSotW(&discoveryv3.DiscoveryResponse{TypeUrl: resource.ClusterType, VersionInfo: "v1", Nonce: "n1",
+		Resources: []*anypb.Any{mustAny(t, cluster("c1", 1))}})
+	ack := o.nextSotW("ACK of n1", func(q *discoveryv3.DiscoveryRequest) bool { return q.GetResponseNonce() == "n1" })
+	if ack.GetErrorDetail() != nil || ack.GetVersionInfo() != "v1" {
+		t.Fatalf("ACK of n1: version %q error %v", ack.GetVersionInfo(), ack.GetErrorDetail())
+	}
+	w.waitNotified(t, "c1", 1)
+
+	o.sendSotW(&discoveryv3.DiscoveryResponse{TypeUrl: resource.ClusterType, VersionInfo: "v2", Nonce: "n2",
+		Resources: []*anypb.Any{mustAny(t, listener("c1"))}})
+	nack := o.nextSotW("NACK of n2", func(q *discoveryv3.DiscoveryRequest) bool { return q.GetResponseNonce() == "n2" })
+	if nack.GetErrorDetail() == nil || nack.GetVersionInfo() != "v1" {
+		t.Fatalf("NACK of n2: version %q (want v1) error %v", nack.GetVersionInfo(), nack.GetErrorDetail())
+	}
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, resource.ListenerType) {
+		t.Errorf("error_detail %q does not say which type was wrong", msg)
+	}
+	got, st := r.c.Get(cdsKey("c1"))
+	if st != cache.StatePresent || got.Version != "v1" {
+		t.Errorf("after NACK: %v version %q, want present v1", st, versionOf(got))
+	}
+	if got := w.count("c1"); got != 1 {
+		t.Errorf("watcher notified %d times, want 1 (nothing of the NACKed response)", got)
 	}
 }
