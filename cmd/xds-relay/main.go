@@ -158,7 +158,7 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return errReported
 }
 
-func cmdDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	listen := fs.String("listen", "", "override the demo's xDS address (default "+config.DefaultListen+")")
 	admin := fs.String("admin", "", "override the demo's admin address (default "+config.DefaultAdmin+")")
@@ -181,6 +181,9 @@ func cmdDemo(ctx context.Context, args []string, _, stderr io.Writer) error {
 		cfg.Admin = *admin
 	}
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin); err != nil {
 		return err
 	}
 	return run(ctx, cfg, stderr)
