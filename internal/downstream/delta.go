@@ -80,7 +80,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			continue
 		}
 		if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
-			ch.watch = append(ch.watch, r.res.Key)
+			ch.add(r.res)
 		}
 		if h, ok := ts.sent[r.name]; !(first && ok && h.res == nil && !h.absent) {
 			// The server must send every name in resource_names_subscribe,

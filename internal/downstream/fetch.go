@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -58,6 +59,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	}
 	var items []item
 	var keys []cache.Key
+	var nodes map[cache.StreamID]*corev3.Node // upstream nodes rules set
 	for _, n := range names {
 		r, err := s.resolver.Resolve(typeURL, n, req.GetNode())
 		if err != nil {
@@ -69,10 +71,16 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		}
 		items = append(items, item{name: n, res: r})
 		keys = append(keys, r.Key)
+		if r.Node != nil {
+			if nodes == nil {
+				nodes = make(map[cache.StreamID]*corev3.Node)
+			}
+			nodes[r.Key.Stream] = r.Node
+		}
 	}
 	w := &fetchWatcher{ch: make(chan struct{}, 1)}
 	if len(keys) > 0 {
-		s.cache.Watch(w, req.GetNode(), keys...)
+		watchKeys(s.cache, w, req.GetNode(), keys, nodes)
 		defer s.cache.Unwatch(w, keys...)
 	}
 	deadline := time.NewTimer(s.fetchWait)

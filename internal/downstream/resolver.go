@@ -17,6 +17,9 @@ type Resolution struct {
 	// Collection: Key names a wildcard or glob collection; its members
 	// are served.
 	Collection bool
+	// Node is the Node to present upstream if Key's stream must be opened:
+	// the one the aggregation rule sets; nil: the client's.
+	Node *corev3.Node
 }
 
 // Resolver maps a requested name ("*" for the wildcard) of typeURL, as
@@ -83,5 +86,6 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 	return Resolution{
 		Key:        cache.Key{Stream: cache.StreamID{Authority: res.Authority, Group: res.Group}, TypeURL: typeURL, Name: name},
 		Collection: name == cache.Wildcard,
+		Node:       res.Node,
 	}, nil
 }

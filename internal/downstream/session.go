@@ -161,6 +161,18 @@ func checkDuplicates(field, typeURL string, names []string) error {
 type change struct {
 	watch   []cache.Key
 	unwatch []cache.Key
+	nodes   map[cache.StreamID]*corev3.Node // upstream nodes rules set, by stream
+}
+
+// add records a key to watch and the upstream node its rule sets, if any.
+func (c *change) add(r Resolution) {
+	c.watch = append(c.watch, r.Key)
+	if r.Node != nil {
+		if c.nodes == nil {
+			c.nodes = make(map[cache.StreamID]*corev3.Node)
+		}
+		c.nodes[r.Key.Stream] = r.Node
+	}
 }
 
 func (c *change) apply(ss *session, node *corev3.Node) {
@@ -168,7 +180,31 @@ func (c *change) apply(ss *session, node *corev3.Node) {
 		ss.srv.cache.Unwatch(ss, c.unwatch...)
 	}
 	if len(c.watch) > 0 {
-		ss.srv.cache.Watch(ss, node, c.watch...)
+		watchKeys(ss.srv.cache, ss, node, c.watch, c.nodes)
+	}
+}
+
+// watchKeys watches keys for w, presenting upstream the node an aggregation
+// rule sets for a key's stream (nodes), else the client's node.
+func watchKeys(c Cache, w cache.Watcher, node *corev3.Node, keys []cache.Key, nodes map[cache.StreamID]*corev3.Node) {
+	if len(nodes) == 0 {
+		c.Watch(w, node, keys...)
+		return
+	}
+	var own []cache.Key
+	byStream := make(map[cache.StreamID][]cache.Key, len(nodes))
+	for _, k := range keys {
+		if _, ok := nodes[k.Stream]; ok {
+			byStream[k.Stream] = append(byStream[k.Stream], k)
+		} else {
+			own = append(own, k)
+		}
+	}
+	if len(own) > 0 {
+		c.Watch(w, node, own...)
+	}
+	for s, ks := range byStream {
+		c.Watch(w, nodes[s], ks...)
 	}
 }
 

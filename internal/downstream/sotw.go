@@ -85,7 +85,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 			continue // logged and counted; SotW cannot say "does not exist"
 		}
 		if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
-			ch.watch = append(ch.watch, r.res.Key)
+			ch.add(r.res)
 		}
 		// Spec: the server must resend any newly requested resource.
 		ts.force[r.name] = struct{}{}
