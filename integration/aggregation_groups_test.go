@@ -1,0 +1,455 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/aggregation"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+)
+
+// aggRules groups CDS and EDS per node cluster (frontend, backend), puts
+// canary clients (metadata track=canary) in one group presented upstream as
+// the node the rule sets, and has no default rule: any other client is
+// refused.
+const aggRules = `
+- name: canary
+  match:
+    node:
+      metadata: [{path: deploy.track, value: {exact: canary}}]
+  result:
+    authority: ds.example
+    group: [{literal: canary}]
+    node: {id: relay-canary, cluster: canary}
+- name: per-cluster
+  match:
+    type_urls:
+      - type.googleapis.com/envoy.config.cluster.v3.Cluster
+      - type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
+    node:
+      cluster: {regex: "(frontend|backend)"}
+  result:
+    authority: ds.example
+    group: [{literal: "cluster="}, {capture: {from: node.cluster, group: 1}}]
+`
+
+// clusterHash makes the origin answer by node cluster, as real origins
+// answer legacy requests by the client's Node.
+type clusterHash struct{}
+
+func (clusterHash) ID(n *corev3.Node) string { return n.GetCluster() }
+
+// snapOrigin is a go-control-plane origin over a SnapshotCache with one
+// snapshot per node cluster. It records, per upstream stream, the Node the
+// stream presented, and counts the streams it opened.
+type snapOrigin struct {
+	t     testing.TB
+	addr  string
+	snaps cachev3.SnapshotCache
+
+	mu      sync.Mutex
+	opens   int              // guarded by mu; streams opened (delta and SotW)
+	streams map[int64]string // guarded by mu; stream id → "id/cluster" of its node
+	poke    chan struct{}    // 1 slot: something was recorded
+}
+
+func newSnapOrigin(t testing.TB) *snapOrigin {
+	t.Helper()
+	o := &snapOrigin{t: t, snaps: cachev3.NewSnapshotCache(false, clusterHash{}, nil), streams: map[int64]string{}, poke: make(chan struct{}, 1)}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.addr = lis.Addr().String()
+	seen := func(id int64, n *corev3.Node) {
+		if n == nil {
+			return
+		}
+		o.record(func() {
+			if _, ok := o.streams[id]; !ok {
+				o.streams[id] = n.GetId() + "/" + n.GetCluster()
+			}
+		})
+	}
+	cb := serverv3.CallbackFuncs{
+		StreamOpenFunc: func(context.Context, int64, string) error {
+			o.record(func() { o.opens++ })
+			return nil
+		},
+		DeltaStreamOpenFunc: func(context.Context, int64, string) error {
+			o.record(func() { o.opens++ })
+			return nil
+		},
+		StreamRequestFunc: func(id int64, r *discoveryv3.DiscoveryRequest) error {
+			seen(id, r.GetNode())
+			return nil
+		},
+		StreamDeltaRequestFunc: func(id int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+			seen(id, r.GetNode())
+			return nil
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gs := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, o.snaps, cb))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gs.Serve(lis)
+	}()
+	t.Cleanup(func() {
+		gs.Stop()
+		cancel()
+		<-done
+	})
+	return o
+}
+
+func (o *snapOrigin) record(f func()) {
+	o.mu.Lock()
+	f()
+	o.mu.Unlock()
+	select {
+	case o.poke <- struct{}{}:
+	default:
+	}
+}
+
+// setSnapshot sets what the origin answers nodes of one cluster.
+func (o *snapOrigin) setSnapshot(cluster, version string, clusters, endpoints []string) {
+	o.t.Helper()
+	var cs, es []types.Resource
+	for _, n := range clusters {
+		cs = append(cs, &clusterv3.Cluster{Name: n})
+	}
+	for _, n := range endpoints {
+		es = append(es, &endpointv3.ClusterLoadAssignment{ClusterName: n})
+	}
+	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{resource.ClusterType: cs, resource.EndpointType: es})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	if err := o.snaps.SetSnapshot(context.Background(), cluster, snap); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// streamNodes returns the nodes of the streams opened so far, sorted.
+func (o *snapOrigin) streamNodes() (opens int, nodes []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, n := range o.streams {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	return o.opens, nodes
+}
+
+// waitStreams waits until the origin has seen streams with exactly these
+// nodes.
+func (o *snapOrigin) waitStreams(want []string) {
+	o.t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		opens, got := o.streamNodes()
+		if opens == len(want) && cmp.Equal(want, got) {
+			return
+		}
+		select {
+		case <-o.poke:
+		case <-deadline.C:
+			o.t.Fatalf("origin streams: %d opened, nodes %v; want %v", opens, got, want)
+		}
+	}
+}
+
+// aggClient is one xDS client, delta or SotW ADS, that keeps the names it
+// holds per type and ACKs every response.
+type aggClient struct {
+	t     *testing.T
+	name  string
+	node  *corev3.Node
+	delta *deltaADS
+	sotw  *sotwADS
+	subs  map[string][]string            // SotW: names subscribed per type
+	held  map[string]map[string]struct{} // names held per type
+}
+
+func newAggClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster string, md map[string]any) *aggClient {
+	t.Helper()
+	c := &aggClient{t: t, name: id, node: &corev3.Node{Id: id, Cluster: cluster}, subs: map[string][]string{}, held: map[string]map[string]struct{}{}}
+	if md != nil {
+		s, err := structpb.NewStruct(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.node.Metadata = s
+	}
+	switch variant {
+	case "delta":
+		c.delta = openDelta(t, conn)
+	case "sotw":
+		c.sotw = openSotW(t, conn)
+	default:
+		t.Fatalf("variant %q", variant)
+	}
+	return c
+}
+
+// subscribe subscribes to names of typeURL (none: the wildcard).
+func (c *aggClient) subscribe(typeURL string, names ...string) {
+	c.t.Helper()
+	node := c.node
+	if c.delta != nil {
+		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNamesSubscribe: names})
+	} else {
+		c.subs[typeURL] = names
+		c.sotw.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names})
+	}
+}
+
+// isFullState reports whether a SotW response of typeURL lists every
+// resource the client holds (LDS, CDS) rather than only some.
+func isFullState(typeURL string) bool {
+	return typeURL == resource.ClusterType || typeURL == resource.ListenerType
+}
+
+// recvOne receives one response before deadline, folds it into held and
+// ACKs it. It returns false at the deadline.
+func (c *aggClient) recvOne(deadline <-chan time.Time) bool {
+	c.t.Helper()
+	if c.delta != nil {
+		var r *discoveryv3.DeltaDiscoveryResponse
+		select {
+		case r = <-c.delta.resps:
+		case err := <-c.delta.errc:
+			c.t.Fatalf("%s: stream ended: %v", c.name, err)
+		case <-deadline:
+			return false
+		}
+		h := c.heldFor(r.GetTypeUrl())
+		for _, x := range r.GetResources() {
+			h[x.GetName()] = struct{}{}
+		}
+		for _, n := range r.GetRemovedResources() {
+			delete(h, n)
+		}
+		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
+		return true
+	}
+	var r *discoveryv3.DiscoveryResponse
+	select {
+	case r = <-c.sotw.resps:
+	case err := <-c.sotw.errc:
+		c.t.Fatalf("%s: stream ended: %v", c.name, err)
+	case <-deadline:
+		return false
+	}
+	if isFullState(r.GetTypeUrl()) {
+		c.held[r.GetTypeUrl()] = map[string]struct{}{}
+	}
+	h := c.heldFor(r.GetTypeUrl())
+	for _, a := range r.GetResources() {
+		h[resourceName(c.t, a)] = struct{}{}
+	}
+	c.sotw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(), ResourceNames: c.subs[r.GetTypeUrl()]})
+	return true
+}
+
+func (c *aggClient) heldFor(typeURL string) map[string]struct{} {
+	h := c.held[typeURL]
+	if h == nil {
+		h = map[string]struct{}{}
+		c.held[typeURL] = h
+	}
+	return h
+}
+
+func (c *aggClient) names(typeURL string) []string {
+	out := []string{}
+	for n := range c.held[typeURL] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitHolds receives until the client holds exactly want of typeURL.
+func (c *aggClient) waitHolds(typeURL string, want ...string) {
+	c.t.Helper()
+	sort.Strings(want)
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for !cmp.Equal(want, c.names(typeURL)) {
+		if !c.recvOne(deadline.C) {
+			c.t.Fatalf("%s holds %v of %s after %v, want %v", c.name, c.names(typeURL), typeURL, waitTimeout, want)
+		}
+	}
+}
+
+// quiet asserts the client receives nothing more within quietPeriod.
+func (c *aggClient) quiet() {
+	c.t.Helper()
+	if c.delta != nil {
+		c.delta.None()
+	} else {
+		c.sotw.None()
+	}
+}
+
+func resourceName(t testing.TB, a *anypb.Any) string {
+	t.Helper()
+	m, err := a.UnmarshalNew()
+	if err != nil {
+		t.Fatalf("resource %s: %v", a.GetTypeUrl(), err)
+	}
+	return cachev3.GetResourceName(m)
+}
+
+func decodeAggRules(t testing.TB, src string) []aggregation.Rule {
+	t.Helper()
+	var rules []aggregation.Rule
+	dec := yaml.NewDecoder(strings.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rules); err != nil {
+		t.Fatalf("rules: %v", err)
+	}
+	return rules
+}
+
+// TestAggregationGroups runs clients of two node clusters (delta and SotW)
+// and canary clients through the relay against an origin that answers per
+// node cluster: each group gets its own resources and never another's, the
+// origin sees one stream per group rather than per client, and a client no
+// rule matches is refused without disturbing the others.
+func TestAggregationGroups(t *testing.T) {
+	origin := newSnapOrigin(t)
+	origin.setSnapshot("frontend", "f1", []string{"fe-a", "fe-b"}, []string{"fe-a"})
+	origin.setSnapshot("backend", "b1", []string{"be-a"}, []string{"be-a"})
+	origin.setSnapshot("canary", "c1", []string{"canary-a"}, []string{"canary-a"})
+
+	r := startRelay(t, func(c *config.Config) {
+		c.Aggregation.Rules = decodeAggRules(t, aggRules)
+	}, origin.addr)
+	conn := dial(t, r.XDSAddr())
+
+	clients := []struct {
+		c                  *aggClient
+		wantCDS, eds       []string
+		wantEDS, notWanted []string
+	}{
+		{c: newAggClient(t, conn, "delta", "fe-1", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
+		{c: newAggClient(t, conn, "sotw", "fe-2", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
+		{c: newAggClient(t, conn, "delta", "fe-3", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
+		// be-1 also asks for the frontend's endpoints by name: its group's
+		// origin node does not have them, and it must not get the frontend's.
+		{c: newAggClient(t, conn, "delta", "be-1", "backend", nil), wantCDS: []string{"be-a"}, eds: []string{"be-a", "fe-a"}, wantEDS: []string{"be-a"}},
+		{c: newAggClient(t, conn, "sotw", "be-2", "backend", nil), wantCDS: []string{"be-a"}, eds: []string{"be-a"}, wantEDS: []string{"be-a"}},
+		// Canary clients of both clusters share the canary group and its node.
+		{c: newAggClient(t, conn, "delta", "fe-canary", "frontend", map[string]any{"deploy": map[string]any{"track": "canary"}}), wantCDS: []string{"canary-a"}, eds: []string{"canary-a"}, wantEDS: []string{"canary-a"}},
+		{c: newAggClient(t, conn, "sotw", "be-canary", "backend", map[string]any{"deploy": map[string]any{"track": "canary"}}), wantCDS: []string{"canary-a"}, eds: []string{"canary-a"}, wantEDS: []string{"canary-a"}},
+	}
+	for _, cl := range clients {
+		cl.c.subscribe(resource.ClusterType)
+		cl.c.waitHolds(resource.ClusterType, cl.wantCDS...)
+		cl.c.subscribe(resource.EndpointType, cl.eds...)
+		cl.c.waitHolds(resource.EndpointType, cl.wantEDS...)
+	}
+
+	// One upstream stream per group, presenting the first client's node or
+	// the rule's.
+	wantStreams := []string{"fe-1/frontend", "be-1/backend", "relay-canary/canary"}
+	sort.Strings(wantStreams)
+	origin.waitStreams(wantStreams)
+
+	// A client no rule matches is refused with a status naming type and node.
+	other := newAggClient(t, conn, "delta", "stray-1", "payments", nil)
+	other.subscribe(resource.ClusterType)
+	st := other.delta.Err()
+	if st.Code() != codes.FailedPrecondition {
+		t.Errorf("unmatched client: status %v, want FailedPrecondition", st)
+	}
+	for _, want := range []string{resource.ClusterType, `"stray-1"`, `"payments"`} {
+		if !strings.Contains(st.Message(), want) {
+			t.Errorf("unmatched client: status message %q does not name %s", st.Message(), want)
+		}
+	}
+
+	// The others carry on: an update for the frontend reaches exactly the
+	// frontend group; the backend and canary groups hear nothing.
+	origin.setSnapshot("frontend", "f2", []string{"fe-a", "fe-b", "fe-c"}, []string{"fe-a"})
+	for _, cl := range clients[:3] {
+		cl.c.waitHolds(resource.ClusterType, "fe-a", "fe-b", "fe-c")
+	}
+	for _, cl := range clients[3:] {
+		cl.c.quiet()
+		if diff := cmp.Diff(cl.wantCDS, cl.c.names(resource.ClusterType)); diff != "" {
+			t.Errorf("%s clusters (-want +got):\n%s", cl.c.name, diff)
+		}
+		if diff := cmp.Diff(cl.wantEDS, cl.c.names(resource.EndpointType)); diff != "" {
+			t.Errorf("%s endpoints (-want +got):\n%s", cl.c.name, diff)
+		}
+	}
+	// Still one stream per group: neither more clients nor the refused one
+	// opened another.
+	if opens, nodes := origin.streamNodes(); opens != len(wantStreams) || !cmp.Equal(wantStreams, nodes) {
+		t.Errorf("origin streams: %d opened, nodes %v; want %v", opens, nodes, wantStreams)
+	}
+
+	// /debug/clients shows each client's group key.
+	groups := debugGroups(t, "http://"+r.AdminAddr()+downstream.ClientsPath)
+	wantGroups := map[string][]string{
+		"fe-1": {"cluster=frontend"}, "fe-2": {"cluster=frontend"}, "fe-3": {"cluster=frontend"},
+		"be-1": {"cluster=backend"}, "be-2": {"cluster=backend"},
+		"fe-canary": {"canary"}, "be-canary": {"canary"},
+	}
+	if diff := cmp.Diff(wantGroups, groups); diff != "" {
+		t.Errorf("/debug/clients groups by node id (-want +got):\n%s", diff)
+	}
+}
+
+// debugGroups reads /debug/clients: node id → group keys.
+func debugGroups(t *testing.T, url string) map[string][]string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var infos []downstream.ClientInfo
+	if err := json.NewDecoder(resp.Body).Decode(&infos); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	out := map[string][]string{}
+	for _, ci := range infos {
+		if _, dup := out[ci.NodeID]; dup {
+			t.Fatalf("%s: node %q listed twice", url, ci.NodeID)
+		}
+		out[ci.NodeID] = ci.Groups
+	}
+	return out
+}
