@@ -231,3 +231,29 @@ func waitListening(ctx context.Context, c *child, addr string, timeout time.Dura
 		return true, nil
 	})
 }
+
+// machineBusySeconds is the CPU time all processes of the machine spent
+// busy (everything in /proc/stat's cpu line but idle and iowait).
+func machineBusySeconds() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		busy += n
+	}
+	return float64(busy) / clockTicks, nil
+}

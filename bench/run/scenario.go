@@ -57,6 +57,10 @@ type Scenario struct {
 	// The load generator shares the machine: its CPU per update says how
 	// much of the 2 cores the serving process did not have.
 	LoadgenCPUSPerUpdate float64 `json:"loadgen_cpu_s_per_update"`
+	// OtherCores is the CPU that processes outside the scenario (other
+	// work on a shared machine) used during the update phase, in cores:
+	// what the scenario's processes did not get of the machine.
+	OtherCores float64 `json:"other_cores"`
 	// RelayProfileTop is `go tool pprof -top` of the relay's CPU profile
 	// over the update phase (relayed mode, when profiling is on).
 	RelayProfileTop string `json:"relay_profile_top,omitempty"`
@@ -219,6 +223,11 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if err != nil {
 		return err
 	}
+	busy0, err := machineBusySeconds()
+	if err != nil {
+		return err
+	}
+	wall0 := time.Now()
 	profDone := make(chan string, 1)
 	if sc.Mode == "relayed" && e.profileDir != "" {
 		go func() {
@@ -255,6 +264,15 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if err != nil {
 		return err
 	}
+	busy1, err := machineBusySeconds()
+	if err != nil {
+		return err
+	}
+	ours := (lcpu1 - lcpu0) + (ocpu1 - ocpu0)
+	if serving != origin {
+		ours += cpu1 - cpu0
+	}
+	sc.OtherCores = max(0, (busy1-busy0-ours)/time.Since(wall0).Seconds())
 	sc.RelayProfileTop = <-profDone
 	after, err := stats()
 	if err != nil {
