@@ -169,7 +169,7 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	}
 	c.setAbsentLocked(e)
 	a.change(e.key, wasPresent)
-	if !e.subscribed && len(c.watchers[e.key]) == 0 {
+	if !e.subscribed && c.watchers[e.key].size() == 0 {
 		// Only a collection brought it; nobody asked for it by name. Get
 		// still reads it as absent while a known collection covers it.
 		c.dropLocked(e)

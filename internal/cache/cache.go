@@ -86,7 +86,7 @@ type Cache struct {
 	globMembers map[Key]map[string]*entry
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
-	watchers map[Key]map[Watcher]struct{}
+	watchers map[Key]*watcherSet
 	// lru orders unwatched keys, oldest first. guarded by mu
 	lru *simplelru.LRU[Key, *entry]
 	// lruBytes is the bytes of the resources in lru. guarded by mu
@@ -125,7 +125,7 @@ func New(opts Options) *Cache {
 		present:      make(map[streamType]int),
 		colls:        make(map[streamType]map[string]*entry),
 		globMembers:  make(map[Key]map[string]*entry),
-		watchers:     make(map[Key]map[Watcher]struct{}),
+		watchers:     make(map[Key]*watcherSet),
 		lru:          lru,
 	}
 }
@@ -145,14 +145,14 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 	now := c.now()
 	for _, k := range keys {
 		ws := c.watchers[k]
-		if _, ok := ws[w]; ok {
+		if ws.has(w) {
 			continue
 		}
 		if ws == nil {
-			ws = make(map[Watcher]struct{})
+			ws = &watcherSet{}
 			c.watchers[k] = ws
 		}
-		ws[w] = struct{}{}
+		ws.add(w)
 
 		e := c.entries[k]
 		if e == nil {
@@ -194,11 +194,11 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 	c.mu.Lock()
 	for _, k := range keys {
 		ws := c.watchers[k]
-		if _, ok := ws[w]; !ok {
+		if !ws.has(w) {
 			continue
 		}
-		delete(ws, w)
-		if len(ws) > 0 {
+		ws.remove(w)
+		if ws.size() > 0 {
 			continue
 		}
 		delete(c.watchers, k)
@@ -368,16 +368,16 @@ func (c *Cache) countLocked(k Key, hit bool) {
 // heldLocked: somebody watches e, directly or (for a present resource)
 // through its glob or its type's Wildcard. Held entries are never evicted.
 func (c *Cache) heldLocked(e *entry) bool {
-	if len(c.watchers[e.key]) > 0 {
+	if c.watchers[e.key].size() > 0 {
 		return true
 	}
 	if e.collection || e.state != StatePresent {
 		return false
 	}
-	if len(c.watchers[e.key.streamType().wildcard()]) > 0 {
+	if c.watchers[e.key.streamType().wildcard()].size() > 0 {
 		return true
 	}
-	return e.glob != "" && len(c.watchers[c.globKey(e.key, e.glob)]) > 0
+	return e.glob != "" && c.watchers[c.globKey(e.key, e.glob)].size() > 0
 }
 
 // Versions returns, for the resources cached on stream s of typeURL, the

@@ -714,3 +714,31 @@ func BenchmarkFanout(b *testing.B) {
 type nopWatcher struct{ _ int }
 
 func (*nopWatcher) Notify(Key) {}
+
+// TestWatcherSetCopyOnWrite: a list handed out for fan-out is not changed
+// by later removes (they copy first), nor by adds (they only append).
+func TestWatcherSetCopyOnWrite(t *testing.T) {
+	ws := make([]*fakeWatcher, 4)
+	s := &watcherSet{}
+	for i := range ws {
+		ws[i] = &fakeWatcher{}
+		s.add(ws[i])
+	}
+	shared := s.share()
+	s.remove(ws[0])
+	s.add(&fakeWatcher{})
+	s.remove(ws[2])
+	for i, w := range shared {
+		if w != Watcher(ws[i]) {
+			t.Errorf("shared[%d] changed after remove/add", i)
+		}
+	}
+	if s.size() != 3 || s.has(ws[0]) || s.has(ws[2]) || !s.has(ws[1]) || !s.has(ws[3]) {
+		t.Errorf("set after changes: size %d", s.size())
+	}
+	for w, i := range s.idx {
+		if s.list[i] != w {
+			t.Errorf("index of %p is %d, list holds %p there", w, i, s.list[i])
+		}
+	}
+}

@@ -25,30 +25,31 @@ func (nb *noteBuilder) add(w Watcher, k Key) { nb.notes = append(nb.notes, note{
 
 // addWatchers notifies every watcher in sets of k, once each even when a
 // watcher is in several sets (e.g. it watches k and k's glob).
-func (nb *noteBuilder) addWatchers(k Key, sets ...map[Watcher]struct{}) {
+func (nb *noteBuilder) addWatchers(k Key, sets ...*watcherSet) {
 	nonEmpty, total := 0, 0
+	var only *watcherSet
 	for _, s := range sets {
-		if len(s) > 0 {
+		if n := s.size(); n > 0 {
 			nonEmpty++
-			total += len(s)
+			total += n
+			only = s
 		}
 	}
 	if total == 0 {
 		return
 	}
-	g := noteGroup{k: k, ws: make([]Watcher, 0, total)}
 	if nonEmpty == 1 {
-		for _, s := range sets {
-			for w := range s {
-				g.ws = append(g.ws, w)
-			}
-		}
-		nb.groups = append(nb.groups, g)
+		// The common fan-out: the list itself, shared copy-on-write.
+		nb.groups = append(nb.groups, noteGroup{k: k, ws: only.share()})
 		return
 	}
+	g := noteGroup{k: k, ws: make([]Watcher, 0, total)}
 	seen := make(map[Watcher]struct{}, total)
 	for _, s := range sets {
-		for w := range s {
+		if s == nil {
+			continue
+		}
+		for _, w := range s.list {
 			if _, dup := seen[w]; dup {
 				continue
 			}
@@ -83,7 +84,7 @@ func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
 			nb.addWatchers(k, c.watchers[k])
 			continue
 		}
-		var globWatchers map[Watcher]struct{}
+		var globWatchers *watcherSet
 		glob := ""
 		if e := c.entries[k]; e != nil {
 			glob = e.glob
@@ -103,7 +104,7 @@ func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
 		}
 		after := c.collectionStateLocked(e)
 		ws := c.watchers[ck]
-		if after == before || len(ws) == 0 {
+		if after == before || ws.size() == 0 {
 			continue
 		}
 		if before != StatePending || after != StatePresent {
@@ -117,7 +118,7 @@ func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
 			if _, ok := a.member[m.key]; ok || m.visibleState(now) != StatePresent {
 				continue // already notified as a change
 			}
-			for w := range ws {
+			for _, w := range ws.list {
 				n := note{w: w, k: m.key}
 				if _, dup := seen[n]; !dup {
 					seen[n] = struct{}{}
