@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,12 +20,35 @@ func profileSeconds(updates, clients int) int {
 	return max(2, int((time.Duration(updates)*perUpdate).Seconds()+0.5))
 }
 
+// idleRelay reads, from the relay's admin at idle, how many goroutines
+// it runs and the top of its in-use heap (saved next to the CPU profiles).
+func (e *env) idleRelay(admin, tag string) (goroutines int, heapTop string) {
+	resp, err := httpClient.Get("http://" + admin + "/debug/pprof/goroutine?debug=1")
+	if err == nil {
+		var line string
+		_, _ = fmt.Fscanln(resp.Body, new(string), new(string), new(string), &line) // "goroutine profile: total N"
+		resp.Body.Close()
+		goroutines, _ = strconv.Atoi(line)
+	}
+	if e.profileDir == "" {
+		return goroutines, ""
+	}
+	return goroutines, e.fetchProfile("http://"+admin+"/debug/pprof/heap?gc=1", tag+"-relay-heap", 30*time.Second, "-sample_index=inuse_space")
+}
+
 // profileRelay fetches a CPU profile of the relay from its admin
 // /debug/pprof/profile, saves it in profileDir and returns the top of
 // `go tool pprof -top`, or a line saying why there is none.
 func (e *env) profileRelay(admin, tag string, seconds int) string {
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds)
-	client := &http.Client{Timeout: time.Duration(seconds)*time.Second + 30*time.Second}
+	return e.fetchProfile(url, tag+"-relay-cpu", time.Duration(seconds)*time.Second+30*time.Second)
+}
+
+// fetchProfile saves the profile at url as profileDir/name.prof and
+// returns `go tool pprof -top` of it (also saved as name.txt), or a line
+// saying why there is none.
+func (e *env) fetchProfile(url, name string, timeout time.Duration, pprofArgs ...string) string {
+	client := &http.Client{Timeout: timeout}
 	resp, err := client.Get(url)
 	if err != nil {
 		return "no profile: " + err.Error()
@@ -36,7 +60,7 @@ func (e *env) profileRelay(admin, tag string, seconds int) string {
 	if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
 		return "no profile: " + err.Error()
 	}
-	path := filepath.Join(e.profileDir, tag+"-relay-cpu.prof")
+	path := filepath.Join(e.profileDir, name+".prof")
 	f, err := os.Create(path)
 	if err != nil {
 		return "no profile: " + err.Error()
@@ -50,7 +74,8 @@ func (e *env) profileRelay(admin, tag string, seconds int) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, e.goBin, "tool", "pprof", "-top", "-nodecount=30", e.relayBin, path).CombinedOutput()
+	args := append([]string{"tool", "pprof", "-top", "-nodecount=30"}, pprofArgs...)
+	out, err := exec.CommandContext(ctx, e.goBin, append(args, e.relayBin, path)...).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("profile %s: pprof: %v: %s", path, err, out)
 	}

@@ -64,6 +64,10 @@ type Scenario struct {
 	// RelayProfileTop is `go tool pprof -top` of the relay's CPU profile
 	// over the update phase (relayed mode, when profiling is on).
 	RelayProfileTop string `json:"relay_profile_top,omitempty"`
+	// RelayGoroutinesPerStream is the relay's goroutine count at idle per
+	// client stream; RelayHeapTop the top of its in-use heap then.
+	RelayGoroutinesPerStream float64 `json:"relay_goroutines_per_stream,omitempty"`
+	RelayHeapTop             string  `json:"relay_heap_top,omitempty"`
 	// Reconnect storm.
 	StormS              float64 `json:"storm_s"`
 	StormCompleted      bool    `json:"storm_completed"`
@@ -205,6 +209,10 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		return fmt.Errorf("RSS after: %w", err)
 	}
 	sc.RSSPerStreamKiB = (sc.ServingRSSAfterKiB - sc.ServingRSSBeforeKiB) / float64(sc.Clients)
+	if sc.Mode == "relayed" {
+		g, top := e.idleRelay(relayAdmin, tag)
+		sc.RelayGoroutinesPerStream, sc.RelayHeapTop = float64(g)/float64(sc.Clients), top
+	}
 
 	// Updates: push one resource at a time; each reaches every client.
 	cpu0, err := cpuSeconds(serving.pid())
