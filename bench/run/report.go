@@ -91,6 +91,21 @@ func writeMarkdown(w io.Writer, r Results) {
 			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate, s.LoadgenCPUSPerUpdate, s.OtherCores,
 			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
 	}
+	fmt.Fprintln(w, "\nServing process memory at idle (RSS from /proc; per stream = (after − before) / N):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mode | variant | N | RSS before MiB | RSS after MiB | KiB/stream | relay goroutines/stream |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	for _, s := range r.Scenarios {
+		if s.Error != "" {
+			continue
+		}
+		g := "-"
+		if s.Mode == "relayed" {
+			g = fmt.Sprintf("%.2f", s.RelayGoroutinesPerStream)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, s.Clients,
+			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB, g)
+	}
 	writeTargets(w, r.Targets)
 	if len(r.Micro) > 0 || r.MicroErr != "" {
 		fmt.Fprintln(w)
