@@ -250,3 +250,27 @@ func TestUpstreamFailover(t *testing.T) {
 		t.Errorf("upstream_streams = %v, want 1", got)
 	}
 }
+
+// TestUpstreamPendingSurvivesOutage: a subscription made while the origin
+// is down stays pending (nothing is dropped) and is answered once the
+// origin is back.
+func TestUpstreamPendingSurvivesOutage(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	o.set(resource.ClusterType, "c9", cluster("c9", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	o.stop()
+
+	r.c.Watch(w, nil, cdsKey("c9"))
+	if _, st := r.c.Get(cdsKey("c9")); st != cache.StatePending {
+		t.Fatalf("c9 with the origin down: %v, want pending", st)
+	}
+	o.restart()
+	w.waitState(t, r.c, cdsKey("c9"), cache.StatePresent)
+	if _, st := r.c.Get(cdsKey("c1")); st != cache.StatePresent {
+		t.Errorf("c1 after the outage: %v, want present", st)
+	}
+}

@@ -68,3 +68,41 @@ func TestUpstreamSotW(t *testing.T) {
 		t.Errorf("first CDS request (-want +got):\n%s", diff)
 	}
 }
+
+// TestUpstreamSotWReconnect: after the origin restarts, the SotW stream's
+// first request resends the last accepted version_info and the full names.
+func TestUpstreamSotWReconnect(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, "c1", cluster("c1", 1))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: upstream.TransportSotW})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	var version string
+	o.waitFor("ACK", func() bool {
+		for _, q := range o.sotwReqs {
+			if q.GetResponseNonce() != "" && q.GetErrorDetail() == nil {
+				version = q.GetVersionInfo()
+				return true
+			}
+		}
+		return false
+	})
+	o.stop()
+	o.mu.Lock()
+	before := len(o.sotwReqs)
+	o.mu.Unlock()
+	o.restart()
+	var first *discoveryv3.DiscoveryRequest
+	o.waitFor("reconnect request", func() bool {
+		if len(o.sotwReqs) > before {
+			first = o.sotwReqs[before]
+			return true
+		}
+		return false
+	})
+	want := &discoveryv3.DiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNames: []string{"c1"}, VersionInfo: version}
+	if diff := cmp.Diff(want, first, protocmp.Transform(), protocmp.IgnoreFields(&discoveryv3.DiscoveryRequest{}, "node")); diff != "" {
+		t.Errorf("first request after reconnect (-want +got):\n%s", diff)
+	}
+}
