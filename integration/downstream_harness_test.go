@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -181,3 +182,5 @@ func (v deltaView) apply(r *discoveryv3.DeltaDiscoveryResponse) {
 }
 
 var testNodeDS = &corev3.Node{Id: "ds-node", Cluster: "ds-cluster"}
+
+func grpcCode(err error) codes.Code { return status.Code(err) }
