@@ -392,8 +392,9 @@ func TestAggregationGroups(t *testing.T) {
 	st := other.delta.Err()
 	if st.Code() != codes.FailedPrecondition {
 		t.Errorf("unmatched client: status %v, want FailedPrecondition", st)
+
 	}
-	for _, want := range []string{resource.ClusterType, `"stray-1"`, `"payments"`} {
+	for _, want := range []string{resource.ClusterType, `"stray-1"`, `"payments"`, "no aggregation rule matches"} {
 		if !strings.Contains(st.Message(), want) {
 			t.Errorf("unmatched client: status message %q does not name %s", st.Message(), want)
 		}

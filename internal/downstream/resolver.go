@@ -81,7 +81,8 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 	}
 	res, err := r.rules.Match(req)
 	if err != nil {
-		return Resolution{}, fmt.Errorf("%w: %v", ErrNoRule, err)
+		// err repeats ErrNoRule's text; statusFor names type, name and node.
+		return Resolution{}, ErrNoRule
 	}
 	return Resolution{
 		Key:        cache.Key{Stream: cache.StreamID{Authority: res.Authority, Group: res.Group}, TypeURL: typeURL, Name: name},
