@@ -107,7 +107,7 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "node:          %s\n", describeNode(node))
 	res, err := rules.Match(req)
 	if err != nil {
-		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (%d rules, none is default)\n", len(cfg.Aggregation.Rules))
+		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (rules tried: %d; none is default)\n", len(cfg.Aggregation.Rules))
 		return errReported
 	}
 	fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", res.Rule, ruleIndex(cfg.Aggregation.Rules, res.Rule))

@@ -108,7 +108,7 @@ upstream node: the node of the group's first client
 			wantCode: exitFail,
 			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "backend" (named)
 node:          id "b-1", cluster "backend"
-no rule matches: the relay refuses this request (1 rules, none is default)
+no rule matches: the relay refuses this request (rules tried: 1; none is default)
 `,
 		},
 		{
@@ -117,7 +117,7 @@ no rule matches: the relay refuses this request (1 rules, none is default)
 			wantCode: exitFail,
 			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "" (wildcard)
 node:          id "", cluster ""
-no rule matches: the relay refuses this request (1 rules, none is default)
+no rule matches: the relay refuses this request (rules tried: 1; none is default)
 `,
 		},
 		{
