@@ -75,19 +75,19 @@ func writeMarkdown(w io.Writer, r Results) {
 	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. Workload: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; %d updates of one resource each.\n\n",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go,
 		r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Updates)
-	fmt.Fprintln(w, "| mode | variant | N | origin streams | origin subs | origin B/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| mode | variant | N | origin streams | origin subs | origin B/update | resources/client/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
-			fmt.Fprintf(w, "| %s | %s | %d | failed: %s |||||||||||||||\n", s.Mode, s.Variant, s.Clients, mdEscape(s.Error))
+			fmt.Fprintf(w, "| %s | %s | %d | failed: %s ||||||||||||||||\n", s.Mode, s.Variant, s.Clients, mdEscape(s.Error))
 			continue
 		}
 		storm := fmt.Sprintf("%.2f", s.StormS)
 		if !s.StormCompleted {
 			storm += " (incomplete)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.4f | %.4f | %.4f | %.2f | %.1f | %s | %d | %.2f |\n",
-			s.Mode, s.Variant, s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate,
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %.2f | %.1f | %.1f | %.1f | %.4f | %.4f | %.4f | %.2f | %.1f | %s | %d | %.2f |\n",
+			s.Mode, s.Variant, s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate, s.ClientResourcesPerUpdate,
 			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate, s.LoadgenCPUSPerUpdate, s.OtherCores,
 			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
 	}

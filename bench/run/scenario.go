@@ -43,6 +43,9 @@ type Scenario struct {
 	OriginBytesPerUpdate     float64 `json:"origin_bytes_per_update"`
 	OriginResponsesPerUpdate float64 `json:"origin_responses_per_update"`
 	OriginCPUSPerUpdate      float64 `json:"origin_cpu_s_per_update"`
+	// ClientResourcesPerUpdate is how many resources each client received
+	// per update (1: only the one that changed).
+	ClientResourcesPerUpdate float64 `json:"client_resources_per_update"`
 	// Fan-out: origin push → receipt by each client.
 	FanoutSamples int     `json:"fanout_samples"`
 	FanoutSource  string  `json:"fanout_source"`
@@ -282,6 +285,9 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	}
 	sc.OtherCores = max(0, (busy1-busy0-ours)/time.Since(wall0).Seconds())
 	sc.RelayProfileTop = <-profDone
+	if s, err := status(); err == nil {
+		sc.ClientResourcesPerUpdate = float64(s.Received-before.Received) / float64(e.updates*sc.Clients)
+	}
 	after, err := stats()
 	if err != nil {
 		return err
