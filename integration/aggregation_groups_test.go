@@ -454,3 +454,40 @@ func debugGroups(t *testing.T, url string) map[string][]string {
 	}
 	return out
 }
+
+// TestAggregationDefaultRule checks that a default rule serves the clients
+// no earlier rule matches, grouped as it says, instead of refusing them.
+func TestAggregationDefaultRule(t *testing.T) {
+	origin := newSnapOrigin(t)
+	origin.setSnapshot("frontend", "f1", []string{"fe-a"}, nil)
+	origin.setSnapshot("payments", "p1", []string{"pay-a", "pay-b"}, nil)
+	origin.setSnapshot("orders", "o1", []string{"ord-a"}, nil)
+
+	r := startRelay(t, func(c *config.Config) {
+		c.Aggregation.Rules = decodeAggRules(t, `
+- name: frontend
+  match: {node: {cluster: {exact: frontend}}}
+  result: {authority: ds.example, group: [{literal: fe}]}
+- name: rest
+  default: true
+  result: {authority: ds.example, group: [{literal: "cluster="}, {node_field: cluster}]}
+`)
+	}, origin.addr)
+	conn := dial(t, r.XDSAddr())
+
+	tests := []struct {
+		variant, id, cluster string
+		want                 []string
+	}{
+		{"delta", "fe-1", "frontend", []string{"fe-a"}},
+		{"sotw", "pay-1", "payments", []string{"pay-a", "pay-b"}},
+		{"delta", "pay-2", "payments", []string{"pay-a", "pay-b"}},
+		{"delta", "ord-1", "orders", []string{"ord-a"}},
+	}
+	for _, tt := range tests {
+		c := newAggClient(t, conn, tt.variant, tt.id, tt.cluster, nil)
+		c.subscribe(resource.ClusterType)
+		c.waitHolds(resource.ClusterType, tt.want...)
+	}
+	origin.waitStreams([]string{"fe-1/frontend", "ord-1/orders", "pay-1/payments"})
+}
