@@ -137,8 +137,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 
 	var collections []*probe
 	for _, p := range w.probes {
-		s, ok := stillSubscribedLocked(ts, p)
-		if !ok {
+		if _, ok := stillSubscribedLocked(ts, p); !ok {
 			continue
 		}
 		if p.collection {
@@ -154,20 +153,34 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 			addRemoved(p.name, force)
 			delete(ts.force, p.name)
 		}
-		_ = s
 	}
 	// Collections: members by the origin's spelling; members that left
 	// (and are not otherwise subscribed) are removed.
 	present := make(map[string]*cache.Resource)
+	fullLookup := false
 	for _, p := range collections {
 		s := ts.subs[p.name]
+		if p.member {
+			name, isMember, left := s.member(p.key, p.res, p.state)
+			switch {
+			case isMember:
+				present[name] = p.res
+				_, force := ts.force[name]
+				addRes(name, p.res, force)
+			case left && !ts.coveredLocked(name):
+				if _, ok := ts.sent[name]; ok {
+					addRemoved(name, false)
+				}
+				delete(ts.sent, name)
+			}
+			continue
+		}
 		if p.state == cache.StatePending {
 			continue
 		}
-		old := s.members
-		s.members = make(map[string]struct{}, len(p.members))
+		fullLookup = true
+		old := s.setMembers(p.members)
 		for _, r := range p.members {
-			s.members[r.Name] = struct{}{}
 			present[r.Name] = r
 			_, force := ts.force[r.Name]
 			addRes(r.Name, r, force)
@@ -199,8 +212,8 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 		if _, sub := ts.subs[n]; sub {
 			continue
 		}
-		if len(collections) == 0 {
-			continue // not looked up this time
+		if !fullLookup {
+			continue // collections not looked up this time
 		}
 		if r, ok := present[n]; ok {
 			addRes(n, r, true)

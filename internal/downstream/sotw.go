@@ -138,7 +138,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 			continue
 		}
 		_, force := ts.force[p.name]
-		if p.state != cache.StatePending {
+		if p.state != cache.StatePending && !p.member {
 			delete(ts.force, p.name)
 		}
 		if !p.collection {
@@ -150,13 +150,23 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 			}
 			continue
 		}
+		if p.member {
+			name, isMember, left := s.member(p.key, p.res, p.state)
+			switch {
+			case isMember:
+				_, forceMember := ts.force[name]
+				note(name, p.res, forceMember)
+			case left && !ts.coveredLocked(name):
+				delete(ts.sent, name)
+				changedAny = true // full state: the next response omits it
+			}
+			continue
+		}
 		if p.state == cache.StatePending {
 			continue
 		}
-		old := s.members
-		s.members = make(map[string]struct{}, len(p.members))
+		old := s.setMembers(p.members)
 		for _, r := range p.members {
-			s.members[r.Name] = struct{}{}
 			note(r.Name, r, force)
 		}
 		for n := range old {

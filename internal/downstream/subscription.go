@@ -4,15 +4,20 @@ import (
 	"sort"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
 // sub is one name a client subscribed to, as it spelled it.
 type sub struct {
 	key        cache.Key
 	collection bool // wildcard or glob: the key's members are served
+	// glob is the parsed glob URL (glob collections only).
+	glob *xdsname.Name
 	// members are the names (as the origin spells them) this collection
-	// contributed to the client; owned with the typeState.
-	members map[string]struct{}
+	// contributed to the client, and memberKeys their canonical names to
+	// those names; owned with the typeState.
+	members    map[string]struct{}
+	memberKeys map[string]string
 	// emptyReported: the glob's own name went out in removed_resources.
 	emptyReported bool
 }
@@ -83,6 +88,12 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 	s := &sub{key: key, collection: collection}
 	if collection {
 		s.members = make(map[string]struct{})
+		s.memberKeys = make(map[string]string)
+		if key.Name != cache.Wildcard {
+			if g, err := xdsname.Parse(key.Name); err == nil {
+				s.glob = &g
+			}
+		}
 	}
 	ts.subs[name] = s
 	newKey = len(ts.byKey[key]) == 0
@@ -144,6 +155,56 @@ func (ts *typeState) inCollectionLocked(name string) bool {
 		}
 	}
 	return false
+}
+
+// contains reports whether member key k (of s's stream and type) belongs
+// to collection s.
+func (s *sub) contains(k cache.Key) bool {
+	if s.key.Name == cache.Wildcard {
+		return true
+	}
+	if s.glob == nil {
+		return false
+	}
+	u, err := xdsname.Parse(k.Name)
+	return err == nil && s.glob.Matches(u)
+}
+
+// setMembers replaces the collection's members with rs.
+func (s *sub) setMembers(rs []*cache.Resource) (old map[string]struct{}) {
+	old = s.members
+	s.members = make(map[string]struct{}, len(rs))
+	s.memberKeys = make(map[string]string, len(rs))
+	for _, r := range rs {
+		s.members[r.Name] = struct{}{}
+		canonical, err := cache.CanonicalName(r.Name)
+		if err != nil {
+			canonical = r.Name
+		}
+		s.memberKeys[canonical] = r.Name
+	}
+	return old
+}
+
+// memberLocked applies one member key's fresh state to collection s: it
+// returns the name the client knows it by and whether it is (still) a
+// member (present) or just left (left).
+func (s *sub) member(k cache.Key, r *cache.Resource, st cache.State) (name string, present, left bool) {
+	if st == cache.StatePresent {
+		if old, ok := s.memberKeys[k.Name]; ok && old != r.Name {
+			delete(s.members, old)
+		}
+		s.memberKeys[k.Name] = r.Name
+		s.members[r.Name] = struct{}{}
+		return r.Name, true, false
+	}
+	name, ok := s.memberKeys[k.Name]
+	if !ok {
+		return "", false, false
+	}
+	delete(s.memberKeys, k.Name)
+	delete(s.members, name)
+	return name, false, true
 }
 
 // hasWildcardLocked reports whether a wildcard subscription is active.

@@ -15,6 +15,9 @@ type probe struct {
 	name       string // as the client asked
 	key        cache.Key
 	collection bool
+	// member: key is one member of collection name (looked up with Get),
+	// not the collection itself.
+	member bool
 	// Filled without the session lock.
 	res     *cache.Resource
 	members []*cache.Resource
@@ -36,11 +39,26 @@ func (w *work) add(name string, s *sub) {
 	w.probes = append(w.probes, &probe{name: name, key: s.key, collection: s.collection})
 }
 
-func (w *work) addCollections(ts *typeState, stream *cache.StreamID) {
+func (w *work) addCollections(ts *typeState) {
 	for n, s := range ts.subs {
-		if s.collection && (stream == nil || s.key.Stream == *stream) {
+		if s.collection {
 			w.add(n, s)
 		}
+	}
+}
+
+// addMember adds member key k of the collections of ts that contain it.
+func (w *work) addMember(ts *typeState, k cache.Key) {
+	for n, s := range ts.subs {
+		if !s.collection || s.key.Stream != k.Stream || !s.contains(k) {
+			continue
+		}
+		id := n + "\x00" + k.Name
+		if _, ok := w.seen[id]; ok {
+			continue
+		}
+		w.seen[id] = struct{}{}
+		w.probes = append(w.probes, &probe{name: n, key: k, collection: true, member: true})
 	}
 }
 
@@ -99,7 +117,7 @@ func (ss *session) build() []outMsg {
 	}
 	for _, w := range works {
 		for _, p := range w.probes {
-			if p.collection {
+			if p.collection && !p.member {
 				p.members, p.state = ss.srv.cache.Members(p.key)
 			} else {
 				p.res, p.state = ss.srv.cache.Get(p.key)
@@ -158,7 +176,7 @@ func (ss *session) collectLocked() []*work {
 				if s, ok := ts.subs[n]; ok {
 					w.add(n, s)
 				} else {
-					w.addCollections(ts, nil)
+					w.addCollections(ts)
 				}
 			}
 		}
@@ -172,10 +190,10 @@ func (ss *session) collectLocked() []*work {
 		for _, n := range ts.byKey[k] {
 			w.add(n, ts.subs[n])
 		}
-		if k.Name != cache.Wildcard {
-			// A member of a wildcard or glob collection of its stream.
-			stream := k.Stream
-			w.addCollections(ts, &stream)
+		if !k.IsCollection() {
+			// Maybe a member of a wildcard or glob collection: look up
+			// just this key, not the whole collection.
+			w.addMember(ts, k)
 		}
 	}
 	out := make([]*work, 0, len(works))
@@ -198,7 +216,7 @@ func hasUnreported(ts *typeState) bool {
 // stillSubscribedLocked reports whether p still describes a subscription.
 func stillSubscribedLocked(ts *typeState, p *probe) (*sub, bool) {
 	s, ok := ts.subs[p.name]
-	if !ok || s.key != p.key || s.collection != p.collection {
+	if !ok || s.collection != p.collection || (s.key != p.key && !p.member) {
 		return nil, false
 	}
 	return s, true
