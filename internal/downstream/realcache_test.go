@@ -50,8 +50,3 @@ func (c *testCache) set(k cache.Key, r *cache.Resource) {
 func (c *testCache) remove(k cache.Key) {
 	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Removed: []string{k.Name}})
 }
-
-// know says the origin answered collection k in full.
-func (c *testCache) know(k cache.Key) {
-	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Complete: []string{k.Name}})
-}
