@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/xds-relay/xds-relay/config"
 )
@@ -92,9 +93,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: xds-relay <command> [flags]\n\ncommands:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %-32s %s\n", c.name, c.args, c.summary)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.name, c.args, c.summary)
 	}
+	_ = tw.Flush()
 }
 
 // usageError is a bad command line (exit 2).
