@@ -19,19 +19,19 @@ const (
 	variantDelta = "delta"
 )
 
-// session is one client stream. The handler goroutine reads requests and
+// session is one client stream. The handler goroutine handles requests and
 // changes subscriptions; one writer goroutine (writer.go) is the only caller
-// of send. The cache calls Notify, which only marks a key dirty and pokes.
+// of send. The cache calls Notify, which only marks a key dirty and wakes
+// the writer. The writer runs only while there is work: an idle stream
+// costs no writer goroutine.
 type session struct {
 	srv       *Server
 	id        uint64                      // read-only after newSession
 	variant   string                      // read-only after newSession
 	fixedType string                      // read-only; "" for ADS
 	send      func(m proto.Message) error // read-only; called by the writer only
-	notify    chan struct{}               // 1 slot: many pokes, one wake-up
 	done      chan struct{}               // closed when the handler returns
 	failed    chan error                  // 1 slot: the writer's reason to end the stream
-	writerEnd chan struct{}               // closed when the writer returns
 	peer      string                      // read-only after newSession
 
 	mu     sync.Mutex
@@ -41,6 +41,13 @@ type session struct {
 	types  map[string]*typeState  // guarded by mu; by type URL
 	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
 	nonce  uint64                 // guarded by mu; last nonce issued on this stream
+	// The writer: running while writing; rerun says it was woken while
+	// running; writerEnd is closed when the current run ends; closed:
+	// the handler returned, start no writer.
+	writing   bool          // guarded by mu
+	rerun     bool          // guarded by mu
+	writerEnd chan struct{} // guarded by mu
+	closed    bool          // guarded by mu
 }
 
 func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Message) error) *session {
@@ -50,10 +57,8 @@ func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Me
 		variant:   variant,
 		fixedType: fixedType,
 		send:      send,
-		notify:    make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		failed:    make(chan error, 1),
-		writerEnd: make(chan struct{}),
 		peer:      peer,
 		lg:        srv.lg.With(zap.String("variant", variant), zap.String("peer", peer)),
 		dirty:     make(map[cache.Key]struct{}),
@@ -66,15 +71,47 @@ func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Me
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
 	ss.dirty[k] = struct{}{}
+	start := ss.wakeLocked()
 	ss.mu.Unlock()
-	ss.poke()
+	if start != nil {
+		ss.startWriter(start)
+	}
 }
 
+// poke wakes the writer (many pokes while it runs: one more round).
 func (ss *session) poke() {
-	select {
-	case ss.notify <- struct{}{}:
-	default:
+	ss.mu.Lock()
+	start := ss.wakeLocked()
+	ss.mu.Unlock()
+	if start != nil {
+		ss.startWriter(start)
 	}
+}
+
+// wakeLocked notes work for the writer; it returns a channel when a writer
+// must be started (by startWriter, after unlocking), nil otherwise.
+func (ss *session) wakeLocked() chan struct{} {
+	if ss.closed {
+		return nil
+	}
+	if ss.writing {
+		ss.rerun = true
+		return nil
+	}
+	ss.writing = true
+	ss.writerEnd = make(chan struct{})
+	ss.srv.wg.Add(1)
+	return ss.writerEnd
+}
+
+// startWriter runs the writer until it runs out of work; the Server's wait
+// group owns it, and the handler waits for it on the way out.
+func (ss *session) startWriter(end chan struct{}) {
+	go func() {
+		defer ss.srv.wg.Done()
+		defer close(end)
+		ss.writeLoop()
+	}()
 }
 
 // fail records why the stream must end (first reason wins) for the handler.
@@ -287,23 +324,24 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	srv := ss.srv
 	srv.addSession(ss)
 	srv.m.streams.WithLabelValues(ss.variant).Inc()
-	srv.wg.Add(1)
-	go func() {
-		defer srv.wg.Done()
-		defer close(ss.writerEnd)
-		ss.writeLoop()
-	}()
 
 	err, slow := ss.loop(ctx, recv, handle)
 
+	ss.mu.Lock()
+	ss.closed = true
+	var writerEnd chan struct{}
+	if ss.writing {
+		writerEnd = ss.writerEnd
+	}
+	ss.mu.Unlock()
 	close(ss.done)
-	if !slow {
+	if writerEnd != nil && !slow {
 		// The writer is not stuck in Send (or ctx releases it): wait for
 		// it so nothing is sent after the handler returns. A Send stuck on
 		// a client that does not read is only released once the handler
 		// has returned; then the Server's wait group owns the writer.
 		select {
-		case <-ss.writerEnd:
+		case <-writerEnd:
 		case werr := <-ss.failed:
 			if isErr(werr, ErrSlowClient) {
 				err = ss.slowStatus()

@@ -62,15 +62,11 @@ func (w *work) addMember(ts *typeState, k cache.Key) {
 	}
 }
 
-// writeLoop is the writer: the only caller of send. It sleeps until poked,
-// swaps out what changed, and sends the newest state.
+// writeLoop is the writer: the only caller of send. It swaps out what
+// changed, sends the newest state, and returns once nothing new arrived
+// while it worked (the next wake-up starts a new writer).
 func (ss *session) writeLoop() {
 	for {
-		select {
-		case <-ss.done:
-			return
-		case <-ss.notify:
-		}
 		msgs := ss.build()
 		for _, m := range msgs {
 			select {
@@ -85,6 +81,14 @@ func (ss *session) writeLoop() {
 			ss.srv.m.responses.WithLabelValues(m.typeURL).Inc()
 			ss.srv.m.responseResource.WithLabelValues(m.typeURL).Add(float64(m.count))
 		}
+		ss.mu.Lock()
+		if !ss.rerun || ss.closed {
+			ss.writing = false
+			ss.mu.Unlock()
+			return
+		}
+		ss.rerun = false
+		ss.mu.Unlock()
 	}
 }
 
@@ -152,6 +156,7 @@ func (ss *session) build() []outMsg {
 func (ss *session) collectLocked() []*work {
 	dirty := ss.dirty
 	ss.dirty = make(map[cache.Key]struct{})
+	ss.rerun = false // this round sees everything noted so far
 	works := make(map[string]*work)
 	get := func(ts *typeState) *work {
 		w, ok := works[ts.typeURL]
