@@ -142,6 +142,8 @@ type Downstream struct {
 }
 
 // ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
+// The certificate pair is re-read when its files change (rotation needs no
+// restart); CA files are read at start.
 type ServerTLS struct {
 	// CertFile is a PEM certificate chain. Default "" (plaintext).
 	CertFile string `yaml:"cert_file"`
@@ -184,7 +186,8 @@ type Upstream struct {
 	Backoff Backoff `yaml:"backoff"`
 }
 
-// ClientTLS is TLS toward origins.
+// ClientTLS is TLS toward origins. A client certificate pair is re-read
+// when its files change; CA files are read at start.
 type ClientTLS struct {
 	// Enabled turns TLS on. Default false (plaintext).
 	Enabled bool `yaml:"enabled"`

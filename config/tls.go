@@ -8,16 +8,19 @@ import (
 )
 
 // TLSConfig builds the downstream listener's TLS configuration; nil when TLS
-// is off. Files are read now: call it again to pick up rotated files.
-func (t ServerTLS) TLSConfig() (*tls.Config, error) {
+// is off. The certificate pair is read now (an error if it does not load)
+// and again whenever its files change, so rotated certificates need no
+// restart; onError (may be nil) hears of a changed pair that fails to load,
+// while the previous one stays in use. CA files are read once.
+func (t ServerTLS) TLSConfig(onError func(error)) (*tls.Config, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	certs, err := newCertReloader(t.CertFile, t.KeyFile, onError)
 	if err != nil {
 		return nil, fmt.Errorf("downstream.tls: load cert_file %s and key_file %s: %w", t.CertFile, t.KeyFile, err)
 	}
-	c := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	c := &tls.Config{GetCertificate: certs.getCertificate, MinVersion: tls.VersionTLS12}
 	if t.CAFile != "" {
 		pool, err := loadPool(t.CAFile)
 		if err != nil {
@@ -30,8 +33,10 @@ func (t ServerTLS) TLSConfig() (*tls.Config, error) {
 }
 
 // TLSConfig builds the TLS configuration for connections to origins; nil
-// when TLS is off. ServerName, when set, overrides the dialled host.
-func (t ClientTLS) TLSConfig() (*tls.Config, error) {
+// when TLS is off. ServerName, when set, overrides the dialled host. A
+// client certificate pair is re-read when its files change, as for
+// ServerTLS.TLSConfig.
+func (t ClientTLS) TLSConfig(onError func(error)) (*tls.Config, error) {
 	if !t.Enabled {
 		return nil, nil
 	}
@@ -44,11 +49,11 @@ func (t ClientTLS) TLSConfig() (*tls.Config, error) {
 		c.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		certs, err := newCertReloader(t.CertFile, t.KeyFile, onError)
 		if err != nil {
 			return nil, fmt.Errorf("upstream.tls: load cert_file %s and key_file %s: %w", t.CertFile, t.KeyFile, err)
 		}
-		c.Certificates = []tls.Certificate{cert}
+		c.GetClientCertificate = certs.getClientCertificate
 	}
 	return c, nil
 }

@@ -20,22 +20,22 @@ func TestTLSConfig(t *testing.T) {
 		wantCfg bool
 		wantErr string
 	}{
-		{name: "server off", build: func() (bool, error) { c, err := ServerTLS{}.TLSConfig(); return c != nil, err }},
+		{name: "server off", build: func() (bool, error) { c, err := ServerTLS{}.TLSConfig(nil); return c != nil, err }},
 		{name: "server bad pair", build: func() (bool, error) {
-			c, err := ServerTLS{CertFile: garbage, KeyFile: garbage}.TLSConfig()
+			c, err := ServerTLS{CertFile: garbage, KeyFile: garbage}.TLSConfig(nil)
 			return c != nil, err
 		}, wantErr: "downstream.tls: load cert_file " + garbage},
-		{name: "client off", build: func() (bool, error) { c, err := ClientTLS{}.TLSConfig(); return c != nil, err }},
+		{name: "client off", build: func() (bool, error) { c, err := ClientTLS{}.TLSConfig(nil); return c != nil, err }},
 		{name: "client system roots", build: func() (bool, error) {
-			c, err := ClientTLS{Enabled: true, ServerName: "origin.example"}.TLSConfig()
+			c, err := ClientTLS{Enabled: true, ServerName: "origin.example"}.TLSConfig(nil)
 			return c != nil && c.RootCAs == nil && c.ServerName == "origin.example", err
 		}, wantCfg: true},
 		{name: "client bad CA", build: func() (bool, error) {
-			c, err := ClientTLS{Enabled: true, CAFile: garbage}.TLSConfig()
+			c, err := ClientTLS{Enabled: true, CAFile: garbage}.TLSConfig(nil)
 			return c != nil, err
 		}, wantErr: "upstream.tls.ca_file: " + garbage + ": no PEM certificates"},
 		{name: "client bad pair", build: func() (bool, error) {
-			c, err := ClientTLS{Enabled: true, CertFile: garbage, KeyFile: garbage}.TLSConfig()
+			c, err := ClientTLS{Enabled: true, CertFile: garbage, KeyFile: garbage}.TLSConfig(nil)
 			return c != nil, err
 		}, wantErr: "upstream.tls: load cert_file"},
 	}

@@ -27,7 +27,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:     reg,
 	})
 
-	dial, err := upstreamDialOptions(cfg.Upstream)
+	dial, err := upstreamDialOptions(cfg.Upstream, lg.Named("upstream"))
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 
 // upstreamDialOptions turns the upstream section into dial options:
 // keepalive, message size limits and TLS.
-func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
+func upstreamDialOptions(u config.Upstream, lg *zap.Logger) ([]grpc.DialOption, error) {
 	opts := []grpc.DialOption{
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: u.Keepalive.Time, Timeout: u.Keepalive.Timeout, PermitWithoutStream: true}),
 	}
@@ -87,7 +87,7 @@ func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
 	if u.MaxSendMsgSize > 0 {
 		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(int(u.MaxSendMsgSize))))
 	}
-	tc, err := u.TLS.TLSConfig()
+	tc, err := u.TLS.TLSConfig(tlsReloadError(lg))
 	if err != nil {
 		return nil, fmt.Errorf("upstream TLS: %w", err)
 	}

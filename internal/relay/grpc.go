@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -12,7 +13,7 @@ import (
 
 // serverOptions turns the downstream section into grpc.Server options:
 // keepalive both ways, message size limits and TLS.
-func serverOptions(d config.Downstream) ([]grpc.ServerOption, error) {
+func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, error) {
 	opts := []grpc.ServerOption{
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:    d.Keepalive.Time,
@@ -25,7 +26,7 @@ func serverOptions(d config.Downstream) ([]grpc.ServerOption, error) {
 		grpc.MaxRecvMsgSize(int(d.MaxRecvMsgSize)),
 		grpc.MaxSendMsgSize(int(d.MaxSendMsgSize)),
 	}
-	tc, err := d.TLS.TLSConfig()
+	tc, err := d.TLS.TLSConfig(tlsReloadError(lg))
 	if err != nil {
 		return nil, fmt.Errorf("downstream TLS: %w", err)
 	}
@@ -33,4 +34,10 @@ func serverOptions(d config.Downstream) ([]grpc.ServerOption, error) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	return opts, nil
+}
+
+// tlsReloadError logs a rotated certificate pair that did not load (the
+// previous pair stays in use).
+func tlsReloadError(lg *zap.Logger) func(error) {
+	return func(err error) { lg.Warn("TLS certificate not reloaded", zap.Error(err)) }
 }

@@ -72,7 +72,7 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	opts, err := serverOptions(cfg.Downstream)
+	opts, err := serverOptions(cfg.Downstream, lg.Named("downstream"))
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}

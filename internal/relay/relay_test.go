@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -398,4 +399,44 @@ func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *gr
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+func TestDownstreamCertificateRotation(t *testing.T) {
+	before, after := newPKI(t), newPKI(t) // two CAs: a client trusts one or the other
+	c := testConfig(t)
+	c.Downstream.TLS.CertFile, c.Downstream.TLS.KeyFile = before.serverCert, before.serverKey
+	r := startRelay(t, c)
+
+	check := func(p *pki) error {
+		conn := dial(t, r.XDSAddr(), credentials.NewTLS(&tls.Config{RootCAs: p.pool}))
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+	if err := check(before); err != nil {
+		t.Fatalf("before rotation: %v", err)
+	}
+	// Rotate in place, as cert-manager or a secret volume does; the new
+	// files get a later mtime.
+	later := time.Now().Add(time.Minute)
+	for src, dst := range map[string]string{after.serverCert: before.serverCert, after.serverKey: before.serverKey} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(dst, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := check(after); err != nil {
+		t.Errorf("new connection after rotation, trusting the new CA: %v", err)
+	}
+	if err := check(before); status.Code(err) != codes.Unavailable {
+		t.Errorf("new connection after rotation, trusting only the old CA = %v, want Unavailable", err)
+	}
 }
