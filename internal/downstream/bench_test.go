@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,5 +59,48 @@ func BenchmarkEnvelope(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkFanout measures one update reaching N delta clients end to end
+// over loopback gRPC: Apply to the cache, until every client received it.
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
+			e := newEnv(b, 0)
+			name := xdstp(edsType, "fan")
+			k := key(edsType, name)
+			e.cache.set(k, res(edsType, name, "0"))
+			got := make(chan struct{}, n)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			b.Cleanup(func() { close(stop); wg.Wait() })
+			for i := 0; i < n; i++ {
+				c := e.delta()
+				c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{name}})
+				c.Recv()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-c.resps:
+							got <- struct{}{}
+						case <-stop:
+							return
+						}
+					}
+				}()
+			}
+			body := res(edsType, name, "x").Body
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e.cache.set(k, &cache.Resource{Name: name, Version: fmt.Sprint(i + 1), Body: body, Arrived: time.Now()})
+				for j := 0; j < n; j++ {
+					<-got
+				}
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -57,7 +58,7 @@ func (legacyMatcher) Match(req aggregation.Request) (aggregation.Result, error) 
 var legacyStream = cache.StreamID{Authority: "legacy", Group: "g1"}
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	cache *testCache
 	srv   *Server
 	reg   *prometheus.Registry
@@ -67,15 +68,19 @@ type env struct {
 	sotwSyncNonce string
 }
 
-func newEnv(t *testing.T, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
+func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
 	t.Helper()
 	e := &env{t: t, cache: newTestCache(t), reg: prometheus.NewRegistry()}
+	lg := zaptest.NewLogger(t)
+	if _, bench := t.(*testing.B); bench {
+		lg = zap.NewNop()
+	}
 	srv, err := New(Options{
 		Cache:       e.cache,
 		Resolver:    NewResolver([]string{authority}, legacyMatcher{}),
 		SendTimeout: sendTimeout,
 		FetchWait:   quietFor,
-		Logger:      zaptest.NewLogger(t),
+		Logger:      lg,
 		Registry:    e.reg,
 	})
 	if err != nil {
@@ -151,14 +156,14 @@ func (e *env) put(typeURL, name, version string) *cache.Resource {
 
 // stream is a raw client stream with a receive pump.
 type stream[Req, Resp any] struct {
-	t      *testing.T
+	t      testing.TB
 	send   func(*Req) error
 	resps  chan *Resp
 	errc   chan error
 	cancel context.CancelFunc
 }
 
-func startStream[Req, Resp any](t *testing.T, open func(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *stream[Req, Resp] {
+func startStream[Req, Resp any](t testing.TB, open func(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *stream[Req, Resp] {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := open(ctx)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -32,9 +32,9 @@ func (s *answeringSubscriber) Unsubscribe(cache.StreamID, string, []string) {}
 // testCache is the real cache, with helpers that Apply canned updates.
 type testCache struct{ *cache.Cache }
 
-func newTestCache(t *testing.T) *testCache {
+func newTestCache(t testing.TB) *testCache {
 	sub := &answeringSubscriber{}
-	c := cache.New(cache.Options{Logger: zaptest.NewLogger(t), MaxResources: 1000, MaxBytes: 1 << 30})
+	c := cache.New(cache.Options{Logger: zap.NewNop(), MaxResources: 1000, MaxBytes: 1 << 30})
 	sub.c = c
 	c.SetUpstream(sub)
 	t.Cleanup(sub.wg.Wait)
