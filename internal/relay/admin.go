@@ -26,12 +26,12 @@ type adminPage struct {
 // admin is the admin HTTP server's routing: every endpoint is added in New,
 // before the server starts, and listed on /debug/.
 type admin struct {
-	mux   *http.ServeMux // read-only once serving
-	pages []adminPage    // read-only once serving
-	m     *metrics       // read-only after newAdmin
-	lg    *zap.Logger    // read-only after newAdmin
-	ready func() error   // read-only after newAdmin; nil error = ready
-	index *template.Template
+	mux   *http.ServeMux     // read-only once serving
+	pages []adminPage        // read-only once serving
+	m     *metrics           // read-only after newAdmin
+	lg    *zap.Logger        // read-only after newAdmin
+	ready func() error       // read-only after newAdmin; nil error = ready
+	index *template.Template // read-only after newAdmin
 }
 
 func newAdmin(reg *prometheus.Registry, m *metrics, lg *zap.Logger, ready func() error) *admin {

@@ -110,6 +110,8 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	// --------------------------------------------------------------------
 	if err := r.buildComponents(cfg, lg, reg); err != nil {
 		r.runStops()
+		r.drain()
+		r.grpc.Stop()
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 
