@@ -34,8 +34,10 @@ type held struct {
 // by the session's mu.
 type typeState struct {
 	typeURL string
-	// subs by the name the client asked for.
-	subs map[string]*sub
+	// subs by the name the client asked for; colls: those that are
+	// collections (wildcard, globs).
+	subs  map[string]*sub
+	colls map[string]*sub
 	// byKey: for each watched key, the client's names that map to it.
 	byKey map[cache.Key][]string
 	// explicit: the client has subscribed to a name (any, "*" included) on
@@ -69,6 +71,7 @@ func newTypeState(typeURL string) *typeState {
 	return &typeState{
 		typeURL: typeURL,
 		subs:    make(map[string]*sub),
+		colls:   make(map[string]*sub),
 		byKey:   make(map[cache.Key][]string),
 		sent:    make(map[string]held),
 		force:   make(map[string]struct{}),
@@ -96,6 +99,9 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 		}
 	}
 	ts.subs[name] = s
+	if collection {
+		ts.colls[name] = s
+	}
 	newKey = len(ts.byKey[key]) == 0
 	ts.byKey[key] = append(ts.byKey[key], name)
 	return newKey
@@ -109,6 +115,7 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 		return cache.Key{}, false, false
 	}
 	delete(ts.subs, name)
+	delete(ts.colls, name)
 	names := ts.byKey[s.key]
 	for i, n := range names {
 		if n == name {
@@ -147,11 +154,9 @@ func (ts *typeState) coveredLocked(name string) bool {
 }
 
 func (ts *typeState) inCollectionLocked(name string) bool {
-	for _, s := range ts.subs {
-		if s.collection {
-			if _, ok := s.members[name]; ok {
-				return true
-			}
+	for _, s := range ts.colls {
+		if _, ok := s.members[name]; ok {
+			return true
 		}
 	}
 	return false

@@ -40,17 +40,15 @@ func (w *work) add(name string, s *sub) {
 }
 
 func (w *work) addCollections(ts *typeState) {
-	for n, s := range ts.subs {
-		if s.collection {
-			w.add(n, s)
-		}
+	for n, s := range ts.colls {
+		w.add(n, s)
 	}
 }
 
 // addMember adds member key k of the collections of ts that contain it.
 func (w *work) addMember(ts *typeState, k cache.Key) {
-	for n, s := range ts.subs {
-		if !s.collection || s.key.Stream != k.Stream || !s.contains(k) {
+	for n, s := range ts.colls {
+		if s.key.Stream != k.Stream || !s.contains(k) {
 			continue
 		}
 		id := n + "\x00" + k.Name
@@ -195,7 +193,7 @@ func (ss *session) collectLocked() []*work {
 		for _, n := range ts.byKey[k] {
 			w.add(n, ts.subs[n])
 		}
-		if !k.IsCollection() {
+		if len(ts.colls) > 0 && k.Name != cache.Wildcard {
 			// Maybe a member of a wildcard or glob collection: look up
 			// just this key, not the whole collection.
 			w.addMember(ts, k)
