@@ -193,6 +193,14 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 				delete(ts.sent, n)
 			}
 		}
+		// A reconnected client may hold members (initial_resource_versions)
+		// that vanished while it was away: they are removed.
+		for n, h := range ts.sent {
+			if h.res == nil && !h.absent && h.version != "" && !ts.coveredLocked(n) && s.holds(n) {
+				addRemoved(n, false)
+				delete(ts.sent, n)
+			}
+		}
 		if len(p.members) == 0 && p.name != cache.Wildcard {
 			if !s.emptyReported {
 				// An empty glob is answered with its own name.

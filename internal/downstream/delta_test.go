@@ -274,3 +274,17 @@ func recvMerged(t *testing.T, c *deltaStreamC, want *discoveryv3.DeltaDiscoveryR
 	}
 	checkDelta(t, want, got)
 }
+
+// A reconnecting wildcard client holding a resource that vanished while it
+// was away gets it in removed_resources; unchanged members are not resent.
+func TestDeltaReconnectWildcardRemoval(t *testing.T) {
+	e := newEnv(t, 0)
+	e.put(ldsType, "kept", "1")
+	c := e.delta()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{
+		Node: testNode, TypeUrl: ldsType,
+		InitialResourceVersions: map[string]string{"kept": "1", "vanished": "1"},
+	})
+	checkDelta(t, deltaResp(ldsType, []string{"vanished"}), c.Recv())
+	c.None()
+}

@@ -175,6 +175,20 @@ func (s *sub) contains(k cache.Key) bool {
 	return err == nil && s.glob.Matches(u)
 }
 
+// holds reports whether a name as a client spells it would be a member of
+// collection s: any legacy name for the wildcard (legacy names are
+// wildcard members of their group's stream), a matching xdstp URN for a glob.
+func (s *sub) holds(name string) bool {
+	if s.key.Name == cache.Wildcard {
+		return !xdsname.IsXDSTP(name)
+	}
+	if s.glob == nil {
+		return false
+	}
+	u, err := xdsname.Parse(name)
+	return err == nil && s.glob.Matches(u)
+}
+
 // setMembers replaces the collection's members with rs.
 func (s *sub) setMembers(rs []*cache.Resource) (old map[string]struct{}) {
 	old = s.members
