@@ -1,6 +1,8 @@
 package downstream
 
 import (
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -26,12 +28,41 @@ func deltaEnvelope(name string, r *cache.Resource, heartbeat bool) *discoveryv3.
 	return env
 }
 
+// wrapperCacheSize bounds the SotW TTL wrappers kept for reuse.
+const wrapperCacheSize = 4096
+
+// wrapperKey names one SotW TTL wrapper: a revision, under one name,
+// with or without its body.
+type wrapperKey struct {
+	res       *cache.Resource
+	name      string
+	heartbeat bool
+}
+
+// newWrapperCache returns the shared cache of SotW TTL wrappers: every
+// client receiving the same revision under the same name shares one
+// marshalled wrapper.
+func newWrapperCache() *lru.Cache[wrapperKey, *anypb.Any] {
+	c, err := lru.New[wrapperKey, *anypb.Any](wrapperCacheSize)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return c
+}
+
 // sotwEnvelope returns what goes in DiscoveryResponse.resources for r: its
 // shared Any as is, or, when r has a TTL, the Resource wrapper (heartbeat:
-// without the body). Nil when there is nothing to send.
-func sotwEnvelope(name string, r *cache.Resource, heartbeat bool) *anypb.Any {
+// without the body), marshalled once for every client (wrappers may be
+// nil: no sharing). Nil when there is nothing to send.
+func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat bool) *anypb.Any {
 	if r.TTL == nil && !heartbeat {
 		return r.Body
+	}
+	k := wrapperKey{res: r, name: name, heartbeat: heartbeat}
+	if wrappers != nil {
+		if a, ok := wrappers.Get(k); ok {
+			return a
+		}
 	}
 	env := deltaEnvelope(name, r, heartbeat)
 	if env == nil {
@@ -41,5 +72,9 @@ func sotwEnvelope(name string, r *cache.Resource, heartbeat bool) *anypb.Any {
 	if err != nil {
 		return nil // cannot happen: env holds only well-formed fields
 	}
-	return &anypb.Any{TypeUrl: resourceWrapperType, Value: b}
+	a := &anypb.Any{TypeUrl: resourceWrapperType, Value: b}
+	if wrappers != nil {
+		wrappers.Add(k, a)
+	}
+	return a
 }

@@ -119,7 +119,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		resources := make([]*anypb.Any, 0, len(entries))
 		for _, e := range entries {
 			fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-			if a := sotwEnvelope(e.name, e.r, false); a != nil {
+			if a := sotwEnvelope(s.wrappers, e.name, e.r, false); a != nil {
 				resources = append(resources, a)
 			}
 		}

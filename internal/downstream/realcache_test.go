@@ -50,3 +50,5 @@ func (c *testCache) set(k cache.Key, r *cache.Resource) {
 func (c *testCache) remove(k cache.Key) {
 	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Removed: []string{k.Name}})
 }
+
+type cacheResource = cache.Resource

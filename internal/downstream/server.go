@@ -8,8 +8,10 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -60,6 +62,9 @@ type Server struct {
 	mu          sync.Mutex          // guards sessions
 	sessions    map[uint64]*session // guarded by mu; open streams, for /debug/clients
 	slowHook    func()              // tests only; set before serving
+	// wrappers shares SotW TTL wrappers across clients; safe for
+	// concurrent use.
+	wrappers *lru.Cache[wrapperKey, *anypb.Any]
 }
 
 // New returns a Server.
@@ -90,6 +95,7 @@ func New(opts Options) (*Server, error) {
 		lg:          opts.Logger.Named("downstream"),
 		m:           newMetrics(opts.Registry),
 		sessions:    make(map[uint64]*session),
+		wrappers:    newWrapperCache(),
 	}, nil
 }
 

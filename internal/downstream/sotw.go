@@ -198,7 +198,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	}
 	resources := make([]*anypb.Any, 0, len(names))
 	for _, n := range names {
-		if a := sotwEnvelope(n, ts.sent[n].res, heartbeat[n]); a != nil {
+		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n]); a != nil {
 			resources = append(resources, a)
 		}
 	}

@@ -1,0 +1,39 @@
+package downstream
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Resources are wrapped, never copied: a plain resource is its shared Any;
+// a TTL wrapper is marshalled once and shared by every client.
+func TestSotWEnvelopeShared(t *testing.T) {
+	plain := res(edsType, "p", "1")
+	withTTL := res(edsType, "t", "1")
+	withTTL.TTL = durationpb.New(30e9)
+	wrappers := newWrapperCache()
+	tests := []struct {
+		name      string
+		r         any
+		heartbeat bool
+		sameAsRes bool
+	}{
+		{"plain resource is its body", plain, false, true},
+		{"TTL wrapper", withTTL, false, false},
+		{"heartbeat wrapper", withTTL, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r.(*cacheResource)
+			a := sotwEnvelope(wrappers, r.Name, r, tc.heartbeat)
+			b := sotwEnvelope(wrappers, r.Name, r, tc.heartbeat)
+			if a != b {
+				t.Fatalf("two clients got different envelopes %p %p", a, b)
+			}
+			if (a == r.Body) != tc.sameAsRes {
+				t.Fatalf("envelope is the body: %v, want %v", a == r.Body, tc.sameAsRes)
+			}
+		})
+	}
+}
