@@ -12,9 +12,15 @@ import (
 const (
 	// maxDepth bounds nesting (and alias chains) in a config document.
 	maxDepth = 64
-	// maxVisits bounds the nodes visited while decoding, so aliases that
-	// expand exponentially ("billion laughs") fail instead of hanging.
-	maxVisits = 1 << 20
+	// Decoding visits each node once, and again for each alias or merge
+	// that refers to it. Visits are bounded by visitsPerNode times the
+	// document's nodes plus minVisits, so that aliases that expand
+	// exponentially ("billion laughs", merges of merges) fail at once
+	// instead of hanging and reporting millions of problems.
+	visitsPerNode = 16
+	minVisits     = 4096
+	// maxProblems bounds the problems reported; the rest are counted.
+	maxProblems = 100
 )
 
 var (
@@ -26,22 +32,34 @@ var (
 // that every unknown key and every badly typed value is reported with its
 // field path and line, and decoding carries on past each problem.
 type strictDecoder struct {
-	problems []*FieldError
-	visits   int
+	problems  []*FieldError
+	visits    int
+	maxVisits int // see visitsPerNode
+}
+
+func newStrictDecoder(nodes int) *strictDecoder {
+	return &strictDecoder{maxVisits: visitsPerNode*nodes + minVisits}
 }
 
 func (d *strictDecoder) problem(path string, line int, format string, args ...any) {
 	d.problems = append(d.problems, &FieldError{Path: path, Line: line, Problem: fmt.Sprintf(format, args...)})
 }
 
+// stopped reports that decoding gave up: the visit budget is spent or there
+// are more problems than anyone will read.
+func (d *strictDecoder) stopped() bool {
+	return d.visits >= d.maxVisits || len(d.problems) > maxProblems
+}
+
 // decode sets v (addressable) from n. Fields n does not mention keep their
 // current value, which is how defaults survive.
 func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
-	d.visits++
-	if d.visits == maxVisits {
-		d.problem(path, n.Line, "document too large or too deeply aliased")
+	if d.stopped() {
+		return
 	}
-	if d.visits >= maxVisits {
+	d.visits++
+	if d.visits == d.maxVisits {
+		d.problem(path, n.Line, "aliases and merges expand too far (more than %d nodes); decoding stopped here", d.maxVisits)
 		return
 	}
 	if depth > maxDepth {
@@ -114,11 +132,20 @@ func (d *strictDecoder) structFields(n *yaml.Node, v reflect.Value, path string,
 		d.problem(path, n.Line, "want a mapping, got %s", describe(n))
 		return
 	}
-	// Merged mappings ("<<: *anchor") first: explicit keys override them.
+	// Merged mappings ("<<: *anchor" or "<<: [*a, *b]") first: explicit
+	// keys override them, and in a list the earlier mapping wins.
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if isMerge(n.Content[i]) {
-			d.decode(n.Content[i+1], v, path, depth+1)
+		if !isMerge(n.Content[i]) {
+			continue
 		}
+		m := n.Content[i+1]
+		if m.Kind == yaml.SequenceNode {
+			for j := len(m.Content) - 1; j >= 0; j-- {
+				d.decode(m.Content[j], v, path, depth+1)
+			}
+			continue
+		}
+		d.decode(m, v, path, depth+1)
 	}
 	fields := yamlFields(v.Type())
 	seen := map[string]int{} // key -> line of its first occurrence

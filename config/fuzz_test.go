@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(minimalAuthorities + "cache: {max_bytes: 1GiB}\nlog: [x]\n"))
 	f.Add([]byte("a: &a [1]\nb: *a\nauthorities: [{<<: {name: x}, origins: *a}]\n"))
+	f.Add([]byte(mergeBomb("listn: x")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "fuzz.yaml")
 		if err == nil {

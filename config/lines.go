@@ -11,14 +11,16 @@ import (
 // where they appear. The root path "" maps to the first line of the document.
 type lineIndex map[string]int
 
-// indexLines records the line of every mapping key and sequence item under n.
-func indexLines(n *yaml.Node) lineIndex {
-	idx := lineIndex{}
+// indexLines records the line of every mapping key and sequence item under
+// n, and counts the nodes of the document (aliases not followed).
+func indexLines(n *yaml.Node) (idx lineIndex, nodes int) {
+	idx = lineIndex{}
 	var walk func(n *yaml.Node, path string, depth int)
 	walk = func(n *yaml.Node, path string, depth int) {
 		if n == nil || depth > maxDepth {
 			return
 		}
+		nodes++
 		switch n.Kind {
 		case yaml.DocumentNode:
 			for _, c := range n.Content {
@@ -54,7 +56,7 @@ func indexLines(n *yaml.Node) lineIndex {
 		}
 	}
 	walk(n, "", 0)
-	return idx
+	return idx, nodes
 }
 
 // line returns the line of path, or of its nearest enclosing path present in

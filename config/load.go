@@ -53,13 +53,14 @@ func decode(data []byte, source string) (*Config, error) {
 
 	c := Default()
 	c.source = source
-	c.lines = indexLines(&root)
+	var nodes int
+	c.lines, nodes = indexLines(&root)
 	if root.Kind == 0 {
 		// Empty file: defaults only; Validate reports what is missing.
 		c.lines = lineIndex{"": 1}
 		return c, nil
 	}
-	d := &strictDecoder{}
+	d := newStrictDecoder(nodes)
 	d.decode(&root, reflect.ValueOf(c).Elem(), "", 0)
 	c.applyAuthorityDefaults()
 	if len(d.problems) > 0 {
@@ -72,16 +73,21 @@ func decode(data []byte, source string) (*Config, error) {
 	return c, nil
 }
 
-// join stamps problems with the source and orders them by line.
+// join stamps problems with the source and orders them by line. Past
+// maxProblems, the rest are only counted.
 func (c *Config) join(problems []*FieldError) error {
 	if len(problems) == 0 {
 		return nil
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
-	errs := make([]error, len(problems))
-	for i, p := range problems {
+	shown := min(len(problems), maxProblems)
+	errs := make([]error, 0, shown+1)
+	for _, p := range problems[:shown] {
 		p.Source = c.source
-		errs[i] = p
+		errs = append(errs, p)
+	}
+	if more := len(problems) - shown; more > 0 {
+		errs = append(errs, fmt.Errorf("%s: %d more problems not shown: %w", sourceName(c.source), more, ErrInvalid))
 	}
 	return errors.Join(errs...)
 }

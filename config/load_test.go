@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,6 +221,8 @@ func TestParseDocumentErrors(t *testing.T) {
 		{name: "two documents", yaml: minimalAuthorities + "---\nlisten: x\n", has: "test.yaml: line 4: invalid config: a config file holds one YAML document"},
 		{name: "empty file", yaml: "", has: "test.yaml: authorities (line 1): at least one authority is required"},
 		{name: "alias bomb", yaml: aliasBomb, has: "node.id (line 9): want a string, got a list"},
+		{name: "merge bomb with a problem in each visit", yaml: mergeBomb("listn: x"), has: "more problems not shown"},
+		{name: "merge bomb", yaml: mergeBomb(`listen: "a:1"`), has: "aliases and merges expand too far"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,6 +232,22 @@ func TestParseDocumentErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mergeBomb merges a mapping holding entry 10^6 times into the root
+// mapping: 200 bytes of YAML.
+func mergeBomb(entry string) string {
+	var b strings.Builder
+	b.WriteString("m0: &m0 {" + entry + "}\n")
+	for i := 1; i <= 6; i++ {
+		fmt.Fprintf(&b, "m%d: &m%d {", i, i)
+		for range 10 {
+			fmt.Fprintf(&b, "<<: *m%d, ", i-1)
+		}
+		b.WriteString("}\n")
+	}
+	b.WriteString("<<: *m6\n")
+	return b.String()
 }
 
 // aliasBomb expands to 10^8 strings if aliases are followed naively: Parse
@@ -278,6 +297,19 @@ func TestParseMergeKeys(t *testing.T) {
 	if diff := cmp.Diff(want, c.Authorities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+	// A list of merges: the earlier mapping wins, explicit keys win over both.
+	yaml = "authorities:\n" +
+		"  - &a {name: a, origins: [\"h:1\"], transport: sotw}\n" +
+		"  - &b {name: b, origins: [\"h:2\"], glob_collections: emulated}\n" +
+		"  - {<<: [*b, *a], name: c}\n"
+	c, err = Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantC := Authority{Name: "c", Origins: []string{"h:2"}, Transport: TransportSotW, GlobCollections: GlobEmulated}
+	if diff := cmp.Diff(wantC, c.Authorities[2]); diff != "" {
+		t.Errorf("list merge (-want +got):\n%s", diff)
+	}
 }
 
 func TestLoadMissingFile(t *testing.T) {
@@ -299,7 +331,10 @@ func TestLineIndex(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
 		t.Fatal(err)
 	}
-	root := indexLines(&n)
+	root, nodes := indexLines(&n)
+	if nodes != 12 { // the document, 3 mappings in rules, ... : values, not keys
+		t.Errorf("indexLines counted %d nodes, want 12", nodes)
+	}
 	tests := []struct {
 		path string
 		want int

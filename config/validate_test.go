@@ -172,3 +172,19 @@ func TestFieldErrorFormat(t *testing.T) {
 		})
 	}
 }
+
+func TestProblemsAreCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("authorities:\n")
+	for range 150 {
+		b.WriteString("  - {name: \"\", origins: [\"h:1\"]}\n")
+	}
+	_, err := Parse([]byte(b.String()), "big.yaml")
+	if got := len(Problems(err)); got != maxProblems {
+		t.Errorf("%d problems reported, want %d", got, maxProblems)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if last, want := lines[len(lines)-1], "big.yaml: 50 more problems not shown: invalid config"; last != want {
+		t.Errorf("last line = %q, want %q", last, want)
+	}
+}
