@@ -4,7 +4,7 @@ BIN     := bin/xds-relay
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build run test bench lint fuzz fuzz-config clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
@@ -29,6 +29,10 @@ lint:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/xdsname
+
+# Config robustness: no YAML crashes or stalls Parse.
+fuzz-config:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 
 clean:
 	rm -rf bin
