@@ -440,3 +440,28 @@ func TestDownstreamCertificateRotation(t *testing.T) {
 		t.Errorf("new connection after rotation, trusting only the old CA = %v, want Unavailable", err)
 	}
 }
+
+func TestDownstreamMessageSizeLimit(t *testing.T) {
+	c := testConfig(t)
+	c.Downstream.MaxRecvMsgSize = 1024
+	r := startRelay(t, c)
+	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
+	tests := []struct {
+		name     string
+		size     int
+		wantCode codes.Code
+	}{
+		{name: "under the limit", size: 512, wantCode: codes.NotFound}, // an unknown service: the request was read
+		{name: "over the limit", size: 2048, wantCode: codes.ResourceExhausted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: strings.Repeat("s", tt.size)})
+			if got := status.Code(err); got != tt.wantCode {
+				t.Errorf("Check with a %d-byte request = %v, want %v", tt.size, err, tt.wantCode)
+			}
+		})
+	}
+}
