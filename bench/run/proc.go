@@ -232,8 +232,9 @@ func waitListening(ctx context.Context, c *child, addr string, timeout time.Dura
 	})
 }
 
-// machineBusySeconds is the CPU time all processes of the machine spent
-// busy (everything in /proc/stat's cpu line but idle and iowait).
+// machineBusySeconds is the CPU time the machine spent busy: user, nice,
+// system, irq and softirq of /proc/stat's cpu line (not idle, iowait,
+// steal, or guest, which user already counts).
 func machineBusySeconds() (float64, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -250,7 +251,7 @@ func machineBusySeconds() (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("/proc/stat: %w", err)
 		}
-		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+		if i == 3 || i == 4 || i >= 7 { // idle, iowait, steal, guest, guest_nice
 			continue
 		}
 		busy += n
