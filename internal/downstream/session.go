@@ -325,7 +325,7 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	srv.addSession(ss)
 	srv.m.streams.WithLabelValues(ss.variant).Inc()
 
-	err, slow := ss.loop(ctx, recv, handle)
+	slow, err := ss.loop(ctx, recv, handle)
 
 	ss.mu.Lock()
 	ss.closed = true
@@ -370,26 +370,26 @@ func (ss *session) slowStatus() error {
 
 // loop handles requests until the stream must end; slow reports that the
 // writer is stuck in Send on a client that does not drain its stream.
-func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(request) error) (err error, slow bool) {
+func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(request) error) (slow bool, err error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err(), false
+			return false, status.FromContextError(ctx.Err()).Err()
 		case err := <-ss.failed:
 			if isErr(err, ErrSlowClient) {
-				return ss.slowStatus(), true
+				return true, ss.slowStatus()
 			}
-			return err, false
+			return false, err
 		case r := <-recv:
 			if r.err != nil {
 				if isEOF(r.err) {
-					return nil, false
+					return false, nil
 				}
-				return r.err, false
+				return false, r.err
 			}
 			if err := handle(r); err != nil {
 				ss.logger().Info("ending client stream", zap.Error(err))
-				return err, false
+				return false, err
 			}
 		}
 	}
