@@ -205,9 +205,12 @@ type ClientTLS struct {
 
 // ClientKeepalive configures HTTP/2 keepalive toward origins.
 type ClientKeepalive struct {
-	// Time: the relay pings an origin connection idle this long. Must not
-	// be below the origin's permitted minimum (gRPC servers default to 5m
-	// without streams; relay streams are always open). Default 1m.
+	// Time: the relay pings an origin connection idle this long. It must
+	// not be below the minimum ping interval the origin enforces, or the
+	// origin closes the connection (GOAWAY too_many_pings): gRPC servers
+	// enforce 5m unless configured otherwise, which is why the default
+	// matches it (as grpc-go's own xDS client does). Lower it only for
+	// origins that permit it. Default 5m.
 	Time time.Duration `yaml:"time"`
 	// Timeout: a ping unanswered this long closes the connection and
 	// triggers failover. Default 20s.
@@ -244,7 +247,7 @@ const (
 	DefaultServerKeepaliveTime   = time.Minute
 	DefaultKeepaliveTimeout      = 20 * time.Second
 	DefaultMinClientPingInterval = 30 * time.Second
-	DefaultClientKeepaliveTime   = time.Minute
+	DefaultClientKeepaliveTime   = 5 * time.Minute
 	DefaultConnectTimeout        = 5 * time.Second
 	DefaultBackoffInitial        = 250 * time.Millisecond
 	DefaultBackoffMax            = 30 * time.Second
