@@ -79,7 +79,9 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 // keepalive, message size limits and TLS.
 func upstreamDialOptions(u config.Upstream, lg *zap.Logger) ([]grpc.DialOption, error) {
 	opts := []grpc.DialOption{
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: u.Keepalive.Time, Timeout: u.Keepalive.Timeout, PermitWithoutStream: true}),
+		// No pings without streams: gRPC servers by default count those as
+		// abuse and close the connection (as grpc-go's xDS client, too).
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: u.Keepalive.Time, Timeout: u.Keepalive.Timeout}),
 	}
 	if u.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(u.MaxRecvMsgSize))))
