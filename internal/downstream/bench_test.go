@@ -35,7 +35,7 @@ func BenchmarkEnvelope(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					w := &work{ts: ts, probes: []*probe{{name: "r", key: k, res: revs[i%2], state: cache.StatePresent}}}
+					w := &work{ts: ts, probes: []probe{{name: "r", key: k, res: revs[i%2], state: cache.StatePresent}}}
 					var m outMsg
 					var ok bool
 					if variant == variantDelta {

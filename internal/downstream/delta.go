@@ -136,7 +136,8 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	}
 
 	var collections []*probe
-	for _, p := range w.probes {
+	for i := range w.probes {
+		p := &w.probes[i]
 		if _, ok := stillSubscribedLocked(ts, p); !ok {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
@@ -38,6 +39,7 @@ type session struct {
 	node   *corev3.Node           // guarded by mu; from the first request
 	lg     *zap.Logger            // guarded by mu; carries node id and variant once known
 	dirty  map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
+	spare  map[cache.Key]struct{} // guarded by mu; the emptied previous dirty set, reused
 	types  map[string]*typeState  // guarded by mu; by type URL
 	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
 	nonce  uint64                 // guarded by mu; last nonce issued on this stream
@@ -48,6 +50,8 @@ type session struct {
 	rerun     bool          // guarded by mu
 	writerEnd chan struct{} // guarded by mu
 	closed    bool          // guarded by mu
+	// sendTimer is the send watchdog, owned by the (single) writer.
+	sendTimer *time.Timer
 }
 
 func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Message) error) *session {

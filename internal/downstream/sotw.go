@@ -132,7 +132,8 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		}
 		ts.sent[name] = held{absent: true}
 	}
-	for _, p := range w.probes {
+	for i := range w.probes {
+		p := &w.probes[i]
 		s, ok := stillSubscribedLocked(ts, p)
 		if !ok {
 			continue

@@ -1,7 +1,8 @@
 package downstream
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,16 +28,55 @@ type probe struct {
 // work is what the writer evaluates for one type on one wake-up.
 type work struct {
 	ts     *typeState
-	probes []*probe
-	seen   map[string]struct{} // probe names already added
+	probes []probe
+	seen   map[probeID]struct{} // probes already added, once there are many
+}
+
+// probeID identifies a probe: a subscription, or one member of it.
+type probeID struct {
+	name   string
+	member string // member key name; "" for the subscription itself
+}
+
+// manyProbes is where work switches from a linear scan to a set.
+const manyProbes = 8
+
+// addProbe appends p unless it is already there.
+func (w *work) addProbe(p probe) {
+	id := probeID{name: p.name}
+	if p.member {
+		id.member = p.key.Name
+	}
+	if w.seen != nil {
+		if _, ok := w.seen[id]; ok {
+			return
+		}
+		w.seen[id] = struct{}{}
+	} else {
+		for i := range w.probes {
+			q := &w.probes[i]
+			if q.name == p.name && q.member == p.member && (!p.member || q.key.Name == p.key.Name) {
+				return
+			}
+		}
+		if len(w.probes) == manyProbes {
+			w.seen = make(map[probeID]struct{}, 2*manyProbes)
+			for i := range w.probes {
+				q := &w.probes[i]
+				qid := probeID{name: q.name}
+				if q.member {
+					qid.member = q.key.Name
+				}
+				w.seen[qid] = struct{}{}
+			}
+			w.seen[id] = struct{}{}
+		}
+	}
+	w.probes = append(w.probes, p)
 }
 
 func (w *work) add(name string, s *sub) {
-	if _, ok := w.seen[name]; ok {
-		return
-	}
-	w.seen[name] = struct{}{}
-	w.probes = append(w.probes, &probe{name: name, key: s.key, collection: s.collection})
+	w.addProbe(probe{name: name, key: s.key, collection: s.collection})
 }
 
 func (w *work) addCollections(ts *typeState) {
@@ -51,12 +91,7 @@ func (w *work) addMember(ts *typeState, k cache.Key) {
 		if s.key.Stream != k.Stream || !s.contains(k) {
 			continue
 		}
-		id := n + "\x00" + k.Name
-		if _, ok := w.seen[id]; ok {
-			continue
-		}
-		w.seen[id] = struct{}{}
-		w.probes = append(w.probes, &probe{name: n, key: k, collection: true, member: true})
+		w.addProbe(probe{name: n, key: k, collection: true, member: true})
 	}
 }
 
@@ -92,10 +127,15 @@ func (ss *session) writeLoop() {
 
 // sendWithTimeout sends m; if Send has not returned within the send
 // timeout, the handler is told to end the stream as too slow.
+// The timer is the session's, reused by every send (one writer at a time).
 func (ss *session) sendWithTimeout(m proto.Message) error {
-	t := time.AfterFunc(ss.srv.sendTimeout, func() { ss.fail(ErrSlowClient) })
+	if ss.sendTimer == nil {
+		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout, func() { ss.fail(ErrSlowClient) })
+	} else {
+		ss.sendTimer.Reset(ss.srv.sendTimeout)
+	}
 	err := ss.send(m)
-	if !t.Stop() {
+	if !ss.sendTimer.Stop() {
 		return ErrSlowClient
 	}
 	return err
@@ -118,14 +158,17 @@ func (ss *session) build() []outMsg {
 		return nil
 	}
 	for _, w := range works {
-		for _, p := range w.probes {
+		for i := range w.probes {
+			p := &w.probes[i]
 			if p.collection && !p.member {
 				p.members, p.state = ss.srv.cache.Members(p.key)
 			} else {
 				p.res, p.state = ss.srv.cache.Get(p.key)
 			}
 		}
-		sort.Slice(w.probes, func(i, j int) bool { return w.probes[i].name < w.probes[j].name })
+		if len(w.probes) > 1 {
+			slices.SortFunc(w.probes, func(a, b probe) int { return strings.Compare(a.name, b.name) })
+		}
 	}
 	var out []outMsg
 	ss.mu.Lock()
@@ -152,16 +195,23 @@ func (ss *session) build() []outMsg {
 // collectLocked swaps out the dirty set and returns, per type, the
 // subscriptions to look up.
 func (ss *session) collectLocked() []*work {
+	// Swap the dirty set with the spare one (emptied by the last round).
 	dirty := ss.dirty
-	ss.dirty = make(map[cache.Key]struct{})
-	ss.rerun = false // this round sees everything noted so far
-	works := make(map[string]*work)
+	if ss.spare == nil {
+		ss.spare = make(map[cache.Key]struct{})
+	}
+	ss.dirty, ss.spare = ss.spare, nil
+	defer func() { clear(dirty); ss.spare = dirty }()
+	ss.rerun = false  // this round sees everything noted so far
+	var works []*work // few types: a slice
 	get := func(ts *typeState) *work {
-		w, ok := works[ts.typeURL]
-		if !ok {
-			w = &work{ts: ts, seen: make(map[string]struct{})}
-			works[ts.typeURL] = w
+		for _, w := range works {
+			if w.ts == ts {
+				return w
+			}
 		}
+		w := &work{ts: ts}
+		works = append(works, w)
 		return w
 	}
 	for _, ts := range ss.types {
@@ -199,12 +249,10 @@ func (ss *session) collectLocked() []*work {
 			w.addMember(ts, k)
 		}
 	}
-	out := make([]*work, 0, len(works))
-	for _, w := range works {
-		out = append(out, w)
+	if len(works) > 1 {
+		slices.SortFunc(works, func(a, b *work) int { return typeOrder(a.ts.typeURL) - typeOrder(b.ts.typeURL) })
 	}
-	sort.Slice(out, func(i, j int) bool { return typeOrder(out[i].ts.typeURL) < typeOrder(out[j].ts.typeURL) })
-	return out
+	return works
 }
 
 func hasUnreported(ts *typeState) bool {
