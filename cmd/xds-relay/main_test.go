@@ -153,6 +153,7 @@ type process struct {
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
 	serves chan servingLog // receives the "relay serving" log line
+	logged chan struct{}   // poked (1 slot) after each stderr line
 	exited chan error      // receives cmd.Wait's result
 }
 
@@ -186,6 +187,7 @@ func startProcess(t *testing.T, args ...string) *process {
 		cmd:    exec.Command(relayBinary(t), args...),
 		stderr: &lockedBuffer{},
 		serves: make(chan servingLog, 1),
+		logged: make(chan struct{}, 1),
 		exited: make(chan error, 1),
 	}
 	pr, pw := io.Pipe()
@@ -200,6 +202,10 @@ func startProcess(t *testing.T, args ...string) *process {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(p.stderr, line)
+			select {
+			case p.logged <- struct{}{}:
+			default:
+			}
 			if s, ok := parseServing(line); ok {
 				p.serves <- s
 			}
@@ -255,6 +261,19 @@ func (p *process) waitServing(t *testing.T) servingLog {
 		t.Fatalf("relay not serving after %v\nstderr:\n%s", waitTimeout, p.stderr)
 	}
 	return servingLog{}
+}
+
+// waitLog waits until stderr contains text.
+func (p *process) waitLog(t *testing.T, text string) {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for !strings.Contains(p.stderr.String(), text) {
+		select {
+		case <-p.logged:
+		case <-deadline:
+			t.Fatalf("no %q logged within %v\nstderr:\n%s", text, waitTimeout, p.stderr)
+		}
+	}
 }
 
 // waitExit returns the exit code.
@@ -378,4 +397,50 @@ func httpStatus(t *testing.T, url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, "serve", "--config", path)
+	s := p.waitServing(t)
+	// An admin request whose handler is running keeps the graceful shutdown
+	// waiting (up to the 1h grace period): a REST poll whose body never
+	// comes. "100 Continue" proves the handler has started reading it.
+	conn, err := net.Dial("tcp", s.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(waitTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	req := "POST /v3/discovery:clusters HTTP/1.1\r\nHost: relay\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 100 Continue") {
+		t.Fatalf("REST poll status line = %q, %v; want 100 Continue", status, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, "shutting down; signal again to exit at once")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("exit = %v, want killed by SIGTERM", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("second SIGTERM did not end the process")
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/signal"
 	"runtime"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -39,7 +41,10 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	var failed error
 	select {
 	case <-ctx.Done():
-		lg.Info("shutting down", zap.String("cause", fmt.Sprint(context.Cause(ctx))), zap.Duration("grace", cfg.ShutdownGracePeriod))
+		// A second SIGINT or SIGTERM during the shutdown ends the process
+		// at once.
+		signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+		lg.Info("shutting down; signal again to exit at once", zap.String("cause", fmt.Sprint(context.Cause(ctx))), zap.Duration("grace", cfg.ShutdownGracePeriod))
 	case failed = <-r.Failed():
 	}
 	return errors.Join(failed, r.Close())
