@@ -99,7 +99,7 @@ func TestUnknownAuthority(t *testing.T) {
 	s.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{unknown, known}})
 	checkSotW(t, sotwResp(edsType, "1", rk.Body), s.Recv())
 
-	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(edsType, "unknown_authority")); got != 2 {
+	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(typeLabel(edsType), "unknown_authority")); got != 2 {
 		t.Errorf("unknown_authority errors = %v, want 2", got)
 	}
 	rk2 := e.put(edsType, known, "2")

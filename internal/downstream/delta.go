@@ -17,7 +17,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	if err != nil {
 		return err
 	}
-	ss.srv.m.requests.WithLabelValues(typeURL).Inc()
+	ss.srv.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	subscribe, unsubscribe := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
 	if err := checkDuplicates("resource_names_subscribe", typeURL, subscribe); err != nil {
 		return err
@@ -34,7 +34,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	if nonce := req.GetResponseNonce(); nonce != "" {
 		if d := req.GetErrorDetail(); d != nil {
 			ss.recordNackLocked(ts, nonce, d.GetMessage())
-			ss.srv.m.nacks.WithLabelValues(typeURL).Inc()
+			ss.srv.m.nacks.WithLabelValues(typeLabel(typeURL)).Inc()
 			ss.lg.Warn("client rejected a response", zap.String("type_url", typeURL),
 				zap.String("nonce", nonce), zap.String("error_detail", d.GetMessage()))
 		}

@@ -45,7 +45,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if req.GetTypeUrl() != "" && req.GetTypeUrl() != typeURL {
 		return nil, status.Errorf(codes.InvalidArgument, "%v: request for %q on the fetch for %q", ErrWrongType, req.GetTypeUrl(), typeURL)
 	}
-	s.m.requests.WithLabelValues(typeURL).Inc()
+	s.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	names := req.GetResourceNames()
 	if err := checkDuplicates("resource_names", typeURL, names); err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		r, err := s.resolver.Resolve(typeURL, n, req.GetNode())
 		if err != nil {
 			if isErr(err, ErrUnknownAuthority) {
-				s.m.requestErrors.WithLabelValues(typeURL, "unknown_authority").Inc()
+				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "unknown_authority").Inc()
 				continue
 			}
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
@@ -131,8 +131,8 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		resp, pending := build()
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
-			s.m.responses.WithLabelValues(typeURL).Inc()
-			s.m.responseResource.WithLabelValues(typeURL).Add(float64(len(resp.GetResources())))
+			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
+			s.m.responseResource.WithLabelValues(typeLabel(typeURL)).Add(float64(len(resp.GetResources())))
 			return resp, nil
 		}
 		select {
@@ -144,7 +144,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 				return nil, fmt.Errorf("%w: version %s of %s", ErrNotModified, resp.GetVersionInfo(), typeURL)
 			}
 			// Answer with what is known; the rest is still pending.
-			s.m.responses.WithLabelValues(typeURL).Inc()
+			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
 			return resp, nil
 		}
 	}

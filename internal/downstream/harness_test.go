@@ -267,7 +267,7 @@ var testNode = &corev3.Node{Id: "node-1", Cluster: "c1"}
 // lastNack for typeURL in /debug/clients.
 func checkNacks(t *testing.T, e *env, typeURL string, want float64, lastNack string) {
 	t.Helper()
-	if got := testutil.ToFloat64(e.srv.m.nacks.WithLabelValues(typeURL)); got != want {
+	if got := testutil.ToFloat64(e.srv.m.nacks.WithLabelValues(typeLabel(typeURL))); got != want {
 		t.Errorf("xds_relay_downstream_nacks_total{type=%q} = %v, want %v", typeURL, got, want)
 	}
 	n := 0

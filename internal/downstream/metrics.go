@@ -1,9 +1,14 @@
 package downstream
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strings"
 
-// metrics of the downstream side. Labels: variant is sotw/delta/rest, type is
-// a type URL, reason a short fixed word. No node ids or resource names.
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of the downstream side. Labels: variant is sotw/delta, type is
+// typeLabel's, reason a short fixed word. No node ids or resource names.
 type metrics struct {
 	streams          *prometheus.GaugeVec   // variant
 	requests         *prometheus.CounterVec // type
@@ -50,4 +55,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			m.slowDisconnects, m.responseResource)
 	}
 	return m
+}
+
+// knownTypes are the types a type label names; any other type URL a client
+// sends (ADS carries any) is counted as "other", so clients cannot grow the
+// label set.
+var knownTypes = map[string]bool{
+	resourcev3.ListenerType: true, resourcev3.RouteType: true, resourcev3.ScopedRouteType: true,
+	resourcev3.VirtualHostType: true, resourcev3.ClusterType: true, resourcev3.EndpointType: true,
+	resourcev3.SecretType: true, resourcev3.RuntimeType: true, resourcev3.ExtensionConfigType: true,
+}
+
+// typeLabel is the type label of a type URL: without
+// "type.googleapis.com/" (as the cache's), or "other".
+func typeLabel(typeURL string) string {
+	if !knownTypes[typeURL] {
+		return "other"
+	}
+	return strings.TrimPrefix(typeURL, resourcev3.APITypePrefix)
 }

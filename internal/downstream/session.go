@@ -267,7 +267,7 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
 				return nil, st
 			}
-			ss.srv.m.requestErrors.WithLabelValues(typeURL, "unknown_authority").Inc()
+			ss.srv.m.requestErrors.WithLabelValues(typeLabel(typeURL), "unknown_authority").Inc()
 			ss.logger().Warn("requested name has an authority with no configuration",
 				zap.String("type_url", typeURL), zap.String("name", n), zap.Error(err))
 		}
@@ -291,14 +291,14 @@ func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) e
 	case isErr(err, ErrUnknownAuthority):
 		return nil
 	case isErr(err, ErrMalformedName):
-		s.m.requestErrors.WithLabelValues(typeURL, "malformed_name").Inc()
+		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "malformed_name").Inc()
 		return status.Errorf(codes.InvalidArgument, "type %s: %v", typeURL, err)
 	case isErr(err, ErrNoRule):
-		s.m.requestErrors.WithLabelValues(typeURL, "no_rule").Inc()
+		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "no_rule").Inc()
 		return status.Errorf(codes.FailedPrecondition, "type %s, name %q, node id %q cluster %q: %v",
 			typeURL, name, node.GetId(), node.GetCluster(), err)
 	default:
-		s.m.requestErrors.WithLabelValues(typeURL, "resolve").Inc()
+		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "resolve").Inc()
 		return status.Errorf(codes.Unavailable, "type %s, name %q: %v", typeURL, name, err)
 	}
 }

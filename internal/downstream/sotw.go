@@ -19,7 +19,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	if err != nil {
 		return err
 	}
-	ss.srv.m.requests.WithLabelValues(typeURL).Inc()
+	ss.srv.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	names := req.GetResourceNames()
 	if err := checkDuplicates("resource_names", typeURL, names); err != nil {
 		return err
@@ -38,7 +38,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	if nonce != "" {
 		if d := req.GetErrorDetail(); d != nil {
 			ss.recordNackLocked(ts, nonce, d.GetMessage())
-			ss.srv.m.nacks.WithLabelValues(typeURL).Inc()
+			ss.srv.m.nacks.WithLabelValues(typeLabel(typeURL)).Inc()
 			ss.lg.Warn("client rejected a response", zap.String("type_url", typeURL),
 				zap.String("nonce", nonce), zap.String("version_info", req.GetVersionInfo()),
 				zap.String("error_detail", d.GetMessage()))

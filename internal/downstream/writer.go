@@ -111,8 +111,8 @@ func (ss *session) writeLoop() {
 				ss.fail(err)
 				return
 			}
-			ss.srv.m.responses.WithLabelValues(m.typeURL).Inc()
-			ss.srv.m.responseResource.WithLabelValues(m.typeURL).Add(float64(m.count))
+			ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
+			ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
 		}
 		ss.mu.Lock()
 		if !ss.rerun || ss.closed {
