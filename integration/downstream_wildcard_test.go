@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -9,20 +10,35 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/aggregation"
 )
 
 // legacyRelay runs the relay with one default aggregation rule: every
 // legacy name is served by dsAuthority in group "all".
 func legacyRelay(t *testing.T, o *gcpOrigin) string {
 	r := startRelay(t, func(c *config.Config) {
-		c.Aggregation.Rules = decodeAggRules(t, `
+		c.Aggregation.Rules = dsRules(t, `
 - name: all
   default: true
   result: {authority: ds.example, group: [{literal: all}]}
 `)
 	}, o.addr)
 	return r.XDSAddr()
+}
+
+// dsRules decodes aggregation rules written as in the config file.
+func dsRules(t testing.TB, src string) []aggregation.Rule {
+	t.Helper()
+	var rules []aggregation.Rule
+	dec := yaml.NewDecoder(strings.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rules); err != nil {
+		t.Fatalf("rules: %v", err)
+	}
+	return rules
 }
 
 func timeoutOf(v deltaView, name string) int64 {
