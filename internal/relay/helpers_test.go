@@ -27,6 +27,10 @@ import (
 // waitTimeout is the failure deadline for anything a test waits on.
 const waitTimeout = 10 * time.Second
 
+// notHappenTimeout is how long a test watches for something that must not
+// happen.
+const notHappenTimeout = 100 * time.Millisecond
+
 // testConfig is a valid config on loopback port 0.
 func testConfig(t *testing.T) *config.Config {
 	t.Helper()

@@ -42,6 +42,7 @@ type Relay struct {
 	serving  atomic.Bool    // true between a successful Start and Close
 	stopping atomic.Bool    // set when Close begins: servers stopping then is no failure
 	failed   chan error     // capacity 1: the first unexpected stop; see Failed
+	closed   chan struct{}  // closed when the first Close has finished
 	wg       sync.WaitGroup // every goroutine Start starts
 
 	mu       sync.Mutex         // guards the fields below
@@ -82,6 +83,7 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		m:      newMetrics(reg),
 		health: health.NewServer(),
 		failed: make(chan error, 1),
+		closed: make(chan struct{}),
 	}
 	r.draining, r.drain = context.WithCancel(context.Background())
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
@@ -278,22 +280,26 @@ func (r *Relay) readiness() error {
 // is ended (clients see Unavailable and reconnect elsewhere; see
 // drainStreams). Unary calls and admin requests in flight get up to the
 // shutdown grace period; then whatever is left is cut. Close returns once
-// every goroutine has ended; it may be called more than once, and before
-// Start.
+// every goroutine has ended; it may be called more than once (later calls
+// wait for the first), and before Start.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	prev := r.state
 	r.state = stateClosed
 	cancel := r.cancel
 	r.mu.Unlock()
-	if prev != stateStarted {
+	switch prev {
+	case stateClosed:
+		<-r.closed // another Close is under way or done: wait for it
+		return nil
+	case stateNew:
+		defer close(r.closed)
 		r.drain()
 		r.grpc.Stop()
-		if prev == stateNew {
-			r.runStops() // components built in New may run goroutines
-		}
+		r.runStops() // components built in New may run goroutines
 		return nil
 	}
+	defer close(r.closed)
 
 	r.stopping.Store(true)
 	r.serving.Store(false)

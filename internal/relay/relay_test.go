@@ -338,6 +338,49 @@ func TestLifecycleErrors(t *testing.T) {
 	}
 }
 
+func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
+	c := testConfig(t)
+	c.ShutdownGracePeriod = time.Hour
+	r := newRelay(t, c)
+	stopHook := make(chan struct{})
+	hookDone := make(chan struct{})
+	r.onStop(func() {
+		<-stopHook // the first Close is held here
+		close(hookDone)
+	})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- r.Close() }()
+	second := make(chan error, 1)
+	go func() { second <- r.Close() }()
+	// Whichever call came second must not return while the first is held.
+	select {
+	case err := <-first:
+		t.Fatalf("a Close returned (%v) while the shutdown was still running", err)
+	case err := <-second:
+		t.Fatalf("a Close returned (%v) while the shutdown was still running", err)
+	case <-time.After(notHappenTimeout):
+	}
+	close(stopHook)
+	for _, ch := range []chan error{first, second} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("Close did not return")
+		}
+	}
+	select {
+	case <-hookDone:
+	default:
+		t.Error("Close returned before the stop hooks ran")
+	}
+}
+
 func TestDownstreamTLS(t *testing.T) {
 	p := newPKI(t)
 	tests := []struct {
