@@ -288,3 +288,36 @@ func TestDeltaReconnectWildcardRemoval(t *testing.T) {
 	checkDelta(t, deltaResp(ldsType, []string{"vanished"}), c.Recv())
 	c.None()
 }
+
+// A wildcard client hears of members added, changed and deleted, each
+// looked up alone.
+func TestDeltaWildcardMembers(t *testing.T) {
+	e := newEnv(t, 0)
+	a := e.put(cdsType, "A", "1")
+	c := e.delta()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: cdsType})
+	checkDelta(t, deltaResp(cdsType, nil, dres("A", a)), c.Recv())
+	tests := []struct {
+		name string
+		do   func() *discoveryv3.DeltaDiscoveryResponse
+	}{
+		{"added", func() *discoveryv3.DeltaDiscoveryResponse {
+			b := e.put(cdsType, "B", "1")
+			return deltaResp(cdsType, nil, dres("B", b))
+		}},
+		{"changed", func() *discoveryv3.DeltaDiscoveryResponse {
+			a2 := e.put(cdsType, "A", "2")
+			return deltaResp(cdsType, nil, dres("A", a2))
+		}},
+		{"deleted", func() *discoveryv3.DeltaDiscoveryResponse {
+			e.cache.remove(key(cdsType, "B"))
+			return deltaResp(cdsType, []string{"B"})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.do()
+			checkDelta(t, want, c.Recv())
+		})
+	}
+}
