@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -33,71 +31,18 @@ type deltaState struct {
 // deltaSession runs one delta ADS stream to origin until it fails or ctx
 // ends.
 func (s *stream) deltaSession(ctx context.Context, origin string) (bool, error) {
-	conn, err := grpc.NewClient(origin, s.m.dialOpts...)
-	if err != nil {
-		return false, fmt.Errorf("upstream %s: dial %s: %w", s.id.Authority, origin, err)
-	}
-	defer conn.Close()
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(sctx)
-	if err != nil {
-		return false, fmt.Errorf("upstream %s: open delta stream to %s: %w", s.id.Authority, origin, err)
-	}
-	s.m.m.streams.WithLabelValues(s.id.Authority).Inc()
-	defer s.m.m.streams.WithLabelValues(s.id.Authority).Dec()
-	s.lg.Info("upstream stream open", zap.String("origin", origin), zap.String("transport", TransportDelta))
-
-	// The receiver is the only caller of Recv; it ends when the stream does
-	// (cancel below) and is waited for.
-	recv := make(chan *discoveryv3.DeltaDiscoveryResponse)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			r, err := ads.Recv()
-			if err != nil {
-				errc <- err
-				return
+	return runSession(ctx, s, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
+		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) sessionOps[discoveryv3.DeltaDiscoveryResponse] {
+			st := &deltaState{
+				sent:             make(map[string]map[string]struct{}),
+				awaiting:         make(map[string]map[string]struct{}),
+				wildcardAnswered: make(map[string]bool),
 			}
-			select {
-			case recv <- r:
-			case <-sctx.Done():
-				return
+			return sessionOps[discoveryv3.DeltaDiscoveryResponse]{
+				sync:   func() error { return s.deltaSync(ads, st) },
+				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return s.deltaHandle(ads, st, r) },
 			}
-		}
-	}()
-	defer wg.Wait()
-	defer cancel()
-
-	st := &deltaState{
-		sent:             make(map[string]map[string]struct{}),
-		awaiting:         make(map[string]map[string]struct{}),
-		wildcardAnswered: make(map[string]bool),
-	}
-	healthy := false
-	if err := s.deltaSync(ads, st); err != nil {
-		return false, err
-	}
-	for {
-		select {
-		case <-sctx.Done():
-			return healthy, sctx.Err()
-		case err := <-errc:
-			return healthy, fmt.Errorf("upstream %s: delta stream to %s: %w", s.id.Authority, origin, err)
-		case <-s.poke:
-			if err := s.deltaSync(ads, st); err != nil {
-				return healthy, err
-			}
-		case r := <-recv:
-			healthy = true
-			if err := s.deltaHandle(ads, st, r); err != nil {
-				return healthy, err
-			}
-		}
-	}
+		})
 }
 
 // deltaSync sends the subscription diffs between what the cache wants and

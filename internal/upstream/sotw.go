@@ -6,14 +6,12 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -30,66 +28,15 @@ type sotwType struct {
 // sotwSession runs one SotW ADS stream to origin until it fails or ctx
 // ends. Globs are always emulated over the type's wildcard.
 func (s *stream) sotwSession(ctx context.Context, origin string) (bool, error) {
-	conn, err := grpc.NewClient(origin, s.m.dialOpts...)
-	if err != nil {
-		return false, fmt.Errorf("upstream %s: dial %s: %w", s.id.Authority, origin, err)
-	}
-	defer conn.Close()
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ads, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
-	if err != nil {
-		return false, fmt.Errorf("upstream %s: open sotw stream to %s: %w", s.id.Authority, origin, err)
-	}
-	s.m.m.streams.WithLabelValues(s.id.Authority).Inc()
-	defer s.m.m.streams.WithLabelValues(s.id.Authority).Dec()
-	s.lg.Info("upstream stream open", zap.String("origin", origin), zap.String("transport", TransportSotW))
-
-	recv := make(chan *discoveryv3.DiscoveryResponse)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			r, err := ads.Recv()
-			if err != nil {
-				errc <- err
-				return
+	return runSession(ctx, s, origin, TransportSotW, discoveryv3.AggregatedDiscoveryServiceClient.StreamAggregatedResources,
+		func(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient) sessionOps[discoveryv3.DiscoveryResponse] {
+			types := make(map[string]*sotwType)
+			nodeSent := false
+			return sessionOps[discoveryv3.DiscoveryResponse]{
+				sync:   func() error { return s.sotwSync(ads, types, &nodeSent) },
+				handle: func(r *discoveryv3.DiscoveryResponse) error { return s.sotwHandle(ads, types, r) },
 			}
-			select {
-			case recv <- r:
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
-	defer wg.Wait()
-	defer cancel()
-
-	types := make(map[string]*sotwType)
-	nodeSent := false
-	healthy := false
-	if err := s.sotwSync(ads, types, &nodeSent); err != nil {
-		return false, err
-	}
-	for {
-		select {
-		case <-sctx.Done():
-			return healthy, sctx.Err()
-		case err := <-errc:
-			return healthy, fmt.Errorf("upstream %s: sotw stream to %s: %w", s.id.Authority, origin, err)
-		case <-s.poke:
-			if err := s.sotwSync(ads, types, &nodeSent); err != nil {
-				return healthy, err
-			}
-		case r := <-recv:
-			healthy = true
-			if err := s.sotwHandle(ads, types, r); err != nil {
-				return healthy, err
-			}
-		}
-	}
+		})
 }
 
 // sotwNames is the resource_names list for a set: empty for a wildcard
