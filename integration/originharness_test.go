@@ -42,9 +42,8 @@ type gcpOrigin struct {
 	mux    *cachev3.MuxCache
 
 	mu         sync.Mutex
-	srv        *grpc.Server // guarded by mu
-	cancel     context.CancelFunc
-	done       chan struct{}
+	stopServer func()                                // nil while stopped; guarded by mu
+	cancel     context.CancelFunc                    // of the xDS server; guarded by mu
 	deltaOpens int                                   // guarded by mu
 	sotwOpens  int                                   // guarded by mu
 	deltaReqs  []*discoveryv3.DeltaDiscoveryRequest  // guarded by mu
@@ -114,28 +113,37 @@ func (o *gcpOrigin) start(addr string) {
 	xs := serverv3.NewServer(ctx, o.mux, cb)
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
+	stopServer := serveGRPC(gs, lis)
+	o.mu.Lock()
+	o.addr, o.stopServer, o.cancel = lis.Addr().String(), stopServer, cancel
+	o.mu.Unlock()
+}
+
+// serveGRPC serves gs on lis in a goroutine it owns; the returned stop
+// stops gs and waits for that goroutine.
+func serveGRPC(gs *grpc.Server, lis net.Listener) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = gs.Serve(lis)
 	}()
-	o.mu.Lock()
-	o.addr, o.srv, o.cancel, o.done = lis.Addr().String(), gs, cancel, done
-	o.mu.Unlock()
+	return func() {
+		gs.Stop()
+		<-done
+	}
 }
 
 // stop stops the origin (idempotent); cached state in its LinearCaches stays.
 func (o *gcpOrigin) stop() {
 	o.mu.Lock()
-	gs, cancel, done := o.srv, o.cancel, o.done
-	o.srv = nil
+	stopServer, cancel := o.stopServer, o.cancel
+	o.stopServer = nil
 	o.mu.Unlock()
-	if gs == nil {
+	if stopServer == nil {
 		return
 	}
-	gs.Stop()
+	stopServer()
 	cancel()
-	<-done
 }
 
 func (o *gcpOrigin) restart() { o.start(o.addr) }

@@ -19,27 +19,21 @@ import (
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
-// scriptedOrigin is a small delta ADS server on loopback whose responses
-// the test sends one by one, and which hands the test every request.
+// scriptedOrigin is a small ADS server on loopback whose responses the
+// test sends one by one, and which hands the test every request; delta and
+// SotW streams alike.
 type scriptedOrigin struct {
 	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
-	t     testing.TB
 	addr  string
-	reqs  chan *discoveryv3.DeltaDiscoveryRequest
-	resps chan *discoveryv3.DeltaDiscoveryResponse
-	// SotW counterparts.
-	sreqs  chan *discoveryv3.DiscoveryRequest
-	sresps chan *discoveryv3.DiscoveryResponse
+	delta *scripted[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+	sotw  *scripted[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
 }
 
 func newScriptedOrigin(t testing.TB) *scriptedOrigin {
 	t.Helper()
 	o := &scriptedOrigin{
-		t:      t,
-		reqs:   make(chan *discoveryv3.DeltaDiscoveryRequest, 100),
-		resps:  make(chan *discoveryv3.DeltaDiscoveryResponse),
-		sreqs:  make(chan *discoveryv3.DiscoveryRequest, 100),
-		sresps: make(chan *discoveryv3.DiscoveryResponse),
+		delta: newScripted[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse](t, "delta"),
+		sotw:  newScripted[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse](t, "SotW"),
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,19 +42,50 @@ func newScriptedOrigin(t testing.TB) *scriptedOrigin {
 	o.addr = lis.Addr().String()
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, o)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = gs.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		gs.Stop()
-		<-done
-	})
+	t.Cleanup(serveGRPC(gs, lis))
 	return o
 }
 
 func (o *scriptedOrigin) DeltaAggregatedResources(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return o.delta.serve(st)
+}
+
+func (o *scriptedOrigin) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return o.sotw.serve(st)
+}
+
+// send hands the delta stream a response to send.
+func (o *scriptedOrigin) send(r *discoveryv3.DeltaDiscoveryResponse) { o.delta.send(r, r.GetNonce()) }
+
+// next returns the next delta request that satisfies match.
+func (o *scriptedOrigin) next(what string, match func(*discoveryv3.DeltaDiscoveryRequest) bool) *discoveryv3.DeltaDiscoveryRequest {
+	return o.delta.next(what, match)
+}
+
+// sendSotW hands the SotW stream a response to send.
+func (o *scriptedOrigin) sendSotW(r *discoveryv3.DiscoveryResponse) { o.sotw.send(r, r.GetNonce()) }
+
+// nextSotW returns the next SotW request that satisfies match.
+func (o *scriptedOrigin) nextSotW(what string, match func(*discoveryv3.DiscoveryRequest) bool) *discoveryv3.DiscoveryRequest {
+	return o.sotw.next(what, match)
+}
+
+// scripted is one transport of a scriptedOrigin: every request its streams
+// receive, and the responses the test hands them.
+type scripted[Req, Resp any] struct {
+	t         testing.TB
+	transport string
+	reqs      chan *Req
+	resps     chan *Resp
+}
+
+func newScripted[Req, Resp any](t testing.TB, transport string) *scripted[Req, Resp] {
+	return &scripted[Req, Resp]{t: t, transport: transport, reqs: make(chan *Req, 100), resps: make(chan *Resp)}
+}
+
+// serve runs one stream: its requests go to reqs, the responses the test
+// sends go to the client.
+func (s *scripted[Req, Resp]) serve(st grpc.BidiStreamingServer[Req, Resp]) error {
 	// The receiver ends when the stream does (Recv fails once the handler
 	// has returned).
 	go func() {
@@ -70,7 +95,7 @@ func (o *scriptedOrigin) DeltaAggregatedResources(st discoveryv3.AggregatedDisco
 				return
 			}
 			select {
-			case o.reqs <- r:
+			case s.reqs <- r:
 			case <-st.Context().Done():
 				return
 			}
@@ -80,7 +105,7 @@ func (o *scriptedOrigin) DeltaAggregatedResources(st discoveryv3.AggregatedDisco
 		select {
 		case <-st.Context().Done():
 			return nil
-		case r := <-o.resps:
+		case r := <-s.resps:
 			if err := st.Send(r); err != nil {
 				return err
 			}
@@ -88,82 +113,30 @@ func (o *scriptedOrigin) DeltaAggregatedResources(st discoveryv3.AggregatedDisco
 	}
 }
 
-func (o *scriptedOrigin) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	go func() {
-		for {
-			r, err := st.Recv()
-			if err != nil {
-				return
-			}
-			select {
-			case o.sreqs <- r:
-			case <-st.Context().Done():
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case <-st.Context().Done():
-			return nil
-		case r := <-o.sresps:
-			if err := st.Send(r); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// sendSotW hands the SotW stream a response to send.
-func (o *scriptedOrigin) sendSotW(r *discoveryv3.DiscoveryResponse) {
-	o.t.Helper()
+// send hands a stream response r (nonce is its nonce, for the failure
+// message) to send.
+func (s *scripted[Req, Resp]) send(r *Resp, nonce string) {
+	s.t.Helper()
 	select {
-	case o.sresps <- r:
+	case s.resps <- r:
 	case <-time.After(waitTimeout):
-		o.t.Fatalf("scripted origin: no SotW stream to send nonce %q on", r.GetNonce())
-	}
-}
-
-// nextSotW returns the next SotW request that satisfies match.
-func (o *scriptedOrigin) nextSotW(what string, match func(*discoveryv3.DiscoveryRequest) bool) *discoveryv3.DiscoveryRequest {
-	o.t.Helper()
-	deadline := time.NewTimer(waitTimeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case r := <-o.sreqs:
-			if match(r) {
-				return r
-			}
-		case <-deadline.C:
-			o.t.Fatalf("scripted origin: timed out waiting for %s", what)
-		}
-	}
-}
-
-// send hands the stream a response to send.
-func (o *scriptedOrigin) send(r *discoveryv3.DeltaDiscoveryResponse) {
-	o.t.Helper()
-	select {
-	case o.resps <- r:
-	case <-time.After(waitTimeout):
-		o.t.Fatalf("scripted origin: no stream to send nonce %q on", r.GetNonce())
+		s.t.Fatalf("scripted origin: no %s stream to send nonce %q on", s.transport, nonce)
 	}
 }
 
 // next returns the next request that satisfies match.
-func (o *scriptedOrigin) next(what string, match func(*discoveryv3.DeltaDiscoveryRequest) bool) *discoveryv3.DeltaDiscoveryRequest {
-	o.t.Helper()
+func (s *scripted[Req, Resp]) next(what string, match func(*Req) bool) *Req {
+	s.t.Helper()
 	deadline := time.NewTimer(waitTimeout)
 	defer deadline.Stop()
 	for {
 		select {
-		case r := <-o.reqs:
+		case r := <-s.reqs:
 			if match(r) {
 				return r
 			}
 		case <-deadline.C:
-			o.t.Fatalf("scripted origin: timed out waiting for %s", what)
+			s.t.Fatalf("scripted origin: timed out waiting for %s (%s)", what, s.transport)
 		}
 	}
 }
