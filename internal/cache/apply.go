@@ -19,6 +19,10 @@ type applyRun struct {
 	before map[Key]State
 }
 
+func newApplyRun() applyRun {
+	return applyRun{member: make(map[Key]bool), before: make(map[Key]State)}
+}
+
 func (a *applyRun) change(k Key, member bool) {
 	if m, ok := a.member[k]; ok {
 		a.member[k] = m || member
@@ -49,9 +53,11 @@ func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
 // Apply stores what the origin sent and notifies watchers (after releasing
 // the lock). A revision identical to the cached one (same version, bytes and
 // TTL) is not a change: it only refreshes the TTL and notifies nobody. A
-// heartbeat refreshes the TTL of the cached revision and notifies.
+// heartbeat refreshes the TTL of the cached revision and notifies; one for
+// a resource whose TTL already elapsed is ignored (it expired: only a new
+// revision brings it back).
 func (c *Cache) Apply(u Update) {
-	a := applyRun{member: make(map[Key]bool), before: make(map[Key]State)}
+	a := newApplyRun()
 	st := streamType{stream: u.Stream, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
@@ -60,6 +66,7 @@ func (c *Cache) Apply(u Update) {
 
 	c.mu.Lock()
 	now := c.now()
+	c.expireDueLocked(&a, now)
 	for _, r := range u.Resources {
 		c.applyResourceLocked(&a, u, r, inUpdate, now)
 	}
@@ -85,6 +92,7 @@ func (c *Cache) Apply(u Update) {
 	}
 	nb := c.notesLocked(&a, now)
 	c.enforceBoundsLocked()
+	c.armLocked(now)
 	c.mu.Unlock()
 	c.flush()
 	nb.send()
@@ -112,7 +120,8 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		}
 		hb := *e.res
 		hb.TTL, hb.Arrived, hb.Heartbeat = r.TTL, r.Arrived, false
-		e.res, e.expires = &hb, expiry(r, now)
+		e.res = &hb
+		c.setExpiresLocked(e, expiry(r, now))
 		a.change(k, true)
 		return
 	}
@@ -125,8 +134,8 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		c.entries[k] = e
 		c.addByTypeLocked(e)
 	}
-	if e.visibleState(now) == StatePresent && identical(e.res, r) {
-		e.expires = expiry(r, now)
+	if e.state == StatePresent && identical(e.res, r) {
+		c.setExpiresLocked(e, expiry(r, now))
 		return
 	}
 	c.touchMemberLocked(a, e)
@@ -216,7 +225,8 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 			m[e.key.Name] = e
 		}
 	}
-	e.res, e.expires = r, expiry(r, now)
+	e.res = r
+	c.setExpiresLocked(e, expiry(r, now))
 	c.m.bytes.Add(float64(e.size() - old))
 }
 
@@ -239,7 +249,8 @@ func (c *Cache) setAbsentLocked(e *entry) {
 			}
 		}
 	}
-	e.state, e.res, e.expires = StateAbsent, nil, time.Time{}
+	e.state, e.res = StateAbsent, nil
+	c.setExpiresLocked(e, time.Time{})
 }
 
 // identical: r is the cached revision again (same version, bytes and TTL).

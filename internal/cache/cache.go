@@ -30,6 +30,10 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Now is the clock (TTL expiry); nil: time.Now. For tests.
 	Now func() time.Time
+	// AfterFunc arms the expiry timer with time.AfterFunc's contract: f
+	// runs once, in its own goroutine, after d, unless the returned stop
+	// reports that it stopped it first. nil: time.AfterFunc. For tests.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Cache holds resources by canonical Key, indexes watchers by key and by
@@ -59,9 +63,13 @@ type Options struct {
 // made after mu is released; Subscriber calls keep the order in which the
 // cache decided them (see flush).
 type Cache struct {
-	lg  *zap.Logger      // read-only after New
-	m   *metrics         // read-only after New
-	now func() time.Time // read-only after New
+	lg        *zap.Logger                             // read-only after New
+	m         *metrics                                // read-only after New
+	now       func() time.Time                        // read-only after New
+	afterFunc func(time.Duration, func()) func() bool // read-only after New
+	// timers counts the armed expiry timer and a firing in progress (Close
+	// waits for them).
+	timers sync.WaitGroup
 
 	maxResources int   // read-only after New
 	maxBytes     int64 // read-only after New
@@ -95,6 +103,16 @@ type Cache struct {
 	// says one goroutine is draining it. guarded by mu
 	outbox   []subOp
 	flushing bool
+	// expiries: present resources with a TTL, earliest expiry first.
+	// guarded by mu
+	expiries expiryHeap
+	// timerStop stops the armed expiry timer (nil: none armed), due at
+	// timerAt; timerGen numbers armings. guarded by mu
+	timerStop func() bool
+	timerAt   time.Time
+	timerGen  uint64
+	// closed: Close was called; no timer is armed any more. guarded by mu
+	closed bool
 }
 
 // New returns an empty cache.
@@ -107,6 +125,10 @@ func New(opts Options) *Cache {
 	if now == nil {
 		now = time.Now
 	}
+	afterFunc := opts.AfterFunc
+	if afterFunc == nil {
+		afterFunc = defaultAfterFunc
+	}
 	// The LRU only keeps order; the cache enforces both bounds itself (a
 	// count and a byte total) and evicts with RemoveOldest, so no callback.
 	lru, err := simplelru.NewLRU[Key, *entry](math.MaxInt, nil)
@@ -117,6 +139,7 @@ func New(opts Options) *Cache {
 		lg:           lg.Named("cache"),
 		m:            newMetrics(opts.Registry),
 		now:          now,
+		afterFunc:    afterFunc,
 		maxResources: opts.MaxResources,
 		maxBytes:     opts.MaxBytes,
 		upstream:     opts.Upstream,

@@ -91,19 +91,22 @@ func (s *fakeSubscriber) take() []string {
 var unbounded = Options{MaxResources: -1, MaxBytes: -1}
 
 type fixture struct {
-	c   *Cache
-	sub *fakeSubscriber
-	reg *prometheus.Registry
-	now time.Time
+	c      *Cache
+	sub    *fakeSubscriber
+	reg    *prometheus.Registry
+	now    time.Time
+	timers *fakeTimers
 }
 
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{sub: &fakeSubscriber{}, reg: prometheus.NewRegistry(), now: time.Unix(1000, 0)}
+	f := &fixture{sub: &fakeSubscriber{}, reg: prometheus.NewRegistry(), now: time.Unix(1000, 0), timers: &fakeTimers{}}
 	opts.Upstream = f.sub
 	opts.Registry = f.reg
 	opts.Now = func() time.Time { return f.now }
+	opts.AfterFunc = f.timers.afterFunc
 	f.c = New(opts)
+	t.Cleanup(f.c.Close)
 	return f
 }
 

@@ -31,8 +31,11 @@ type entry struct {
 	state State
 	// res is the current revision while state == StatePresent.
 	res *Resource
-	// expires is when res lapses without an update or heartbeat; zero: no TTL.
+	// expires is when res lapses without an update or heartbeat; zero: no
+	// TTL. Written only by Cache.setExpiresLocked.
 	expires time.Time
+	// heapPos is 1 + the entry's index in Cache.expiries; 0: not in it.
+	heapPos int
 
 	// subscribed: the cache asked the Subscriber for this key and has not
 	// unsubscribed it. Only subscribed keys are unsubscribed on eviction.
@@ -44,8 +47,8 @@ type entry struct {
 }
 
 // visibleState is the state a reader sees at now: a present resource whose
-// TTL elapsed reads as StateAbsent. Expiry is checked lazily, at read time;
-// the cache does not notify anyone at the moment a TTL elapses.
+// TTL elapsed reads as StateAbsent, also in the moment between the TTL
+// elapsing and the expiry timer making it absent (see expiry.go).
 func (e *entry) visibleState(now time.Time) State {
 	if e.state == StatePresent && !e.expires.IsZero() && !now.Before(e.expires) {
 		return StateAbsent

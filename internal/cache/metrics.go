@@ -15,6 +15,8 @@ type metrics struct {
 	resources prometheus.Gauge
 	bytes     prometheus.Gauge
 	evictions prometheus.Counter
+	// expirations: label type.
+	expirations *prometheus.CounterVec
 }
 
 // newMetrics builds the cache metrics and registers them with reg (nil: not
@@ -41,9 +43,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "cache", Name: "evictions_total",
 			Help: "Unwatched keys evicted from the LRU (and unsubscribed upstream).",
 		}),
+		expirations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "expirations_total",
+			Help: "Resources made absent because their TTL elapsed without an update or heartbeat, by resource type.",
+		}, []string{"type"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions)
+		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations)
 	}
 	return m
 }

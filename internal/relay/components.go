@@ -26,6 +26,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Logger:       lg.Named("cache"),
 		Registry:     reg,
 	})
+	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
 
 	dial, err := upstreamDialOptions(cfg.Upstream, lg.Named("upstream"))
 	if err != nil {
