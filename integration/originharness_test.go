@@ -228,6 +228,7 @@ func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *r
 	}
 	copts.Registry = r.reg
 	r.c = cache.New(copts)
+	t.Cleanup(r.c.Close) // after up.Close (cleanups run last first)
 	up, err := upstream.New(upstream.Options{
 		Authorities: auths,
 		Backoff:     upstream.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},

@@ -2,10 +2,12 @@ package integration
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -15,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
@@ -318,5 +321,36 @@ func TestUpstreamSotWNACK(t *testing.T) {
 	}
 	if got := w.count("c1"); got != 1 {
 		t.Errorf("watcher notified %d times, want 1 (nothing of the NACKed response)", got)
+	}
+}
+
+// TestUpstreamTTLExpiry: a resource whose TTL elapses without heartbeat is
+// removed at that moment: a delta client of the relay process gets it in
+// removed_resources, with nothing else happening (no request, no update).
+func TestUpstreamTTLExpiry(t *testing.T) {
+	o := newScriptedOrigin(t)
+	rl := startRelay(t, func(cfg *config.Config) {
+		cfg.Authorities = []config.Authority{{Name: "origin", Origins: []string{o.addr}, Transport: config.TransportDelta, GlobCollections: config.GlobNative}}
+	})
+	name := "xdstp://origin/envoy.config.cluster.v3.Cluster/ttl"
+	d := openDelta(t, dial(t, rl.XDSAddr()))
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "ttl-client"}, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{name}})
+	o.next("subscription to "+name, subscribes(resource.ClusterType, name))
+	// Short enough to keep the test fast; nothing below depends on the
+	// resource reaching the client before it lapses.
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n1",
+		Resources: []*discoveryv3.Resource{{Name: name, Version: "1", Resource: mustAny(t, cluster(name, 1)), Ttl: durationpb.New(300 * time.Millisecond)}}})
+	o.next("ACK of n1", answers("n1"))
+	for {
+		r := d.Recv() // fails the test after waitTimeout
+		d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
+		if slices.Contains(r.GetRemovedResources(), name) {
+			return
+		}
+		for _, res := range r.GetResources() {
+			if res.GetName() != name || res.GetTtl().AsDuration() != 300*time.Millisecond {
+				t.Fatalf("unexpected resource %v", res)
+			}
+		}
 	}
 }
