@@ -93,8 +93,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	}
 	ss.mu.Unlock()
 
-	ch.apply(ss, node)
-	ss.poke()
+	ch.apply(ss, node) // the writer waits until the loop's endRequest
 	return nil
 }
 

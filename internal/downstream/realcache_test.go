@@ -29,8 +29,22 @@ func (s *answeringSubscriber) Subscribe(st cache.StreamID, _ *corev3.Node, typeU
 
 func (s *answeringSubscriber) Unsubscribe(cache.StreamID, string, []string) {}
 
-// testCache is the real cache, with helpers that Apply canned updates.
-type testCache struct{ *cache.Cache }
+// testCache is the real cache, with helpers that Apply canned updates and
+// optional hooks around what the server asks of it.
+type testCache struct {
+	*cache.Cache
+	mu    sync.Mutex
+	hooks cacheHooks // guarded by mu
+}
+
+// cacheHooks run in the server's goroutines, without locks held.
+type cacheHooks struct {
+	// beforeWatch, when set, makes Watch watch one key at a time and runs
+	// before each.
+	beforeWatch func(i int, k cache.Key)
+	// afterGet runs after every Get.
+	afterGet func(k cache.Key)
+}
 
 func newTestCache(t testing.TB) *testCache {
 	sub := &answeringSubscriber{}
@@ -38,7 +52,39 @@ func newTestCache(t testing.TB) *testCache {
 	sub.c = c
 	c.SetUpstream(sub)
 	t.Cleanup(sub.wg.Wait)
-	return &testCache{c}
+	return &testCache{Cache: c}
+}
+
+func (c *testCache) setHooks(h cacheHooks) {
+	c.mu.Lock()
+	c.hooks = h
+	c.mu.Unlock()
+}
+
+func (c *testCache) getHooks() cacheHooks {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hooks
+}
+
+func (c *testCache) Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key) {
+	h := c.getHooks()
+	if h.beforeWatch == nil {
+		c.Cache.Watch(w, node, keys...)
+		return
+	}
+	for i, k := range keys {
+		h.beforeWatch(i, k)
+		c.Cache.Watch(w, node, k)
+	}
+}
+
+func (c *testCache) Get(k cache.Key) (*cache.Resource, cache.State) {
+	r, st := c.Cache.Get(k)
+	if h := c.getHooks(); h.afterGet != nil {
+		h.afterGet(k)
+	}
+	return r, st
 }
 
 // set stores r under k (present).

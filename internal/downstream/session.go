@@ -50,6 +50,11 @@ type session struct {
 	rerun     bool          // guarded by mu
 	writerEnd chan struct{} // guarded by mu
 	closed    bool          // guarded by mu
+	// handling counts requests being applied (resolve, Watch). While it
+	// is not zero the writer leaves the dirty set alone; the handler wakes
+	// it when done, so what is known when a request is applied goes out in
+	// one response per type, not a part now and the rest a moment later.
+	handling int // guarded by mu
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }
@@ -82,10 +87,22 @@ func (ss *session) Notify(k cache.Key) {
 	}
 }
 
-// poke wakes the writer (many pokes while it runs: one more round).
-func (ss *session) poke() {
+// beginRequest holds the writer back while a request is applied.
+func (ss *session) beginRequest() {
 	ss.mu.Lock()
-	start := ss.wakeLocked()
+	ss.handling++
+	ss.mu.Unlock()
+}
+
+// endRequest lets the writer go again and, when wake is set, wakes it once
+// for everything the request and the cache's notifications left dirty.
+func (ss *session) endRequest(wake bool) {
+	ss.mu.Lock()
+	ss.handling--
+	var start chan struct{}
+	if wake {
+		start = ss.wakeLocked()
+	}
 	ss.mu.Unlock()
 	if start != nil {
 		ss.startWriter(start)
@@ -95,8 +112,8 @@ func (ss *session) poke() {
 // wakeLocked notes work for the writer; it returns a channel when a writer
 // must be started (by startWriter, after unlocking), nil otherwise.
 func (ss *session) wakeLocked() chan struct{} {
-	if ss.closed {
-		return nil
+	if ss.closed || ss.handling > 0 {
+		return nil // endRequest wakes the writer
 	}
 	if ss.writing {
 		ss.rerun = true
@@ -391,7 +408,10 @@ func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(re
 				}
 				return false, r.err
 			}
-			if err := handle(r); err != nil {
+			ss.beginRequest()
+			err := handle(r)
+			ss.endRequest(err == nil)
+			if err != nil {
 				ss.logger().Info("ending client stream", zap.Error(err))
 				return false, err
 			}

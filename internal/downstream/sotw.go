@@ -95,8 +95,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	}
 	ss.mu.Unlock()
 
-	ch.apply(ss, node)
-	ss.poke()
+	ch.apply(ss, node) // the writer waits until the loop's endRequest
 	return nil
 }
 

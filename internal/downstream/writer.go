@@ -115,8 +115,10 @@ func (ss *session) writeLoop() {
 			ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
 		}
 		ss.mu.Lock()
-		if !ss.rerun || ss.closed {
+		if !ss.rerun || ss.closed || ss.handling > 0 {
+			// Handling a request: its endRequest starts the next writer.
 			ss.writing = false
+			ss.rerun = false
 			ss.mu.Unlock()
 			return
 		}
@@ -152,6 +154,11 @@ type outMsg struct {
 // session lock; the responses are built under it from the newest state.
 func (ss *session) build() []outMsg {
 	ss.mu.Lock()
+	if ss.handling > 0 {
+		// A request is being applied: its endRequest wakes the writer.
+		ss.mu.Unlock()
+		return nil
+	}
 	works := ss.collectLocked()
 	ss.mu.Unlock()
 	if len(works) == 0 {
