@@ -232,8 +232,10 @@ func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *r
 	up, err := upstream.New(upstream.Options{
 		Authorities: auths,
 		Backoff:     upstream.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-		Cache:       r.c,
-		Registry:    r.reg,
+		// Probe a recovered first origin soon (see TestUpstreamFailback).
+		FailbackInterval: 50 * time.Millisecond,
+		Cache:            r.c,
+		Registry:         r.reg,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,8 @@ type Manager struct {
 	node     *corev3.Node               // read-only after New
 	backoff  Backoff                    // read-only after New
 	dialOpts []grpc.DialOption          // read-only after New
+	connect  time.Duration              // connect timeout; read-only after New
+	failback time.Duration              // probe interval; read-only after New
 	auths    map[string]*authority      // read-only after New
 	files    map[string]*fileSource     // by origin; read-only after New
 	ctx      context.Context            // read-only after New; cancelled by Close
@@ -72,6 +74,10 @@ func New(opts Options) (*Manager, error) {
 			MinConnectTimeout: ct,
 		}),
 	}
+	fb := opts.FailbackInterval
+	if fb <= 0 {
+		fb = 5 * time.Minute
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr := &Manager{
 		lg:       lg.Named("upstream"),
@@ -80,6 +86,8 @@ func New(opts Options) (*Manager, error) {
 		node:     opts.Node,
 		backoff:  b,
 		dialOpts: append(dial, opts.DialOptions...),
+		connect:  ct,
+		failback: fb,
 		auths:    make(map[string]*authority),
 		files:    make(map[string]*fileSource),
 		ctx:      ctx,

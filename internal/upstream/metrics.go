@@ -12,6 +12,7 @@ import (
 type metrics struct {
 	streams    *prometheus.GaugeVec   // label authority: connected streams
 	reconnects *prometheus.CounterVec // label authority
+	failbacks  *prometheus.CounterVec // label authority
 	responses  *prometheus.CounterVec // label type
 	nacks      *prometheus.CounterVec // label type
 	fileErrors *prometheus.CounterVec // label authority
@@ -27,6 +28,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "reconnects_total",
 			Help: "Upstream streams lost or failed to open, followed by a reconnect attempt, by authority.",
 		}, []string{"authority"}),
+		failbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "failbacks_total",
+			Help: "Streams moved back to their authority's first origin after it answered a probe, by authority.",
+		}, []string{"authority"}),
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "responses_total",
 			Help: "Responses received from origins, by resource type.",
@@ -41,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"authority"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.reconnects, m.responses, m.nacks, m.fileErrors)
+		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors)
 	}
 	return m
 }

@@ -61,6 +61,10 @@ type Options struct {
 	Backoff Backoff
 	// ConnectTimeout bounds connecting to one origin. Default 5s.
 	ConnectTimeout time.Duration
+	// FailbackInterval: while a stream is served by an origin other than
+	// its authority's first, the first is probed this often, and the
+	// stream moves back to it once it accepts a connection. Default 5m.
+	FailbackInterval time.Duration
 	// DialOptions are added to the defaults (plaintext credentials unless
 	// these set others, connect backoff and timeout from above).
 	DialOptions []grpc.DialOption

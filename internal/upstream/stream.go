@@ -127,15 +127,25 @@ func isGlob(name string) bool {
 // starts at the first origin; a failed attempt moves to the next one
 // (wrapping around) after a jittered exponential wait. A session that got
 // at least one response resets the wait, and the next attempt starts over
-// at the first origin.
+// at the first origin. A session on a later origin ends as soon as the
+// first answers a probe (see failback.go), and the stream moves back to it
+// at once.
 func (s *stream) run(ctx context.Context) {
 	b := newBackoff(s.m.backoff)
 	idx := 0
 	for {
 		origin := s.auth.origins[idx]
-		healthy, err := s.session(ctx, origin)
+		healthy, back, err := s.sessionOrFailback(ctx, idx)
 		if ctx.Err() != nil {
 			return
+		}
+		if back {
+			s.m.m.failbacks.WithLabelValues(s.id.Authority).Inc()
+			s.lg.Info("first origin answers again; moving the stream back", zap.String("from", origin),
+				zap.String("to", s.auth.origins[0]))
+			b.reset()
+			idx = 0
+			continue
 		}
 		s.m.m.reconnects.WithLabelValues(s.id.Authority).Inc()
 		if healthy {

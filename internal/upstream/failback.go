@@ -1,0 +1,90 @@
+package upstream
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+)
+
+// sessionOrFailback runs one session to the authority's origin idx. On an
+// origin other than the first (when the first is a control plane, not a
+// file source), a prober goroutine owned by this call probes the first
+// origin every Options.FailbackInterval and ends the session when it
+// answers: back reports that, so the caller reconnects to the first origin
+// at once.
+func (s *stream) sessionOrFailback(ctx context.Context, idx int) (healthy, back bool, err error) {
+	origin, first := s.auth.origins[idx], s.auth.origins[0]
+	if idx == 0 || strings.HasPrefix(first, FileOriginPrefix) {
+		healthy, err = s.session(ctx, origin)
+		return healthy, false, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answered := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if s.probeUntilAnswer(sctx, first) {
+			close(answered)
+			cancel()
+		}
+	}()
+	healthy, err = s.session(sctx, origin)
+	cancel()
+	wg.Wait()
+	select {
+	case <-answered:
+		return healthy, ctx.Err() == nil, err
+	default:
+		return healthy, false, err
+	}
+}
+
+// probeUntilAnswer probes origin every failback interval until it answers
+// (true) or ctx ends (false).
+func (s *stream) probeUntilAnswer(ctx context.Context, origin string) bool {
+	t := time.NewTicker(s.m.failback)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if s.probe(ctx, origin) {
+			return true
+		}
+		s.lg.Debug("first origin still does not answer", zap.String("origin", origin))
+	}
+}
+
+// probe reports whether origin accepts a gRPC connection (the channel
+// becomes Ready) within the connect timeout. It opens no stream.
+func (s *stream) probe(ctx context.Context, origin string) bool {
+	conn, err := grpc.NewClient(origin, s.m.dialOpts...)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	pctx, cancel := context.WithTimeout(ctx, s.m.connect)
+	defer cancel()
+	conn.Connect()
+	for {
+		st := conn.GetState()
+		switch st {
+		case connectivity.Ready:
+			return true
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return false
+		}
+		if !conn.WaitForStateChange(pctx, st) {
+			return false
+		}
+	}
+}
