@@ -184,6 +184,10 @@ type Upstream struct {
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// Backoff paces reconnects to an authority.
 	Backoff Backoff `yaml:"backoff"`
+	// FailbackInterval: while an authority's stream is served by an origin
+	// other than its first, the first is probed this often; once it
+	// accepts a connection the stream moves back to it. Default 5m.
+	FailbackInterval time.Duration `yaml:"failback_interval"`
 }
 
 // ClientTLS is TLS toward origins. A client certificate pair is re-read
@@ -253,6 +257,7 @@ const (
 	DefaultBackoffMax            = 30 * time.Second
 	DefaultBackoffMultiplier     = 2.0
 	DefaultBackoffJitter         = 0.2
+	DefaultFailbackInterval      = 5 * time.Minute
 )
 
 // Default returns a Config holding every default and no authorities (so it
@@ -291,6 +296,7 @@ func Default() *Config {
 				Multiplier: DefaultBackoffMultiplier,
 				Jitter:     DefaultBackoffJitter,
 			},
+			FailbackInterval: DefaultFailbackInterval,
 		},
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
 	}

@@ -144,6 +144,7 @@ func (v *validator) upstream() {
 	v.msgSize("upstream.max_recv_msg_size", u.MaxRecvMsgSize)
 	v.msgSize("upstream.max_send_msg_size", u.MaxSendMsgSize)
 	v.positive("upstream.connect_timeout", u.ConnectTimeout)
+	v.positive("upstream.failback_interval", u.FailbackInterval)
 	b := u.Backoff
 	v.positive("upstream.backoff.initial", b.Initial)
 	v.positive("upstream.backoff.max", b.Max)

@@ -83,6 +83,7 @@ func TestValidate(t *testing.T) {
 		}},
 		{name: "upstream recv size zero", extra: "upstream:\n  max_recv_msg_size: 0B\n", want: []problem{{"upstream.max_recv_msg_size", 5, "must be between"}}},
 		{name: "connect_timeout negative", extra: "upstream:\n  connect_timeout: -1s\n", want: []problem{{"upstream.connect_timeout", 5, "must be a positive duration, got -1s"}}},
+		{name: "failback_interval zero", extra: "upstream:\n  failback_interval: 0s\n", want: []problem{{"upstream.failback_interval", 5, "must be a positive duration, got 0s"}}},
 		{name: "backoff max below initial", extra: "upstream:\n  backoff:\n    initial: 2s\n    max: 1s\n", want: []problem{{"upstream.backoff.max", 7, "1s is below backoff.initial (2s)"}}},
 		{name: "backoff initial zero", extra: "upstream:\n  backoff:\n    initial: 0s\n", want: []problem{{"upstream.backoff.initial", 6, "must be a positive duration"}}},
 		{name: "backoff multiplier below 1", extra: "upstream:\n  backoff:\n    multiplier: 0.5\n", want: []problem{{"upstream.backoff.multiplier", 6, "must be a finite number >= 1, got 0.5"}}},

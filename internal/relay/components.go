@@ -43,11 +43,12 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 			Initial: cfg.Upstream.Backoff.Initial, Max: cfg.Upstream.Backoff.Max,
 			Multiplier: cfg.Upstream.Backoff.Multiplier, Jitter: cfg.Upstream.Backoff.Jitter,
 		},
-		ConnectTimeout: cfg.Upstream.ConnectTimeout,
-		DialOptions:    dial,
-		Cache:          c,
-		Logger:         lg,
-		Registry:       reg,
+		ConnectTimeout:   cfg.Upstream.ConnectTimeout,
+		FailbackInterval: cfg.Upstream.FailbackInterval,
+		DialOptions:      dial,
+		Cache:            c,
+		Logger:           lg,
+		Registry:         reg,
 	})
 	if err != nil {
 		return fmt.Errorf("upstream: %w", err)
