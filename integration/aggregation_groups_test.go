@@ -245,8 +245,8 @@ func (c *aggClient) recvOne(deadline <-chan time.Time) bool {
 	if c.delta != nil {
 		var r *discoveryv3.DeltaDiscoveryResponse
 		select {
-		case r = <-c.delta.resps:
-		case err := <-c.delta.errc:
+		case r = <-c.delta.Responses():
+		case err := <-c.delta.Errors():
 			c.t.Fatalf("%s: stream ended: %v", c.name, err)
 		case <-deadline:
 			return false
@@ -263,8 +263,8 @@ func (c *aggClient) recvOne(deadline <-chan time.Time) bool {
 	}
 	var r *discoveryv3.DiscoveryResponse
 	select {
-	case r = <-c.sotw.resps:
-	case err := <-c.sotw.errc:
+	case r = <-c.sotw.Responses():
+	case err := <-c.sotw.Errors():
 		c.t.Fatalf("%s: stream ended: %v", c.name, err)
 	case <-deadline:
 		return false

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // dsAuthority is the authority the downstream tests serve.
@@ -63,109 +63,27 @@ func dial(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	return conn
 }
 
-// dsStream is a raw client stream with a receive pump, for tests that
-// speak the protocol by hand.
-type dsStream[Req, Resp any] struct {
-	t     testing.TB
-	send  func(*Req) error
-	resps chan *Resp
-	errc  chan error
-}
-
-func openStream[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *dsStream[Req, Resp] {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := open(ctx)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	s := &dsStream[Req, Resp]{t: t, send: st.Send, resps: make(chan *Resp, 100), errc: make(chan error, 1)}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				s.errc <- err
-				return
-			}
-			select {
-			case s.resps <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return s
-}
-
-func (s *dsStream[Req, Resp]) Send(r *Req) {
-	s.t.Helper()
-	if err := s.send(r); err != nil {
-		s.t.Fatalf("send: %v", err)
-	}
-}
-
-func (s *dsStream[Req, Resp]) Recv() *Resp {
-	s.t.Helper()
-	select {
-	case m := <-s.resps:
-		return m
-	case err := <-s.errc:
-		s.t.Fatalf("stream ended: %v", err)
-	case <-time.After(waitTimeout):
-		s.t.Fatalf("no response within %v", waitTimeout)
-	}
-	return nil
-}
-
-// None asserts that no response arrives within quietPeriod.
-func (s *dsStream[Req, Resp]) None() {
-	s.t.Helper()
-	select {
-	case m := <-s.resps:
-		s.t.Fatalf("unexpected response: %v", m)
-	case err := <-s.errc:
-		s.t.Fatalf("stream ended: %v", err)
-	case <-time.After(quietPeriod):
-	}
-}
-
-// Err waits for the stream to end and returns its status.
-func (s *dsStream[Req, Resp]) Err() *status.Status {
-	s.t.Helper()
-	for {
-		select {
-		case <-s.resps:
-		case err := <-s.errc:
-			return status.Convert(err)
-		case <-time.After(waitTimeout):
-			s.t.Fatalf("stream did not end within %v", waitTimeout)
-			return nil
-		}
-	}
-}
+// dsTimeouts are the waits of the downstream tests' client streams.
+var dsTimeouts = xdstest.Timeouts{Wait: waitTimeout, Quiet: quietPeriod}
 
 type (
-	deltaADS = dsStream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
-	sotwADS  = dsStream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+	deltaADS = xdstest.Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+	sotwADS  = xdstest.Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
 )
 
+// openStream opens a raw client stream with open, for tests that speak the
+// protocol by hand.
+func openStream[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *xdstest.Stream[Req, Resp] {
+	t.Helper()
+	return xdstest.Open(t, dsTimeouts, open)
+}
+
 func openDelta(t testing.TB, conn *grpc.ClientConn) *deltaADS {
-	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	return openStream(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
-		return c.DeltaAggregatedResources(ctx)
-	})
+	return xdstest.DeltaADS(t, conn, dsTimeouts)
 }
 
 func openSotW(t testing.TB, conn *grpc.ClientConn) *sotwADS {
-	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	return openStream(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
-		return c.StreamAggregatedResources(ctx)
-	})
+	return xdstest.SotWADS(t, conn, dsTimeouts)
 }
 
 // deltaView is what a delta client holds: name → version, and the bodies.

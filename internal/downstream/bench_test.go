@@ -84,7 +84,7 @@ func BenchmarkFanout(b *testing.B) {
 					defer wg.Done()
 					for {
 						select {
-						case <-c.resps:
+						case <-c.Responses():
 							got <- struct{}{}
 						case <-stop:
 							return

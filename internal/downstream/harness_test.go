@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,13 +20,13 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -154,112 +153,23 @@ func (e *env) put(typeURL, name, version string) *cache.Resource {
 	return r
 }
 
-// stream is a raw client stream with a receive pump.
-type stream[Req, Resp any] struct {
-	t      testing.TB
-	send   func(*Req) error
-	resps  chan *Resp
-	errc   chan error
-	cancel context.CancelFunc
-}
-
-func startStream[Req, Resp any](t testing.TB, open func(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *stream[Req, Resp] {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := open(ctx)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	s := &stream[Req, Resp]{t: t, send: st.Send, resps: make(chan *Resp, 100), errc: make(chan error, 1), cancel: cancel}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				s.errc <- err
-				return
-			}
-			select {
-			case s.resps <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return s
-}
-
-func (s *stream[Req, Resp]) Send(r *Req) {
-	s.t.Helper()
-	if err := s.send(r); err != nil {
-		s.t.Fatalf("send: %v", err)
-	}
-}
-
-func (s *stream[Req, Resp]) Recv() *Resp {
-	s.t.Helper()
-	select {
-	case m := <-s.resps:
-		return m
-	case err := <-s.errc:
-		s.t.Fatalf("stream ended: %v", err)
-	case <-time.After(waitFor):
-		s.t.Fatalf("no response within %v", waitFor)
-	}
-	return nil
-}
-
-// None asserts that no response arrives within quietFor.
-func (s *stream[Req, Resp]) None() {
-	s.t.Helper()
-	select {
-	case m := <-s.resps:
-		s.t.Fatalf("unexpected response: %v", m)
-	case err := <-s.errc:
-		s.t.Fatalf("stream ended: %v", err)
-	case <-time.After(quietFor):
-	}
-}
-
-// Err waits for the stream to end and returns its status.
-func (s *stream[Req, Resp]) Err() *status.Status {
-	s.t.Helper()
-	for {
-		select {
-		case <-s.resps:
-		case err := <-s.errc:
-			return status.Convert(err)
-		case <-time.After(waitFor):
-			s.t.Fatalf("stream did not end within %v", waitFor)
-			return nil
-		}
-	}
-}
+// timeouts are the waits of this package's client streams.
+var timeouts = xdstest.Timeouts{Wait: waitFor, Quiet: quietFor}
 
 type (
-	deltaStreamC = stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
-	sotwStreamC  = stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
+	deltaStreamC = xdstest.Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
+	sotwStreamC  = xdstest.Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
 )
 
-func (e *env) delta() *deltaStreamC {
-	c := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
-	return startStream(e.t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
-		st, err := c.DeltaAggregatedResources(ctx)
-		return st, err
-	})
+// startStream opens a raw client stream with open.
+func startStream[Req, Resp any](t testing.TB, open func(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *xdstest.Stream[Req, Resp] {
+	t.Helper()
+	return xdstest.Open(t, timeouts, open)
 }
 
-func (e *env) sotw() *sotwStreamC {
-	c := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
-	return startStream(e.t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
-		st, err := c.StreamAggregatedResources(ctx)
-		return st, err
-	})
-}
+func (e *env) delta() *deltaStreamC { return xdstest.DeltaADS(e.t, e.conn, timeouts) }
+
+func (e *env) sotw() *sotwStreamC { return xdstest.SotWADS(e.t, e.conn, timeouts) }
 
 var testNode = &corev3.Node{Id: "node-1", Cluster: "c1"}
 

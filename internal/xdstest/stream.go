@@ -1,0 +1,135 @@
+package xdstest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+)
+
+// Timeouts bound a test's waits: Wait for what must happen, Quiet for how
+// long to watch for what must not.
+type Timeouts struct {
+	Wait  time.Duration
+	Quiet time.Duration
+}
+
+// Stream is a raw client stream whose responses a pump goroutine receives
+// into a buffer; the test's Cleanup ends the pump.
+type Stream[Req, Resp any] struct {
+	t     testing.TB
+	tm    Timeouts         // read-only
+	send  func(*Req) error // called by the test goroutine only
+	resps chan *Resp       // filled by the pump
+	errc  chan error       // 1 slot: why Recv failed
+}
+
+// Open opens a stream with open and starts its pump.
+func Open[Req, Resp any](t testing.TB, tm Timeouts, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *Stream[Req, Resp] {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := open(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &Stream[Req, Resp]{t: t, tm: tm, send: st.Send, resps: make(chan *Resp, 100), errc: make(chan error, 1)}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				s.errc <- err
+				return
+			}
+			select {
+			case s.resps <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return s
+}
+
+// DeltaADS opens a delta ADS stream on conn.
+func DeltaADS(t testing.TB, conn grpc.ClientConnInterface, tm Timeouts) *Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse] {
+	t.Helper()
+	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
+	return Open(t, tm, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
+		return c.DeltaAggregatedResources(ctx)
+	})
+}
+
+// SotWADS opens a SotW ADS stream on conn.
+func SotWADS(t testing.TB, conn grpc.ClientConnInterface, tm Timeouts) *Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse] {
+	t.Helper()
+	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
+	return Open(t, tm, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+		return c.StreamAggregatedResources(ctx)
+	})
+}
+
+// Send sends r; a failure fails the test.
+func (s *Stream[Req, Resp]) Send(r *Req) {
+	s.t.Helper()
+	if err := s.send(r); err != nil {
+		s.t.Fatalf("send: %v", err)
+	}
+}
+
+// Recv returns the next response; the stream ending, or no response
+// within Timeouts.Wait, fails the test.
+func (s *Stream[Req, Resp]) Recv() *Resp {
+	s.t.Helper()
+	select {
+	case m := <-s.resps:
+		return m
+	case err := <-s.errc:
+		s.t.Fatalf("stream ended: %v", err)
+	case <-time.After(s.tm.Wait):
+		s.t.Fatalf("no response within %v", s.tm.Wait)
+	}
+	return nil
+}
+
+// None asserts that no response arrives within Timeouts.Quiet.
+func (s *Stream[Req, Resp]) None() {
+	s.t.Helper()
+	select {
+	case m := <-s.resps:
+		s.t.Fatalf("unexpected response: %v", m)
+	case err := <-s.errc:
+		s.t.Fatalf("stream ended: %v", err)
+	case <-time.After(s.tm.Quiet):
+	}
+}
+
+// Err waits for the stream to end, dropping responses, and returns its status.
+func (s *Stream[Req, Resp]) Err() *status.Status {
+	s.t.Helper()
+	for {
+		select {
+		case <-s.resps:
+		case err := <-s.errc:
+			return status.Convert(err)
+		case <-time.After(s.tm.Wait):
+			s.t.Fatalf("stream did not end within %v", s.tm.Wait)
+			return nil
+		}
+	}
+}
+
+// Responses is the pump's buffer, for tests that select over several
+// streams or wait on their own deadline.
+func (s *Stream[Req, Resp]) Responses() <-chan *Resp { return s.resps }
+
+// Errors yields the error that ended the stream (once).
+func (s *Stream[Req, Resp]) Errors() <-chan error { return s.errc }
