@@ -90,7 +90,14 @@ func (c *Cache) Apply(u Update) {
 	if u.FullState {
 		c.applyFullStateLocked(&a, st, inUpdate)
 	}
-	nb := c.notesLocked(&a, now)
+	c.finishUnlock(&a, now)
+}
+
+// finishUnlock ends a change made under mu (an Apply, an expiry): decides
+// whom to notify, enforces the bounds and re-arms the expiry timer, then
+// releases mu and makes the Subscriber calls and notifications.
+func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
+	nb := c.notesLocked(a, now)
 	c.enforceBoundsLocked()
 	c.armLocked(now)
 	c.mu.Unlock()

@@ -112,12 +112,7 @@ func (c *Cache) onTimer(gen uint64) {
 	}
 	now := c.now()
 	c.expireDueLocked(&a, now)
-	nb := c.notesLocked(&a, now)
-	c.enforceBoundsLocked()
-	c.armLocked(now)
-	c.mu.Unlock()
-	c.flush()
-	nb.send()
+	c.finishUnlock(&a, now)
 }
 
 // Close stops the expiry timer and waits for a firing in progress. The
