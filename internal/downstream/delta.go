@@ -12,12 +12,10 @@ import (
 // handleDelta applies one DeltaDiscoveryRequest. Subscription changes are
 // honoured whatever the nonce (spec: "Incremental xDS").
 func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
-	ss.setNode(req.GetNode())
-	typeURL, err := ss.checkType(req.GetTypeUrl())
+	typeURL, err := ss.accept(req.GetNode(), req.GetTypeUrl())
 	if err != nil {
 		return err
 	}
-	ss.srv.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	subscribe, unsubscribe := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
 	if err := checkDuplicates("resource_names_subscribe", typeURL, subscribe); err != nil {
 		return err

@@ -45,24 +45,22 @@ func peerOf(ctx context.Context) string {
 
 // serveSotW serves one SotW stream; typeURL is "" for ADS.
 func (s *Server) serveSotW(st sotwStream, typeURL string) error {
-	ss := newSession(s, variantSotW, typeURL, peerOf(st.Context()),
-		func(m proto.Message) error { return st.Send(m.(*discoveryv3.DiscoveryResponse)) })
-	recv := make(chan request)
-	pump(ss, st.Recv, recv)
-	return ss.run(st.Context(), recv, func(r request) error {
-		return ss.handleSotW(r.msg.(*discoveryv3.DiscoveryRequest))
-	})
+	return serve(s, st, variantSotW, typeURL, (*session).handleSotW)
 }
 
 // serveDelta serves one delta stream; typeURL is "" for ADS.
 func (s *Server) serveDelta(st deltaStream, typeURL string) error {
-	ss := newSession(s, variantDelta, typeURL, peerOf(st.Context()),
-		func(m proto.Message) error { return st.Send(m.(*discoveryv3.DeltaDiscoveryResponse)) })
+	return serve(s, st, variantDelta, typeURL, (*session).handleDelta)
+}
+
+// serve runs one session over a stream of either variant: a pump feeds
+// the handler st's requests, the writer sends on st.
+func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant, typeURL string, handle func(*session, *Req) error) error {
+	ss := newSession(s, variant, typeURL, peerOf(st.Context()),
+		func(m proto.Message) error { return st.Send(any(m).(*Resp)) })
 	recv := make(chan request)
 	pump(ss, st.Recv, recv)
-	return ss.run(st.Context(), recv, func(r request) error {
-		return ss.handleDelta(r.msg.(*discoveryv3.DeltaDiscoveryRequest))
-	})
+	return ss.run(st.Context(), recv, func(r request) error { return handle(ss, r.msg.(*Req)) })
 }
 
 // ADS.

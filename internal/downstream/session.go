@@ -182,6 +182,18 @@ func (ss *session) nextNonceLocked() string {
 	return strconv.FormatUint(ss.nonce, 10)
 }
 
+// accept starts handling a request of either variant: it records the
+// node, checks the type and counts the request; it returns the type URL.
+func (ss *session) accept(node *corev3.Node, typeURL string) (string, error) {
+	ss.setNode(node)
+	t, err := ss.checkType(typeURL)
+	if err != nil {
+		return "", err
+	}
+	ss.srv.m.requests.WithLabelValues(typeLabel(t)).Inc()
+	return t, nil
+}
+
 // checkType returns the type URL a request is for, or an InvalidArgument
 // status when it is empty on ADS or not the stream's type.
 func (ss *session) checkType(typeURL string) (string, error) {

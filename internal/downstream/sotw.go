@@ -14,12 +14,10 @@ import (
 // handleSotW applies one DiscoveryRequest. A request whose nonce is not the
 // latest sent for its type is stale and ignored (spec: "Resource updates").
 func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
-	ss.setNode(req.GetNode())
-	typeURL, err := ss.checkType(req.GetTypeUrl())
+	typeURL, err := ss.accept(req.GetNode(), req.GetTypeUrl())
 	if err != nil {
 		return err
 	}
-	ss.srv.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	names := req.GetResourceNames()
 	if err := checkDuplicates("resource_names", typeURL, names); err != nil {
 		return err
