@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // recvDelta receives and ACKs delta responses until cond holds on the view.
@@ -64,10 +65,7 @@ func TestDownstreamNackIsolated(t *testing.T) {
 	o.set(resource.ClusterType, c1, cluster(c1, 3))
 	for _, s := range []*deltaADS{good, bad} {
 		v := deltaView{}
-		recvDelta(t, s, v, func() bool {
-			c := &clusterv3.Cluster{}
-			return v[c1] != nil && v[c1].GetResource().UnmarshalTo(c) == nil && c.GetConnectTimeout().GetSeconds() == 3
-		})
+		recvDelta(t, s, v, func() bool { return timeoutOf(v, c1) == 3 })
 	}
 }
 
@@ -210,10 +208,7 @@ func TestDownstreamBadRequests(t *testing.T) {
 				t.Fatalf("status %v %q, want %v containing %q", st.Code(), st.Message(), tc.code, tc.contains)
 			}
 			o.set(resource.ClusterType, c1, cluster(c1, int64(10+i)))
-			recvDelta(t, good, gv, func() bool {
-				c := &clusterv3.Cluster{}
-				return gv[c1].GetResource().UnmarshalTo(c) == nil && c.GetConnectTimeout().GetSeconds() == int64(10+i)
-			})
+			recvDelta(t, good, gv, func() bool { return timeoutOf(gv, c1) == int64(10+i) })
 		})
 	}
 }
@@ -253,27 +248,10 @@ func TestDownstreamSlowClient(t *testing.T) {
 	for gen := int64(2); gen <= 4; gen++ {
 		o.set(resource.ClusterType, big, bigCluster(gen))
 		o.set(resource.ClusterType, small, cluster(small, gen))
-		recvDelta(t, fast, fv, func() bool {
-			c := &clusterv3.Cluster{}
-			return fv[small].GetResource().UnmarshalTo(c) == nil && c.GetConnectTimeout().GetSeconds() == gen
-		})
+		recvDelta(t, fast, fv, func() bool { return timeoutOf(fv, small) == gen })
 	}
 	// Now drain the slow stream: it ends with ResourceExhausted.
-	done := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := slow.Recv(); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
-	select {
-	case err := <-done:
-		if c := grpcCode(err); c != codes.ResourceExhausted {
-			t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatalf("slow stream did not end within %v", waitTimeout)
+	if err := xdstest.Drain(t, waitTimeout, slow.Recv); grpcCode(err) != codes.ResourceExhausted {
+		t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
 	}
 }

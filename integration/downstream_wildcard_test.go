@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -10,17 +9,14 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/xds-relay/xds-relay/config"
-	"github.com/xds-relay/xds-relay/internal/aggregation"
 )
 
 // legacyRelay runs the relay with one default aggregation rule: every
 // legacy name is served by dsAuthority in group "all".
 func legacyRelay(t *testing.T, o *gcpOrigin) string {
 	r := startRelay(t, func(c *config.Config) {
-		c.Aggregation.Rules = dsRules(t, `
+		c.Aggregation.Rules = decodeAggRules(t, `
 - name: all
   default: true
   result: {authority: ds.example, group: [{literal: all}]}
@@ -29,18 +25,8 @@ func legacyRelay(t *testing.T, o *gcpOrigin) string {
 	return r.XDSAddr()
 }
 
-// dsRules decodes aggregation rules written as in the config file.
-func dsRules(t testing.TB, src string) []aggregation.Rule {
-	t.Helper()
-	var rules []aggregation.Rule
-	dec := yaml.NewDecoder(strings.NewReader(src))
-	dec.KnownFields(true)
-	if err := dec.Decode(&rules); err != nil {
-		t.Fatalf("rules: %v", err)
-	}
-	return rules
-}
-
+// timeoutOf is the connect timeout, in seconds, of cluster name in v; -1
+// when v does not hold it.
 func timeoutOf(v deltaView, name string) int64 {
 	c := &clusterv3.Cluster{}
 	if v[name] == nil || v[name].GetResource().UnmarshalTo(c) != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // A client that does not read is cut off with ResourceExhausted once a
@@ -63,22 +64,8 @@ func TestSlowClientDisconnected(t *testing.T) {
 	checkDelta(t, deltaResp(edsType, nil, dres(small, r2)), fast.Recv())
 
 	// Draining the slow stream now ends in ResourceExhausted.
-	done := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := slow.Recv(); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
-	select {
-	case err := <-done:
-		if status.Code(err) != codes.ResourceExhausted {
-			t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
-		}
-	case <-time.After(waitFor):
-		t.Fatalf("slow stream did not end within %v", waitFor)
+	if err := xdstest.Drain(t, waitFor, slow.Recv); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
 	}
 	if got := testutil.ToFloat64(e.srv.m.slowDisconnects); got != 1 {
 		t.Errorf("slow_disconnects_total = %v, want 1", got)

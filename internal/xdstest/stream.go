@@ -133,3 +133,25 @@ func (s *Stream[Req, Resp]) Responses() <-chan *Resp { return s.resps }
 
 // Errors yields the error that ended the stream (once).
 func (s *Stream[Req, Resp]) Errors() <-chan error { return s.errc }
+
+// Drain receives with recv until it fails and returns that error, for a
+// stream read by hand (no pump); not ending within wait fails the test.
+func Drain[T any](t testing.TB, wait time.Duration, recv func() (T, error)) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := recv(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(wait):
+		t.Fatalf("stream did not end within %v", wait)
+		return nil
+	}
+}
