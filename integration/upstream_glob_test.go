@@ -103,7 +103,10 @@ func TestUpstreamEmulatedGlobRefcount(t *testing.T) {
 	o.waitFor("wildcard unsubscribed", func() bool {
 		return cmp.Equal([]string{"*"}, subscribedNames(o.deltaReqs, resource.ListenerType, true))
 	})
-	if diff := cmp.Diff([]string{"*"}, subscribedNames(o.deltaReqs, resource.ListenerType, false)); diff != "" {
+	o.mu.Lock()
+	subs := subscribedNames(o.deltaReqs, resource.ListenerType, false)
+	o.mu.Unlock()
+	if diff := cmp.Diff([]string{"*"}, subs); diff != "" {
 		t.Errorf("origin subscriptions (-want +got):\n%s", diff)
 	}
 }
