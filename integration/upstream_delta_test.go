@@ -254,45 +254,56 @@ func TestUpstreamFailover(t *testing.T) {
 // TestUpstreamFailback: while the first origin is down a second one
 // serves; once the first is back the relay probes it, moves the stream
 // back to it, and what it holds is the first origin's again. Watchers see
-// it change without ever losing it.
+// it change without ever losing it. Both transports.
 func TestUpstreamFailback(t *testing.T) {
-	first, second := newGCPOrigin(t), newGCPOrigin(t)
-	first.set(resource.ClusterType, "c1", cluster("c1", 1))
-	second.set(resource.ClusterType, "c1", cluster("c1", 2))
-	first.stop()
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{first.addr, second.addr}})
-	w := newWatcher()
-	r.c.Watch(w, nil, cdsKey("c1"))
-	seen := false // c1 was present once: it must stay so
-	from := func(o int64) func() bool {
-		want := mustAny(t, cluster("c1", o))
-		return func() bool {
-			res, st := r.c.Get(cdsKey("c1"))
-			if st != cache.StatePresent {
-				if seen {
-					t.Fatalf("c1 %v while moving between origins", st)
+	for _, tc := range []struct {
+		name      string
+		transport string
+		opens     func(o *gcpOrigin) int // streams of the transport; under o.mu
+	}{
+		{name: "delta", transport: upstream.TransportDelta, opens: func(o *gcpOrigin) int { return o.deltaOpens }},
+		{name: "sotw", transport: upstream.TransportSotW, opens: func(o *gcpOrigin) int { return o.sotwOpens }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first, second := newGCPOrigin(t), newGCPOrigin(t)
+			first.set(resource.ClusterType, "c1", cluster("c1", 1))
+			second.set(resource.ClusterType, "c1", cluster("c1", 2))
+			first.stop()
+			r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{first.addr, second.addr}, Transport: tc.transport})
+			w := newWatcher()
+			r.c.Watch(w, nil, cdsKey("c1"))
+			seen := false // c1 was present once: it must stay so
+			from := func(o int64) func() bool {
+				want := mustAny(t, cluster("c1", o))
+				return func() bool {
+					res, st := r.c.Get(cdsKey("c1"))
+					if st != cache.StatePresent {
+						if seen {
+							t.Fatalf("c1 %v while moving between origins", st)
+						}
+						return false
+					}
+					seen = true
+					return cmp.Diff(want, res.Body, protocmp.Transform()) == ""
 				}
-				return false
 			}
-			seen = true
-			return cmp.Diff(want, res.Body, protocmp.Transform()) == ""
-		}
-	}
-	w.waitFor(t, "c1 from the second origin", from(2))
+			w.waitFor(t, "c1 from the second origin", from(2))
 
-	first.restart()
-	w.waitFor(t, "c1 from the first origin again", from(1))
-	first.mu.Lock()
-	opens := first.deltaOpens
-	first.mu.Unlock()
-	if opens != 1 {
-		t.Errorf("first origin saw %d streams, want 1", opens)
-	}
-	if got := metricValue(t, r, "xds_relay_upstream_failbacks_total", "authority", "origin"); got != 1 {
-		t.Errorf("failbacks_total = %v, want 1", got)
-	}
-	if got := metricValue(t, r, "xds_relay_upstream_streams", "authority", "origin"); got != 1 {
-		t.Errorf("upstream_streams = %v, want 1", got)
+			first.restart()
+			w.waitFor(t, "c1 from the first origin again", from(1))
+			first.mu.Lock()
+			opens := tc.opens(first)
+			first.mu.Unlock()
+			if opens != 1 {
+				t.Errorf("first origin saw %d streams, want 1", opens)
+			}
+			if got := metricValue(t, r, "xds_relay_upstream_failbacks_total", "authority", "origin"); got != 1 {
+				t.Errorf("failbacks_total = %v, want 1", got)
+			}
+			if got := metricValue(t, r, "xds_relay_upstream_streams", "authority", "origin"); got != 1 {
+				t.Errorf("upstream_streams = %v, want 1", got)
+			}
+		})
 	}
 }
 
