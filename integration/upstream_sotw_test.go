@@ -106,3 +106,37 @@ func TestUpstreamSotWReconnect(t *testing.T) {
 		t.Errorf("first request after reconnect (-want +got):\n%s", diff)
 	}
 }
+
+// TestUpstreamSotWFailoverForgetsVersion: a version_info accepted from one
+// origin means nothing to another, so after failover the SotW stream's
+// first request to the next origin carries none.
+func TestUpstreamSotWFailoverForgetsVersion(t *testing.T) {
+	first, second := newGCPOrigin(t), newGCPOrigin(t)
+	first.set(resource.ClusterType, "c1", cluster("c1", 1))
+	second.set(resource.ClusterType, "c1", cluster("c1", 2))
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{first.addr, second.addr}, Transport: upstream.TransportSotW})
+	w := newWatcher()
+	r.c.Watch(w, nil, cdsKey("c1"))
+	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
+	first.waitFor("ACK with a version", func() bool {
+		for _, q := range first.sotwReqs {
+			if q.GetResponseNonce() != "" && q.GetVersionInfo() != "" {
+				return true
+			}
+		}
+		return false
+	})
+	first.stop()
+	var req *discoveryv3.DiscoveryRequest
+	second.waitFor("first request", func() bool {
+		if len(second.sotwReqs) > 0 {
+			req = second.sotwReqs[0]
+			return true
+		}
+		return false
+	})
+	want := &discoveryv3.DiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNames: []string{"c1"}}
+	if diff := cmp.Diff(want, req, protocmp.Transform(), protocmp.IgnoreFields(&discoveryv3.DiscoveryRequest{}, "node")); diff != "" {
+		t.Errorf("first request to the second origin (-want +got):\n%s", diff)
+	}
+}

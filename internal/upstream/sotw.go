@@ -28,6 +28,10 @@ type sotwType struct {
 // sotwSession runs one SotW ADS stream to origin until it fails or ctx
 // ends. Globs are always emulated over the type's wildcard.
 func (s *stream) sotwSession(ctx context.Context, origin string) (bool, error) {
+	if origin != s.sotwOrigin {
+		clear(s.sotwVersions)
+		s.sotwOrigin = origin
+	}
 	return runSession(ctx, s, origin, TransportSotW, discoveryv3.AggregatedDiscoveryServiceClient.StreamAggregatedResources,
 		func(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient) sessionOps[discoveryv3.DiscoveryResponse] {
 			types := make(map[string]*sotwType)

@@ -36,8 +36,11 @@ type stream struct {
 	nodeFromSubscribe bool
 
 	// sotwVersions: last accepted version_info per type, kept across
-	// sessions so a SotW reconnect resends it. owned by the run goroutine
+	// sessions to the same origin (sotwOrigin) so a SotW reconnect resends
+	// it; a version from another origin means nothing and is not sent.
+	// owned by the run goroutine
 	sotwVersions map[string]string
+	sotwOrigin   string
 }
 
 func newStream(m *Manager, id cache.StreamID, a *authority) *stream {
