@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -317,5 +318,51 @@ func TestExpiryRealTimer(t *testing.T) {
 		case <-deadline.C:
 			t.Fatal("resource with a 1ms TTL not expired within 10s")
 		}
+	}
+}
+
+// TestExpiryConcurrent: updates with short TTLs, heartbeats, reads and
+// watches race the real timer; -race checks the locking, and Close waits
+// for a firing in progress (goleak checks nothing is left).
+func TestExpiryConcurrent(t *testing.T) {
+	c := New(Options{MaxResources: 10, MaxBytes: -1, Upstream: &fakeSubscriber{}})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &fakeWatcher{}
+			for i := range 200 {
+				k := key(legacyStream, lds, fmt.Sprintf("r-%d", (g*7+i)%20))
+				c.Watch(w, nil, k, key(legacyStream, lds, Wildcard))
+				r := withTTL(res(k.Name, fmt.Sprint(i), 1), time.Duration(i%3+1)*time.Millisecond, time.Now())
+				if i%4 == 0 {
+					r = &Resource{Name: k.Name, Version: r.Version, Heartbeat: true, TTL: r.TTL, Arrived: r.Arrived}
+				}
+				c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
+				c.Get(k)
+				c.Members(key(legacyStream, lds, Wildcard))
+				c.Unwatch(w, k)
+			}
+			c.Unwatch(w, key(legacyStream, lds, Wildcard))
+		}()
+	}
+	wg.Wait()
+	c.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, e := range c.expiries {
+		if e.heapPos != i+1 || e.state != StatePresent || e.expires.IsZero() || c.entries[e.key] != e {
+			t.Errorf("expiries[%d]: %s pos %d state %v expires %v", i, e.key.Name, e.heapPos, e.state, e.expires)
+		}
+	}
+	ttlEntries := 0
+	for _, e := range c.entries {
+		if !e.expires.IsZero() {
+			ttlEntries++
+		}
+	}
+	if ttlEntries != len(c.expiries) {
+		t.Errorf("%d entries have a TTL, %d are in the expiry heap", ttlEntries, len(c.expiries))
 	}
 }
