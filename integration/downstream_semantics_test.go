@@ -29,6 +29,16 @@ func recvDelta(t *testing.T, s *deltaADS, view deltaView, cond func() bool) {
 	}
 }
 
+// subscribeClusters sends s's first request, for clusters names, and
+// returns the view once it holds them all.
+func subscribeClusters(t *testing.T, s *deltaADS, names ...string) deltaView {
+	t.Helper()
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: names})
+	v := deltaView{}
+	recvDelta(t, s, v, has(v, names...))
+	return v
+}
+
 func has(view deltaView, names ...string) func() bool {
 	return func() bool {
 		for _, n := range names {
@@ -50,9 +60,7 @@ func TestDownstreamNackIsolated(t *testing.T) {
 	conn := dial(t, r.XDSAddr())
 	bad, good := openDelta(t, conn), openDelta(t, conn)
 	for _, s := range []*deltaADS{bad, good} {
-		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c1}})
-		v := deltaView{}
-		recvDelta(t, s, v, has(v, c1))
+		subscribeClusters(t, s, c1)
 	}
 	o.set(resource.ClusterType, c1, cluster(c1, 2))
 	got := bad.Recv()
@@ -81,9 +89,7 @@ func TestDownstreamNameSpelling(t *testing.T) {
 	for _, asked := range []string{dsCluster("svc?b=2&a=1"), canonical} {
 		t.Run(asked, func(t *testing.T) {
 			s := openDelta(t, conn)
-			s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{asked}})
-			v := deltaView{}
-			recvDelta(t, s, v, has(v, asked))
+			v := subscribeClusters(t, s, asked)
 			if len(v) != 1 {
 				t.Fatalf("got names %v, want only %q", v, asked)
 			}
@@ -183,9 +189,7 @@ func TestDownstreamBadRequests(t *testing.T) {
 	r := startRelay(t, nil, o.addr)
 	conn := dial(t, r.XDSAddr())
 	good := openDelta(t, conn)
-	good.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c1}})
-	gv := deltaView{}
-	recvDelta(t, good, gv, has(gv, c1))
+	gv := subscribeClusters(t, good, c1)
 
 	tests := []struct {
 		name     string
@@ -239,9 +243,7 @@ func TestDownstreamSlowClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast := openDelta(t, dial(t, r.XDSAddr()))
-	fast.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{small}})
-	fv := deltaView{}
-	recvDelta(t, fast, fv, has(fv, small))
+	fv := subscribeClusters(t, fast, small)
 
 	// Updates: the slow client's second big response cannot be sent; the
 	// fast client's updates keep flowing.
