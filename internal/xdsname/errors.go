@@ -24,4 +24,5 @@ var (
 	ErrRepeatedDirective = errors.New("repeated processing directive")
 	ErrBadEntry          = errors.New("bad entry name")
 	ErrBadAlt            = errors.New("bad alt URL")
+	ErrNotURN            = errors.New("not a URN")
 )
