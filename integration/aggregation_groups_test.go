@@ -115,15 +115,10 @@ func newSnapOrigin(t testing.TB) *snapOrigin {
 	ctx, cancel := context.WithCancel(context.Background())
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, o.snaps, cb))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = gs.Serve(lis)
-	}()
+	stop := serveGRPC(gs, lis)
 	t.Cleanup(func() {
-		gs.Stop()
+		stop()
 		cancel()
-		<-done
 	})
 	return o
 }
