@@ -3,6 +3,7 @@ package downstream
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,6 +31,57 @@ type work struct {
 	ts     *typeState
 	probes []probe
 	seen   map[probeID]struct{} // probes already added, once there are many
+	many   bool                 // seen is in use (more than manyProbes)
+}
+
+// reset empties w for reuse, dropping its references to resources.
+func (w *work) reset() {
+	w.ts = nil
+	clear(w.probes)
+	w.probes = w.probes[:0]
+	if w.many {
+		clear(w.seen)
+		w.many = false
+	}
+}
+
+// round is what one wake-up of a writer evaluates: per type, the probes.
+// Rounds come from roundPool and go back once the responses are built,
+// so a wake-up allocates no maps or slices in the steady state, and an
+// idle session keeps none.
+type round struct {
+	works []*work // works[:n] are in use
+	n     int
+}
+
+var roundPool = sync.Pool{New: func() any { return new(round) }}
+
+// get returns the work of ts in r, taking a fresh one when there is none.
+func (r *round) get(ts *typeState) *work {
+	for _, w := range r.works[:r.n] {
+		if w.ts == ts {
+			return w
+		}
+	}
+	if r.n == len(r.works) {
+		r.works = append(r.works, new(work))
+	}
+	w := r.works[r.n]
+	r.n++
+	w.ts = ts
+	return w
+}
+
+// active returns the works in use.
+func (r *round) active() []*work { return r.works[:r.n] }
+
+// release empties r and returns it to the pool.
+func (r *round) release() {
+	for _, w := range r.works[:r.n] {
+		w.reset()
+	}
+	r.n = 0
+	roundPool.Put(r)
 }
 
 // probeID identifies a probe: a subscription, or one member of it.
@@ -47,7 +99,7 @@ func (w *work) addProbe(p probe) {
 	if p.member {
 		id.member = p.key.Name
 	}
-	if w.seen != nil {
+	if w.many {
 		if _, ok := w.seen[id]; ok {
 			return
 		}
@@ -60,7 +112,10 @@ func (w *work) addProbe(p probe) {
 			}
 		}
 		if len(w.probes) == manyProbes {
-			w.seen = make(map[probeID]struct{}, 2*manyProbes)
+			if w.seen == nil {
+				w.seen = make(map[probeID]struct{}, 2*manyProbes)
+			}
+			w.many = true
 			for i := range w.probes {
 				q := &w.probes[i]
 				qid := probeID{name: q.name}
@@ -159,8 +214,10 @@ func (ss *session) build() []outMsg {
 		ss.mu.Unlock()
 		return nil
 	}
-	works := ss.collectLocked()
+	rd := ss.collectLocked()
 	ss.mu.Unlock()
+	defer rd.release()
+	works := rd.active()
 	if len(works) == 0 {
 		return nil
 	}
@@ -194,14 +251,17 @@ func (ss *session) build() []outMsg {
 	}
 	ss.mu.Unlock()
 	for _, m := range out {
-		lg.Debug("sending response", zap.String("type_url", m.typeURL), zap.Int("items", m.count))
+		// Check first: the fields of a disabled entry are not built.
+		if ce := lg.Check(zap.DebugLevel, "sending response"); ce != nil {
+			ce.Write(zap.String("type_url", m.typeURL), zap.Int("items", m.count))
+		}
 	}
 	return out
 }
 
 // collectLocked swaps out the dirty set and returns, per type, the
-// subscriptions to look up.
-func (ss *session) collectLocked() []*work {
+// subscriptions to look up; the caller releases the round.
+func (ss *session) collectLocked() *round {
 	// Swap the dirty set with the spare one (emptied by the last round).
 	dirty := ss.dirty
 	if ss.spare == nil {
@@ -209,29 +269,19 @@ func (ss *session) collectLocked() []*work {
 	}
 	ss.dirty, ss.spare = ss.spare, nil
 	defer func() { clear(dirty); ss.spare = dirty }()
-	ss.rerun = false  // this round sees everything noted so far
-	var works []*work // few types: a slice
-	get := func(ts *typeState) *work {
-		for _, w := range works {
-			if w.ts == ts {
-				return w
-			}
-		}
-		w := &work{ts: ts}
-		works = append(works, w)
-		return w
-	}
+	ss.rerun = false // this round sees everything noted so far
+	rd := roundPool.Get().(*round)
 	for _, ts := range ss.types {
 		if ts.evalAll {
 			ts.evalAll = false
-			w := get(ts)
+			w := rd.get(ts)
 			for n, s := range ts.subs {
 				w.add(n, s)
 			}
 			continue
 		}
 		if len(ts.force) > 0 || hasUnreported(ts) {
-			w := get(ts)
+			w := rd.get(ts)
 			for n := range ts.force {
 				if s, ok := ts.subs[n]; ok {
 					w.add(n, s)
@@ -246,7 +296,7 @@ func (ss *session) collectLocked() []*work {
 		if !ok {
 			continue
 		}
-		w := get(ts)
+		w := rd.get(ts)
 		for _, n := range ts.byKey[k] {
 			w.add(n, ts.subs[n])
 		}
@@ -256,10 +306,10 @@ func (ss *session) collectLocked() []*work {
 			w.addMember(ts, k)
 		}
 	}
-	if len(works) > 1 {
+	if works := rd.active(); len(works) > 1 {
 		slices.SortFunc(works, func(a, b *work) int { return typeOrder(a.ts.typeURL) - typeOrder(b.ts.typeURL) })
 	}
-	return works
+	return rd
 }
 
 func hasUnreported(ts *typeState) bool {
