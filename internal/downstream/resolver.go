@@ -67,8 +67,14 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		if _, ok := r.authorities[n.Authority]; !ok {
 			return Resolution{}, fmt.Errorf("%w: %q: authority %q", ErrUnknownAuthority, name, n.Authority)
 		}
+		canonical := n.String()
+		if canonical == name {
+			// Keep the caller's string (shared by every session that
+			// asked for it), not a fresh copy per client.
+			canonical = name
+		}
 		return Resolution{
-			Key:        cache.Key{Stream: cache.StreamID{Authority: n.Authority}, TypeURL: typeURL, Name: n.String()},
+			Key:        cache.Key{Stream: cache.StreamID{Authority: n.Authority}, TypeURL: typeURL, Name: canonical},
 			Collection: n.IsGlob(),
 		}, nil
 	}

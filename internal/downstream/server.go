@@ -65,6 +65,9 @@ type Server struct {
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
+	// names shares requested name strings across sessions (names.go);
+	// safe for concurrent use.
+	names *lru.Cache[string, string]
 }
 
 // New returns a Server.
@@ -96,6 +99,7 @@ func New(opts Options) (*Server, error) {
 		m:           newMetrics(opts.Registry),
 		sessions:    make(map[uint64]*session),
 		wrappers:    newWrapperCache(),
+		names:       newNameTable(),
 	}, nil
 }
 

@@ -259,6 +259,10 @@ func (ss *session) build() []outMsg {
 	return out
 }
 
+// smallDirty is the largest dirty set kept for reuse (steady state: an
+// update changes one key or a few).
+const smallDirty = 4
+
 // collectLocked swaps out the dirty set and returns, per type, the
 // subscriptions to look up; the caller releases the round.
 func (ss *session) collectLocked() *round {
@@ -268,7 +272,12 @@ func (ss *session) collectLocked() *round {
 		ss.spare = make(map[cache.Key]struct{})
 	}
 	ss.dirty, ss.spare = ss.spare, nil
-	defer func() { clear(dirty); ss.spare = dirty }()
+	defer func() {
+		if len(dirty) <= smallDirty {
+			clear(dirty)
+			ss.spare = dirty
+		} // else dropped: an idle session keeps no map sized for its initial sync
+	}()
 	ss.rerun = false // this round sees everything noted so far
 	rd := roundPool.Get().(*round)
 	for _, ts := range ss.types {
