@@ -29,9 +29,10 @@ func recvResource(t *testing.T, d *deltaADS, name string) *anypb.Any {
 }
 
 // TestUpstreamEndToEnd: real delta clients → the relay process (config,
-// downstream server, cache, upstream) → a go-control-plane origin. Three
-// clients cost the origin one stream and one subscription; an update
-// reaches them all; with the origin stopped, a new client is still served.
+// downstream server, cache, upstream) → a go-control-plane origin. Fifty
+// clients, each on its own connection, cost the origin one stream and one
+// subscription; an update reaches them all; with the origin stopped, a new
+// client is still served. (TestUpstreamFanIn is the cache-level twin.)
 func TestUpstreamEndToEnd(t *testing.T) {
 	o := newGCPOrigin(t)
 	name := "xdstp://origin/envoy.config.cluster.v3.Cluster/c1"
@@ -47,7 +48,8 @@ func TestUpstreamEndToEnd(t *testing.T) {
 	}
 
 	want := mustAny(t, cluster(name, 1))
-	clients := make([]*deltaADS, 3)
+	const n = 50
+	clients := make([]*deltaADS, n)
 	for i := range clients {
 		clients[i] = subscribe("client")
 	}
