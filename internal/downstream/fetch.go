@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -58,8 +57,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		res  Resolution
 	}
 	var items []item
-	var keys []cache.Key
-	var nodes map[cache.StreamID]*corev3.Node // upstream nodes rules set
+	var watch change // keys, and the upstream nodes rules set for them
 	for _, n := range names {
 		r, err := s.resolver.Resolve(typeURL, n, req.GetNode())
 		if err != nil {
@@ -70,18 +68,12 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
 		}
 		items = append(items, item{name: n, res: r})
-		keys = append(keys, r.Key)
-		if r.Node != nil {
-			if nodes == nil {
-				nodes = make(map[cache.StreamID]*corev3.Node)
-			}
-			nodes[r.Key.Stream] = r.Node
-		}
+		watch.add(r)
 	}
 	w := &fetchWatcher{ch: make(chan struct{}, 1)}
-	if len(keys) > 0 {
-		watchKeys(s.cache, w, req.GetNode(), keys, nodes)
-		defer s.cache.Unwatch(w, keys...)
+	if len(watch.watch) > 0 {
+		watchKeys(s.cache, w, req.GetNode(), watch.watch, watch.nodes)
+		defer s.cache.Unwatch(w, watch.watch...)
 	}
 	deadline := time.NewTimer(s.fetchWait)
 	defer deadline.Stop()
