@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,14 +52,23 @@ func TestSlowClientDisconnected(t *testing.T) {
 	fast := e.delta()
 	fast.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{small}})
 	checkDelta(t, deltaResp(edsType, nil, dres(small, r)), fast.Recv())
-	// The first response is queued whatever its size; the next one waits
-	// for flow control that the slow client never grants.
-	e.cache.set(key(edsType, big), &cache.Resource{Name: big, Version: "2", Body: bigBody})
-
-	select {
-	case <-cut:
-	case <-time.After(waitFor):
-		t.Fatalf("slow client not cut off within %v", waitFor)
+	// One response is queued whatever its size; the next one waits for
+	// flow control that the slow client never grants. The session
+	// coalesces (newest state wins), so a single new version may reach the
+	// writer before the first was built and yield one send only: publish
+	// new versions until the cut-off happens.
+	deadline := time.NewTimer(waitFor)
+	defer deadline.Stop()
+	for v := 2; ; v++ {
+		e.cache.set(key(edsType, big), &cache.Resource{Name: big, Version: strconv.Itoa(v), Body: bigBody})
+		select {
+		case <-cut:
+		case <-time.After(sendTimeout): // not a wait for the outcome: the next stimulus
+			continue
+		case <-deadline.C:
+			t.Fatalf("slow client not cut off within %v", waitFor)
+		}
+		break
 	}
 	r2 := e.put(edsType, small, "2")
 	checkDelta(t, deltaResp(edsType, nil, dres(small, r2)), fast.Recv())
