@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
 // TTL and heartbeats pass through the relay: a delta client gets the TTL
@@ -29,7 +31,9 @@ func TestDownstreamTTLAndHeartbeat(t *testing.T) {
 		Resources: []*discoveryv3.Resource{{Name: name, Version: "1", Resource: body, Ttl: durationpb.New(time.Hour)}}})
 	o.next("ACK of n1", answers("n1"))
 	got := d.Recv()
-	want := []*discoveryv3.Resource{{Name: name, Version: "1", Resource: body, Ttl: durationpb.New(time.Hour)}}
+	// The relay's version is its own, from the bytes: the origin's "1" stays upstream.
+	v := cache.ContentVersion(body)
+	want := []*discoveryv3.Resource{{Name: name, Version: v, Resource: body, Ttl: durationpb.New(time.Hour)}}
 	if diff := cmp.Diff(want, got.GetResources(), protocmp.Transform()); diff != "" {
 		t.Fatalf("delta resource with TTL (-want +got):\n%s", diff)
 	}
@@ -38,7 +42,7 @@ func TestDownstreamTTLAndHeartbeat(t *testing.T) {
 	s := openSotW(t, conn)
 	s.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNames: []string{name}})
 	sgot := s.Recv()
-	wrapped := mustAny(t, &discoveryv3.Resource{Name: name, Version: "1", Resource: body, Ttl: durationpb.New(time.Hour)})
+	wrapped := mustAny(t, &discoveryv3.Resource{Name: name, Version: v, Resource: body, Ttl: durationpb.New(time.Hour)})
 	if diff := cmp.Diff([]*anypb.Any{wrapped}, sgot.GetResources(), protocmp.Transform()); diff != "" {
 		t.Fatalf("SotW resource with TTL (-want +got):\n%s", diff)
 	}
@@ -48,7 +52,7 @@ func TestDownstreamTTLAndHeartbeat(t *testing.T) {
 	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n2",
 		Resources: []*discoveryv3.Resource{{Name: name, Version: "1", Ttl: durationpb.New(2 * time.Hour)}}})
 	o.next("ACK of n2", answers("n2"))
-	hb := []*discoveryv3.Resource{{Name: name, Version: "1", Ttl: durationpb.New(2 * time.Hour)}}
+	hb := []*discoveryv3.Resource{{Name: name, Version: v, Ttl: durationpb.New(2 * time.Hour)}}
 	if diff := cmp.Diff(hb, d.Recv().GetResources(), protocmp.Transform()); diff != "" {
 		t.Fatalf("delta heartbeat (-want +got):\n%s", diff)
 	}

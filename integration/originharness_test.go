@@ -262,6 +262,9 @@ func (w *watcher) Notify(k cache.Key) {
 	w.mu.Lock()
 	w.got[k.Name]++
 	w.mu.Unlock()
+}
+
+func (w *watcher) Flush(*cache.ChangeSet) {
 	select {
 	case w.poke <- struct{}{}:
 	default:

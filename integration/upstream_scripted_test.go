@@ -195,7 +195,7 @@ func TestUpstreamNACKDuplicateNames(t *testing.T) {
 		t.Errorf("error_detail %q does not name the duplicate", msg)
 	}
 	got, st := r.c.Get(cdsKey("c1"))
-	if st != cache.StatePresent || got.Version != "1" {
+	if st != cache.StatePresent || got.OriginVersion != "1" {
 		t.Fatalf("after NACK: %v version %q, want present version 1", st, versionOf(got))
 	}
 	if got := w.count("c1"); got != notified {
@@ -255,7 +255,7 @@ func versionOf(r *cache.Resource) string {
 	if r == nil {
 		return ""
 	}
-	return r.Version
+	return r.OriginVersion
 }
 
 // TestUpstreamHeartbeat: a delta heartbeat (a Resource without body, same
@@ -279,7 +279,7 @@ func TestUpstreamHeartbeat(t *testing.T) {
 	}
 	w.waitNotified(t, "c1", 2)
 	got, st := r.c.Get(cdsKey("c1"))
-	if st != cache.StatePresent || got.Version != "1" || got.TTL.AsDuration() != 2*time.Hour {
+	if st != cache.StatePresent || got.OriginVersion != "1" || got.TTL.AsDuration() != 2*time.Hour {
 		t.Fatalf("after heartbeat: %v %+v, want present, version 1, TTL 2h", st, got)
 	}
 	if diff := cmp.Diff(body, got.Body, protocmp.Transform()); diff != "" {
@@ -316,7 +316,7 @@ func TestUpstreamSotWNACK(t *testing.T) {
 		t.Errorf("error_detail %q does not say which type was wrong", msg)
 	}
 	got, st := r.c.Get(cdsKey("c1"))
-	if st != cache.StatePresent || got.Version != "v1" {
+	if st != cache.StatePresent || got.OriginVersion != "v1" {
 		t.Errorf("after NACK: %v version %q, want present v1", st, versionOf(got))
 	}
 	if got := w.count("c1"); got != 1 {

@@ -2,15 +2,20 @@ package cache
 
 import (
 	"bytes"
+	"slices"
 	"time"
 
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // applyRun is the bookkeeping of one Apply: what changed, to notify once
 // the lock is released.
 type applyRun struct {
+	// cs is the origin change being applied (nil for an expiry sweep).
+	cs *ChangeSet
 	// changed keys in order, with whether the key is or was a collection
 	// member (then collection watchers are notified too).
 	order  []Key
@@ -50,19 +55,26 @@ func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
 	}
 }
 
-// Apply stores what the origin sent and notifies watchers (after releasing
-// the lock). A revision identical to the cached one (same version, bytes and
-// TTL) is not a change: it only refreshes the TTL and notifies nobody. A
-// heartbeat refreshes the TTL of the cached revision and notifies; one for
-// a resource whose TTL already elapsed is ignored (it expired: only a new
-// revision brings it back).
+// Apply stores what the origin sent and announces it to watchers as one
+// change (after releasing the lock). Each resource's Version is set here,
+// from its bytes. A revision with the cached bytes and TTL is not a change,
+// whatever the origin's version: it only refreshes the TTL and notifies
+// nobody. A heartbeat refreshes the TTL of the cached revision and
+// notifies; one for a resource whose TTL already elapsed is ignored (it
+// expired: only a new revision brings it back).
 func (c *Cache) Apply(u Update) {
 	a := newApplyRun()
+	arrived := u.Arrived
+	if arrived.IsZero() {
+		arrived = c.now()
+	}
+	a.cs = newChangeSet(arrived, c.m.fanout.WithLabelValues(typeLabel(u.TypeURL)))
 	st := streamType{stream: u.Stream, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
 	}
+	u.Resources = versioned(u.Resources)
 
 	c.mu.Lock()
 	now := c.now()
@@ -141,6 +153,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		c.entries[k] = e
 		c.addByTypeLocked(e)
 	}
+	e.originVersion = r.OriginVersion
 	if e.state == StatePresent && identical(e.res, r) {
 		c.setExpiresLocked(e, expiry(r, now))
 		return
@@ -260,9 +273,44 @@ func (c *Cache) setAbsentLocked(e *entry) {
 	c.setExpiresLocked(e, time.Time{})
 }
 
-// identical: r is the cached revision again (same version, bytes and TTL).
+// ContentVersion is the relay's version of a resource body: go-control-plane's
+// resource hash of its bytes, the very version go-control-plane gives the
+// resource in delta.
+func ContentVersion(body *anypb.Any) string {
+	return cachev3.HashResource(body.GetValue())
+}
+
+// versioned returns rs with each revision's Version set from its bytes.
+// Revisions are immutable once handed over, so one whose Version differs
+// is replaced by a copy. Hashing happens before Apply locks: the work is
+// per origin change, not per client, and need not hold up readers.
+func versioned(rs []*Resource) []*Resource {
+	var out []*Resource
+	for i, r := range rs {
+		if r == nil || r.Heartbeat || r.Body == nil {
+			continue
+		}
+		v := ContentVersion(r.Body)
+		if r.Version == v {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(rs)
+		}
+		cp := *r
+		cp.Version = v
+		out[i] = &cp
+	}
+	if out == nil {
+		return rs
+	}
+	return out
+}
+
+// identical: r is the cached revision again (same bytes and TTL), whatever
+// version the origin gave it.
 func identical(cur, r *Resource) bool {
-	return cur != nil && cur.Version == r.Version &&
+	return cur != nil &&
 		cur.Body.GetTypeUrl() == r.Body.GetTypeUrl() &&
 		bytes.Equal(cur.Body.GetValue(), r.Body.GetValue()) &&
 		sameTTL(cur.TTL, r.TTL)

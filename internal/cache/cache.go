@@ -404,9 +404,9 @@ func (c *Cache) heldLocked(e *entry) bool {
 }
 
 // Versions returns, for the resources cached on stream s of typeURL, the
-// name the origin sent each under and its version: what a delta stream
-// sends as initial_resource_versions when it reconnects, so the origin
-// does not resend what the relay already holds.
+// name the origin sent each under and the origin's version of it: what a
+// delta stream sends as initial_resource_versions when it reconnects, so
+// the origin does not resend what the relay already holds.
 func (c *Cache) Versions(s StreamID, typeURL string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -414,7 +414,11 @@ func (c *Cache) Versions(s StreamID, typeURL string) map[string]string {
 	out := make(map[string]string, len(es))
 	for _, e := range es {
 		if e.state == StatePresent {
-			out[e.res.Name] = e.res.Version
+			v := e.originVersion
+			if v == "" {
+				v = e.res.Version // e.g. from a file source: content is all there is
+			}
+			out[e.res.Name] = v
 		}
 	}
 	return out

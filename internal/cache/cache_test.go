@@ -36,12 +36,35 @@ var (
 type fakeWatcher struct {
 	mu  sync.Mutex
 	got []Key // guarded by mu
+	// flushes records, per Flush, how many keys had been notified by then
+	// and the change set it came with. guarded by mu
+	flushes []flushAt
+}
+
+type flushAt struct {
+	notified int
+	cs       *ChangeSet
 }
 
 func (w *fakeWatcher) Notify(k Key) {
 	w.mu.Lock()
 	w.got = append(w.got, k)
 	w.mu.Unlock()
+}
+
+func (w *fakeWatcher) Flush(cs *ChangeSet) {
+	w.mu.Lock()
+	w.flushes = append(w.flushes, flushAt{notified: len(w.got), cs: cs})
+	w.mu.Unlock()
+}
+
+// takeFlushes returns the flushes since the last call.
+func (w *fakeWatcher) takeFlushes() []flushAt {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.flushes
+	w.flushes = nil
+	return out
 }
 
 // take returns the names notified since the last take, sorted.
@@ -112,8 +135,18 @@ func newFixture(t testing.TB, opts Options) *fixture {
 
 func key(s StreamID, typeURL, name string) Key { return Key{Stream: s, TypeURL: typeURL, Name: name} }
 
+// res is a revision of size bytes that start with the origin's version, so
+// a new version is new content (the cache compares bytes, not versions).
 func res(name, version string, size int) *Resource {
-	return &Resource{Name: name, Version: version, Body: &anypb.Any{TypeUrl: lds, Value: []byte(strings.Repeat("x", size))}}
+	v := []byte(strings.Repeat("x", size))
+	copy(v, version)
+	return &Resource{Name: name, OriginVersion: version, Body: &anypb.Any{TypeUrl: lds, Value: v}}
+}
+
+// withVersion sets r's Version as Apply does, for comparing with Get.
+func withVersion(r *Resource) *Resource {
+	r.Version = ContentVersion(r.Body)
+	return r
 }
 
 func hits(f *fixture, typeURL string) float64 {
@@ -245,14 +278,25 @@ func TestApplyNotifiesOnChangeOnly(t *testing.T) {
 		wantNotify []string
 		wantGet    *Resource
 	}{
-		{name: "identical revision notifies nobody", second: res("a", "1", 3), wantGet: res("a", "1", 3)},
-		{name: "new version notifies", second: res("a", "2", 3), wantNotify: []string{"a"}, wantGet: res("a", "2", 3)},
-		{name: "same version new bytes notifies", second: res("a", "1", 4), wantNotify: []string{"a"}, wantGet: res("a", "1", 4)},
+		{name: "identical revision notifies nobody", second: res("a", "1", 3), wantGet: withVersion(res("a", "1", 3))},
+		{
+			name:    "new origin version of the same bytes notifies nobody",
+			second:  &Resource{Name: "a", OriginVersion: "2", Body: res("a", "1", 3).Body},
+			wantGet: withVersion(res("a", "1", 3)),
+		},
+		{name: "new bytes notify", second: res("a", "2", 3), wantNotify: []string{"a"}, wantGet: withVersion(res("a", "2", 3))},
+		{name: "same origin version new bytes notify", second: res("a", "1", 4), wantNotify: []string{"a"}, wantGet: withVersion(res("a", "1", 4))},
+		{
+			name:       "new TTL notifies",
+			second:     &Resource{Name: "a", OriginVersion: "1", Body: res("a", "1", 3).Body, TTL: durationpb.New(time.Hour)},
+			wantNotify: []string{"a"},
+			wantGet:    withVersion(&Resource{Name: "a", OriginVersion: "1", Body: res("a", "1", 3).Body, TTL: durationpb.New(time.Hour)}),
+		},
 		{
 			name:       "heartbeat notifies and keeps the body",
-			second:     &Resource{Name: "a", Version: "1", Heartbeat: true, TTL: durationpb.New(time.Minute)},
+			second:     &Resource{Name: "a", OriginVersion: "1", Heartbeat: true, TTL: durationpb.New(time.Minute)},
 			wantNotify: []string{"a"},
-			wantGet:    &Resource{Name: "a", Version: "1", Body: res("a", "1", 3).Body, TTL: durationpb.New(time.Minute)},
+			wantGet:    withVersion(&Resource{Name: "a", OriginVersion: "1", Body: res("a", "1", 3).Body, TTL: durationpb.New(time.Minute)}),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -716,7 +760,8 @@ func BenchmarkFanout(b *testing.B) {
 // nopWatcher is not zero-sized so that each &nopWatcher{} is distinct.
 type nopWatcher struct{ _ int }
 
-func (*nopWatcher) Notify(Key) {}
+func (*nopWatcher) Notify(Key)       {}
+func (*nopWatcher) Flush(*ChangeSet) {}
 
 // TestWatcherSetCopyOnWrite: a list handed out for fan-out is not changed
 // by later removes (they copy first), nor by adds (they only append).

@@ -31,6 +31,10 @@ type entry struct {
 	state State
 	// res is the current revision while state == StatePresent.
 	res *Resource
+	// originVersion is the origin's version of the latest revision it sent
+	// (res.OriginVersion, or newer when the origin resent the same bytes
+	// under a new version).
+	originVersion string
 	// expires is when res lapses without an update or heartbeat; zero: no
 	// TTL. Written only by Cache.setExpiresLocked.
 	expires time.Time

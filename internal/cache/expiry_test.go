@@ -293,6 +293,8 @@ func (w chanWatcher) Notify(k Key) {
 	}
 }
 
+func (chanWatcher) Flush(*ChangeSet) {}
+
 // TestExpiryRealTimer: with the default time.AfterFunc and clock, a
 // resource with a short TTL expires on its own and the watcher is told.
 func TestExpiryRealTimer(t *testing.T) {

@@ -62,4 +62,5 @@ func (nopSubscriber) Unsubscribe(cache.StreamID, string, []string)             {
 // session marks itself dirty and pokes its writer.
 type countingWatcher struct{ n int }
 
-func (w *countingWatcher) Notify(cache.Key) { w.n++ }
+func (w *countingWatcher) Notify(cache.Key)          { w.n++ }
+func (w *countingWatcher) Flush(cs *cache.ChangeSet) {}

@@ -17,6 +17,8 @@ type metrics struct {
 	evictions prometheus.Counter
 	// expirations: label type.
 	expirations *prometheus.CounterVec
+	// fanout: label type; origin change arrival → last watcher's send.
+	fanout *prometheus.HistogramVec
 }
 
 // newMetrics builds the cache metrics and registers them with reg (nil: not
@@ -47,9 +49,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "cache", Name: "expirations_total",
 			Help: "Resources made absent because their TTL elapsed without an update or heartbeat, by resource type.",
 		}, []string{"type"}),
+		fanout: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "xds_relay", Name: "fanout_duration_seconds",
+			Help: "From an origin change's arrival at the relay to the last client's send of the response carrying it, by resource type.",
+			// 1 ms to ~33 s.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"type"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations)
+		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.fanout)
 	}
 	return m
 }

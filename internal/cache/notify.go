@@ -15,10 +15,14 @@ type noteGroup struct {
 	ws []Watcher
 }
 
-// noteBuilder collects notifications under the lock; send makes them after.
+// noteBuilder collects the notifications of one change under the lock;
+// send makes them after.
 type noteBuilder struct {
 	notes  []note
 	groups []noteGroup
+	// cs is the origin change announced (nil: a Watch's initial state, an
+	// expiry).
+	cs *ChangeSet
 }
 
 func (nb *noteBuilder) add(w Watcher, k Key) { nb.notes = append(nb.notes, note{w: w, k: k}) }
@@ -60,7 +64,9 @@ func (nb *noteBuilder) addWatchers(k Key, sets ...*watcherSet) {
 	nb.groups = append(nb.groups, g)
 }
 
-// send calls Notify; the cache lock must not be held.
+// send announces the change: Notify of every key to every watcher first,
+// then Flush, so no watcher builds a response from part of the change. The
+// cache lock must not be held.
 func (nb *noteBuilder) send() {
 	for _, g := range nb.groups {
 		for _, w := range g.ws {
@@ -70,6 +76,20 @@ func (nb *noteBuilder) send() {
 	for _, n := range nb.notes {
 		n.w.Notify(n.k)
 	}
+	var last []Watcher
+	for _, g := range nb.groups {
+		if len(g.ws) == len(last) && len(last) > 0 && &g.ws[0] == &last[0] {
+			continue // the same shared list again: already flushed
+		}
+		last = g.ws
+		for _, w := range g.ws {
+			w.Flush(nb.cs)
+		}
+	}
+	for _, n := range nb.notes {
+		n.w.Flush(nb.cs)
+	}
+	nb.cs.Done() // the cache's own hold
 }
 
 // notesLocked turns an Apply's changes into notifications: the watchers of
@@ -78,7 +98,7 @@ func (nb *noteBuilder) send() {
 // member when it became known with members, of the collection key
 // otherwise.
 func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
-	var nb noteBuilder
+	nb := noteBuilder{cs: a.cs}
 	for _, k := range a.order {
 		if !a.member[k] {
 			nb.addWatchers(k, c.watchers[k])

@@ -39,9 +39,16 @@ type Key struct {
 type Resource struct {
 	// Name is the name the origin sent (not necessarily canonical).
 	Name string
-	// Version is the origin's version of this resource (delta), or the
-	// response's version_info (SotW).
+	// Version is the relay's version of this revision: derived from its
+	// bytes (go-control-plane's HashResource: hex SHA-256), so it is the
+	// same whatever version string the origin wrapped around them, across
+	// relay restarts and origin failover. Set by Cache.Apply; what delta
+	// clients are sent.
 	Version string
+	// OriginVersion is the origin's version of this resource (delta), or the
+	// response's version_info (SotW): what the relay tells that origin it
+	// holds (initial_resource_versions).
+	OriginVersion string
 	// Body holds the serialized resource exactly as the origin sent it.
 	// Nil only for a heartbeat whose resource is not cached.
 	Body *anypb.Any
@@ -89,14 +96,25 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Watcher is a downstream session. Notify is called once per changed key the
-// watcher watches (directly, or through a collection the key belongs to: then
-// k is the member's key; k is the collection key itself when the
-// collection's own state changed, e.g. it became known empty). It is called
-// without cache locks held, must not block and must not call back into the
-// cache: mark dirty, poke, return. Watchers are map keys: use pointers.
+// Watcher is a downstream session. The cache announces each change (one
+// Apply, one expiry sweep, what a new Watch finds) to each watcher as a
+// whole: Notify once per changed key the watcher watches (directly, or
+// through a collection the key belongs to: then k is the member's key; k is
+// the collection key itself when the collection's own state changed, e.g.
+// it became known empty), then Flush, at least once, when every key of the
+// change has been notified. A watcher builds its responses after Flush,
+// never on Notify alone, so one origin change is one response per client.
+// Flush may come more than once per change (once per key group); the
+// repeats must be cheap. cs is the origin change being announced (nil for
+// what a Watch finds or an expiry): a watcher that will send a response for
+// it calls cs.Take once and cs.Done after that send.
+//
+// Both are called without cache locks held, must not block and must not
+// call back into the cache: mark dirty, poke, return. Watchers are map
+// keys: use pointers.
 type Watcher interface {
 	Notify(k Key)
+	Flush(cs *ChangeSet)
 }
 
 // Subscriber is the upstream side as the cache sees it. The cache calls it
@@ -130,4 +148,7 @@ type Update struct {
 	// Listener/Cluster, or a wildcard answer): anything else cached for the
 	// stream and type becomes StateAbsent.
 	FullState bool
+	// Arrived is when the relay received the change (zero: when Apply
+	// starts); the fan-out duration is measured from it.
+	Arrived time.Time
 }

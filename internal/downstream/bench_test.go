@@ -92,11 +92,13 @@ func BenchmarkFanout(b *testing.B) {
 					}
 				}()
 			}
-			body := res(edsType, name, "x").Body
+			// Two revisions with different bytes, alternating: each set is
+			// a change (the cache compares bytes, not versions).
+			bodies := [2]*anypb.Any{res(edsType, name, "x").Body, res(edsType, name, "y").Body}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				e.cache.set(k, &cache.Resource{Name: name, Version: fmt.Sprint(i + 1), Body: body, Arrived: time.Now()})
+				e.cache.set(k, &cache.Resource{Name: name, Body: bodies[i%2], Arrived: time.Now()})
 				for j := 0; j < n; j++ {
 					<-got
 				}

@@ -19,7 +19,7 @@ func deltaResp(typeURL string, removed []string, rs ...*discoveryv3.Resource) *d
 }
 
 func dres(name string, r *cache.Resource) *discoveryv3.Resource {
-	return &discoveryv3.Resource{Name: name, Version: r.Version, Resource: r.Body, Ttl: r.TTL}
+	return &discoveryv3.Resource{Name: name, Version: cache.ContentVersion(r.Body), Resource: r.Body, Ttl: r.TTL}
 }
 
 func checkDelta(t *testing.T, want, got *discoveryv3.DeltaDiscoveryResponse) {
@@ -161,14 +161,18 @@ func TestDeltaStaleNonceStillSubscribes(t *testing.T) {
 func TestDeltaReconnectInitialVersions(t *testing.T) {
 	e := newEnv(t, 0)
 	same, newer, gone := xdstp(edsType, "same"), xdstp(edsType, "newer"), xdstp(edsType, "gone")
-	e.put(edsType, same, "1")
+	rs := e.put(edsType, same, "1")
 	rn := e.put(edsType, newer, "2")
 	e.cache.remove(key(edsType, gone))
 	c := e.delta()
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{
 		Node: testNode, TypeUrl: edsType,
-		ResourceNamesSubscribe:  []string{same, newer, gone},
-		InitialResourceVersions: map[string]string{same: "1", newer: "1", gone: "1"},
+		ResourceNamesSubscribe: []string{same, newer, gone},
+		InitialResourceVersions: map[string]string{
+			same:  cache.ContentVersion(rs.Body),
+			newer: cache.ContentVersion(res(edsType, newer, "1").Body),
+			gone:  "1",
+		},
 	})
 	recvMerged(t, c, deltaResp(edsType, []string{gone}, dres(newer, rn)))
 	c.None()
@@ -227,9 +231,9 @@ func TestDeltaTTLAndHeartbeat(t *testing.T) {
 	checkDelta(t, deltaResp(edsType, nil, dres(n, r)), got)
 	c.Send(ack(edsType, got))
 
-	hb := &cache.Resource{Name: n, Version: "1", Body: r.Body, TTL: durationpb.New(60e9), Heartbeat: true}
+	hb := &cache.Resource{Name: n, Body: r.Body, TTL: durationpb.New(60e9), Heartbeat: true}
 	e.cache.set(key(edsType, n), hb)
-	checkDelta(t, deltaResp(edsType, nil, &discoveryv3.Resource{Name: n, Version: "1", Ttl: hb.TTL}), c.Recv())
+	checkDelta(t, deltaResp(edsType, nil, &discoveryv3.Resource{Name: n, Version: cache.ContentVersion(r.Body), Ttl: hb.TTL}), c.Recv())
 }
 
 // A NACK is recorded and counted; it changes nothing for another client.
@@ -279,11 +283,11 @@ func recvMerged(t *testing.T, c *deltaStreamC, want *discoveryv3.DeltaDiscoveryR
 // was away gets it in removed_resources; unchanged members are not resent.
 func TestDeltaReconnectWildcardRemoval(t *testing.T) {
 	e := newEnv(t, 0)
-	e.put(ldsType, "kept", "1")
+	kept := e.put(ldsType, "kept", "1")
 	c := e.delta()
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{
 		Node: testNode, TypeUrl: ldsType,
-		InitialResourceVersions: map[string]string{"kept": "1", "vanished": "1"},
+		InitialResourceVersions: map[string]string{"kept": cache.ContentVersion(kept.Body), "vanished": "1"},
 	})
 	checkDelta(t, deltaResp(ldsType, []string{"vanished"}), c.Recv())
 	c.None()

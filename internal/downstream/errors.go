@@ -29,6 +29,9 @@ func isErr(err, target error) bool { return errors.Is(err, target) }
 // isEOF reports whether Recv ended because the client closed its side.
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 
+// errStreamDone: the writer stopped because the handler returned first.
+var errStreamDone = errors.New("stream ended")
+
 // ErrNotModified: a REST poll's version_info is current and nothing changed
 // within the poll's wait (HTTP 304).
 var ErrNotModified = errors.New("resources not modified")

@@ -19,7 +19,9 @@ import (
 // fetchWatcher wakes a unary Fetch when a key it waits on changes.
 type fetchWatcher struct{ ch chan struct{} }
 
-func (w *fetchWatcher) Notify(cache.Key) {
+func (w *fetchWatcher) Notify(cache.Key) {}
+
+func (w *fetchWatcher) Flush(*cache.ChangeSet) {
 	select {
 	case w.ch <- struct{}{}:
 	default:

@@ -124,13 +124,17 @@ func key(typeURL, name string) cache.Key {
 }
 
 // body returns a small resource of typeURL named name, as an Any.
-func body(typeURL, name string) *anypb.Any {
+// body is a resource whose bytes carry version: the cache versions
+// resources by their bytes, so a new version must be new content.
+func body(typeURL, name, version string) *anypb.Any {
 	var m proto.Message
 	switch typeURL {
 	case ldsType:
-		m = &listenerv3.Listener{Name: name}
+		m = &listenerv3.Listener{Name: name, StatPrefix: version}
 	default:
-		m = &endpointv3.ClusterLoadAssignment{ClusterName: name}
+		m = &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{
+			{Locality: &corev3.Locality{Zone: version}},
+		}}
 	}
 	a, err := anypb.New(m)
 	if err != nil {
@@ -143,7 +147,7 @@ func body(typeURL, name string) *anypb.Any {
 }
 
 func res(typeURL, name, version string) *cache.Resource {
-	return &cache.Resource{Name: name, Version: version, Body: body(typeURL, name), Arrived: time.Now()}
+	return &cache.Resource{Name: name, OriginVersion: version, Body: body(typeURL, name, version), Arrived: time.Now()}
 }
 
 // put stores a resource under its own name.

@@ -55,6 +55,13 @@ type session struct {
 	// it when done, so what is known when a request is applied goes out in
 	// one response per type, not a part now and the rest a moment later.
 	handling int // guarded by mu
+	// announcing: the cache is announcing a change (Notify came, Flush
+	// not yet); the writer leaves the dirty set alone until Flush wakes it.
+	announcing bool // guarded by mu
+	// sets are the origin changes noted since the writer last collected;
+	// lastSet the latest taken (Flush repeats for one change take it once).
+	sets    []*cache.ChangeSet // guarded by mu
+	lastSet *cache.ChangeSet   // guarded by mu
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }
@@ -76,10 +83,40 @@ func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Me
 	}
 }
 
-// Notify implements cache.Watcher: mark k dirty, wake the writer, return.
+// Notify implements cache.Watcher: mark k dirty. The writer is not woken
+// (and, if running, does not collect) until the change's Flush, so what one
+// origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
 	ss.dirty[k] = struct{}{}
+	ss.announcing = true
+	ss.mu.Unlock()
+}
+
+// maxPendingSets bounds the origin changes a session waits to send before
+// they count as sent by it (for xds_relay_fanout_duration_seconds only): a
+// client that does not drain its stream stops holding up the measurement.
+const maxPendingSets = 16
+
+// Flush implements cache.Watcher: the change being announced is complete;
+// wake the writer. Repeats for one change find nothing new and return.
+func (ss *session) Flush(cs *cache.ChangeSet) {
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return
+	}
+	take := cs != nil && ss.lastSet != cs && len(ss.sets) < maxPendingSets
+	if !ss.announcing && !take {
+		ss.mu.Unlock()
+		return
+	}
+	ss.announcing = false
+	if take {
+		ss.lastSet = cs
+		cs.Take()
+		ss.sets = append(ss.sets, cs)
+	}
 	start := ss.wakeLocked()
 	ss.mu.Unlock()
 	if start != nil {
@@ -112,8 +149,8 @@ func (ss *session) endRequest(wake bool) {
 // wakeLocked notes work for the writer; it returns a channel when a writer
 // must be started (by startWriter, after unlocking), nil otherwise.
 func (ss *session) wakeLocked() chan struct{} {
-	if ss.closed || ss.handling > 0 {
-		return nil // endRequest wakes the writer
+	if ss.closed || ss.handling > 0 || ss.announcing {
+		return nil // endRequest or Flush wakes the writer
 	}
 	if ss.writing {
 		ss.rerun = true
@@ -367,7 +404,12 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	if ss.writing {
 		writerEnd = ss.writerEnd
 	}
+	sets := ss.sets
+	ss.sets = nil
 	ss.mu.Unlock()
+	for _, cs := range sets {
+		cs.Done() // no response will carry them any more
+	}
 	close(ss.done)
 	if writerEnd != nil && !slow {
 		// The writer is not stuck in Send (or ctx releases it): wait for

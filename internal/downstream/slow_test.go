@@ -2,7 +2,7 @@ package downstream
 
 import (
 	"context"
-	"strconv"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -27,8 +27,13 @@ func TestSlowClientDisconnected(t *testing.T) {
 	e.srv.slowHook = func() { close(cut) }
 
 	big := xdstp(edsType, "big")
-	bigBody := &anypb.Any{TypeUrl: edsType, Value: make([]byte, 4<<20-1024)}
-	e.cache.set(key(edsType, big), &cache.Resource{Name: big, Version: "1", Body: bigBody})
+	// bigBody is a new revision of the big resource: new bytes.
+	bigBody := func(v int) *anypb.Any {
+		b := make([]byte, 4<<20-1024)
+		binary.BigEndian.PutUint64(b, uint64(v))
+		return &anypb.Any{TypeUrl: edsType, Value: b}
+	}
+	e.cache.set(key(edsType, big), &cache.Resource{Name: big, Body: bigBody(1)})
 	small := xdstp(edsType, "small")
 	r := e.put(edsType, small, "1")
 
@@ -60,7 +65,7 @@ func TestSlowClientDisconnected(t *testing.T) {
 	deadline := time.NewTimer(waitFor)
 	defer deadline.Stop()
 	for v := 2; ; v++ {
-		e.cache.set(key(edsType, big), &cache.Resource{Name: big, Version: strconv.Itoa(v), Body: bigBody})
+		e.cache.set(key(edsType, big), &cache.Resource{Name: big, Body: bigBody(v)})
 		select {
 		case <-cut:
 		case <-time.After(sendTimeout): // not a wait for the outcome: the next stimulus

@@ -140,11 +140,12 @@ func TestSotWTTLAndHeartbeat(t *testing.T) {
 	c := e.sotw()
 	c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{n}})
 	got := c.Recv()
-	checkSotW(t, sotwResp(edsType, "1", wrap(t, &discoveryv3.Resource{Name: n, Version: "1", Ttl: r.TTL, Resource: r.Body})), got)
+	v := cache.ContentVersion(r.Body)
+	checkSotW(t, sotwResp(edsType, "1", wrap(t, &discoveryv3.Resource{Name: n, Version: v, Ttl: r.TTL, Resource: r.Body})), got)
 	c.Send(sotwAck(got, n))
-	hb := &cache.Resource{Name: n, Version: "1", Body: r.Body, TTL: durationpb.New(60e9), Heartbeat: true}
+	hb := &cache.Resource{Name: n, Body: r.Body, TTL: durationpb.New(60e9), Heartbeat: true}
 	e.cache.set(key(edsType, n), hb)
-	checkSotW(t, sotwResp(edsType, "2", wrap(t, &discoveryv3.Resource{Name: n, Version: "1", Ttl: hb.TTL})), c.Recv())
+	checkSotW(t, sotwResp(edsType, "2", wrap(t, &discoveryv3.Resource{Name: n, Version: v, Ttl: hb.TTL})), c.Recv())
 }
 
 func wrap(t *testing.T, m proto.Message) *anypb.Any {

@@ -52,6 +52,8 @@ func (w *work) reset() {
 type round struct {
 	works []*work // works[:n] are in use
 	n     int
+	// sets are the origin changes this round's responses carry.
+	sets []*cache.ChangeSet
 }
 
 var roundPool = sync.Pool{New: func() any { return new(round) }}
@@ -75,8 +77,14 @@ func (r *round) get(ts *typeState) *work {
 // active returns the works in use.
 func (r *round) active() []*work { return r.works[:r.n] }
 
-// release empties r and returns it to the pool.
+// release marks r's origin changes done (their responses are sent, or
+// never will be), empties r and returns it to the pool.
 func (r *round) release() {
+	for _, cs := range r.sets {
+		cs.Done()
+	}
+	clear(r.sets)
+	r.sets = r.sets[:0]
 	for _, w := range r.works[:r.n] {
 		w.reset()
 	}
@@ -155,22 +163,19 @@ func (w *work) addMember(ts *typeState, k cache.Key) {
 // while it worked (the next wake-up starts a new writer).
 func (ss *session) writeLoop() {
 	for {
-		msgs := ss.build()
-		for _, m := range msgs {
-			select {
-			case <-ss.done:
-				return
-			default:
-			}
-			if err := ss.sendWithTimeout(m.msg); err != nil {
+		msgs, rd := ss.build()
+		err := ss.sendAll(msgs)
+		if rd != nil {
+			rd.release()
+		}
+		if err != nil {
+			if !isErr(err, errStreamDone) {
 				ss.fail(err)
-				return
 			}
-			ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
-			ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
+			return
 		}
 		ss.mu.Lock()
-		if !ss.rerun || ss.closed || ss.handling > 0 {
+		if !ss.rerun || ss.closed || ss.handling > 0 || ss.announcing {
 			// Handling a request: its endRequest starts the next writer.
 			ss.writing = false
 			ss.rerun = false
@@ -180,6 +185,24 @@ func (ss *session) writeLoop() {
 		ss.rerun = false
 		ss.mu.Unlock()
 	}
+}
+
+// sendAll sends one round's responses in order; errStreamDone when the
+// handler returned first.
+func (ss *session) sendAll(msgs []outMsg) error {
+	for _, m := range msgs {
+		select {
+		case <-ss.done:
+			return errStreamDone
+		default:
+		}
+		if err := ss.sendWithTimeout(m.msg); err != nil {
+			return err
+		}
+		ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
+		ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
+	}
+	return nil
 }
 
 // sendWithTimeout sends m; if Send has not returned within the send
@@ -207,19 +230,20 @@ type outMsg struct {
 
 // build turns what changed into responses. The cache is read without the
 // session lock; the responses are built under it from the newest state.
-func (ss *session) build() []outMsg {
+// The caller releases the round once the responses are sent.
+func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.handling > 0 {
-		// A request is being applied: its endRequest wakes the writer.
+	if ss.handling > 0 || ss.announcing {
+		// A request is being applied, or a change announced: its
+		// endRequest or Flush wakes the writer.
 		ss.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	rd := ss.collectLocked()
 	ss.mu.Unlock()
-	defer rd.release()
 	works := rd.active()
 	if len(works) == 0 {
-		return nil
+		return nil, rd
 	}
 	for _, w := range works {
 		for i := range w.probes {
@@ -256,7 +280,7 @@ func (ss *session) build() []outMsg {
 			ce.Write(zap.String("type_url", m.typeURL), zap.Int("items", m.count))
 		}
 	}
-	return out
+	return out, rd
 }
 
 // smallDirty is the largest dirty set kept for reuse (steady state: an
@@ -280,6 +304,9 @@ func (ss *session) collectLocked() *round {
 	}()
 	ss.rerun = false // this round sees everything noted so far
 	rd := roundPool.Get().(*round)
+	rd.sets = append(rd.sets, ss.sets...)
+	clear(ss.sets)
+	ss.sets = ss.sets[:0]
 	for _, ts := range ss.types {
 		if ts.evalAll {
 			ts.evalAll = false

@@ -289,10 +289,9 @@ func parseFile(raw []byte, now time.Time) ([]*fileResource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource %q: %w", name, err)
 		}
-		sum := sha256.Sum256(body)
+		// No version: the cache versions every resource by its bytes.
 		out = append(out, &fileResource{typeURL: a.GetTypeUrl(), res: &cache.Resource{
 			Name:    name,
-			Version: hex.EncodeToString(sum[:8]),
 			Body:    &anypb.Any{TypeUrl: a.GetTypeUrl(), Value: body},
 			Arrived: now,
 		}})

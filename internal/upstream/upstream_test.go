@@ -120,8 +120,8 @@ func TestSotwUpdateValidation(t *testing.T) {
 				t.Fatalf("%d resources, want %d", len(u.Resources), len(tc.wantBody))
 			}
 			for i, r := range u.Resources {
-				if r.Name != "c1" || r.Version != "v1" {
-					t.Errorf("resource %d: name %q version %q", i, r.Name, r.Version)
+				if r.Name != "c1" || r.OriginVersion != "v1" {
+					t.Errorf("resource %d: name %q origin version %q", i, r.Name, r.OriginVersion)
 				}
 				if tc.wantBody[i] == nil {
 					if !r.Heartbeat {
@@ -185,8 +185,8 @@ resources:
 			var got []string
 			for _, r := range rs {
 				got = append(got, r.res.Name)
-				if r.typeURL != resource.ClusterType || r.res.Version == "" {
-					t.Errorf("%s: type %s version %q", r.res.Name, r.typeURL, r.res.Version)
+				if r.typeURL != resource.ClusterType || len(r.res.Body.GetValue()) == 0 {
+					t.Errorf("%s: type %s, %d bytes", r.res.Name, r.typeURL, len(r.res.Body.GetValue()))
 				}
 			}
 			if strings.Join(got, ",") != strings.Join(tc.wantNames, ",") {

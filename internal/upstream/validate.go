@@ -66,7 +66,7 @@ func (n names) add(name string) (string, error) {
 
 // deltaUpdate validates a delta response and turns it into a cache update.
 func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now time.Time) (cache.Update, error) {
-	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl()}
+	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl(), Arrived: now}
 	seen := names{}
 	for i, res := range r.GetResources() {
 		if res.GetName() == "" {
@@ -75,7 +75,7 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 		if _, err := seen.add(res.GetName()); err != nil {
 			return u, err
 		}
-		cr := &cache.Resource{Name: res.GetName(), Version: res.GetVersion(), TTL: res.GetTtl(), Arrived: now}
+		cr := &cache.Resource{Name: res.GetName(), OriginVersion: res.GetVersion(), TTL: res.GetTtl(), Arrived: now}
 		if res.GetResource() == nil {
 			cr.Heartbeat = true
 			u.Resources = append(u.Resources, cr)
@@ -104,10 +104,12 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 // Resources may be wrapped in envoy.service.discovery.v3.Resource (TTL,
 // heartbeats); the wrapper is removed.
 func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Time) (cache.Update, error) {
-	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl()}
+	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl(), Arrived: now}
 	seen := names{}
 	for i, a := range r.GetResources() {
-		cr := &cache.Resource{Version: r.GetVersionInfo(), Arrived: now, Body: a}
+		// The response's version_info is the origin's only version of each
+		// resource; whether one changed is the cache's call, by its bytes.
+		cr := &cache.Resource{OriginVersion: r.GetVersionInfo(), Arrived: now, Body: a}
 		if a.GetTypeUrl() == resourceWrapperType {
 			var w discoveryv3.Resource
 			if err := proto.Unmarshal(a.GetValue(), &w); err != nil {
