@@ -13,6 +13,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,10 +31,12 @@ import (
 const dsAuthority = "ds.example"
 
 // startRelay runs the whole relay process (relay.New/Start) on loopback
-// with one authority served by origins; edit adjusts the config.
+// with one authority served by origins; edit adjusts the config. The relay
+// logs to the test at cfg.Log.Level, debug unless edit says otherwise.
 func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *relayproc.Relay {
 	t.Helper()
 	cfg := config.Default()
+	cfg.Log.Level = config.LogDebug
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Authorities = []config.Authority{{Name: dsAuthority, Origins: origins, Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
 	cfg.Upstream.Backoff.Initial, cfg.Upstream.Backoff.Max = 20*time.Millisecond, 200*time.Millisecond
@@ -44,7 +47,11 @@ func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *rel
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
-	r, err := relayproc.New(cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
+	level, err := zapcore.ParseLevel(cfg.Log.Level)
+	if err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	r, err := relayproc.New(cfg, zaptest.NewLogger(t, zaptest.Level(level)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
