@@ -44,3 +44,54 @@ func TestContentVersionsSnapshotRepublish(t *testing.T) {
 		})
 	}
 }
+
+// TestContentVersionsRelayRestart: a delta client that held resources
+// through one relay resumes on a fresh relay (same config, same SotW
+// origin) with initial_resource_versions and is resent nothing it holds;
+// then a change of one resource costs it that one. In same-snapshot the
+// fresh relay's upstream gets the very version_info the first one had; in
+// republished-while-down the origin moved to a new snapshot version of the
+// same content while no relay ran, so only content can tell that nothing
+// changed.
+func TestContentVersionsRelayRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		republish bool // the origin moves to a new snapshot version of the same content while no relay runs
+	}{
+		{name: "same-snapshot"},
+		{name: "republished-while-down", republish: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newSnapshotOrigin(t)
+			names := endpointNames("restart", 10)
+			revs := revisions(names, 1)
+			o.setSnapshot("v1", edsSnapshot(revs))
+
+			a := startRelay(t, sotwUpstream, o.addr)
+			before := newFleet(t, a.XDSAddr(), "delta", 1, 1)
+			before.subscribe(resource.EndpointType, names...)
+			before.waitHolds(resource.EndpointType, names...)
+			before.settle()
+			held := before.clients[0].versions(resource.EndpointType)
+			if err := a.Close(); err != nil {
+				t.Fatalf("relay A close: %v", err)
+			}
+
+			version := "v1"
+			if tc.republish {
+				version = "v2"
+				o.setSnapshot(version, edsSnapshot(revs))
+			}
+			from := o.sotwRequests()
+			b := startRelay(t, sotwUpstream, o.addr)
+			after := newFleet(t, b.XDSAddr(), "delta", 1, 1)
+			after.clients[0].resume(resource.EndpointType, held, names...)
+			o.waitSotWACK(from, resource.EndpointType, version, names)
+			after.wantNothingResent(after.settle(), "on a new relay")
+
+			revs[names[3]] = 2
+			o.setSnapshot("v3", edsSnapshot(revs))
+			after.wantOneResponse(after.recvChange(), resource.EndpointType, map[string]uint32{names[3]: 2})
+		})
+	}
+}

@@ -249,6 +249,40 @@ func (f *fleet) wantOneResponse(got [][]received, typeURL string, want map[strin
 		example)
 }
 
+// wantNothingResent checks that no client received a resource or removal
+// while nothing changed (responses carrying nothing are allowed).
+func (f *fleet) wantNothingResent(got [][]received, when string) {
+	f.t.Helper()
+	bad, example := 0, ""
+	for i, rs := range got {
+		n := 0
+		for _, r := range rs {
+			n += len(carried(r))
+		}
+		if n > 0 {
+			if bad == 0 {
+				example = fmt.Sprintf("%s got %s", f.clients[i].name, describe(rs))
+			}
+			bad++
+		}
+	}
+	if bad == 0 {
+		return
+	}
+	f.t.Errorf("%s, with nothing changed: %d of %d clients were resent resources they hold\n"+
+		"resources resent per client (resources:clients): %v\n"+
+		"e.g. %s",
+		when, bad, len(got),
+		histogram(got, func(rs []received) int {
+			n := 0
+			for _, r := range rs {
+				n += len(carried(r))
+			}
+			return n
+		}),
+		example)
+}
+
 // TestFanoutOneResponsePerChange: one origin change of every resource a
 // thousand clients watch reaches each of them as one response carrying
 // all of it, never as a response per resource (issue #9).

@@ -401,3 +401,42 @@ func (w *watcher) waitNotified(t testing.TB, name string, n int) {
 	t.Helper()
 	w.waitFor(t, fmt.Sprintf("%d notifications of %s", n, name), func() bool { return w.count(name) >= n })
 }
+
+// sotwRequests is how many SotW requests the origin has received.
+func (o *gcpOrigin) sotwRequests() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.sotwReqs)
+}
+
+// waitSotWACK waits until, among the SotW requests after the first from,
+// one ACKs version of typeURL for at least names: the relay has taken in
+// the origin's answer to them.
+func (o *gcpOrigin) waitSotWACK(from int, typeURL, version string, names []string) {
+	o.t.Helper()
+	o.waitFor(fmt.Sprintf("an ACK of %s version %q for %d names", typeURL, version, len(names)), func() bool {
+		for _, q := range o.sotwReqs[from:] {
+			if q.GetTypeUrl() != typeURL || q.GetResponseNonce() == "" || q.GetErrorDetail() != nil || q.GetVersionInfo() != version {
+				continue
+			}
+			if covers(q.GetResourceNames(), names) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// covers reports whether have holds every one of want.
+func covers(have, want []string) bool {
+	set := make(map[string]struct{}, len(have))
+	for _, n := range have {
+		set[n] = struct{}{}
+	}
+	for _, n := range want {
+		if _, ok := set[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
