@@ -95,3 +95,65 @@ func TestContentVersionsRelayRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestContentVersionsFailover: two origins hold the same resources (SotW:
+// under snapshot versions "a1" and "b7"); when the relay fails over from
+// the first to the second, clients are resent nothing, and a change of
+// one resource at the second costs each client that one. Both upstream
+// transports.
+func TestContentVersionsFailover(t *testing.T) {
+	const clients = 20
+	for _, tc := range []struct {
+		name      string
+		transport string
+		origin    func(t *testing.T, version string, revs map[string]uint32) *gcpOrigin
+		set       func(o *gcpOrigin, version string, revs map[string]uint32)
+		synced    func(o *gcpOrigin, version string, names []string) // the relay's stream to o is up and has its answer
+	}{
+		{
+			name: "delta", transport: config.TransportDelta,
+			// LinearCache origins: their delta versions are hashes of the
+			// bytes, so equal on both (version is unused).
+			origin: func(t *testing.T, version string, revs map[string]uint32) *gcpOrigin {
+				o := newGCPOrigin(t)
+				o.setAll(resource.EndpointType, clas(revs))
+				return o
+			},
+			set: func(o *gcpOrigin, _ string, revs map[string]uint32) { o.setAll(resource.EndpointType, clas(revs)) },
+			synced: func(o *gcpOrigin, _ string, names []string) {
+				o.waitDeltaSubscribed(0, resource.EndpointType, names)
+			},
+		},
+		{
+			name: "sotw", transport: config.TransportSotW,
+			origin: func(t *testing.T, version string, revs map[string]uint32) *gcpOrigin {
+				o := newSnapshotOrigin(t)
+				o.setSnapshot(version, edsSnapshot(revs))
+				return o
+			},
+			set: func(o *gcpOrigin, version string, revs map[string]uint32) { o.setSnapshot(version, edsSnapshot(revs)) },
+			synced: func(o *gcpOrigin, version string, names []string) {
+				o.waitSotWACK(0, resource.EndpointType, version, names)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names := endpointNames("failover", 10)
+			revs := revisions(names, 1)
+			first, second := tc.origin(t, "a1", revs), tc.origin(t, "b7", revs)
+			r := startRelay(t, func(cfg *config.Config) { cfg.Authorities[0].Transport = tc.transport }, first.addr, second.addr)
+			f := newFleet(t, r.XDSAddr(), "delta", clients, 2)
+			f.subscribe(resource.EndpointType, names...)
+			f.waitHolds(resource.EndpointType, names...)
+			f.settle()
+
+			first.stop()
+			tc.synced(second, "b7", names)
+			f.wantNothingResent(f.settle(), "after failover to the second origin")
+
+			revs[names[4]] = 2
+			tc.set(second, "b8", revs)
+			f.wantOneResponse(f.recvChange(), resource.EndpointType, map[string]uint32{names[4]: 2})
+		})
+	}
+}

@@ -427,6 +427,15 @@ func (o *gcpOrigin) waitSotWACK(from int, typeURL, version string, names []strin
 	})
 }
 
+// waitDeltaSubscribed waits until, among the delta requests after the
+// first from, those of typeURL have subscribed to every one of names.
+func (o *gcpOrigin) waitDeltaSubscribed(from int, typeURL string, names []string) {
+	o.t.Helper()
+	o.waitFor(fmt.Sprintf("delta subscriptions of %d %s names", len(names), typeURL), func() bool {
+		return covers(subscribedNames(o.deltaReqs[from:], typeURL, false), names)
+	})
+}
+
 // covers reports whether have holds every one of want.
 func covers(have, want []string) bool {
 	set := make(map[string]struct{}, len(have))
