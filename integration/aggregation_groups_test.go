@@ -23,8 +23,6 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
@@ -182,149 +180,6 @@ func (o *snapOrigin) waitStreams(want []string) {
 	}
 }
 
-// aggClient is one xDS client, delta or SotW ADS, that keeps the names it
-// holds per type and ACKs every response.
-type aggClient struct {
-	t     *testing.T
-	name  string
-	node  *corev3.Node
-	delta *deltaADS
-	sotw  *sotwADS
-	subs  map[string][]string            // SotW: names subscribed per type
-	held  map[string]map[string]struct{} // names held per type
-}
-
-func newAggClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster string, md map[string]any) *aggClient {
-	t.Helper()
-	c := &aggClient{t: t, name: id, node: &corev3.Node{Id: id, Cluster: cluster}, subs: map[string][]string{}, held: map[string]map[string]struct{}{}}
-	if md != nil {
-		s, err := structpb.NewStruct(md)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.node.Metadata = s
-	}
-	switch variant {
-	case "delta":
-		c.delta = openDelta(t, conn)
-	case "sotw":
-		c.sotw = openSotW(t, conn)
-	default:
-		t.Fatalf("variant %q", variant)
-	}
-	return c
-}
-
-// subscribe subscribes to names of typeURL (none: the wildcard).
-func (c *aggClient) subscribe(typeURL string, names ...string) {
-	c.t.Helper()
-	node := c.node
-	if c.delta != nil {
-		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNamesSubscribe: names})
-	} else {
-		c.subs[typeURL] = names
-		c.sotw.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names})
-	}
-}
-
-// isFullState reports whether a SotW response of typeURL lists every
-// resource the client holds (LDS, CDS) rather than only some.
-func isFullState(typeURL string) bool {
-	return typeURL == resource.ClusterType || typeURL == resource.ListenerType
-}
-
-// recvOne receives one response before deadline, folds it into held and
-// ACKs it. It returns false at the deadline.
-func (c *aggClient) recvOne(deadline <-chan time.Time) bool {
-	c.t.Helper()
-	if c.delta != nil {
-		var r *discoveryv3.DeltaDiscoveryResponse
-		select {
-		case r = <-c.delta.Responses():
-		case err := <-c.delta.Errors():
-			c.t.Fatalf("%s: stream ended: %v", c.name, err)
-		case <-deadline:
-			return false
-		}
-		h := c.heldFor(r.GetTypeUrl())
-		for _, x := range r.GetResources() {
-			h[x.GetName()] = struct{}{}
-		}
-		for _, n := range r.GetRemovedResources() {
-			delete(h, n)
-		}
-		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
-		return true
-	}
-	var r *discoveryv3.DiscoveryResponse
-	select {
-	case r = <-c.sotw.Responses():
-	case err := <-c.sotw.Errors():
-		c.t.Fatalf("%s: stream ended: %v", c.name, err)
-	case <-deadline:
-		return false
-	}
-	if isFullState(r.GetTypeUrl()) {
-		c.held[r.GetTypeUrl()] = map[string]struct{}{}
-	}
-	h := c.heldFor(r.GetTypeUrl())
-	for _, a := range r.GetResources() {
-		h[resourceName(c.t, a)] = struct{}{}
-	}
-	c.sotw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(), ResourceNames: c.subs[r.GetTypeUrl()]})
-	return true
-}
-
-func (c *aggClient) heldFor(typeURL string) map[string]struct{} {
-	h := c.held[typeURL]
-	if h == nil {
-		h = map[string]struct{}{}
-		c.held[typeURL] = h
-	}
-	return h
-}
-
-func (c *aggClient) names(typeURL string) []string {
-	out := []string{}
-	for n := range c.held[typeURL] {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// waitHolds receives until the client holds exactly want of typeURL.
-func (c *aggClient) waitHolds(typeURL string, want ...string) {
-	c.t.Helper()
-	sort.Strings(want)
-	deadline := time.NewTimer(waitTimeout)
-	defer deadline.Stop()
-	for !cmp.Equal(want, c.names(typeURL)) {
-		if !c.recvOne(deadline.C) {
-			c.t.Fatalf("%s holds %v of %s after %v, want %v", c.name, c.names(typeURL), typeURL, waitTimeout, want)
-		}
-	}
-}
-
-// quiet asserts the client receives nothing more within quietPeriod.
-func (c *aggClient) quiet() {
-	c.t.Helper()
-	if c.delta != nil {
-		c.delta.None()
-	} else {
-		c.sotw.None()
-	}
-}
-
-func resourceName(t testing.TB, a *anypb.Any) string {
-	t.Helper()
-	m, err := a.UnmarshalNew()
-	if err != nil {
-		t.Fatalf("resource %s: %v", a.GetTypeUrl(), err)
-	}
-	return cachev3.GetResourceName(m)
-}
-
 func decodeAggRules(t testing.TB, src string) []aggregation.Rule {
 	t.Helper()
 	var rules []aggregation.Rule
@@ -353,20 +208,20 @@ func TestAggregationGroups(t *testing.T) {
 	conn := dial(t, r.XDSAddr())
 
 	clients := []struct {
-		c                  *aggClient
+		c                  *adsClient
 		wantCDS, eds       []string
 		wantEDS, notWanted []string
 	}{
-		{c: newAggClient(t, conn, "delta", "fe-1", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
-		{c: newAggClient(t, conn, "sotw", "fe-2", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
-		{c: newAggClient(t, conn, "delta", "fe-3", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
+		{c: newADSClient(t, conn, "delta", "fe-1", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
+		{c: newADSClient(t, conn, "sotw", "fe-2", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
+		{c: newADSClient(t, conn, "delta", "fe-3", "frontend", nil), wantCDS: []string{"fe-a", "fe-b"}, eds: []string{"fe-a"}, wantEDS: []string{"fe-a"}},
 		// be-1 also asks for the frontend's endpoints by name: its group's
 		// origin node does not have them, and it must not get the frontend's.
-		{c: newAggClient(t, conn, "delta", "be-1", "backend", nil), wantCDS: []string{"be-a"}, eds: []string{"be-a", "fe-a"}, wantEDS: []string{"be-a"}},
-		{c: newAggClient(t, conn, "sotw", "be-2", "backend", nil), wantCDS: []string{"be-a"}, eds: []string{"be-a"}, wantEDS: []string{"be-a"}},
+		{c: newADSClient(t, conn, "delta", "be-1", "backend", nil), wantCDS: []string{"be-a"}, eds: []string{"be-a", "fe-a"}, wantEDS: []string{"be-a"}},
+		{c: newADSClient(t, conn, "sotw", "be-2", "backend", nil), wantCDS: []string{"be-a"}, eds: []string{"be-a"}, wantEDS: []string{"be-a"}},
 		// Canary clients of both clusters share the canary group and its node.
-		{c: newAggClient(t, conn, "delta", "fe-canary", "frontend", map[string]any{"deploy": map[string]any{"track": "canary"}}), wantCDS: []string{"canary-a"}, eds: []string{"canary-a"}, wantEDS: []string{"canary-a"}},
-		{c: newAggClient(t, conn, "sotw", "be-canary", "backend", map[string]any{"deploy": map[string]any{"track": "canary"}}), wantCDS: []string{"canary-a"}, eds: []string{"canary-a"}, wantEDS: []string{"canary-a"}},
+		{c: newADSClient(t, conn, "delta", "fe-canary", "frontend", map[string]any{"deploy": map[string]any{"track": "canary"}}), wantCDS: []string{"canary-a"}, eds: []string{"canary-a"}, wantEDS: []string{"canary-a"}},
+		{c: newADSClient(t, conn, "sotw", "be-canary", "backend", map[string]any{"deploy": map[string]any{"track": "canary"}}), wantCDS: []string{"canary-a"}, eds: []string{"canary-a"}, wantEDS: []string{"canary-a"}},
 	}
 	for _, cl := range clients {
 		cl.c.subscribe(resource.ClusterType)
@@ -382,7 +237,7 @@ func TestAggregationGroups(t *testing.T) {
 	origin.waitStreams(wantStreams)
 
 	// A client no rule matches is refused with a status naming type and node.
-	other := newAggClient(t, conn, "delta", "stray-1", "payments", nil)
+	other := newADSClient(t, conn, "delta", "stray-1", "payments", nil)
 	other.subscribe(resource.ClusterType)
 	st := other.delta.Err()
 	if st.Code() != codes.FailedPrecondition {
@@ -480,7 +335,7 @@ func TestAggregationDefaultRule(t *testing.T) {
 		{"delta", "ord-1", "orders", []string{"ord-a"}},
 	}
 	for _, tt := range tests {
-		c := newAggClient(t, conn, tt.variant, tt.id, tt.cluster, nil)
+		c := newADSClient(t, conn, tt.variant, tt.id, tt.cluster, nil)
 		c.subscribe(resource.ClusterType)
 		c.waitHolds(resource.ClusterType, tt.want...)
 	}

@@ -2,17 +2,25 @@ package integration
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
@@ -23,10 +31,12 @@ import (
 const dsAuthority = "ds.example"
 
 // startRelay runs the whole relay process (relay.New/Start) on loopback
-// with one authority served by origins; edit adjusts the config.
+// with one authority served by origins; edit adjusts the config. The relay
+// logs to the test at cfg.Log.Level, debug unless edit says otherwise.
 func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *relayproc.Relay {
 	t.Helper()
 	cfg := config.Default()
+	cfg.Log.Level = config.LogDebug
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Authorities = []config.Authority{{Name: dsAuthority, Origins: origins, Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
 	cfg.Upstream.Backoff.Initial, cfg.Upstream.Backoff.Max = 20*time.Millisecond, 200*time.Millisecond
@@ -37,7 +47,11 @@ func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *rel
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
-	r, err := relayproc.New(cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
+	level, err := zapcore.ParseLevel(cfg.Log.Level)
+	if err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	r, err := relayproc.New(cfg, zaptest.NewLogger(t, zaptest.Level(level)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,3 +116,201 @@ func (v deltaView) apply(r *discoveryv3.DeltaDiscoveryResponse) {
 var testNodeDS = &corev3.Node{Id: "ds-node", Cluster: "ds-cluster"}
 
 func grpcCode(err error) codes.Code { return status.Code(err) }
+
+// adsClient is one raw xDS client, delta or SotW ADS, driven from the test
+// goroutine: it keeps what it holds per type and ACKs every response (SotW:
+// with the response's version_info and nonce and its full name list).
+type adsClient struct {
+	t     *testing.T
+	name  string
+	node  *corev3.Node
+	delta *deltaADS
+	sotw  *sotwADS
+	subs  map[string][]string                         // SotW: names subscribed per type
+	held  map[string]map[string]*discoveryv3.Resource // per type: name → what the client holds
+}
+
+// received is one response as a client saw it. SotW resources are wrapped
+// as delta Resources with the response's version_info as their version.
+type received struct {
+	typeURL   string
+	resources []*discoveryv3.Resource
+	removed   []string // delta only
+}
+
+// newADSClient opens a client of variant "delta" or "sotw" on conn; md, when
+// set, becomes its node's metadata.
+func newADSClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster string, md map[string]any) *adsClient {
+	t.Helper()
+	c := &adsClient{t: t, name: id, node: &corev3.Node{Id: id, Cluster: cluster}, subs: map[string][]string{}, held: map[string]map[string]*discoveryv3.Resource{}}
+	if md != nil {
+		s, err := structpb.NewStruct(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.node.Metadata = s
+	}
+	switch variant {
+	case "delta":
+		c.delta = openDelta(t, conn)
+	case "sotw":
+		c.sotw = openSotW(t, conn)
+	default:
+		t.Fatalf("variant %q", variant)
+	}
+	return c
+}
+
+// subscribe subscribes to names of typeURL (none: the wildcard).
+func (c *adsClient) subscribe(typeURL string, names ...string) {
+	c.t.Helper()
+	if c.delta != nil {
+		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: names})
+		return
+	}
+	c.subs[typeURL] = names
+	c.sotw.Send(&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNames: names})
+}
+
+// resume is a delta client's first request on a new stream: names of
+// typeURL, with the versions it holds as initial_resource_versions.
+func (c *adsClient) resume(typeURL string, versions map[string]string, names ...string) {
+	c.t.Helper()
+	if c.delta == nil {
+		c.t.Fatal("resume: not a delta client")
+	}
+	h := c.heldFor(typeURL)
+	for n, v := range versions {
+		h[n] = &discoveryv3.Resource{Name: n, Version: v}
+	}
+	c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: names, InitialResourceVersions: versions})
+}
+
+// isFullState reports whether a SotW response of typeURL lists every
+// resource the client holds (LDS, CDS) rather than only some.
+func isFullState(typeURL string) bool {
+	return typeURL == resource.ClusterType || typeURL == resource.ListenerType
+}
+
+// recvOne receives one response, folds it into held and ACKs it. A
+// response already buffered is taken even when done is closed; otherwise
+// it waits until done is closed and then returns false.
+func (c *adsClient) recvOne(done <-chan struct{}) (received, bool) {
+	c.t.Helper()
+	if c.delta != nil {
+		r, ok := nextResponse(c.t, c.name, c.delta, done)
+		if !ok {
+			return received{}, false
+		}
+		h := c.heldFor(r.GetTypeUrl())
+		for _, x := range r.GetResources() {
+			h[x.GetName()] = x
+		}
+		for _, n := range r.GetRemovedResources() {
+			delete(h, n)
+		}
+		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
+		return received{typeURL: r.GetTypeUrl(), resources: r.GetResources(), removed: r.GetRemovedResources()}, true
+	}
+	r, ok := nextResponse(c.t, c.name, c.sotw, done)
+	if !ok {
+		return received{}, false
+	}
+	if isFullState(r.GetTypeUrl()) {
+		c.held[r.GetTypeUrl()] = map[string]*discoveryv3.Resource{}
+	}
+	h := c.heldFor(r.GetTypeUrl())
+	got := received{typeURL: r.GetTypeUrl()}
+	for _, a := range r.GetResources() {
+		x := &discoveryv3.Resource{Name: resourceName(c.t, a), Version: r.GetVersionInfo(), Resource: a}
+		h[x.GetName()] = x
+		got.resources = append(got.resources, x)
+	}
+	c.sotw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(), ResourceNames: c.subs[r.GetTypeUrl()]})
+	return got, true
+}
+
+// nextResponse takes s's next response: a buffered one at once, else the
+// first to arrive before done is closed. The stream ending fails the test.
+func nextResponse[Req, Resp any](t *testing.T, name string, s *xdstest.Stream[Req, Resp], done <-chan struct{}) (*Resp, bool) {
+	t.Helper()
+	select {
+	case r := <-s.Responses():
+		return r, true
+	default:
+	}
+	select {
+	case r := <-s.Responses():
+		return r, true
+	case err := <-s.Errors():
+		t.Fatalf("%s: stream ended: %v", name, err)
+	case <-done:
+	}
+	return nil, false
+}
+
+func (c *adsClient) heldFor(typeURL string) map[string]*discoveryv3.Resource {
+	h := c.held[typeURL]
+	if h == nil {
+		h = map[string]*discoveryv3.Resource{}
+		c.held[typeURL] = h
+	}
+	return h
+}
+
+// names lists the names the client holds of typeURL, sorted.
+func (c *adsClient) names(typeURL string) []string {
+	out := []string{}
+	for n := range c.held[typeURL] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// versions is what the client holds of typeURL: name → version.
+func (c *adsClient) versions(typeURL string) map[string]string {
+	out := map[string]string{}
+	for n, x := range c.held[typeURL] {
+		out[n] = x.GetVersion()
+	}
+	return out
+}
+
+// waitHolds receives until the client holds exactly want of typeURL.
+func (c *adsClient) waitHolds(typeURL string, want ...string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c.waitHoldsUntil(ctx.Done(), typeURL, want...)
+}
+
+// waitHoldsUntil is waitHolds with the caller's deadline.
+func (c *adsClient) waitHoldsUntil(done <-chan struct{}, typeURL string, want ...string) {
+	c.t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	for !cmp.Equal(want, c.names(typeURL)) {
+		if _, ok := c.recvOne(done); !ok {
+			c.t.Fatalf("%s holds %v of %s after %v, want %v", c.name, c.names(typeURL), typeURL, waitTimeout, want)
+		}
+	}
+}
+
+// quiet asserts the client receives nothing more within quietPeriod.
+func (c *adsClient) quiet() {
+	c.t.Helper()
+	if c.delta != nil {
+		c.delta.None()
+	} else {
+		c.sotw.None()
+	}
+}
+
+func resourceName(t testing.TB, a *anypb.Any) string {
+	t.Helper()
+	m, err := a.UnmarshalNew()
+	if err != nil {
+		t.Fatalf("resource %s: %v", a.GetTypeUrl(), err)
+	}
+	return cachev3.GetResourceName(m)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -33,13 +34,15 @@ const waitTimeout = 10 * time.Second
 const quietPeriod = 300 * time.Millisecond
 
 // gcpOrigin is a real go-control-plane origin on loopback: its server over
-// one LinearCache per type in a MuxCache, with callbacks that record what
-// it receives and sends.
+// one LinearCache per type in a MuxCache (newGCPOrigin) or over one ADS
+// SnapshotCache (newSnapshotOrigin), with callbacks that record what it
+// receives and sends.
 type gcpOrigin struct {
 	t      testing.TB
 	addr   string
-	caches map[string]*cachev3.LinearCache // by type URL; read-only
-	mux    *cachev3.MuxCache
+	caches map[string]*cachev3.LinearCache // by type URL; nil for a snapshot origin; read-only
+	snaps  cachev3.SnapshotCache           // nil unless a snapshot origin; read-only
+	xds    cachev3.Cache                   // what the server answers from; read-only
 
 	mu         sync.Mutex
 	stopServer func()                                // nil while stopped; guarded by mu
@@ -55,7 +58,7 @@ type gcpOrigin struct {
 
 func newGCPOrigin(t testing.TB) *gcpOrigin {
 	t.Helper()
-	o := &gcpOrigin{t: t, caches: make(map[string]*cachev3.LinearCache), poke: make(chan struct{}, 1)}
+	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache)}
 	for _, typ := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType} {
 		o.caches[typ] = cachev3.NewLinearCache(typ)
 	}
@@ -63,11 +66,34 @@ func newGCPOrigin(t testing.TB) *gcpOrigin {
 	for k, v := range o.caches {
 		caches[k] = v
 	}
-	o.mux = &cachev3.MuxCache{
+	o.xds = &cachev3.MuxCache{
 		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
 		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
 		Caches:        caches,
 	}
+	return serveOrigin(t, o)
+}
+
+// newSnapshotOrigin is a gcpOrigin over an ADS SnapshotCache that answers
+// every node from one snapshot (setSnapshot), as an origin whose SotW
+// version_info is a snapshot version does.
+func newSnapshotOrigin(t testing.TB) *gcpOrigin {
+	t.Helper()
+	snaps := cachev3.NewSnapshotCache(true, oneSnapshot{}, nil)
+	return serveOrigin(t, &gcpOrigin{snaps: snaps, xds: snaps})
+}
+
+// oneSnapshot maps every node to the snapshot of snapshotKey.
+type oneSnapshot struct{}
+
+const snapshotKey = "all"
+
+func (oneSnapshot) ID(*corev3.Node) string { return snapshotKey }
+
+// serveOrigin starts o (its caches set) on loopback until the test ends.
+func serveOrigin(t testing.TB, o *gcpOrigin) *gcpOrigin {
+	t.Helper()
+	o.t, o.poke = t, make(chan struct{}, 1)
 	o.start("127.0.0.1:0")
 	t.Cleanup(o.stop)
 	return o
@@ -110,7 +136,7 @@ func (o *gcpOrigin) start(addr string) {
 			o.record(func() { o.sotwResps = append(o.sotwResps, c) })
 		},
 	}
-	xs := serverv3.NewServer(ctx, o.mux, cb)
+	xs := serverv3.NewServer(ctx, o.xds, cb)
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
 	stopServer := serveGRPC(gs, lis)
@@ -178,17 +204,52 @@ func (o *gcpOrigin) waitFor(what string, cond func() bool) {
 	}
 }
 
+// linear is the LinearCache of typeURL (not on a snapshot origin).
+func (o *gcpOrigin) linear(typeURL string) *cachev3.LinearCache {
+	o.t.Helper()
+	c := o.caches[typeURL]
+	if c == nil {
+		o.t.Fatalf("origin has no LinearCache of %s", typeURL)
+	}
+	return c
+}
+
 func (o *gcpOrigin) set(typeURL, name string, r types.Resource) {
 	o.t.Helper()
-	if err := o.caches[typeURL].UpdateResource(name, r); err != nil {
+	if err := o.linear(typeURL).UpdateResource(name, r); err != nil {
 		o.t.Fatalf("origin update %s: %v", name, err)
+	}
+}
+
+// setAll updates every resource of rs (name → body) in one origin change:
+// one response per stream.
+func (o *gcpOrigin) setAll(typeURL string, rs map[string]types.Resource) {
+	o.t.Helper()
+	if err := o.linear(typeURL).UpdateResources(rs, nil); err != nil {
+		o.t.Fatalf("origin update %d resources: %v", len(rs), err)
 	}
 }
 
 func (o *gcpOrigin) del(typeURL, name string) {
 	o.t.Helper()
-	if err := o.caches[typeURL].DeleteResource(name); err != nil {
+	if err := o.linear(typeURL).DeleteResource(name); err != nil {
 		o.t.Fatalf("origin delete %s: %v", name, err)
+	}
+}
+
+// setSnapshot makes a snapshot origin answer every node with rs under
+// snapshot version.
+func (o *gcpOrigin) setSnapshot(version string, rs map[resource.Type][]types.Resource) {
+	o.t.Helper()
+	if o.snaps == nil {
+		o.t.Fatal("setSnapshot on an origin without a SnapshotCache")
+	}
+	snap, err := cachev3.NewSnapshot(version, rs)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	if err := o.snaps.SetSnapshot(context.Background(), snapshotKey, snap); err != nil {
+		o.t.Fatal(err)
 	}
 }
 
@@ -342,4 +403,52 @@ func metricValue(t testing.TB, r *relay, name string, labels ...string) float64 
 func (w *watcher) waitNotified(t testing.TB, name string, n int) {
 	t.Helper()
 	w.waitFor(t, fmt.Sprintf("%d notifications of %s", n, name), func() bool { return w.count(name) >= n })
+}
+
+// sotwRequests is how many SotW requests the origin has received.
+func (o *gcpOrigin) sotwRequests() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.sotwReqs)
+}
+
+// waitSotWACK waits until, among the SotW requests after the first from,
+// one ACKs version of typeURL for at least names: the relay has taken in
+// the origin's answer to them.
+func (o *gcpOrigin) waitSotWACK(from int, typeURL, version string, names []string) {
+	o.t.Helper()
+	o.waitFor(fmt.Sprintf("an ACK of %s version %q for %d names", typeURL, version, len(names)), func() bool {
+		for _, q := range o.sotwReqs[from:] {
+			if q.GetTypeUrl() != typeURL || q.GetResponseNonce() == "" || q.GetErrorDetail() != nil || q.GetVersionInfo() != version {
+				continue
+			}
+			if covers(q.GetResourceNames(), names) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// waitDeltaSubscribed waits until, among the delta requests after the
+// first from, those of typeURL have subscribed to every one of names.
+func (o *gcpOrigin) waitDeltaSubscribed(from int, typeURL string, names []string) {
+	o.t.Helper()
+	o.waitFor(fmt.Sprintf("delta subscriptions of %d %s names", len(names), typeURL), func() bool {
+		return covers(subscribedNames(o.deltaReqs[from:], typeURL, false), names)
+	})
+}
+
+// covers reports whether have holds every one of want.
+func covers(have, want []string) bool {
+	set := make(map[string]struct{}, len(have))
+	for _, n := range have {
+		set[n] = struct{}{}
+	}
+	for _, n := range want {
+		if _, ok := set[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
