@@ -1,9 +1,11 @@
 // Command run is the benchmark harness behind `make bench`: it builds the
 // relay and the benchmark origin, then runs, as separate processes on
-// loopback, origin, relay and load generator for every (N, variant, mode):
-// direct (clients → origin) and relayed (clients → relay → origin). It then
-// runs the Go micro-benchmarks, prints a Markdown table on stdout and writes
-// bench/results/latest.json, latest.md and fanout_p99.png.
+// loopback, origin, relay and load generator for every (N, variant,
+// workload, mode): direct (clients → origin) and relayed (clients → relay →
+// origin), with each update changing one resource (workload one) or all of
+// them at once (workload all). It then runs the Go micro-benchmarks, prints
+// a Markdown table on stdout and writes bench/results/latest.json,
+// latest.md and fanout_p99.png.
 package main
 
 import (
@@ -36,9 +38,10 @@ func run() error {
 		clients   = flag.String("clients", "1000,10000", "comma-separated client counts N")
 		variants  = flag.String("variants", "delta,sotw", "comma-separated variants")
 		modes     = flag.String("modes", "direct,relayed", "comma-separated modes")
+		workloads = flag.String("workloads", "one,all", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource)")
 		resources = flag.Int("resources", 10, "resources every client subscribes to")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
-		updates   = flag.Int("updates", 10, "updates pushed per scenario (one resource each)")
+		updates   = flag.Int("updates", 10, "updates pushed per scenario")
 		outDir    = flag.String("out", "bench/results", "where to write latest.json, latest.md and fanout_p99.png")
 		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
 		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
@@ -50,8 +53,11 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("--clients: %w", err)
 	}
-	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes),
+	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates}
+	if err := checkWorkloads(settings.Workloads); err != nil {
+		return fmt.Errorf("--workloads: %w", err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -89,24 +95,16 @@ func run() error {
 
 	res := Results{Started: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: settings}
 	failed := false
+	// Rows of one N and variant stay together: each workload's direct and
+	// relayed side by side.
 	for _, n := range ns {
 		for _, v := range settings.Variants {
-			for _, m := range settings.Modes {
-				if ctx.Err() != nil {
-					res.Scenarios = append(res.Scenarios, Scenario{Mode: m, Variant: v, Clients: n, Error: "not run: " + ctx.Err().Error()})
-					failed = true
-					continue
+			for _, w := range settings.Workloads {
+				for _, m := range settings.Modes {
+					sc := e.runLogged(ctx, m, v, w, n)
+					failed = failed || sc.Error != ""
+					res.Scenarios = append(res.Scenarios, sc)
 				}
-				t0 := time.Now()
-				logf("scenario %s %s N=%d ...", m, v, n)
-				sc := e.runScenario(ctx, m, v, n)
-				if sc.Error != "" {
-					failed = true
-					logf("  failed after %.1fs: %s", time.Since(t0).Seconds(), sc.Error)
-				} else {
-					logf("  %.1fs: fan-out p99 %.1fms, origin streams %d, storm %.2fs", time.Since(t0).Seconds(), sc.FanoutP99MS, sc.OriginStreams, sc.StormS)
-				}
-				res.Scenarios = append(res.Scenarios, sc)
 			}
 		}
 	}
@@ -144,6 +142,23 @@ func run() error {
 		return errors.New("some scenarios failed (see the table)")
 	}
 	return os.RemoveAll(work)
+}
+
+// runLogged runs one scenario, unless ctx has ended, and logs how it went.
+func (e *env) runLogged(ctx context.Context, mode, variant, workload string, n int) Scenario {
+	if ctx.Err() != nil {
+		return Scenario{Mode: mode, Variant: variant, Workload: workload, Clients: n, Error: "not run: " + ctx.Err().Error()}
+	}
+	t0 := time.Now()
+	logf("scenario %s %s %s N=%d ...", mode, variant, workload, n)
+	sc := e.runScenario(ctx, mode, variant, workload, n)
+	if sc.Error != "" {
+		logf("  failed after %.1fs: %s", time.Since(t0).Seconds(), sc.Error)
+	} else {
+		logf("  %.1fs: fan-out p99 %.1fms, %.2f responses/client/update, origin streams %d, storm %.2fs",
+			time.Since(t0).Seconds(), sc.FanoutP99MS, sc.ClientResponsesPerUpdate, sc.OriginStreams, sc.StormS)
+	}
+	return sc
 }
 
 // raiseFileLimit lifts the soft open-file limit to the hard one: 10000

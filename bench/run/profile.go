@@ -14,9 +14,11 @@ import (
 )
 
 // profileSeconds roughly covers the update phase of a scenario: each update
-// takes pushGap plus its fan-out, about 100µs per client on 2 cores.
-func profileSeconds(updates, clients int) int {
-	perUpdate := pushGap + time.Duration(clients)*100*time.Microsecond
+// takes pushGap plus its fan-out, about 100µs per client on 2 cores and
+// 20µs more per client for each further resource it changes.
+func profileSeconds(updates, clients, changed int) int {
+	perClient := 100*time.Microsecond + time.Duration(changed-1)*20*time.Microsecond
+	perUpdate := pushGap + time.Duration(clients)*perClient
 	return max(2, int((time.Duration(updates)*perUpdate).Seconds()+0.5))
 }
 

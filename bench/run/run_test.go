@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,6 +85,93 @@ func TestCheckTargets(t *testing.T) {
 				t.Errorf("target status (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestWorkloads(t *testing.T) {
+	type got struct {
+		Changed int
+		URL     string
+	}
+	tests := []struct {
+		workload string
+		want     got
+	}{
+		{workload: "one", want: got{Changed: 1, URL: "http://h:1/push"}},
+		{workload: "all", want: got{Changed: 10, URL: "http://h:1/push?all=1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.workload, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, got{changedPerUpdate(tc.workload, 10), pushURL("h:1", tc.workload)}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, ws := range [][]string{{"one"}, {"all"}, {"one", "all"}} {
+		if err := checkWorkloads(ws); err != nil {
+			t.Errorf("checkWorkloads(%q) = %v, want nil", ws, err)
+		}
+	}
+	for _, ws := range [][]string{nil, {"one", "some"}} {
+		if err := checkWorkloads(ws); err == nil {
+			t.Errorf("checkWorkloads(%q) = nil, want an error", ws)
+		}
+	}
+}
+
+func TestConnsFor(t *testing.T) {
+	for clients, want := range map[int]int{1: 1, 150: 1, 1000: 10, 10000: 100, 50000: 500} {
+		if got := connsFor(clients); got != want {
+			t.Errorf("connsFor(%d) = %d, want %d", clients, got, want)
+		}
+	}
+}
+
+func TestPerUpdateText(t *testing.T) {
+	for v, want := range map[float64]string{1: "1.00", 10: "10.00", 1.00001: "1.00001", 0.99999: "0.99999", 1.5: "1.50"} {
+		if got := perUpdateText(v); got != want {
+			t.Errorf("perUpdateText(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestWriteMarkdown: every scenario row names its workload and carries
+// what each client received per update.
+func TestWriteMarkdown(t *testing.T) {
+	r := Results{
+		Settings: Settings{Clients: []int{1000}, Variants: []string{"delta"}, Workloads: []string{"one", "all"}, Resources: 10, ResourceBytes: 1024, Updates: 10},
+		Scenarios: []Scenario{
+			{Mode: "direct", Variant: "delta", Workload: "one", Clients: 1000, ClientResponsesPerUpdate: 1, ClientResourcesPerUpdate: 1, ClientBytesPerUpdate: 1337, StormCompleted: true},
+			{Mode: "relayed", Variant: "delta", Workload: "all", Clients: 1000, ClientResponsesPerUpdate: 1.25, ClientResourcesPerUpdate: 10, ClientBytesPerUpdate: 13370, StormCompleted: true},
+			{Mode: "relayed", Variant: "sotw", Workload: "all", Clients: 1000, Error: "boom"},
+		},
+	}
+	r.Targets = checkTargets(r)
+	var b bytes.Buffer
+	writeMarkdown(&b, r)
+	md := b.String()
+	for _, want := range []string{
+		"| mode | variant | workload | N | origin streams | origin subs | origin B/update | responses/client/update | resources/client/update | bytes/client/update | fan-out p50 ms |",
+		"| direct | delta | one | 1000 | 0 | 0 | 0 | 1.00 | 1.00 | 1337 | ",
+		"| relayed | delta | all | 1000 | 0 | 0 | 0 | 1.25 | 10.00 | 13370 | ",
+		"| relayed | sotw | all | 1000 | failed: boom |",
+		"| mode | variant | workload | N | RSS before MiB |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Every table row of a table has as many cells as its header.
+	cells := 0
+	for _, line := range strings.Split(md, "\n") {
+		switch {
+		case !strings.HasPrefix(line, "|"):
+			cells = 0
+		case cells == 0:
+			cells = strings.Count(line, "|")
+		case strings.Count(line, "|") != cells:
+			t.Errorf("row with %d separators under a header with %d: %s", strings.Count(line, "|"), cells, line)
+		}
 	}
 }
 
