@@ -108,7 +108,7 @@ func writeMarkdown(w io.Writer, r Results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, s.Workload, s.Clients,
 			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB, g)
 	}
-	writeTargets(w, r.Targets)
+	writeTargets(w, targetN(r), r.Targets)
 	if len(r.Micro) > 0 || r.MicroErr != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| package | benchmark | ns/op | B/op | allocs/op | other |")
