@@ -5,7 +5,7 @@
 // origin), with each update changing one resource (workload one) or all of
 // them at once (workload all). It then runs the Go micro-benchmarks, prints
 // a Markdown table on stdout and writes bench/results/latest.json,
-// latest.md and fanout_p99.png.
+// latest.md and fanout_p99.png (other names with --name).
 package main
 
 import (
@@ -42,7 +42,8 @@ func run() error {
 		resources = flag.Int("resources", 10, "resources every client subscribes to")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
-		outDir    = flag.String("out", "bench/results", "where to write latest.json, latest.md and fanout_p99.png")
+		outDir    = flag.String("out", "bench/results", "where to write the results")
+		name      = flag.String("name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
 		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
 		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
 		profile   = flag.Bool("profile", true, "save a CPU profile of the relay over each relayed update phase")
@@ -57,6 +58,9 @@ func run() error {
 		Resources: *resources, ResourceBytes: *size, Updates: *updates}
 	if err := checkWorkloads(settings.Workloads); err != nil {
 		return fmt.Errorf("--workloads: %w", err)
+	}
+	if *name == "" || strings.ContainsRune(*name, filepath.Separator) {
+		return fmt.Errorf("--name %q: want a file name without a directory", *name)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -81,6 +85,7 @@ func run() error {
 		resourceSize: *size,
 		authority:    "bench.local",
 		goBin:        goBin,
+		maxRun:       *timeout,
 	}
 	if *profile {
 		e.profileDir = filepath.Join(*outDir, "profiles")
@@ -130,9 +135,9 @@ func run() error {
 	var md bytes.Buffer
 	writeMarkdown(&md, res)
 	if err := errors.Join(
-		os.WriteFile(filepath.Join(*outDir, "latest.json"), append(js, '\n'), 0o644),
-		os.WriteFile(filepath.Join(*outDir, "latest.md"), md.Bytes(), 0o644),
-		writeChart(filepath.Join(*outDir, "fanout_p99.png"), res),
+		os.WriteFile(filepath.Join(*outDir, *name+".json"), append(js, '\n'), 0o644),
+		os.WriteFile(filepath.Join(*outDir, *name+".md"), md.Bytes(), 0o644),
+		writeChart(filepath.Join(*outDir, chartName(*name)), res),
 	); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
@@ -142,6 +147,16 @@ func run() error {
 		return errors.New("some scenarios failed (see the table)")
 	}
 	return os.RemoveAll(work)
+}
+
+// chartName is the chart's file name for results named name:
+// fanout_p99.png for latest, fanout_p99-50k.png for latest-50k.
+func chartName(name string) string {
+	suffix, ok := strings.CutPrefix(name, "latest")
+	if !ok {
+		suffix = "-" + name
+	}
+	return "fanout_p99" + suffix + ".png"
 }
 
 // runLogged runs one scenario, unless ctx has ended, and logs how it went.
@@ -161,8 +176,10 @@ func (e *env) runLogged(ctx context.Context, mode, variant, workload string, n i
 	return sc
 }
 
-// raiseFileLimit lifts the soft open-file limit to the hard one: 10000
-// streams over loopback need many descriptors in each process.
+// raiseFileLimit lifts the soft open-file limit to the hard one, for this
+// process and the children it starts. The clients share N/100 connections,
+// so N streams take about N/100 descriptors in each process; the limit
+// matters when --clients is large or a process holds more.
 func raiseFileLimit() error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -173,10 +175,34 @@ func TestWorkloads(t *testing.T) {
 	}
 }
 
-func TestConnsFor(t *testing.T) {
-	for clients, want := range map[int]int{1: 1, 150: 1, 1000: 10, 10000: 100, 50000: 500} {
-		if got := connsFor(clients); got != want {
-			t.Errorf("connsFor(%d) = %d, want %d", clients, got, want)
+func TestScale(t *testing.T) {
+	tests := []struct {
+		clients   int
+		wantConns int
+		wantPush  time.Duration
+	}{
+		{clients: 1, wantConns: 1, wantPush: pushTimeout},
+		{clients: 150, wantConns: 1, wantPush: pushTimeout},
+		{clients: 1000, wantConns: 10, wantPush: pushTimeout},
+		{clients: 10000, wantConns: 100, wantPush: pushTimeout},
+		{clients: 50000, wantConns: 500, wantPush: 5 * pushTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.clients), func(t *testing.T) {
+			if got := connsFor(tc.clients); got != tc.wantConns {
+				t.Errorf("connsFor = %d, want %d", got, tc.wantConns)
+			}
+			if got := scaled(pushTimeout, tc.clients); got != tc.wantPush {
+				t.Errorf("scaled(pushTimeout) = %v, want %v", got, tc.wantPush)
+			}
+		})
+	}
+}
+
+func TestChartName(t *testing.T) {
+	for name, want := range map[string]string{"latest": "fanout_p99.png", "latest-50k": "fanout_p99-50k.png", "mine": "fanout_p99-mine.png"} {
+		if got := chartName(name); got != want {
+			t.Errorf("chartName(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

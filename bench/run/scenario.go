@@ -14,16 +14,26 @@ import (
 )
 
 // Bounds on each phase of a scenario: generous, so a slow machine still
-// finishes, and finite, so a broken one does not hang the harness.
+// finishes, and finite, so a broken one does not hang the harness. The
+// sync, push and storm bounds (and the load generator's stopGrace) are for
+// up to timeoutClients clients and grow in proportion above that.
 const (
-	startTimeout  = 20 * time.Second
-	syncTimeout   = 90 * time.Second
-	pushTimeout   = 30 * time.Second
-	stormTimeout  = 90 * time.Second
-	settle        = 500 * time.Millisecond // after a phase, for ACKs and RSS to land
-	pushGap       = 200 * time.Millisecond // between two updates
-	loadgenMaxRun = 15 * time.Minute       // loadgen --duration: a backstop only
+	startTimeout   = 20 * time.Second
+	syncTimeout    = 90 * time.Second
+	pushTimeout    = 30 * time.Second
+	stormTimeout   = 90 * time.Second
+	timeoutClients = 10000
+	settle         = 500 * time.Millisecond // after a phase, for ACKs and RSS to land
+	pushGap        = 200 * time.Millisecond // between two updates
 )
+
+// scaled is the bound d, set for timeoutClients, for n clients.
+func scaled(d time.Duration, n int) time.Duration {
+	if n <= timeoutClients {
+		return d
+	}
+	return time.Duration(float64(d) * float64(n) / timeoutClients)
+}
 
 // connsFor is the number of gRPC connections n clients share: one per 100
 // clients (C = 100 for N = 10000, 500 for N = 50000), at least 1.
@@ -111,7 +121,8 @@ type env struct {
 	resourceSize        int
 	authority           string
 	goBin               string
-	profileDir          string // "" : no relay CPU profiles
+	profileDir          string        // "" : no relay CPU profiles
+	maxRun              time.Duration // loadgen --duration: a backstop only
 }
 
 // runScenario runs one scenario; failures are recorded in the result, so
@@ -189,7 +200,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	lg, err := start(e.logDir, tag+"-loadgen", e.relayBin, "loadgen",
 		"--target", target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
 		"--variant", sc.Variant, "--names", strings.Join(names, ","), "--admin", lgAdmin, "--json", "--quiet",
-		"--duration", loadgenMaxRun.String())
+		"--duration", e.maxRun.String())
 	if err != nil {
 		return err
 	}
@@ -206,7 +217,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		return s, err
 	}
 	var last loadgen.Status
-	err = waitUntil(ctx, syncTimeout, "every client synced", func() (bool, error) {
+	err = waitUntil(ctx, scaled(syncTimeout, sc.Clients), "every client synced", func() (bool, error) {
 		s, err := status()
 		last = s
 		return err == nil && s.Synced == int64(sc.Clients), err
@@ -270,7 +281,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 			return fmt.Errorf("push %d: %w", k, err)
 		}
 		want := before.Stamped + int64(k*perUpdate)
-		err := waitUntil(ctx, pushTimeout, fmt.Sprintf("update %d at every client", k), func() (bool, error) {
+		err := waitUntil(ctx, scaled(pushTimeout, sc.Clients), fmt.Sprintf("update %d at every client", k), func() (bool, error) {
 			s, err := status()
 			last = s
 			return err == nil && s.Stamped >= want, err
@@ -324,7 +335,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if err := post("http://" + lgAdmin + "/reconnect"); err != nil {
 		return fmt.Errorf("reconnect: %w", err)
 	}
-	err = waitUntil(ctx, stormTimeout, "every client synced after the reconnect storm", func() (bool, error) {
+	err = waitUntil(ctx, scaled(stormTimeout, sc.Clients), "every client synced after the reconnect storm", func() (bool, error) {
 		s, err := status()
 		last = s
 		return err == nil && len(s.Storms) > 0, err
@@ -340,8 +351,9 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	}
 	sc.StormOriginRequests = stormed.Requests - after.Requests
 
-	// Loadgen's summary: the fan-out latency distribution.
-	if err := lg.stop(); err != nil {
+	// Loadgen's summary: the fan-out latency distribution. Closing N
+	// streams and sorting every sample takes longer as N grows.
+	if err := lg.stopWithin(scaled(stopGrace, sc.Clients)); err != nil {
 		return fmt.Errorf("loadgen: %w; log: %s", err, lg.logTail())
 	}
 	var sum loadgen.Summary
