@@ -269,3 +269,17 @@ func TestProcReaders(t *testing.T) {
 		t.Errorf("machineBusySeconds: %v", err)
 	}
 }
+
+func TestProfileSeconds(t *testing.T) {
+	tests := []struct{ updates, clients, changed, want int }{
+		{updates: 10, clients: 10, changed: 1, want: 2},      // at least 2 s
+		{updates: 10, clients: 10000, changed: 1, want: 12},  // 10 × (0.2 + 1.0) s
+		{updates: 10, clients: 10000, changed: 10, want: 21}, // 10 × (0.2 + 1.9) s
+		{updates: 10, clients: 50000, changed: 10, want: 97}, // 10 × (0.2 + 9.5) s
+	}
+	for _, tc := range tests {
+		if got := profileSeconds(tc.updates, tc.clients, tc.changed); got != tc.want {
+			t.Errorf("profileSeconds(%d, %d, %d) = %d, want %d", tc.updates, tc.clients, tc.changed, got, tc.want)
+		}
+	}
+}
