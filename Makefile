@@ -4,7 +4,7 @@ BIN     := bin/xds-relay
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test bench lint fuzz fuzz-config clean
+.PHONY: build run test bench bench-50k lint fuzz fuzz-config clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
@@ -16,11 +16,19 @@ run: build
 test:
 	$(GO) test -race -count=1 -timeout 9m ./...
 
-# The benchmark of issue #6: origin, relay and load generator on loopback,
-# direct vs relayed, N = 1000 and 10000, delta and SotW, then the Go
-# micro-benchmarks. Writes bench/results/; under 10 minutes on 2 cores.
+# The benchmark: origin, relay and load generator on loopback, direct vs
+# relayed, N = 1000 and 10000, delta and SotW, each update changing one
+# resource or all of them, then the Go micro-benchmarks. Writes
+# bench/results/latest.*; under 10 minutes on 2 cores.
 bench:
 	$(GO) run ./bench/run $(BENCHFLAGS)
+
+# N = 50000 delta clients over 500 connections, every update changing all
+# resources, direct vs relayed. Writes bench/results/latest-50k.* (latest.*
+# stays as make bench left it).
+bench-50k:
+	$(GO) run ./bench/run --clients 50000 --variants delta --workloads all --micro=false \
+		--name latest-50k --timeout 30m $(BENCHFLAGS)
 
 lint:
 	$(GO) vet ./...

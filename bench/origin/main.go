@@ -5,6 +5,9 @@
 //
 //	POST /push[?index=i]  replace one resource (round-robin by default) with a
 //	                      new revision stamped with the push time
+//	POST /push?all=1      replace every resource with a new revision, all
+//	                      stamped with the same push time, in one change of
+//	                      the cache (so each client gets one response)
 //	GET  /stats           streams and subscriptions held, requests received,
 //	                      responses and bytes sent (JSON)
 //	GET  /names           the resource names, one per line
@@ -29,6 +32,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
@@ -53,6 +57,24 @@ type origin struct {
 	next, rev int // guarded by mu: next index to push, revision counter
 }
 
+// newOrigin returns an origin holding count resources of about size bytes,
+// named under authority, at their initial (unstamped) revision.
+func newOrigin(count, size int, authority string) (*origin, error) {
+	o := &origin{
+		cache: cachev3.NewLinearCache(resourcev3.EndpointType),
+		rec:   newRecorder(),
+		size:  size,
+	}
+	for i := 0; i < count; i++ {
+		n := resourceName(authority, i)
+		o.names = append(o.names, n)
+		if err := o.cache.UpdateResource(n, buildCLA(n, size, 0, time.Time{})); err != nil {
+			return nil, fmt.Errorf("seed %s: %w", n, err)
+		}
+	}
+	return o, nil
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:18000", "xDS gRPC `host:port`")
@@ -66,17 +88,9 @@ func run(args []string) error {
 	if *count < 1 || *size < 1 {
 		return fmt.Errorf("--resources and --size must be at least 1")
 	}
-	o := &origin{
-		cache: cachev3.NewLinearCache(resourcev3.EndpointType),
-		rec:   newRecorder(),
-		size:  *size,
-	}
-	for i := 0; i < *count; i++ {
-		n := resourceName(*authority, i)
-		o.names = append(o.names, n)
-		if err := o.cache.UpdateResource(n, buildCLA(n, *size, 0, time.Time{})); err != nil {
-			return fmt.Errorf("seed %s: %w", n, err)
-		}
+	o, err := newOrigin(*count, *size, *authority)
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -126,8 +140,25 @@ func run(args []string) error {
 func (o *origin) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /push", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if v := q.Get("all"); v != "" {
+			all, err := strconv.ParseBool(v)
+			if err != nil || q.Has("index") {
+				http.Error(w, fmt.Sprintf("all=%q: want all=1 (and no index) or all=0", v), http.StatusBadRequest)
+				return
+			}
+			if all {
+				n, at, err := o.pushAll()
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				writeJSON(w, map[string]any{"resources": n, "pushed_unix_nano": at.UnixNano()})
+				return
+			}
+		}
 		idx := -1
-		if v := r.URL.Query().Get("index"); v != "" {
+		if v := q.Get("index"); v != "" {
 			i, err := strconv.Atoi(v)
 			if err != nil || i < 0 || i >= len(o.names) {
 				http.Error(w, fmt.Sprintf("index %q: want 0..%d", v, len(o.names)-1), http.StatusBadRequest)
@@ -170,6 +201,27 @@ func (o *origin) push(idx int) (string, time.Time, error) {
 		return "", time.Time{}, fmt.Errorf("push %s: %w", name, err)
 	}
 	return name, now, nil
+}
+
+// pushAll replaces every resource with a new revision stamped now, in one
+// UpdateResources call: go-control-plane computes one response per watch
+// from it, as when a deploy touches every cluster or a snapshot origin
+// republishes a whole type. It returns how many resources it replaced.
+func (o *origin) pushAll() (int, time.Time, error) {
+	o.mu.Lock()
+	o.rev++
+	rev := o.rev
+	o.mu.Unlock()
+	now := time.Now()
+	res := make(map[string]types.Resource, len(o.names))
+	for _, name := range o.names {
+		res[name] = buildCLA(name, o.size, rev, now)
+	}
+	o.rec.pushed(o.names...)
+	if err := o.cache.UpdateResources(res, nil); err != nil {
+		return 0, time.Time{}, fmt.Errorf("push all %d resources: %w", len(res), err)
+	}
+	return len(res), now, nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

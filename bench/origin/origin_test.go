@@ -2,15 +2,29 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/loadgen"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestBuildCLA(t *testing.T) {
 	pushed := time.Unix(1700000000, 42)
@@ -61,5 +75,216 @@ func TestRecorderCountsStreamsAndSubscriptions(t *testing.T) {
 		BytesSent: int64(proto.Size(&discoveryv3.DeltaDiscoveryResponse{Resources: []*discoveryv3.Resource{{Name: "b"}}}))}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+}
+
+// Bounds of the tests that run a real origin: deadline for what must
+// happen, quiet for how long to watch that something does not.
+const (
+	deadline = 10 * time.Second
+	quiet    = 300 * time.Millisecond
+)
+
+// serveOrigin serves o's cache over go-control-plane's ADS server, with
+// o's recorder as its callbacks, on 127.0.0.1:0, until the test ends.
+func serveOrigin(t *testing.T, o *origin) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	gs := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, o.cache, o.rec.callbacks()))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gs.Serve(lis) // returns when stopped
+	}()
+	t.Cleanup(func() {
+		gs.Stop()
+		cancel()
+		<-done
+	})
+	return lis.Addr().String()
+}
+
+// received is one response as a client saw it: per resource, its name and
+// push stamp (zero when unstamped).
+type received map[string]time.Time
+
+// adsClient subscribes to names over one ADS stream of variant ("delta" or
+// "sotw"), ACKs every response and reports each on the returned channel,
+// until the test ends.
+func adsClient(t *testing.T, addr, variant string, names []string) <-chan received {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
+	node := &corev3.Node{Id: "origin-test"}
+	// recv returns the next response's resources (name, serialized body)
+	// and ACKs it.
+	var recv func() (map[string][]byte, error)
+	switch variant {
+	case "delta":
+		st, err := ads.DeltaAggregatedResources(ctx)
+		if err == nil {
+			err = st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNamesSubscribe: names})
+		}
+		if err != nil {
+			t.Fatalf("delta stream: %v", err)
+		}
+		recv = func() (map[string][]byte, error) {
+			resp, err := st.Recv()
+			if err != nil {
+				return nil, err
+			}
+			got := make(map[string][]byte)
+			for _, r := range resp.GetResources() {
+				got[r.GetName()] = r.GetResource().GetValue()
+			}
+			return got, st.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResponseNonce: resp.GetNonce()})
+		}
+	case "sotw":
+		st, err := ads.StreamAggregatedResources(ctx)
+		if err == nil {
+			err = st.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: resourcev3.EndpointType, ResourceNames: names})
+		}
+		if err != nil {
+			t.Fatalf("SotW stream: %v", err)
+		}
+		recv = func() (map[string][]byte, error) {
+			resp, err := st.Recv()
+			if err != nil {
+				return nil, err
+			}
+			got := make(map[string][]byte)
+			for _, a := range resp.GetResources() {
+				var cla endpointv3.ClusterLoadAssignment
+				if err := proto.Unmarshal(a.GetValue(), &cla); err != nil {
+					return nil, fmt.Errorf("decode resource: %w", err)
+				}
+				got[cla.GetClusterName()] = a.GetValue()
+			}
+			return got, st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.EndpointType, ResourceNames: names,
+				VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()})
+		}
+	default:
+		t.Fatalf("variant %q", variant)
+	}
+	out := make(chan received)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			got, err := recv()
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("%s stream: %v", variant, err)
+				}
+				return
+			}
+			r := make(received, len(got))
+			for name, body := range got {
+				r[name], _ = loadgen.ParseStamp(body)
+			}
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = conn.Close() // the test is over
+	})
+	return out
+}
+
+func next(t *testing.T, ch <-chan received, what string) received {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(deadline):
+		t.Fatalf("%s: no response within %v", what, deadline)
+		return nil
+	}
+}
+
+// TestPushAllIsOneResponse: POST /push?all=1 replaces all R resources, each
+// stamped with the push time, and a subscribed client gets them all in one
+// response, then nothing more.
+func TestPushAllIsOneResponse(t *testing.T) {
+	const count = 5
+	for _, variant := range []string{"delta", "sotw"} {
+		t.Run(variant, func(t *testing.T) {
+			o, err := newOrigin(count, 1024, "bench.test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			responses := adsClient(t, serveOrigin(t, o), variant, o.names)
+			initial := received{}
+			for len(initial) < count {
+				for name, at := range next(t, responses, "initial state") {
+					initial[name] = at
+				}
+			}
+			before := o.rec.snapshot()
+
+			rec := httptest.NewRecorder()
+			o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/push?all=1", nil))
+			var pushed struct {
+				Resources int   `json:"resources"`
+				At        int64 `json:"pushed_unix_nano"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &pushed); rec.Code != http.StatusOK || err != nil {
+				t.Fatalf("POST /push?all=1: %d %q (%v)", rec.Code, rec.Body, err)
+			}
+			want := received{}
+			for _, n := range o.names {
+				want[n] = time.Unix(0, pushed.At)
+			}
+			if diff := cmp.Diff(want, next(t, responses, "the push of all")); diff != "" {
+				t.Errorf("response to the push of all (-want +got):\n%s", diff)
+			}
+			select {
+			case r := <-responses:
+				t.Errorf("a second response after one push of all: %v", r)
+			case <-time.After(quiet):
+			}
+
+			after := o.rec.snapshot()
+			type change struct{ Responses, ResourcesSent, Pushes, ResourcesPushed int64 }
+			got := change{after.Responses - before.Responses, after.ResourcesSent - before.ResourcesSent,
+				after.Pushes - before.Pushes, after.ResourcesPushed - before.ResourcesPushed}
+			if diff := cmp.Diff(change{1, count, 1, count}, got); diff != "" {
+				t.Errorf("origin stats over the push (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPushRejectsBadQuery(t *testing.T) {
+	o, err := newOrigin(2, 64, "bench.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"all=yes", "all=1&index=0", "index=2", "index=x"} {
+		t.Run(q, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/push?"+q, nil))
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("POST /push?%s: %d %q, want 400", q, rec.Code, rec.Body)
+			}
+		})
+	}
+	if s := o.rec.snapshot(); s.Pushes != 0 {
+		t.Errorf("%d pushes after bad requests only, want 0", s.Pushes)
 	}
 }

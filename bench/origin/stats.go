@@ -18,13 +18,14 @@ type Stats struct {
 	StreamsOpen   int `json:"streams_open"`
 	Subscriptions int `json:"subscriptions"`
 	// The rest are totals since start.
-	StreamsOpened  int64  `json:"streams_opened"`
-	Requests       int64  `json:"requests"`
-	Responses      int64  `json:"responses"`
-	ResourcesSent  int64  `json:"resources_sent"`
-	BytesSent      int64  `json:"bytes_sent"` // serialized DiscoveryResponse bytes, gRPC framing excluded
-	Pushes         int64  `json:"pushes"`
-	LastPushedName string `json:"last_pushed_name,omitempty"`
+	StreamsOpened   int64  `json:"streams_opened"`
+	Requests        int64  `json:"requests"`
+	Responses       int64  `json:"responses"`
+	ResourcesSent   int64  `json:"resources_sent"`
+	BytesSent       int64  `json:"bytes_sent"`       // serialized DiscoveryResponse bytes, gRPC framing excluded
+	Pushes          int64  `json:"pushes"`           // POST /push calls that changed the cache
+	ResourcesPushed int64  `json:"resources_pushed"` // resources they replaced (R per push of all)
+	LastPushedName  string `json:"last_pushed_name,omitempty"`
 }
 
 // recorder counts through go-control-plane's server callbacks.
@@ -49,11 +50,15 @@ func (r *recorder) snapshot() Stats {
 	return s
 }
 
-func (r *recorder) pushed(name string) {
+// pushed counts one push that replaced names.
+func (r *recorder) pushed(names ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Pushes++
-	r.stats.LastPushedName = name
+	r.stats.ResourcesPushed += int64(len(names))
+	if len(names) > 0 {
+		r.stats.LastPushedName = names[len(names)-1]
+	}
 }
 
 func (r *recorder) open(id int64) {

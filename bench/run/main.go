@@ -1,9 +1,11 @@
 // Command run is the benchmark harness behind `make bench`: it builds the
 // relay and the benchmark origin, then runs, as separate processes on
-// loopback, origin, relay and load generator for every (N, variant, mode):
-// direct (clients → origin) and relayed (clients → relay → origin). It then
-// runs the Go micro-benchmarks, prints a Markdown table on stdout and writes
-// bench/results/latest.json, latest.md and fanout_p99.png.
+// loopback, origin, relay and load generator for every (N, variant,
+// workload, mode): direct (clients → origin) and relayed (clients → relay →
+// origin), with each update changing one resource (workload one) or all of
+// them at once (workload all). It then runs the Go micro-benchmarks, prints
+// a Markdown table on stdout and writes bench/results/latest.json,
+// latest.md and fanout_p99.png (other names with --name).
 package main
 
 import (
@@ -36,10 +38,12 @@ func run() error {
 		clients   = flag.String("clients", "1000,10000", "comma-separated client counts N")
 		variants  = flag.String("variants", "delta,sotw", "comma-separated variants")
 		modes     = flag.String("modes", "direct,relayed", "comma-separated modes")
+		workloads = flag.String("workloads", "one,all", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource)")
 		resources = flag.Int("resources", 10, "resources every client subscribes to")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
-		updates   = flag.Int("updates", 10, "updates pushed per scenario (one resource each)")
-		outDir    = flag.String("out", "bench/results", "where to write latest.json, latest.md and fanout_p99.png")
+		updates   = flag.Int("updates", 10, "updates pushed per scenario")
+		outDir    = flag.String("out", "bench/results", "where to write the results")
+		name      = flag.String("name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
 		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
 		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
 		profile   = flag.Bool("profile", true, "save a CPU profile of the relay over each relayed update phase")
@@ -50,8 +54,14 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("--clients: %w", err)
 	}
-	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes),
+	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates}
+	if err := checkWorkloads(settings.Workloads); err != nil {
+		return fmt.Errorf("--workloads: %w", err)
+	}
+	if *name == "" || strings.ContainsRune(*name, filepath.Separator) {
+		return fmt.Errorf("--name %q: want a file name without a directory", *name)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -75,6 +85,7 @@ func run() error {
 		resourceSize: *size,
 		authority:    "bench.local",
 		goBin:        goBin,
+		maxRun:       *timeout,
 	}
 	if *profile {
 		e.profileDir = filepath.Join(*outDir, "profiles")
@@ -89,24 +100,16 @@ func run() error {
 
 	res := Results{Started: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: settings}
 	failed := false
+	// Rows of one N and variant stay together: each workload's direct and
+	// relayed side by side.
 	for _, n := range ns {
 		for _, v := range settings.Variants {
-			for _, m := range settings.Modes {
-				if ctx.Err() != nil {
-					res.Scenarios = append(res.Scenarios, Scenario{Mode: m, Variant: v, Clients: n, Error: "not run: " + ctx.Err().Error()})
-					failed = true
-					continue
+			for _, w := range settings.Workloads {
+				for _, m := range settings.Modes {
+					sc := e.runLogged(ctx, m, v, w, n)
+					failed = failed || sc.Error != ""
+					res.Scenarios = append(res.Scenarios, sc)
 				}
-				t0 := time.Now()
-				logf("scenario %s %s N=%d ...", m, v, n)
-				sc := e.runScenario(ctx, m, v, n)
-				if sc.Error != "" {
-					failed = true
-					logf("  failed after %.1fs: %s", time.Since(t0).Seconds(), sc.Error)
-				} else {
-					logf("  %.1fs: fan-out p99 %.1fms, origin streams %d, storm %.2fs", time.Since(t0).Seconds(), sc.FanoutP99MS, sc.OriginStreams, sc.StormS)
-				}
-				res.Scenarios = append(res.Scenarios, sc)
 			}
 		}
 	}
@@ -132,9 +135,9 @@ func run() error {
 	var md bytes.Buffer
 	writeMarkdown(&md, res)
 	if err := errors.Join(
-		os.WriteFile(filepath.Join(*outDir, "latest.json"), append(js, '\n'), 0o644),
-		os.WriteFile(filepath.Join(*outDir, "latest.md"), md.Bytes(), 0o644),
-		writeChart(filepath.Join(*outDir, "fanout_p99.png"), res),
+		os.WriteFile(filepath.Join(*outDir, *name+".json"), append(js, '\n'), 0o644),
+		os.WriteFile(filepath.Join(*outDir, *name+".md"), md.Bytes(), 0o644),
+		writeChart(filepath.Join(*outDir, chartName(*name)), res),
 	); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
@@ -146,8 +149,37 @@ func run() error {
 	return os.RemoveAll(work)
 }
 
-// raiseFileLimit lifts the soft open-file limit to the hard one: 10000
-// streams over loopback need many descriptors in each process.
+// chartName is the chart's file name for results named name:
+// fanout_p99.png for latest, fanout_p99-50k.png for latest-50k.
+func chartName(name string) string {
+	suffix, ok := strings.CutPrefix(name, "latest")
+	if !ok {
+		suffix = "-" + name
+	}
+	return "fanout_p99" + suffix + ".png"
+}
+
+// runLogged runs one scenario, unless ctx has ended, and logs how it went.
+func (e *env) runLogged(ctx context.Context, mode, variant, workload string, n int) Scenario {
+	if ctx.Err() != nil {
+		return Scenario{Mode: mode, Variant: variant, Workload: workload, Clients: n, Error: "not run: " + ctx.Err().Error()}
+	}
+	t0 := time.Now()
+	logf("scenario %s %s %s N=%d ...", mode, variant, workload, n)
+	sc := e.runScenario(ctx, mode, variant, workload, n)
+	if sc.Error != "" {
+		logf("  failed after %.1fs: %s", time.Since(t0).Seconds(), sc.Error)
+	} else {
+		logf("  %.1fs: fan-out p99 %.1fms, %.2f responses/client/update, origin streams %d, storm %.2fs",
+			time.Since(t0).Seconds(), sc.FanoutP99MS, sc.ClientResponsesPerUpdate, sc.OriginStreams, sc.StormS)
+	}
+	return sc
+}
+
+// raiseFileLimit lifts the soft open-file limit to the hard one, for this
+// process and the children it starts. The clients share N/100 connections,
+// so N streams take about N/100 descriptors in each process; the limit
+// matters when --clients is large or a process holds more.
 func raiseFileLimit() error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {

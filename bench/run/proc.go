@@ -71,17 +71,20 @@ func (c *child) exited() bool {
 }
 
 // stop sends SIGTERM, waits up to stopGrace, then kills.
-func (c *child) stop() error {
+func (c *child) stop() error { return c.stopWithin(stopGrace) }
+
+// stopWithin sends SIGTERM, waits up to grace, then kills.
+func (c *child) stopWithin(grace time.Duration) error {
 	if c.exited() {
 		return c.err
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM) // it may have just exited
 	select {
 	case <-c.done:
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 		_ = c.cmd.Process.Kill()
 		<-c.done
-		return fmt.Errorf("%s: did not exit within %v of SIGTERM; killed", c.name, stopGrace)
+		return fmt.Errorf("%s: did not exit within %v of SIGTERM; killed", c.name, grace)
 	}
 	return c.err
 }

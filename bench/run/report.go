@@ -41,6 +41,7 @@ type Settings struct {
 	Clients       []int    `json:"clients"`
 	Variants      []string `json:"variants"`
 	Modes         []string `json:"modes"`
+	Workloads     []string `json:"workloads"`
 	Resources     int      `json:"resources"`
 	ResourceBytes int      `json:"resource_bytes"`
 	Updates       int      `json:"updates"`
@@ -72,29 +73,30 @@ func machine() Machine {
 
 // writeMarkdown writes the scenario and micro-benchmark tables.
 func writeMarkdown(w io.Writer, r Results) {
-	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. Workload: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; %d updates of one resource each.\n\n",
+	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. Workload: %d ClusterLoadAssignments of ~%d B, every client subscribes to all, N clients over N/100 connections; %d updates per scenario, each changing one resource (workload one) or all %d in one origin change (workload all).\n\n",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go,
-		r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Updates)
-	fmt.Fprintln(w, "| mode | variant | N | origin streams | origin subs | origin B/update | resources/client/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Updates, r.Settings.Resources)
+	fmt.Fprintln(w, "| mode | variant | workload | N | origin streams | origin subs | origin B/update | responses/client/update | resources/client/update | bytes/client/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
-			fmt.Fprintf(w, "| %s | %s | %d | failed: %s ||||||||||||||||\n", s.Mode, s.Variant, s.Clients, mdEscape(s.Error))
+			fmt.Fprintf(w, "| %s | %s | %s | %d | failed: %s |||||||||||||||||\n", s.Mode, s.Variant, s.Workload, s.Clients, mdEscape(s.Error))
 			continue
 		}
 		storm := fmt.Sprintf("%.2f", s.StormS)
 		if !s.StormCompleted {
 			storm += " (incomplete)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %.2f | %.1f | %.1f | %.1f | %.4f | %.4f | %.4f | %.2f | %.1f | %s | %d | %.2f |\n",
-			s.Mode, s.Variant, s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate, s.ClientResourcesPerUpdate,
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %.0f | %s | %.2f | %.0f | %.1f | %.1f | %.1f | %.4f | %.4f | %.4f | %.2f | %.1f | %s | %d | %.2f |\n",
+			s.Mode, s.Variant, s.Workload, s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate,
+			perUpdateText(s.ClientResponsesPerUpdate), s.ClientResourcesPerUpdate, s.ClientBytesPerUpdate,
 			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate, s.LoadgenCPUSPerUpdate, s.OtherCores,
 			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
 	}
 	fmt.Fprintln(w, "\nServing process memory at idle (RSS from /proc; per stream = (after − before) / N):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | variant | N | RSS before MiB | RSS after MiB | KiB/stream | relay goroutines/stream |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| mode | variant | workload | N | RSS before MiB | RSS after MiB | KiB/stream | relay goroutines/stream |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			continue
@@ -103,10 +105,10 @@ func writeMarkdown(w io.Writer, r Results) {
 		if s.Mode == "relayed" {
 			g = fmt.Sprintf("%.2f", s.RelayGoroutinesPerStream)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, s.Clients,
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, s.Workload, s.Clients,
 			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB, g)
 	}
-	writeTargets(w, r.Targets)
+	writeTargets(w, targetN(r), r.Targets)
 	if len(r.Micro) > 0 || r.MicroErr != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| package | benchmark | ns/op | B/op | allocs/op | other |")
@@ -130,6 +132,16 @@ func writeMarkdown(w io.Writer, r Results) {
 	}
 }
 
+// perUpdateText formats a count per client per update with two decimals,
+// or five when two would round a value that is not 1 to 1.00: the target
+// is exactly one response per client per update.
+func perUpdateText(v float64) string {
+	if t := fmt.Sprintf("%.2f", v); t != "1.00" || v == 1 {
+		return t
+	}
+	return fmt.Sprintf("%.5f", v)
+}
+
 func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	s = strings.ReplaceAll(s, "|", "\\|")
@@ -139,7 +151,8 @@ func mdEscape(s string) string {
 	return s
 }
 
-// writeChart draws fan-out p99 against N, one line per mode and variant.
+// writeChart draws fan-out p99 against N, one line per mode, variant and
+// workload: colour by mode, dashes for SotW, glyph by workload.
 func writeChart(path string, r Results) error {
 	p := plot.New()
 	p.Title.Text = "Fan-out p99 of one update (origin push → every client)"
@@ -153,14 +166,14 @@ func writeChart(path string, r Results) error {
 		"direct":  color.RGBA{R: 200, G: 60, B: 40, A: 255},
 		"relayed": color.RGBA{R: 30, G: 100, B: 200, A: 255},
 	}
-	type series struct{ mode, variant string }
+	type series struct{ mode, variant, workload string }
 	lines := map[series]plotter.XYs{}
 	var order []series
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			continue
 		}
-		k := series{s.Mode, s.Variant}
+		k := series{s.Mode, s.Variant, s.Workload}
 		if _, ok := lines[k]; !ok {
 			order = append(order, k)
 		}
@@ -171,18 +184,21 @@ func writeChart(path string, r Results) error {
 		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
 		l, sc, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return fmt.Errorf("chart %s %s: %w", k.mode, k.variant, err)
+			return fmt.Errorf("chart %s %s %s: %w", k.mode, k.variant, k.workload, err)
 		}
 		l.Color, sc.Color = colors[k.mode], colors[k.mode]
 		l.Width = vg.Points(2)
 		if k.variant == "sotw" {
 			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-			sc.Shape = draw.BoxGlyph{}
+		}
+		if k.workload == workloadAll {
+			sc.Shape = draw.TriangleGlyph{}
 		} else {
 			sc.Shape = draw.CircleGlyph{}
 		}
+		sc.Radius = vg.Points(4)
 		p.Add(l, sc)
-		p.Legend.Add(k.mode+" "+k.variant, l, sc)
+		p.Legend.Add(k.mode+" "+k.variant+" "+k.workload, l, sc)
 	}
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())

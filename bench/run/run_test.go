@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -45,36 +49,90 @@ func TestTrimProcs(t *testing.T) {
 }
 
 func TestCheckTargets(t *testing.T) {
-	direct := Scenario{Mode: "direct", Variant: "delta", Clients: 10000, FanoutP99MS: 1000}
+	// met and missed are a relayed scenario that meets, or misses, every
+	// target against direct.
+	direct := Scenario{Mode: "direct", FanoutP99MS: 400, ServingCPUSPerUpdate: 0.6, ClientResponsesPerUpdate: 1, InitialSyncS: 2, StormOriginRequests: 20000}
+	met := Scenario{Mode: "relayed", FanoutP99MS: 150, ServingCPUSPerUpdate: 0.2, ClientResponsesPerUpdate: 1, RSSPerStreamKiB: 20, InitialSyncS: 1.5}
+	missed := Scenario{Mode: "relayed", FanoutP99MS: 300, ServingCPUSPerUpdate: 0.4, ClientResponsesPerUpdate: 1.00001, RSSPerStreamKiB: 30, InitialSyncS: 2.5, StormOriginRequests: 3}
+	at := func(s Scenario, n int, variant, workload string) Scenario {
+		s.Clients, s.Variant, s.Workload = n, variant, workload
+		return s
+	}
+	every := func(n int, relayed Scenario) []Scenario {
+		var out []Scenario
+		for _, v := range []string{"delta", "sotw"} {
+			for _, w := range []string{"one", "all"} {
+				out = append(out, at(direct, n, v, w), at(relayed, n, v, w))
+			}
+		}
+		return out
+	}
+	const notMeasured = "not measured"
+	allocs := map[string]string{
+		"cache fan-out allocations per watcher per update":      notMeasured,
+		"downstream envelope allocations per client per update": notMeasured,
+	}
+	// want is the status of every target: s for those of this run's
+	// settings, allocs for the micro-benchmark rows.
+	want := func(s string) map[string]string {
+		m := map[string]string{
+			"fan-out p99, relayed ÷ direct (one, delta)":            s,
+			"fan-out p99, relayed ÷ direct (one, sotw)":             s,
+			"fan-out p99, relayed ÷ direct (all, delta)":            s,
+			"fan-out p99, relayed ÷ direct (all, sotw)":             s,
+			"serving CPU per update, relayed ÷ direct (one, delta)": s,
+			"serving CPU per update, relayed ÷ direct (all, delta)": s,
+			"responses per client per update, relayed (one, delta)": s,
+			"responses per client per update, relayed (one, sotw)":  s,
+			"responses per client per update, relayed (all, delta)": s,
+			"responses per client per update, relayed (all, sotw)":  s,
+			"relay memory per idle client stream (delta)":           s,
+			"initial sync, relayed vs direct (delta)":               s,
+			"reconnect storm: extra origin requests (one, delta)":   s,
+			"reconnect storm: extra origin requests (all, delta)":   s,
+		}
+		for k, v := range allocs {
+			m[k] = v
+		}
+		return m
+	}
+	both := Settings{Clients: []int{1000, 10000}, Variants: []string{"delta", "sotw"}, Workloads: []string{"one", "all"}, Resources: 10}
 	tests := []struct {
-		name    string
-		relayed Scenario
-		want    map[string]string
+		name      string
+		settings  Settings
+		scenarios []Scenario
+		wantN     int
+		want      map[string]string
 	}{
-		{
-			name:    "all met",
-			relayed: Scenario{Mode: "relayed", Variant: "delta", Clients: 10000, OriginStreams: 1, OriginSubscriptions: 10, FanoutP99MS: 200, RSSPerStreamKiB: 20, StormS: 1, StormCompleted: true},
+		{name: "all met at 10000", settings: both, scenarios: append(every(1000, missed), every(10000, met)...), wantN: 10000, want: want("met")},
+		{name: "all missed at 10000", settings: both, scenarios: append(every(1000, met), every(10000, missed)...), wantN: 10000, want: want("missed")},
+		{name: "10000 failed", settings: both, wantN: 10000, want: want(notMeasured),
+			scenarios: func() []Scenario {
+				out := every(10000, met)
+				for i := range out {
+					out[i].Error = "boom"
+				}
+				return out
+			}()},
+		{name: "largest N when 10000 was not run", settings: Settings{Clients: []int{50000}, Variants: []string{"delta"}, Workloads: []string{"all"}},
+			scenarios: []Scenario{at(direct, 50000, "delta", "all"), at(met, 50000, "delta", "all")}, wantN: 50000,
 			want: map[string]string{
-				"origin streams (relayed)": "met", "origin subscriptions (relayed)": "met", "fan-out p99 of one update": "met",
-				"fan-out p99 vs direct go-control-plane": "met", "relay memory per idle client stream": "met",
-				"reconnect storm: extra origin requests": "met", "reconnect storm: all clients served again": "met",
-				"cache fan-out allocations per watcher per update": "not measured", "downstream envelope allocations per client per update": "not measured",
-			},
-		},
-		{
-			name:    "all missed",
-			relayed: Scenario{Mode: "relayed", Variant: "delta", Clients: 10000, OriginStreams: 2, OriginSubscriptions: 20, FanoutP99MS: 900, RSSPerStreamKiB: 40, StormS: 1, StormOriginRequests: 5},
-			want: map[string]string{
-				"origin streams (relayed)": "missed", "origin subscriptions (relayed)": "missed", "fan-out p99 of one update": "missed",
-				"fan-out p99 vs direct go-control-plane": "missed", "relay memory per idle client stream": "missed",
-				"reconnect storm: extra origin requests": "missed", "reconnect storm: all clients served again": "missed",
-				"cache fan-out allocations per watcher per update": "not measured", "downstream envelope allocations per client per update": "not measured",
-			},
-		},
+				"fan-out p99, relayed ÷ direct (all, delta)":            "met",
+				"serving CPU per update, relayed ÷ direct (all, delta)": "met",
+				"responses per client per update, relayed (all, delta)": "met",
+				"relay memory per idle client stream (delta)":           "met",
+				"initial sync, relayed vs direct (delta)":               "met",
+				"reconnect storm: extra origin requests (all, delta)":   "met",
+				"cache fan-out allocations per watcher per update":      notMeasured,
+				"downstream envelope allocations per client per update": notMeasured,
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Results{Settings: Settings{Resources: 10}, Scenarios: []Scenario{direct, tc.relayed}}
+			r := Results{Settings: tc.settings, Scenarios: tc.scenarios}
+			if n := targetN(r); n != tc.wantN {
+				t.Errorf("targetN = %d, want %d", n, tc.wantN)
+			}
 			got := map[string]string{}
 			for _, tg := range checkTargets(r) {
 				got[tg.Name] = tg.Status
@@ -83,6 +141,119 @@ func TestCheckTargets(t *testing.T) {
 				t.Errorf("target status (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestWorkloads(t *testing.T) {
+	type got struct {
+		Changed int
+		URL     string
+	}
+	tests := []struct {
+		workload string
+		want     got
+	}{
+		{workload: "one", want: got{Changed: 1, URL: "http://h:1/push"}},
+		{workload: "all", want: got{Changed: 10, URL: "http://h:1/push?all=1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.workload, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, got{changedPerUpdate(tc.workload, 10), pushURL("h:1", tc.workload)}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, ws := range [][]string{{"one"}, {"all"}, {"one", "all"}} {
+		if err := checkWorkloads(ws); err != nil {
+			t.Errorf("checkWorkloads(%q) = %v, want nil", ws, err)
+		}
+	}
+	for _, ws := range [][]string{nil, {"one", "some"}} {
+		if err := checkWorkloads(ws); err == nil {
+			t.Errorf("checkWorkloads(%q) = nil, want an error", ws)
+		}
+	}
+}
+
+func TestScale(t *testing.T) {
+	tests := []struct {
+		clients   int
+		wantConns int
+		wantPush  time.Duration
+	}{
+		{clients: 1, wantConns: 1, wantPush: pushTimeout},
+		{clients: 150, wantConns: 1, wantPush: pushTimeout},
+		{clients: 1000, wantConns: 10, wantPush: pushTimeout},
+		{clients: 10000, wantConns: 100, wantPush: pushTimeout},
+		{clients: 50000, wantConns: 500, wantPush: 5 * pushTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.clients), func(t *testing.T) {
+			if got := connsFor(tc.clients); got != tc.wantConns {
+				t.Errorf("connsFor = %d, want %d", got, tc.wantConns)
+			}
+			if got := scaled(pushTimeout, tc.clients); got != tc.wantPush {
+				t.Errorf("scaled(pushTimeout) = %v, want %v", got, tc.wantPush)
+			}
+		})
+	}
+}
+
+func TestChartName(t *testing.T) {
+	for name, want := range map[string]string{"latest": "fanout_p99.png", "latest-50k": "fanout_p99-50k.png", "mine": "fanout_p99-mine.png"} {
+		if got := chartName(name); got != want {
+			t.Errorf("chartName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestPerUpdateText(t *testing.T) {
+	for v, want := range map[float64]string{1: "1.00", 10: "10.00", 1.00001: "1.00001", 0.99999: "0.99999", 1.5: "1.50"} {
+		if got := perUpdateText(v); got != want {
+			t.Errorf("perUpdateText(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestWriteMarkdown: every scenario row names its workload and carries
+// what each client received per update.
+func TestWriteMarkdown(t *testing.T) {
+	r := Results{
+		Settings: Settings{Clients: []int{1000}, Variants: []string{"delta"}, Workloads: []string{"one", "all"}, Resources: 10, ResourceBytes: 1024, Updates: 10},
+		Scenarios: []Scenario{
+			{Mode: "direct", Variant: "delta", Workload: "one", Clients: 1000, ClientResponsesPerUpdate: 1, ClientResourcesPerUpdate: 1, ClientBytesPerUpdate: 1337, StormCompleted: true},
+			{Mode: "relayed", Variant: "delta", Workload: "all", Clients: 1000, ClientResponsesPerUpdate: 1.25, ClientResourcesPerUpdate: 10, ClientBytesPerUpdate: 13370, StormCompleted: true},
+			{Mode: "relayed", Variant: "sotw", Workload: "all", Clients: 1000, Error: "boom"},
+		},
+	}
+	r.Targets = checkTargets(r)
+	var b bytes.Buffer
+	writeMarkdown(&b, r)
+	md := b.String()
+	for _, want := range []string{
+		"| mode | variant | workload | N | origin streams | origin subs | origin B/update | responses/client/update | resources/client/update | bytes/client/update | fan-out p50 ms |",
+		"| direct | delta | one | 1000 | 0 | 0 | 0 | 1.00 | 1.00 | 1337 | ",
+		"| relayed | delta | all | 1000 | 0 | 0 | 0 | 1.25 | 10.00 | 13370 | ",
+		"| relayed | sotw | all | 1000 | failed: boom |",
+		"| mode | variant | workload | N | RSS before MiB |",
+		"Targets (N = 1000; they are stated at N = 10000, which this run did not measure;",
+		"| responses per client per update, relayed (all, delta) | exactly 1.00 | 1.25 | missed |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Every table row of a table has as many cells as its header.
+	cells := 0
+	for _, line := range strings.Split(md, "\n") {
+		switch {
+		case !strings.HasPrefix(line, "|"):
+			cells = 0
+		case cells == 0:
+			cells = strings.Count(line, "|")
+		case strings.Count(line, "|") != cells:
+			t.Errorf("row with %d separators under a header with %d: %s", strings.Count(line, "|"), cells, line)
+		}
 	}
 }
 
@@ -96,5 +267,19 @@ func TestProcReaders(t *testing.T) {
 	}
 	if _, err := machineBusySeconds(); err != nil {
 		t.Errorf("machineBusySeconds: %v", err)
+	}
+}
+
+func TestProfileSeconds(t *testing.T) {
+	tests := []struct{ updates, clients, changed, want int }{
+		{updates: 10, clients: 10, changed: 1, want: 2},      // at least 2 s
+		{updates: 10, clients: 10000, changed: 1, want: 12},  // 10 × (0.2 + 1.0) s
+		{updates: 10, clients: 10000, changed: 10, want: 21}, // 10 × (0.2 + 1.9) s
+		{updates: 10, clients: 50000, changed: 10, want: 97}, // 10 × (0.2 + 9.5) s
+	}
+	for _, tc := range tests {
+		if got := profileSeconds(tc.updates, tc.clients, tc.changed); got != tc.want {
+			t.Errorf("profileSeconds(%d, %d, %d) = %d, want %d", tc.updates, tc.clients, tc.changed, got, tc.want)
+		}
 	}
 }

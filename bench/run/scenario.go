@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,25 +14,45 @@ import (
 )
 
 // Bounds on each phase of a scenario: generous, so a slow machine still
-// finishes, and finite, so a broken one does not hang the harness.
+// finishes, and finite, so a broken one does not hang the harness. The
+// sync, push and storm bounds (and the load generator's stopGrace) are for
+// up to timeoutClients clients and grow in proportion above that.
 const (
-	startTimeout  = 20 * time.Second
-	syncTimeout   = 90 * time.Second
-	pushTimeout   = 30 * time.Second
-	stormTimeout  = 90 * time.Second
-	settle        = 500 * time.Millisecond // after a phase, for ACKs and RSS to land
-	pushGap       = 200 * time.Millisecond // between two updates
-	loadgenMaxRun = 15 * time.Minute       // loadgen --duration: a backstop only
+	startTimeout   = 20 * time.Second
+	syncTimeout    = 90 * time.Second
+	pushTimeout    = 30 * time.Second
+	stormTimeout   = 90 * time.Second
+	timeoutClients = 10000
+	settle         = 500 * time.Millisecond // after a phase, for ACKs and RSS to land
+	pushGap        = 200 * time.Millisecond // between two updates
 )
 
-// Scenario is one (mode, variant, N) run and everything it measured.
+// scaled is the bound d, set for timeoutClients, for n clients.
+func scaled(d time.Duration, n int) time.Duration {
+	if n <= timeoutClients {
+		return d
+	}
+	return time.Duration(float64(d) * float64(n) / timeoutClients)
+}
+
+// connsFor is the number of gRPC connections n clients share: one per 100
+// clients (C = 100 for N = 10000, 500 for N = 50000), at least 1.
+func connsFor(n int) int { return max(1, n/100) }
+
+// Scenario is one (mode, variant, workload, N) run and everything it
+// measured.
 type Scenario struct {
-	Mode      string `json:"mode"` // direct | relayed
-	Variant   string `json:"variant"`
-	Clients   int    `json:"clients"`
-	Resources int    `json:"resources"`
-	Updates   int    `json:"updates"`
-	Error     string `json:"error,omitempty"`
+	Mode     string `json:"mode"` // direct | relayed
+	Variant  string `json:"variant"`
+	Workload string `json:"workload"` // one | all: what each update changes
+	Clients  int    `json:"clients"`
+	Conns    int    `json:"conns"` // gRPC connections the clients share
+	// Resources is R, what every client subscribes to; Updates how many
+	// updates were pushed, each changing ChangedPerUpdate of the R.
+	Resources        int    `json:"resources"`
+	Updates          int    `json:"updates"`
+	ChangedPerUpdate int    `json:"changed_per_update"`
+	Error            string `json:"error,omitempty"`
 
 	InitialSyncS float64 `json:"initial_sync_s"`
 	// At the origin, idle after every client synced.
@@ -43,10 +62,15 @@ type Scenario struct {
 	OriginBytesPerUpdate     float64 `json:"origin_bytes_per_update"`
 	OriginResponsesPerUpdate float64 `json:"origin_responses_per_update"`
 	OriginCPUSPerUpdate      float64 `json:"origin_cpu_s_per_update"`
-	// ClientResourcesPerUpdate is how many resources each client received
-	// per update (1: only the one that changed).
+	// What each client received per update, over the update phase:
+	// responses (1: the whole change in one response), resources (just
+	// what changed: ChangedPerUpdate) and bytes (proto.Size of the
+	// responses).
+	ClientResponsesPerUpdate float64 `json:"client_responses_per_update"`
 	ClientResourcesPerUpdate float64 `json:"client_resources_per_update"`
-	// Fan-out: origin push → receipt by each client.
+	ClientBytesPerUpdate     float64 `json:"client_bytes_per_update"`
+	// Fan-out: origin push → receipt by each client, one sample per client
+	// and changed resource of each update.
 	FanoutSamples int     `json:"fanout_samples"`
 	FanoutSource  string  `json:"fanout_source"`
 	FanoutP50MS   float64 `json:"fanout_p50_ms"`
@@ -97,13 +121,15 @@ type env struct {
 	resourceSize        int
 	authority           string
 	goBin               string
-	profileDir          string // "" : no relay CPU profiles
+	profileDir          string        // "" : no relay CPU profiles
+	maxRun              time.Duration // loadgen --duration: a backstop only
 }
 
 // runScenario runs one scenario; failures are recorded in the result, so
 // the other scenarios still run.
-func (e *env) runScenario(ctx context.Context, mode, variant string, n int) Scenario {
-	sc := Scenario{Mode: mode, Variant: variant, Clients: n, Resources: e.resources, Updates: e.updates}
+func (e *env) runScenario(ctx context.Context, mode, variant, workload string, n int) Scenario {
+	sc := Scenario{Mode: mode, Variant: variant, Workload: workload, Clients: n, Conns: connsFor(n),
+		Resources: e.resources, Updates: e.updates, ChangedPerUpdate: changedPerUpdate(workload, e.resources)}
 	var children []*child
 	defer func() {
 		for i := len(children) - 1; i >= 0; i-- {
@@ -117,7 +143,7 @@ func (e *env) runScenario(ctx context.Context, mode, variant string, n int) Scen
 }
 
 func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) error {
-	tag := fmt.Sprintf("%s-%s-%d", sc.Mode, sc.Variant, sc.Clients)
+	tag := fmt.Sprintf("%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Clients)
 	ports := make([]string, 5)
 	for i := range ports {
 		p, err := freePort()
@@ -172,9 +198,9 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	}
 
 	lg, err := start(e.logDir, tag+"-loadgen", e.relayBin, "loadgen",
-		"--target", target, "--clients", strconv.Itoa(sc.Clients), "--variant", sc.Variant,
-		"--names", strings.Join(names, ","), "--admin", lgAdmin, "--json", "--quiet",
-		"--duration", loadgenMaxRun.String())
+		"--target", target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
+		"--variant", sc.Variant, "--names", strings.Join(names, ","), "--admin", lgAdmin, "--json", "--quiet",
+		"--duration", e.maxRun.String())
 	if err != nil {
 		return err
 	}
@@ -191,7 +217,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		return s, err
 	}
 	var last loadgen.Status
-	err = waitUntil(ctx, syncTimeout, "every client synced", func() (bool, error) {
+	err = waitUntil(ctx, scaled(syncTimeout, sc.Clients), "every client synced", func() (bool, error) {
 		s, err := status()
 		last = s
 		return err == nil && s.Synced == int64(sc.Clients), err
@@ -217,7 +243,9 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		sc.RelayGoroutinesPerStream, sc.RelayHeapTop = float64(g)/float64(sc.Clients), top
 	}
 
-	// Updates: push one resource at a time; each reaches every client.
+	// Updates: each changes one resource or all of them (the workload) and
+	// reaches every client, which takes a fan-out sample per changed
+	// resource.
 	cpu0, err := cpuSeconds(serving.pid())
 	if err != nil {
 		return err
@@ -242,23 +270,24 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	profDone := make(chan string, 1)
 	if sc.Mode == "relayed" && e.profileDir != "" {
 		go func() {
-			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates, sc.Clients))
+			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates, sc.Clients, sc.ChangedPerUpdate))
 		}()
 	} else {
 		profDone <- ""
 	}
+	perUpdate := sc.ChangedPerUpdate * sc.Clients // fan-out samples
 	for k := 1; k <= e.updates; k++ {
-		if err := post("http://" + originAdmin + "/push"); err != nil {
+		if err := post(pushURL(originAdmin, sc.Workload)); err != nil {
 			return fmt.Errorf("push %d: %w", k, err)
 		}
-		want := before.Stamped + int64(k*sc.Clients)
-		err := waitUntil(ctx, pushTimeout, fmt.Sprintf("update %d at every client", k), func() (bool, error) {
+		want := before.Stamped + int64(k*perUpdate)
+		err := waitUntil(ctx, scaled(pushTimeout, sc.Clients), fmt.Sprintf("update %d at every client", k), func() (bool, error) {
 			s, err := status()
 			last = s
 			return err == nil && s.Stamped >= want, err
 		})
 		if err != nil {
-			return fmt.Errorf("%w (%d of %d receipts)", err, last.Stamped-before.Stamped, k*sc.Clients)
+			return fmt.Errorf("%w (%d of %d receipts)", err, last.Stamped-before.Stamped, k*perUpdate)
 		}
 		time.Sleep(pushGap)
 	}
@@ -286,7 +315,10 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	sc.OtherCores = max(0, (busy1-busy0-ours)/time.Since(wall0).Seconds())
 	sc.RelayProfileTop = <-profDone
 	if s, err := status(); err == nil {
-		sc.ClientResourcesPerUpdate = float64(s.Received-before.Received) / float64(e.updates*sc.Clients)
+		per := float64(e.updates * sc.Clients)
+		sc.ClientResponsesPerUpdate = float64(s.Responses-before.Responses) / per
+		sc.ClientResourcesPerUpdate = float64(s.Received-before.Received) / per
+		sc.ClientBytesPerUpdate = float64(s.BytesReceived-before.BytesReceived) / per
 	}
 	after, err := stats()
 	if err != nil {
@@ -303,7 +335,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if err := post("http://" + lgAdmin + "/reconnect"); err != nil {
 		return fmt.Errorf("reconnect: %w", err)
 	}
-	err = waitUntil(ctx, stormTimeout, "every client synced after the reconnect storm", func() (bool, error) {
+	err = waitUntil(ctx, scaled(stormTimeout, sc.Clients), "every client synced after the reconnect storm", func() (bool, error) {
 		s, err := status()
 		last = s
 		return err == nil && len(s.Storms) > 0, err
@@ -319,8 +351,9 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	}
 	sc.StormOriginRequests = stormed.Requests - after.Requests
 
-	// Loadgen's summary: the fan-out latency distribution.
-	if err := lg.stop(); err != nil {
+	// Loadgen's summary: the fan-out latency distribution. Closing N
+	// streams and sorting every sample takes longer as N grows.
+	if err := lg.stopWithin(scaled(stopGrace, sc.Clients)); err != nil {
 		return fmt.Errorf("loadgen: %w; log: %s", err, lg.logTail())
 	}
 	var sum loadgen.Summary
@@ -330,8 +363,8 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	sc.FanoutSamples, sc.FanoutSource = sum.Samples, sum.LatencySource
 	sc.FanoutP50MS, sc.FanoutP99MS, sc.FanoutMaxMS = sum.P50MS, sum.P99MS, sum.MaxMS
 	sc.LoadgenStreamErrors, sc.LoadgenLastError = sum.StreamErrors, sum.LastError
-	if sc.FanoutSamples != e.updates*sc.Clients {
-		return errors.New("fan-out samples do not match updates × clients")
+	if sc.FanoutSamples != e.updates*perUpdate {
+		return fmt.Errorf("%d fan-out samples, want updates × changed resources × clients = %d", sc.FanoutSamples, e.updates*perUpdate)
 	}
 	return nil
 }

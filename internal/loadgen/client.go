@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 )
 
 // Backoff bounds between two attempts of one client to open its stream.
@@ -114,7 +115,7 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 			return fmt.Errorf("receive: %w", err)
 		}
 		now := time.Now()
-		c.f.responses.Add(1)
+		c.f.responseReceived(proto.Size(resp))
 		for i, a := range resp.GetResources() {
 			name, body, err := sotwResource(a)
 			if err != nil {
@@ -158,7 +159,7 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 			return fmt.Errorf("receive: %w", err)
 		}
 		now := time.Now()
-		c.f.responses.Add(1)
+		c.f.responseReceived(proto.Size(resp))
 		for _, r := range resp.GetResources() {
 			c.receive(r.GetName(), r.GetVersion(), r.GetResource().GetValue(), now)
 		}

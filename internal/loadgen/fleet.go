@@ -28,6 +28,7 @@ type Fleet struct {
 	streamsOpen   atomic.Int64 // streams open now
 	streamsOpened atomic.Int64 // streams opened since Run started
 	responses     atomic.Int64
+	bytes         atomic.Int64 // serialized size of the responses received
 	acks          atomic.Int64
 	nacks         atomic.Int64
 	received      atomic.Int64 // resources received
@@ -184,6 +185,12 @@ func (f *Fleet) streamOpened() {
 }
 
 func (f *Fleet) streamClosed() { f.streamsOpen.Add(-1) }
+
+// responseReceived counts one response of size serialized bytes.
+func (f *Fleet) responseReceived(size int) {
+	f.responses.Add(1)
+	f.bytes.Add(int64(size))
+}
 
 func (f *Fleet) streamError(id int, err error) {
 	f.streamErrors.Add(1)

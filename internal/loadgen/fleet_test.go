@@ -101,6 +101,8 @@ type outcome struct {
 	Samples                int
 	LatencySource          string
 	VersionsSeenAtLeastTwo bool
+	// What the fleet received is what the origin sent.
+	ResponsesAsSent, BytesAsSent bool
 }
 
 func TestFleetSmoke(t *testing.T) {
@@ -110,11 +112,14 @@ func TestFleetSmoke(t *testing.T) {
 		name    string
 		variant Variant
 		nack    float64
+		pushed  []string // changed by the one push, in one response
 	}{
-		{name: "delta", variant: Delta},
-		{name: "sotw", variant: SotW},
-		{name: "delta nacks everything", variant: Delta, nack: 1},
-		{name: "sotw nacks everything", variant: SotW, nack: 1},
+		{name: "delta", variant: Delta, pushed: names[1:2]},
+		{name: "sotw", variant: SotW, pushed: names[1:2]},
+		{name: "delta nacks everything", variant: Delta, nack: 1, pushed: names[1:2]},
+		{name: "sotw nacks everything", variant: SotW, nack: 1, pushed: names[1:2]},
+		{name: "delta push of all", variant: Delta, pushed: names},
+		{name: "sotw push of all", variant: SotW, pushed: names},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,8 +133,8 @@ func TestFleetSmoke(t *testing.T) {
 
 			waitClosed(t, f.Synced(0), "every client synced")
 			waitAcks(t, o, nodeIDs(clients), names, nack)
-			o.push(t, names[1])
-			waitAcks(t, o, nodeIDs(clients), names[1:2], nack)
+			o.push(t, tc.pushed...)
+			waitAcks(t, o, nodeIDs(clients), tc.pushed, nack)
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -147,15 +152,21 @@ func TestFleetSmoke(t *testing.T) {
 				LatencySource:          s.LatencySource,
 				VersionsSeenAtLeastTwo: s.VersionsSeen >= len(names)+1,
 			}
+			if !nack { // go-control-plane answers a SotW NACK with a resend: some are in flight at the stop
+				got.ResponsesAsSent = s.Responses == o.responses.Load()
+				got.BytesAsSent = s.BytesReceived == o.bytes.Load() && s.BytesReceived > 0
+			}
 			want := outcome{
 				Clients:                clients,
 				Synced:                 clients,
 				EveryResponseAnswered:  true,
 				AllAcked:               !nack,
 				AllNacked:              nack,
-				Samples:                clients, // one push, seen once by every client
+				Samples:                clients * len(tc.pushed), // one push: a sample per client and resource it changed
 				LatencySource:          "origin-stamp",
 				VersionsSeenAtLeastTwo: true,
+				ResponsesAsSent:        !nack,
+				BytesAsSent:            !nack,
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("summary (-want +got):\n%s\nlast error: %s", diff, s.LastError)

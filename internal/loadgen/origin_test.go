@@ -4,16 +4,19 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -31,6 +34,10 @@ type testOrigin struct {
 	addr  string
 	cache *cachev3.LinearCache
 	acks  chan ackEvent
+
+	// responses and bytes count what the origin sent: responses and their
+	// serialized size.
+	responses, bytes atomic.Int64
 
 	mu    sync.Mutex
 	nodes map[int64]string              // guarded by mu: stream → node id
@@ -57,6 +64,8 @@ func startOrigin(t *testing.T, names []string) *testOrigin {
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, r *discoveryv3.DiscoveryResponse) {
+			o.responses.Add(1)
+			o.bytes.Add(int64(proto.Size(r)))
 			var got []string
 			for _, a := range r.GetResources() {
 				n, _, err := sotwResource(a)
@@ -72,6 +81,8 @@ func startOrigin(t *testing.T, names []string) *testOrigin {
 			return nil
 		},
 		StreamDeltaResponseFunc: func(id int64, _ *discoveryv3.DeltaDiscoveryRequest, r *discoveryv3.DeltaDiscoveryResponse) {
+			o.responses.Add(1)
+			o.bytes.Add(int64(proto.Size(r)))
 			var got []string
 			for _, res := range r.GetResources() {
 				got = append(got, res.GetName())
@@ -123,11 +134,17 @@ func (o *testOrigin) request(stream int64, node *corev3.Node, nonce string, nack
 	o.acks <- ev // buffered beyond what a test sends; a test that overflows it fails on its deadline
 }
 
-// push replaces name with a new revision stamped with the push time.
-func (o *testOrigin) push(t *testing.T, name string) {
+// push replaces names with new revisions stamped with the push time, in
+// one change of the cache (one response per client).
+func (o *testOrigin) push(t *testing.T, names ...string) {
 	t.Helper()
-	if err := o.cache.UpdateResource(name, cla(name, time.Now())); err != nil {
-		t.Fatalf("push %s: %v", name, err)
+	now := time.Now()
+	res := make(map[string]types.Resource, len(names))
+	for _, n := range names {
+		res[n] = cla(n, now)
+	}
+	if err := o.cache.UpdateResources(res, nil); err != nil {
+		t.Fatalf("push %v: %v", names, err)
 	}
 }
 

@@ -23,6 +23,7 @@ type Status struct {
 	StreamsOpened   int64   `json:"streams_opened"`
 	Synced          int64   `json:"synced"`
 	Responses       int64   `json:"responses"`
+	BytesReceived   int64   `json:"bytes_received"` // serialized size of the responses (proto.Size; gRPC framing excluded)
 	Acks            int64   `json:"acks"`
 	Nacks           int64   `json:"nacks"`
 	Received        int64   `json:"resources_received"`
@@ -44,7 +45,7 @@ type Summary struct {
 	Subscription []string `json:"subscription"`
 	VersionsSeen int      `json:"versions_seen"`
 	// LatencySource is "origin-stamp" (samples: receipt − push stamp, one
-	// per client and update) or "first-to-last" (samples: last − first
+	// per client and stamped resource of an update) or "first-to-last" (samples: last − first
 	// receipt across the fleet, one per updated version), or "" when no
 	// update was seen.
 	LatencySource string  `json:"latency_source"`
@@ -62,6 +63,7 @@ func (f *Fleet) Status() Status {
 		StreamsOpened: f.streamsOpened.Load(),
 		Synced:        f.synced.Load(),
 		Responses:     f.responses.Load(),
+		BytesReceived: f.bytes.Load(),
 		Acks:          f.acks.Load(),
 		Nacks:         f.nacks.Load(),
 		Received:      f.received.Load(),
@@ -130,8 +132,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // ProgressLine is a one-line view of a Status, for a terminal.
 func (s Status) ProgressLine() string {
-	line := fmt.Sprintf("streams %d/%d  synced %d  responses %d  acks %d  nacks %d  resources %d  fanout-samples %d  errors %d",
-		s.StreamsOpen, s.Clients, s.Synced, s.Responses, s.Acks, s.Nacks, s.Received, s.Stamped, s.StreamErrors)
+	line := fmt.Sprintf("streams %d/%d  synced %d  responses %d (%d B)  acks %d  nacks %d  resources %d  fanout-samples %d  errors %d",
+		s.StreamsOpen, s.Clients, s.Synced, s.Responses, s.BytesReceived, s.Acks, s.Nacks, s.Received, s.Stamped, s.StreamErrors)
 	if s.StormInProgress {
 		line += "  (reconnect storm)"
 	}
@@ -144,7 +146,7 @@ func (s Summary) WriteText(w io.Writer) error {
 clients           %d over %d connections, subscribed to %d name(s)
 streams           %d open, %d opened, %d errors
 synced            %d of %d (initial sync %.3fs)
-responses         %d (%d ACKed, %d NACKed), %d resources
+responses         %d (%d ACKed, %d NACKed), %d resources, %d bytes
 versions seen     %d
 fan-out latency   %s: %d samples, p50 %.2fms p99 %.2fms max %.2fms
 `,
@@ -152,7 +154,7 @@ fan-out latency   %s: %d samples, p50 %.2fms p99 %.2fms max %.2fms
 		s.Clients, s.Conns, len(s.Subscription),
 		s.StreamsOpen, s.StreamsOpened, s.StreamErrors,
 		s.Synced, s.Clients, s.InitialSyncS,
-		s.Responses, s.Acks, s.Nacks, s.Received,
+		s.Responses, s.Acks, s.Nacks, s.Received, s.BytesReceived,
 		s.VersionsSeen,
 		orNone(s.LatencySource), s.Samples, s.P50MS, s.P99MS, s.MaxMS)
 	if err != nil {
