@@ -137,13 +137,28 @@ func (ss *session) endRequest(wake bool) {
 	ss.mu.Lock()
 	ss.handling--
 	var start chan struct{}
-	if wake {
+	if wake && ss.hasWorkLocked() {
 		start = ss.wakeLocked()
 	}
 	ss.mu.Unlock()
 	if start != nil {
 		ss.startWriter(start)
 	}
+}
+
+// hasWorkLocked reports whether the writer has anything to look at: an
+// ACK that changed no subscription while nothing changed leaves none, and
+// starts no writer.
+func (ss *session) hasWorkLocked() bool {
+	if len(ss.dirty) > 0 || len(ss.sets) > 0 {
+		return true
+	}
+	for _, ts := range ss.types {
+		if ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
+			return true
+		}
+	}
+	return false
 }
 
 // wakeLocked notes work for the writer; it returns a channel when a writer
