@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"time"
 
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -16,6 +17,8 @@ import (
 type applyRun struct {
 	// cs is the origin change being applied (nil for an expiry sweep).
 	cs *ChangeSet
+	// revised: the new revisions of resources, in order (a subset of order).
+	revised []Revision
 	// changed keys in order, with whether the key is or was a collection
 	// member (then collection watchers are notified too).
 	order  []Key
@@ -68,7 +71,7 @@ func (c *Cache) Apply(u Update) {
 	if arrived.IsZero() {
 		arrived = c.now()
 	}
-	a.cs = newChangeSet(arrived, c.m.fanout.WithLabelValues(typeLabel(u.TypeURL)))
+	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(typeLabel(u.TypeURL)))
 	st := streamType{stream: u.Stream, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
@@ -109,6 +112,11 @@ func (c *Cache) Apply(u Update) {
 // whom to notify, enforces the bounds and re-arms the expiry timer, then
 // releases mu and makes the Subscriber calls and notifications.
 func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
+	if a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order) {
+		// Nothing but new revisions: watchers may share one encoding.
+		slices.SortFunc(a.revised, func(x, y Revision) int { return strings.Compare(x.Key.Name, y.Key.Name) })
+		a.cs.revisions = a.revised
+	}
 	nb := c.notesLocked(a, now)
 	c.enforceBoundsLocked()
 	c.armLocked(now)
@@ -161,6 +169,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	c.touchMemberLocked(a, e)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
+	a.revised = append(a.revised, Revision{Key: k, Res: r})
 	c.reconcileLocked(e)
 }
 

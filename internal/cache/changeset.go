@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // A ChangeSet is shared by every watcher of the change; its methods are
 // safe for concurrent use.
 type ChangeSet struct {
+	typeURL string              // read-only after newChangeSet
 	arrived time.Time           // read-only after newChangeSet
 	obs     prometheus.Observer // read-only after newChangeSet; nil: not measured
 	// pending counts the watchers that took the set and are not done,
@@ -24,10 +26,24 @@ type ChangeSet struct {
 	pending atomic.Int64
 	// taken: at least one watcher took the set (only then is it measured).
 	taken atomic.Bool
+	// revisions: when the change brought only new revisions of resources
+	// (no removal, heartbeat, expiry or collection answer), each of them,
+	// sorted by key name; nil otherwise. Set before the announcement,
+	// read-only after.
+	revisions []Revision
+
+	memoMu sync.Mutex
+	memo   map[any]any // guarded by memoMu; see Memo
 }
 
-func newChangeSet(arrived time.Time, obs prometheus.Observer) *ChangeSet {
-	cs := &ChangeSet{arrived: arrived, obs: obs}
+// Revision is one resource a change made present with a new revision.
+type Revision struct {
+	Key Key
+	Res *Resource
+}
+
+func newChangeSet(typeURL string, arrived time.Time, obs prometheus.Observer) *ChangeSet {
+	cs := &ChangeSet{typeURL: typeURL, arrived: arrived, obs: obs}
 	cs.pending.Store(1) // the cache's hold while it announces the set
 	return cs
 }
@@ -50,4 +66,29 @@ func (cs *ChangeSet) Done() {
 	if cs.pending.Add(-1) == 0 && cs.taken.Load() && cs.obs != nil {
 		cs.obs.Observe(time.Since(cs.arrived).Seconds())
 	}
+}
+
+// TypeURL is the type of every key of the change.
+func (cs *ChangeSet) TypeURL() string { return cs.typeURL }
+
+// Revisions returns the change's new revisions, sorted by key name, when
+// that is all the change is; nil otherwise. The slice must not be changed.
+func (cs *ChangeSet) Revisions() []Revision { return cs.revisions }
+
+// Memo returns the value stored under key, calling build to make it the
+// first time: work that is the same for every watcher of the change (an
+// encoding of its revisions) is done once. build runs under the set's
+// lock: it must not call back into the set.
+func (cs *ChangeSet) Memo(key any, build func() any) any {
+	cs.memoMu.Lock()
+	defer cs.memoMu.Unlock()
+	if v, ok := cs.memo[key]; ok {
+		return v
+	}
+	if cs.memo == nil {
+		cs.memo = make(map[any]any, 1)
+	}
+	v := build()
+	cs.memo[key] = v
+	return v
 }

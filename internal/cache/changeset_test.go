@@ -30,6 +30,7 @@ func TestApplyAnnouncesChangeAsWhole(t *testing.T) {
 	wild.takeFlushes()
 
 	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: rs})
+	var applied *ChangeSet
 	for name, w := range map[string]*fakeWatcher{"named": named, "wildcard": wild} {
 		fl := w.takeFlushes()
 		if len(fl) == 0 {
@@ -46,7 +47,24 @@ func TestApplyAnnouncesChangeAsWhole(t *testing.T) {
 		if got := len(w.take()); got != 10 {
 			t.Errorf("%s watcher: notified of %d keys, want 10", name, got)
 		}
+		applied = fl[0].cs
 	}
+
+	// A change of new revisions only lists them, sorted, for sharing.
+	var got []string
+	for _, r := range applied.Revisions() {
+		got = append(got, r.Key.Name)
+	}
+	want := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Revisions (-want +got):\n%s", diff)
+	}
+	// A change that removes something is not only revisions.
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("r0", "2", 8)}, Removed: []string{"r1"}})
+	if fl := named.takeFlushes(); len(fl) == 0 || fl[0].cs == nil || fl[0].cs.Revisions() != nil {
+		t.Errorf("change with a removal: flushes %+v, want a change set without Revisions", fl)
+	}
+	named.take()
 
 	late := &fakeWatcher{}
 	f.c.Watch(late, nil, keys[0])

@@ -81,6 +81,8 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 		FetchWait:   quietFor,
 		Logger:      lg,
 		Registry:    e.reg,
+		// As the relay serves: the fan-out fast path on (shared.go).
+		SharedEncoding: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +92,7 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(serverOpts...)
+	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.ForceServerCodecV2(Codec())}, serverOpts...)...)
 	srv.Register(gs)
 	served := make(chan struct{})
 	go func() { defer close(served); _ = gs.Serve(lis) }()

@@ -17,6 +17,7 @@ type metrics struct {
 	requestErrors    *prometheus.CounterVec // type, reason
 	slowDisconnects  prometheus.Counter
 	responseResource *prometheus.CounterVec // type
+	sharedResponses  *prometheus.CounterVec // type
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,10 +50,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "resources_sent_total",
 			Help: "Resources (including heartbeats) sent to clients, by type URL.",
 		}, []string{"type"}),
+		sharedResponses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "shared_responses_total",
+			Help: "Responses sent from an origin change's shared encoding (the fan-out fast path), by type URL; a subset of responses_total.",
+		}, []string{"type"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
-			m.slowDisconnects, m.responseResource)
+			m.slowDisconnects, m.responseResource, m.sharedResponses)
 	}
 	return m
 }

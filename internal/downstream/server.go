@@ -45,6 +45,11 @@ type Options struct {
 	FetchWait time.Duration
 	Logger    *zap.Logger
 	Registry  prometheus.Registerer
+	// SharedEncoding: the grpc.Server the Server is registered on was
+	// built with grpc.ForceServerCodecV2(Codec()), so responses may carry
+	// one encoding of an origin change shared by every client (the fan-out
+	// fast path, shared.go). Off: every response is encoded per client.
+	SharedEncoding bool
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -62,6 +67,8 @@ type Server struct {
 	mu          sync.Mutex          // guards sessions
 	sessions    map[uint64]*session // guarded by mu; open streams, for /debug/clients
 	slowHook    func()              // tests only; set before serving
+	// sharedEncoding: Options.SharedEncoding. read-only after New
+	sharedEncoding bool
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
@@ -100,6 +107,8 @@ func New(opts Options) (*Server, error) {
 		sessions:    make(map[uint64]*session),
 		wrappers:    newWrapperCache(),
 		names:       newNameTable(),
+
+		sharedEncoding: opts.SharedEncoding,
 	}, nil
 }
 

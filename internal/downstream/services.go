@@ -14,7 +14,6 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/protobuf/proto"
 )
 
 type (
@@ -56,8 +55,12 @@ func (s *Server) serveDelta(st deltaStream, typeURL string) error {
 // serve runs one session over a stream of either variant: a pump feeds
 // the handler st's requests, the writer sends on st.
 func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant, typeURL string, handle func(*session, *Req) error) error {
-	ss := newSession(s, variant, typeURL, peerOf(st.Context()),
-		func(m proto.Message) error { return st.Send(any(m).(*Resp)) })
+	ss := newSession(s, variant, typeURL, peerOf(st.Context()), func(m any) error {
+		if r, ok := m.(*encodedResponse); ok {
+			return st.SendMsg(r) // Codec sends its bytes as they are
+		}
+		return st.Send(m.(*Resp))
+	})
 	recv := make(chan request)
 	pump(ss, st.Recv, recv)
 	return ss.run(st.Context(), recv, func(r request) error { return handle(ss, r.msg.(*Req)) })

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -27,13 +26,13 @@ const (
 // costs no writer goroutine.
 type session struct {
 	srv       *Server
-	id        uint64                      // read-only after newSession
-	variant   string                      // read-only after newSession
-	fixedType string                      // read-only; "" for ADS
-	send      func(m proto.Message) error // read-only; called by the writer only
-	done      chan struct{}               // closed when the handler returns
-	failed    chan error                  // 1 slot: the writer's reason to end the stream
-	peer      string                      // read-only after newSession
+	id        uint64            // read-only after newSession
+	variant   string            // read-only after newSession
+	fixedType string            // read-only; "" for ADS
+	send      func(m any) error // read-only; called by the writer only
+	done      chan struct{}     // closed when the handler returns
+	failed    chan error        // 1 slot: the writer's reason to end the stream
+	peer      string            // read-only after newSession
 
 	mu     sync.Mutex
 	node   *corev3.Node           // guarded by mu; from the first request
@@ -66,7 +65,7 @@ type session struct {
 	sendTimer *time.Timer
 }
 
-func newSession(srv *Server, variant, fixedType, peer string, send func(proto.Message) error) *session {
+func newSession(srv *Server, variant, fixedType, peer string, send func(any) error) *session {
 	return &session{
 		srv:       srv,
 		id:        srv.nextID.Add(1),

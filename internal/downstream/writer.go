@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -208,7 +207,7 @@ func (ss *session) sendAll(msgs []outMsg) error {
 // sendWithTimeout sends m; if Send has not returned within the send
 // timeout, the handler is told to end the stream as too slow.
 // The timer is the session's, reused by every send (one writer at a time).
-func (ss *session) sendWithTimeout(m proto.Message) error {
+func (ss *session) sendWithTimeout(m any) error {
 	if ss.sendTimer == nil {
 		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout, func() { ss.fail(ErrSlowClient) })
 	} else {
@@ -223,7 +222,7 @@ func (ss *session) sendWithTimeout(m proto.Message) error {
 
 // outMsg is one response ready to send.
 type outMsg struct {
-	msg     proto.Message
+	msg     any // a response message, or an *encodedResponse
 	typeURL string
 	count   int // resources and removals in it
 }
@@ -238,6 +237,10 @@ func (ss *session) build() ([]outMsg, *round) {
 		// endRequest or Flush wakes the writer.
 		ss.mu.Unlock()
 		return nil, nil
+	}
+	if m, rd, ok := ss.sharedLocked(); ok {
+		ss.mu.Unlock()
+		return []outMsg{m}, rd
 	}
 	rd := ss.collectLocked()
 	ss.mu.Unlock()

@@ -66,6 +66,8 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		SendTimeout: cfg.Downstream.SendTimeout,
 		Logger:      lg,
 		Registry:    reg,
+		// serverOptions installs downstream.Codec.
+		SharedEncoding: true,
 	})
 	if err != nil {
 		return err

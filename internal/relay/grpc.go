@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/downstream"
 )
 
 // serverOptions turns the downstream section into grpc.Server options:
@@ -31,6 +32,9 @@ func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, er
 		// Envoy and grpc-go connect) then costs no write buffer. Writes
 		// are batched and flushed as before.
 		grpc.SharedWriteBuffer(true),
+		// Responses that carry one origin change's shared encoding are
+		// sent as those bytes (downstream.Options.SharedEncoding).
+		grpc.ForceServerCodecV2(downstream.Codec()),
 	}
 	tc, err := d.TLS.TLSConfig(tlsReloadError(lg))
 	if err != nil {
