@@ -1,10 +1,13 @@
 package downstream
 
 import (
+	"fmt"
 	"strconv"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -42,10 +45,10 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	if ss.variant == variantSotW && fullStateTypes[ts.typeURL] {
 		return outMsg{}, nil, false // the response lists every subscribed resource
 	}
+	// Every key of the change that this session watches was notified, so
+	// when it watches each of them and has as many dirty keys, the dirty
+	// set is exactly the change.
 	for _, r := range revs {
-		if _, dirty := ss.dirty[r.Key]; !dirty {
-			return outMsg{}, nil, false
-		}
 		names := ts.byKey[r.Key]
 		if len(names) != 1 || names[0] != r.Key.Name {
 			return outMsg{}, nil, false // another spelling: its own envelope
@@ -71,21 +74,46 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
-	var own proto.Message
+	var own []byte
 	if ss.variant == variantDelta {
-		own = &discoveryv3.DeltaDiscoveryResponse{TypeUrl: ts.typeURL, Nonce: nonce}
+		own = appendString(own, deltaTypeURLField, ts.typeURL)
+		own = appendString(own, deltaNonceField, nonce)
 	} else {
 		ts.version++
-		own = &discoveryv3.DiscoveryResponse{TypeUrl: ts.typeURL, Nonce: nonce, VersionInfo: strconv.FormatUint(ts.version, 10)}
-	}
-	b, err := proto.Marshal(own)
-	if err != nil {
-		// Cannot happen (two strings); the general path would fail alike.
-		rd.release()
-		return outMsg{}, nil, false
+		own = appendString(own, sotwVersionField, strconv.FormatUint(ts.version, 10))
+		own = appendString(own, sotwTypeURLField, ts.typeURL)
+		own = appendString(own, sotwNonceField, nonce)
 	}
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
-	return outMsg{msg: &encodedResponse{own: b, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+}
+
+// The response fields a client's own part sets, by number from the
+// generated descriptors.
+var (
+	deltaTypeURLField = fieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "type_url")
+	deltaNonceField   = fieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "nonce")
+	sotwVersionField  = fieldNumber(&discoveryv3.DiscoveryResponse{}, "version_info")
+	sotwTypeURLField  = fieldNumber(&discoveryv3.DiscoveryResponse{}, "type_url")
+	sotwNonceField    = fieldNumber(&discoveryv3.DiscoveryResponse{}, "nonce")
+)
+
+func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	f := m.ProtoReflect().Descriptor().Fields().ByName(name)
+	if f == nil || f.Kind() != protoreflect.StringKind {
+		panic(fmt.Sprintf("downstream: %s has no string field %s", m.ProtoReflect().Descriptor().FullName(), name))
+	}
+	return f.Number()
+}
+
+// appendString appends a string field as proto.Marshal would (an empty
+// string is left out, as proto3 does).
+func appendString(b []byte, n protowire.Number, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendString(b, v)
 }
 
 // sharedResources returns the encoding of a change's revisions as the

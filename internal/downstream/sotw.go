@@ -52,6 +52,12 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	} else if len(names) > 0 {
 		ts.explicit = true
 	}
+	if ts.explicit && sameNames(ts, names) {
+		// An ACK (or a repeat) of the current subscription: nothing to
+		// change, and nothing to allocate.
+		ss.mu.Unlock()
+		return nil
+	}
 	want := make(map[string]struct{}, len(names))
 	var added []string
 	for _, n := range names {
@@ -213,4 +219,18 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		typeURL: ts.typeURL,
 		count:   len(resources),
 	}, true
+}
+
+// sameNames reports whether names is exactly ts's subscription (a request
+// with no duplicates, as checked before).
+func sameNames(ts *typeState, names []string) bool {
+	if len(names) != len(ts.subs) || len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := ts.subs[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
