@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,19 +52,54 @@ func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *rel
 	if err != nil {
 		t.Fatalf("test config: %v", err)
 	}
-	r, err := relayproc.New(cfg, zaptest.NewLogger(t, zaptest.Level(level)), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	r, err := relayproc.New(cfg, zaptest.NewLogger(t, zaptest.Level(level)), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	relayRegistries.Store(r, reg)
 	t.Cleanup(func() {
+		relayRegistries.Delete(r)
 		if err := r.Close(); err != nil {
 			t.Errorf("relay close: %v", err)
 		}
 	})
 	return r
+}
+
+// relayRegistries holds the metrics registry of each relay startRelay runs.
+var relayRegistries sync.Map // *relayproc.Relay → *prometheus.Registry
+
+// relayMetric is metricValue for a relay startRelay runs.
+func relayMetric(t testing.TB, r *relayproc.Relay, name string, labels ...string) float64 {
+	t.Helper()
+	reg, ok := relayRegistries.Load(r)
+	if !ok {
+		t.Fatal("relayMetric: not a relay of startRelay")
+	}
+	return gathered(t, reg.(*prometheus.Registry), name, labels...)
+}
+
+// waitRelayMetric waits until the relay's metric satisfies cond (re-read
+// every few milliseconds, up to waitTimeout) and returns its value.
+func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(float64) bool, name string, labels ...string) float64 {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		v := relayMetric(t, r, name, labels...)
+		if cond(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s = %v after %v", what, name, v, waitTimeout)
+		}
+		<-tick.C
+	}
 }
 
 // dial connects a plaintext client to addr.

@@ -302,8 +302,23 @@ func TestFanoutOneResponsePerChange(t *testing.T) {
 			f.settle()
 			t.Logf("%d %s clients synced in %v", clients, variant, time.Since(start))
 
+			typ := []string{"type", "envoy.config.endpoint.v3.ClusterLoadAssignment"}
+			shared0 := relayMetric(t, r, "xds_relay_downstream_shared_responses_total", typ...)
+			fanout0 := relayMetric(t, r, "xds_relay_fanout_duration_seconds", typ...)
+
 			o.setAll(resource.EndpointType, clas(revisions(names, 2)))
 			f.wantOneResponse(f.recvChange(), resource.EndpointType, revisions(names, 2))
+
+			// Every client took the fast path: one encoding of the change,
+			// shared. The change was measured once, after the last send.
+			if got := relayMetric(t, r, "xds_relay_downstream_shared_responses_total", typ...) - shared0; got != clients {
+				t.Errorf("responses from the shared encoding: %v, want %d (every client)", got, clients)
+			}
+			waitRelayMetric(t, r, "the change's fan-out measured", func(v float64) bool { return v >= fanout0+1 },
+				"xds_relay_fanout_duration_seconds", typ...)
+			if got := relayMetric(t, r, "xds_relay_fanout_duration_seconds", typ...) - fanout0; got != 1 {
+				t.Errorf("fan-out duration samples for one change: %v, want 1", got)
+			}
 		})
 	}
 }

@@ -365,11 +365,17 @@ func (w *watcher) waitState(t testing.TB, c *cache.Cache, k cache.Key, want cach
 	return got
 }
 
-// metricValue reads one counter or gauge from the relay's registry;
-// labels are name, value pairs. Absent: 0.
+// metricValue reads one counter or gauge (for a histogram: its sample
+// count) from the relay's registry; labels are name, value pairs. Absent: 0.
 func metricValue(t testing.TB, r *relay, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := r.reg.Gather()
+	return gathered(t, r.reg, name, labels...)
+}
+
+// gathered is metricValue over any registry.
+func gathered(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,6 +399,8 @@ func metricValue(t testing.TB, r *relay, name string, labels ...string) float64 
 				return m.GetCounter().GetValue()
 			case m.GetGauge() != nil:
 				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
