@@ -746,12 +746,14 @@ func BenchmarkFanout(b *testing.B) {
 			for range n {
 				f.c.Watch(&nopWatcher{}, nil, k)
 			}
-			body := &anypb.Any{TypeUrl: lds, Value: make([]byte, 512)}
-			versions := []string{"1", "2"}
+			// Two revisions with different bytes: every Apply is a change
+			// (the cache compares bytes, not versions).
+			bodies := [2]*anypb.Any{{TypeUrl: lds, Value: make([]byte, 512)}, {TypeUrl: lds, Value: make([]byte, 512)}}
+			bodies[1].Value[0] = 1
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Version: versions[i%2], Body: body}}})
+				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
 			}
 		})
 	}
