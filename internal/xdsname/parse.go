@@ -100,9 +100,9 @@ func (n *Name) parsePath(s, raw string) error {
 	case typ == "":
 		return parseErr(s, ErrNoType, "no type: want xdstp://[authority]/type/id")
 	case !hasID:
-		return parseErr(s, ErrNoID, fmt.Sprintf("no id after type %q", typ))
+		return parseErr(s, ErrNoID, fmt.Sprintf("no id after type %q", short(typ)))
 	case id == "":
-		return parseErr(s, ErrEmptyID, fmt.Sprintf("empty id after type %q", typ))
+		return parseErr(s, ErrEmptyID, fmt.Sprintf("empty id after type %q", short(typ)))
 	}
 	n.Type, n.ID = typ, id
 	endsInStar := id == "*" || strings.HasSuffix(id, "/*")
@@ -126,7 +126,7 @@ func parseQuery(s, raw string) ([]Param, error) {
 		}
 		k, v, _ := strings.Cut(pair, "=")
 		if k == "" {
-			return nil, parseErr(s, ErrBadQuery, fmt.Sprintf("malformed query: context parameter %q has an empty key", pair))
+			return nil, parseErr(s, ErrBadQuery, fmt.Sprintf("malformed query: context parameter %q has an empty key", short(pair)))
 		}
 		params = append(params, Param{Key: unescape(k, true), Value: unescape(v, true)})
 	}
@@ -136,7 +136,7 @@ func parseQuery(s, raw string) ([]Param, error) {
 	slices.SortFunc(params, compareParams)
 	for i := 1; i < len(params); i++ {
 		if params[i].Key == params[i-1].Key {
-			return nil, parseErr(s, ErrRepeatedParam, fmt.Sprintf("context parameter %q repeated", params[i].Key))
+			return nil, parseErr(s, ErrRepeatedParam, fmt.Sprintf("context parameter %q repeated", short(params[i].Key)))
 		}
 	}
 	return params, nil
@@ -168,7 +168,7 @@ func (n *Name) parseDirectives(s, frag string) error {
 	for d := range strings.SplitSeq(frag, ",") {
 		key, val, ok := strings.Cut(d, "=")
 		if !ok || val == "" {
-			return parseErr(s, ErrBadDirective, fmt.Sprintf("processing directive %q is not key=value", d))
+			return parseErr(s, ErrBadDirective, fmt.Sprintf("processing directive %q is not key=value", short(d)))
 		}
 		switch key {
 		case "alt":
@@ -188,34 +188,49 @@ func (n *Name) parseDirectives(s, frag string) error {
 			seenEntry = true
 			for i := 0; i < len(val); i++ {
 				if !entrySafe[val[i]] {
-					return parseErr(s, ErrBadEntry, fmt.Sprintf("entry %q: invalid character %q (want [a-zA-Z0-9_-./~:]+)", val, val[i]))
+					return parseErr(s, ErrBadEntry, fmt.Sprintf("entry %q: invalid character %q (want [a-zA-Z0-9_-./~:]+)", short(val), val[i]))
 				}
 			}
 			n.Entry = val
 		default:
-			return parseErr(s, ErrUnknownDirective, fmt.Sprintf("unknown processing directive %q (want alt or entry)", key))
+			return parseErr(s, ErrUnknownDirective, fmt.Sprintf("unknown processing directive %q (want alt or entry)", short(key)))
 		}
 	}
 	return nil
 }
 
 // parseAlt parses the value of an alt directive: an xdstp name without
-// directives of its own. It returns its canonical form.
+// directives of its own. It returns its canonical form. A value with a
+// fragment is refused before it is parsed, so nested alt directives cost
+// one pass over the name, not one per level.
 func parseAlt(val string) (string, error) {
+	if strings.IndexByte(val, '#') >= 0 {
+		return "", fmt.Errorf("%q has processing directives of its own", short(val))
+	}
 	alt, err := Parse(val)
 	switch {
 	case err == ErrNotXDSTP:
-		return "", fmt.Errorf("%q is not an xdstp URL", val)
+		return "", fmt.Errorf("%q is not an xdstp URL", short(val))
 	case err != nil:
 		return "", err
-	case alt.Alt != "" || alt.Entry != "":
-		return "", fmt.Errorf("%q has processing directives of its own", val)
 	}
 	return alt.String(), nil
 }
 
 // maxQuoted bounds how much of a name an error message quotes.
 const maxQuoted = 200
+
+// maxQuotedPart bounds how much of one part of a name (a type, a
+// parameter, a directive) an error message quotes besides the name.
+const maxQuotedPart = 64
+
+// short returns s, or its first maxQuotedPart bytes and "…".
+func short(s string) string {
+	if len(s) <= maxQuotedPart {
+		return s
+	}
+	return s[:maxQuotedPart] + "…"
+}
 
 // parseError is a malformed xdstp name: the name, what is wrong, and the
 // sentinel it wraps.

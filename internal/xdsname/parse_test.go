@@ -209,3 +209,33 @@ func TestParseErrorQuotesLongNamesShort(t *testing.T) {
 		t.Errorf("error text is %d bytes, want at most %d", len(err.Error()), 2*maxQuoted)
 	}
 }
+
+// nestedAlt is a name with depth alt directives nested in each other, as a
+// hostile client might send.
+func nestedAlt(depth int) string {
+	var b strings.Builder
+	for range depth {
+		b.WriteString("xdstp://a/envoy.config.listener.v3.Listener/x#alt=")
+	}
+	b.WriteString("xdstp://a/envoy.config.listener.v3.Listener/x")
+	return b.String()
+}
+
+// TestParseNestedAltIsLinear: nested alt directives are refused after one
+// pass (the work does not grow with the depth) with a short error.
+func TestParseNestedAltIsLinear(t *testing.T) {
+	allocs := func(name string) float64 {
+		return testing.AllocsPerRun(5, func() { _, _ = Parse(name) })
+	}
+	shallow, deep := nestedAlt(3), nestedAlt(5000) // ~250 KB
+	_, err := Parse(deep)
+	if !errors.Is(err, ErrBadAlt) {
+		t.Fatalf("Parse(nested alt): %v, want ErrBadAlt", err)
+	}
+	if n := len(err.Error()); n > 1024 {
+		t.Errorf("error message is %d bytes, want at most 1 KiB", n)
+	}
+	if a, b := allocs(shallow), allocs(deep); b > a {
+		t.Errorf("allocations: %v at depth 3, %v at depth 5000: the work grows with the depth", a, b)
+	}
+}
