@@ -45,6 +45,10 @@ func TestBadRequestsEndOnlyTheirStream(t *testing.T) {
 			code: codes.InvalidArgument, contains: "malformed"},
 		{name: "xdstp name of another type", delta: &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: []string{xdstp(ldsType, "l")}},
 			code: codes.InvalidArgument, contains: "envoy.config.listener.v3.Listener"},
+		{name: "invented type URL ending in the name's type", delta: &discoveryv3.DeltaDiscoveryRequest{TypeUrl: "x/" + edsType[len("type.googleapis.com/"):], ResourceNamesSubscribe: []string{goodName}},
+			code: codes.InvalidArgument, contains: `requested as "x/envoy.config.endpoint.v3.ClusterLoadAssignment"`},
+		{name: "huge malformed name is quoted short", delta: &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: []string{xdstp(ldsType, strings.Repeat("l", 64<<10))}},
+			code: codes.InvalidArgument, contains: "…"},
 		{name: "legacy name no rule matches", sotw: &discoveryv3.DiscoveryRequest{TypeUrl: edsType, ResourceNames: []string{"nomatch-1"}},
 			code: codes.FailedPrecondition, contains: `node id "node-1" cluster "c1"`},
 	}
@@ -75,6 +79,9 @@ func TestBadRequestsEndOnlyTheirStream(t *testing.T) {
 			}
 			if got.Code() != tc.code || !strings.Contains(got.Message(), tc.contains) {
 				t.Fatalf("status = %v %q, want %v containing %q", got.Code(), got.Message(), tc.code, tc.contains)
+			}
+			if n := len(got.Message()); n > 2048 {
+				t.Errorf("status message is %d bytes: a client's input must be quoted short", n)
 			}
 			r := e.put(edsType, goodName, string(rune('2'+i)))
 			checkDelta(t, deltaResp(edsType, nil, dres(goodName, r)), good.Recv())

@@ -2,9 +2,10 @@ package downstream
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -59,13 +60,15 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 			return Resolution{}, fmt.Errorf("%w: %v", ErrMalformedName, err)
 		}
 		if !n.IsURN() && !n.IsGlob() {
-			return Resolution{}, fmt.Errorf("%w: %q carries processing directives; a client requests URNs or globs", ErrMalformedName, name)
+			return Resolution{}, fmt.Errorf("%w: %s carries processing directives; a client requests URNs or globs", ErrMalformedName, quoteShort(name))
 		}
-		if want := typeURL[strings.LastIndexByte(typeURL, '/')+1:]; n.Type != want {
-			return Resolution{}, fmt.Errorf("%w: %q names type %s, requested as %s", ErrMalformedName, name, n.Type, want)
+		if typeURL != resourcev3.APITypePrefix+n.Type {
+			// Exactly: "x/<type>" is not the type, and must never reach
+			// an origin as a subscription of that type.
+			return Resolution{}, fmt.Errorf("%w: %s names type %s, requested as %s", ErrMalformedName, quoteShort(name), quoteShort(n.Type), quoteShort(typeURL))
 		}
 		if _, ok := r.authorities[n.Authority]; !ok {
-			return Resolution{}, fmt.Errorf("%w: %q: authority %q", ErrUnknownAuthority, name, n.Authority)
+			return Resolution{}, fmt.Errorf("%w: %s: authority %s", ErrUnknownAuthority, quoteShort(name), quoteShort(n.Authority))
 		}
 		canonical := n.String()
 		if canonical == name {
@@ -95,4 +98,16 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		Collection: name == cache.Wildcard,
 		Node:       res.Node,
 	}, nil
+}
+
+// maxQuotedName bounds how much of a client's name or type URL an error
+// (a stream status, a log line) quotes.
+const maxQuotedName = 256
+
+// quoteShort quotes s, cut to maxQuotedName bytes.
+func quoteShort(s string) string {
+	if len(s) <= maxQuotedName {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:maxQuotedName]) + "…"
 }
