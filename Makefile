@@ -35,8 +35,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 FUZZTIME ?= 60s
+# xdstp names, then sequences of client requests against real sessions
+# (FuzzSessions: several clients on one cache; no panic, no leak, the
+# other clients' view stays what the origin holds). FUZZTIME each.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/xdsname
+	$(GO) test -run '^$$' -fuzz '^FuzzSessions$$' -fuzztime $(FUZZTIME) ./internal/downstream
 
 # Config robustness: no YAML crashes or stalls Parse.
 fuzz-config:

@@ -67,11 +67,14 @@ type env struct {
 	sotwSyncNonce string
 }
 
+// quietLogs: newEnv's servers log nothing (benchmarks, fuzzing).
+var quietLogs atomic.Bool
+
 func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
 	t.Helper()
 	e := &env{t: t, cache: newTestCache(t), reg: prometheus.NewRegistry()}
 	lg := zaptest.NewLogger(t)
-	if _, bench := t.(*testing.B); bench {
+	if _, bench := t.(*testing.B); bench || quietLogs.Load() {
 		lg = zap.NewNop()
 	}
 	srv, err := New(Options{
