@@ -8,11 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
-
-// resourceWrapperType is the type URL of envoy.service.discovery.v3.Resource,
-// the SotW wrapper that carries a TTL (spec: "SotW TTL").
-var resourceWrapperType = "type.googleapis.com/" + string((&discoveryv3.Resource{}).ProtoReflect().Descriptor().FullName())
 
 // deltaEnvelope wraps r for a delta client under the name it asked for. The
 // body is r's shared Any: nothing is decoded or re-encoded. heartbeat sends
@@ -72,7 +69,7 @@ func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *c
 	if err != nil {
 		return nil // cannot happen: env holds only well-formed fields
 	}
-	a := &anypb.Any{TypeUrl: resourceWrapperType, Value: b}
+	a := &anypb.Any{TypeUrl: xdstype.ResourceWrapperURL, Value: b}
 	if wrappers != nil {
 		wrappers.Add(k, a)
 	}

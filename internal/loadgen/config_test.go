@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -113,7 +115,7 @@ func TestSotwResourceName(t *testing.T) {
 		{name: "via anypb", in: wrapped, want: "plain"},
 		{name: "no name", in: &anypb.Any{TypeUrl: resourcev3.EndpointType}, wantErr: true},
 		{name: "garbage", in: &anypb.Any{TypeUrl: resourcev3.EndpointType, Value: []byte{0xff, 0xff}}, wantErr: true},
-		{name: "bad wrapper", in: &anypb.Any{TypeUrl: resourceWrapperType, Value: []byte{0xff}}, wantErr: true},
+		{name: "bad wrapper", in: &anypb.Any{TypeUrl: xdstype.ResourceWrapperURL, Value: []byte{0xff}}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,18 +7,16 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-)
 
-// resourceWrapperType is the type URL of discovery.v3.Resource, which SotW
-// servers use to wrap resources that carry a TTL.
-const resourceWrapperType = "type.googleapis.com/envoy.service.discovery.v3.Resource"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
 
 // sotwResource returns the name and serialized body of one resource of a
 // SotW response, without decoding the resource itself: every xDS resource
 // type keeps its name in field 1 (Listener.name, Cluster.name,
 // ClusterLoadAssignment.cluster_name, RouteConfiguration.name, ...).
 func sotwResource(a *anypb.Any) (name string, body []byte, err error) {
-	if a.GetTypeUrl() == resourceWrapperType {
+	if a.GetTypeUrl() == xdstype.ResourceWrapperURL {
 		var r discoveryv3.Resource
 		if err := proto.Unmarshal(a.GetValue(), &r); err != nil {
 			return "", nil, fmt.Errorf("decode Resource wrapper: %w", err)

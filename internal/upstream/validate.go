@@ -11,21 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
-
-	// Register the types nested in resources so they can be validated.
-	_ "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/service/runtime/v3"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
-
-// resourceWrapperType is the SotW TTL wrapper (envoy.service.discovery.v3.Resource).
-var resourceWrapperType = "type.googleapis.com/" + string((&discoveryv3.Resource{}).ProtoReflect().Descriptor().FullName())
 
 // rejectf builds a NACK reason.
 func rejectf(format string, args ...any) error {
@@ -33,7 +20,8 @@ func rejectf(format string, args ...any) error {
 }
 
 // decode unmarshals a once to validate it. A type the process does not
-// know is not validated: it returns (nil, nil).
+// know (xdstype registers the resource types) is not validated: it returns
+// (nil, nil).
 func decode(a *anypb.Any) (proto.Message, error) {
 	mt, err := protoregistry.GlobalTypes.FindMessageByURL(a.GetTypeUrl())
 	if err != nil {
@@ -110,7 +98,7 @@ func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Ti
 		// The response's version_info is the origin's only version of each
 		// resource; whether one changed is the cache's call, by its bytes.
 		cr := &cache.Resource{OriginVersion: r.GetVersionInfo(), Arrived: now, Body: a}
-		if a.GetTypeUrl() == resourceWrapperType {
+		if a.GetTypeUrl() == xdstype.ResourceWrapperURL {
 			var w discoveryv3.Resource
 			if err := proto.Unmarshal(a.GetValue(), &w); err != nil {
 				return u, rejectf("resources[%d]: Resource wrapper cannot be decoded: %v", i, err)

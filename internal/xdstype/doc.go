@@ -1,0 +1,9 @@
+// Package xdstype holds what the relay knows about xDS resource types, in
+// one place for every component:
+//   - ResourceWrapperURL, the type URL of the SotW TTL wrapper
+//     (envoy.service.discovery.v3.Resource);
+//   - the registration of the resource types (register.go), so that
+//     protoregistry and protojson know them wherever the relay needs to.
+//
+// It imports nothing of the project.
+package xdstype
