@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // applyRun is the bookkeeping of one Apply: what changed, to notify once
@@ -71,7 +73,7 @@ func (c *Cache) Apply(u Update) {
 	if arrived.IsZero() {
 		arrived = c.now()
 	}
-	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(typeLabel(u.TypeURL)))
+	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(xdstype.Label(u.TypeURL)))
 	st := streamType{stream: u.Stream, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Options configure a Cache.
@@ -382,9 +384,9 @@ func (c *Cache) collectionStateLocked(e *entry) State {
 // countLocked records a cache hit or miss for a newly watched key.
 func (c *Cache) countLocked(k Key, hit bool) {
 	if hit {
-		c.m.hits.WithLabelValues(typeLabel(k.TypeURL)).Inc()
+		c.m.hits.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
 	} else {
-		c.m.misses.WithLabelValues(typeLabel(k.TypeURL)).Inc()
+		c.m.misses.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -98,7 +100,7 @@ func (s *fakeSubscriber) record(op, typeURL string, names []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range names {
-		s.ops = append(s.ops, op+typeLabel(typeURL)+" "+n)
+		s.ops = append(s.ops, op+strings.TrimPrefix(typeURL, resource.APITypePrefix)+" "+n)
 	}
 }
 
@@ -150,11 +152,11 @@ func withVersion(r *Resource) *Resource {
 }
 
 func hits(f *fixture, typeURL string) float64 {
-	return testutil.ToFloat64(f.c.m.hits.WithLabelValues(typeLabel(typeURL)))
+	return testutil.ToFloat64(f.c.m.hits.WithLabelValues(xdstype.Label(typeURL)))
 }
 
 func misses(f *fixture, typeURL string) float64 {
-	return testutil.ToFloat64(f.c.m.misses.WithLabelValues(typeLabel(typeURL)))
+	return testutil.ToFloat64(f.c.m.misses.WithLabelValues(xdstype.Label(typeURL)))
 }
 
 func TestWatchHitMissAndSubscribe(t *testing.T) {

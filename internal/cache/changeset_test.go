@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // TestApplyAnnouncesChangeAsWhole: one Apply of many resources is one
@@ -126,7 +128,7 @@ func TestFanoutDuration(t *testing.T) {
 	count := func() int { return testutil.CollectAndCount(f.c.m.fanout) }
 	sampleCount := func() uint64 {
 		var m dto.Metric
-		if err := f.c.m.fanout.WithLabelValues(typeLabel(lds)).(prometheus.Metric).Write(&m); err != nil {
+		if err := f.c.m.fanout.WithLabelValues(xdstype.Label(lds)).(prometheus.Metric).Write(&m); err != nil {
 			t.Fatal(err)
 		}
 		return m.GetHistogram().GetSampleCount()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // TTL expiry. Every present resource with a TTL is in one min-heap by
@@ -67,7 +69,7 @@ func (c *Cache) expireDueLocked(a *applyRun, now time.Time) {
 		if now.Before(e.expires) {
 			return
 		}
-		c.m.expirations.WithLabelValues(typeLabel(e.key.TypeURL)).Inc()
+		c.m.expirations.WithLabelValues(xdstype.Label(e.key.TypeURL)).Inc()
 		c.lg.Debug("resource expired (TTL elapsed without update or heartbeat)",
 			zap.String("type_url", e.key.TypeURL), zap.String("name", e.key.Name))
 		c.removeResourceLocked(a, e) // takes e out of the heap

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // fakeTimers stands in for time.AfterFunc: nothing fires by itself; the
@@ -252,7 +254,7 @@ func TestExpiryNotifies(t *testing.T) {
 					t.Errorf("%s: %d members %v, want known empty", k.Name, len(ms), st)
 				}
 			}
-			if got := testutil.ToFloat64(f.c.m.expirations.WithLabelValues(typeLabel(lds))); got != tc.wantExpirations {
+			if got := testutil.ToFloat64(f.c.m.expirations.WithLabelValues(xdstype.Label(lds))); got != tc.wantExpirations {
 				t.Errorf("expirations_total = %v, want %v", got, tc.wantExpirations)
 			}
 		})

@@ -1,14 +1,11 @@
 package cache
 
 import (
-	"strings"
-
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // metrics are the cache's Prometheus instruments. Their names are fixed:
-// operators scrape them.
+// operators scrape them. The type label is xdstype.Label's.
 type metrics struct {
 	hits      *prometheus.CounterVec // label type
 	misses    *prometheus.CounterVec // label type
@@ -60,10 +57,4 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.fanout)
 	}
 	return m
-}
-
-// typeLabel is the low-cardinality type label: the type URL without
-// "type.googleapis.com/".
-func typeLabel(typeURL string) string {
-	return strings.TrimPrefix(typeURL, resource.APITypePrefix)
 }

@@ -37,19 +37,3 @@ func TestSotWEnvelopeShared(t *testing.T) {
 		})
 	}
 }
-
-// Type labels stay a fixed set whatever type URLs clients send on ADS.
-func TestTypeLabel(t *testing.T) {
-	tests := []struct{ name, typeURL, want string }{
-		{"served type", cdsType, "envoy.config.cluster.v3.Cluster"},
-		{"any other ADS type", "type.googleapis.com/made.up.Type", "other"},
-		{"empty", "", "other"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := typeLabel(tc.typeURL); got != tc.want {
-				t.Fatalf("typeLabel(%q) = %q, want %q", tc.typeURL, got, tc.want)
-			}
-		})
-	}
-}

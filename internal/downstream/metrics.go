@@ -1,10 +1,9 @@
 package downstream
 
 import (
-	"strings"
-
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // metrics of the downstream side. Labels: variant is sotw/delta, type is
@@ -62,20 +61,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// knownTypes are the types a type label names; any other type URL a client
-// sends (ADS carries any) is counted as "other", so clients cannot grow the
-// label set.
-var knownTypes = map[string]bool{
-	resourcev3.ListenerType: true, resourcev3.RouteType: true, resourcev3.ScopedRouteType: true,
-	resourcev3.VirtualHostType: true, resourcev3.ClusterType: true, resourcev3.EndpointType: true,
-	resourcev3.SecretType: true, resourcev3.RuntimeType: true, resourcev3.ExtensionConfigType: true,
-}
-
-// typeLabel is the type label of a type URL: without
-// "type.googleapis.com/" (as the cache's), or "other".
-func typeLabel(typeURL string) string {
-	if !knownTypes[typeURL] {
-		return "other"
-	}
-	return strings.TrimPrefix(typeURL, resourcev3.APITypePrefix)
-}
+// typeLabel is the type label of every downstream metric (xdstype.Label:
+// a fixed set, whatever type URLs clients send).
+func typeLabel(typeURL string) string { return xdstype.Label(typeURL) }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // deltaState is what one delta session told the origin. owned by the
@@ -129,10 +130,10 @@ func (s *stream) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 // or NACKs it (with why) and keeps the last good state.
 func (s *stream) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState, r *discoveryv3.DeltaDiscoveryResponse) error {
 	t := r.GetTypeUrl()
-	s.m.m.responses.WithLabelValues(typeLabel(t)).Inc()
+	s.m.m.responses.WithLabelValues(xdstype.Label(t)).Inc()
 	u, err := deltaUpdate(s.id, r, time.Now())
 	if err != nil {
-		s.m.m.nacks.WithLabelValues(typeLabel(t)).Inc()
+		s.m.m.nacks.WithLabelValues(xdstype.Label(t)).Inc()
 		s.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
 		nack := &discoveryv3.DeltaDiscoveryRequest{
 			TypeUrl:       t,

@@ -1,9 +1,6 @@
 package upstream
 
 import (
-	"strings"
-
-	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,8 +10,8 @@ type metrics struct {
 	streams    *prometheus.GaugeVec   // label authority: connected streams
 	reconnects *prometheus.CounterVec // label authority
 	failbacks  *prometheus.CounterVec // label authority
-	responses  *prometheus.CounterVec // label type
-	nacks      *prometheus.CounterVec // label type
+	responses  *prometheus.CounterVec // label type (xdstype.Label)
+	nacks      *prometheus.CounterVec // label type (xdstype.Label)
 	fileErrors *prometheus.CounterVec // label authority
 }
 
@@ -50,5 +47,3 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
-
-func typeLabel(typeURL string) string { return strings.TrimPrefix(typeURL, resource.APITypePrefix) }

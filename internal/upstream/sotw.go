@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // sotwType is what one SotW session told the origin for one type. owned by
@@ -101,7 +102,7 @@ func (s *stream) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 // why (keeping the last good version).
 func (s *stream) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, r *discoveryv3.DiscoveryResponse) error {
 	t := r.GetTypeUrl()
-	s.m.m.responses.WithLabelValues(typeLabel(t)).Inc()
+	s.m.m.responses.WithLabelValues(xdstype.Label(t)).Inc()
 	cur := types[t]
 	if cur == nil {
 		cur = &sotwType{}
@@ -110,7 +111,7 @@ func (s *stream) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAgg
 	cur.nonce = r.GetNonce()
 	u, err := sotwUpdate(s.id, r, time.Now())
 	if err != nil {
-		s.m.m.nacks.WithLabelValues(typeLabel(t)).Inc()
+		s.m.m.nacks.WithLabelValues(xdstype.Label(t)).Inc()
 		s.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
 		return s.sotwSend(ads, &discoveryv3.DiscoveryRequest{
 			TypeUrl: t, ResourceNames: cur.names, VersionInfo: s.sotwVersions[t], ResponseNonce: r.GetNonce(),

@@ -1,6 +1,8 @@
 package xdstype
 
 import (
+	"strings"
+
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
 
@@ -8,3 +10,26 @@ import (
 // the wrapper a SotW response uses for a resource that carries a TTL (or
 // for a heartbeat, without the resource).
 const ResourceWrapperURL = resourcev3.APITypePrefix + "envoy.service.discovery.v3.Resource"
+
+// OtherLabel is the type label of every type URL that is not a known xDS
+// resource type.
+const OtherLabel = "other"
+
+// known are the types a type label names: the resource types the relay
+// serves (see the top-level README, "Served variants and types").
+var known = map[string]bool{
+	resourcev3.ListenerType: true, resourcev3.RouteType: true, resourcev3.ScopedRouteType: true,
+	resourcev3.VirtualHostType: true, resourcev3.ClusterType: true, resourcev3.EndpointType: true,
+	resourcev3.SecretType: true, resourcev3.RuntimeType: true, resourcev3.ExtensionConfigType: true,
+}
+
+// Label is the metric label of a type URL: a known resource type without
+// "type.googleapis.com/" ("envoy.config.cluster.v3.Cluster"), anything else
+// OtherLabel. ADS carries any type URL a client or an origin chooses; the
+// label set stays bounded whatever they send.
+func Label(typeURL string) string {
+	if !known[typeURL] {
+		return OtherLabel
+	}
+	return strings.TrimPrefix(typeURL, resourcev3.APITypePrefix)
+}
