@@ -26,7 +26,7 @@ type Options struct {
 	// Upstream receives subscribe/unsubscribe calls; may be set later with
 	// SetUpstream, before the first Watch.
 	Upstream Subscriber
-	// Logger; nil: no logging.
+	// Logger; New names it "cache". nil: no logging.
 	Logger *zap.Logger
 	// Registry for the cache metrics; nil: not registered.
 	Registry prometheus.Registerer

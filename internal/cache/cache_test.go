@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -792,5 +794,17 @@ func TestWatcherSetCopyOnWrite(t *testing.T) {
 		if s.list[i] != w {
 			t.Errorf("index of %p is %d, list holds %p there", w, i, s.list[i])
 		}
+	}
+}
+
+// The cache names its logger once, "cache": the relay hands it the
+// process logger as it does to upstream and downstream.
+func TestLoggerName(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	f := newFixture(t, Options{Logger: zap.New(core)})
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a"}}}) // no body: warns
+	entries := logs.All()
+	if len(entries) != 1 || entries[0].LoggerName != "cache" {
+		t.Fatalf("logged %+v, want one warning from logger \"cache\"", entries)
 	}
 }

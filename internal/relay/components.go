@@ -23,7 +23,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	c := cache.New(cache.Options{
 		MaxResources: cfg.Cache.MaxResources,
 		MaxBytes:     int64(cfg.Cache.MaxBytes),
-		Logger:       lg.Named("cache"),
+		Logger:       lg, // the cache names it, as upstream and downstream do
 		Registry:     reg,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)

@@ -99,8 +99,8 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	// --- components ---------------------------------------------------
 	// Cache, upstream and downstream are built here, in dependency order
 	// (cache, then upstream as the cache's Subscriber, then downstream),
-	// from cfg and named loggers (lg.Named("cache"), ...), registering their
-	// metrics on reg. The seams:
+	// from cfg and lg (each names its own logger: "cache", "upstream",
+	// "downstream"), registering their metrics on reg. The seams:
 	//   - r.grpc: register the xDS services on it (downstream).
 	//   - r.admin.handle(pattern, description, handler): admin endpoints,
 	//     e.g. REST-JSON polling or a /debug/ page (listed on /debug/).

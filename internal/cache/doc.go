@@ -1,0 +1,32 @@
+// Package cache is the shared cache between downstream sessions and
+// upstream streams: every resource once, by canonical key, with the bytes
+// exactly as the origin sent them, and who watches what.
+//
+// Words, as this package uses them:
+//
+//   - key (Key): what can be cached or watched: an upstream stream
+//     (StreamID: authority and aggregation group), a type URL and a
+//     canonical name. The name is one resource's, or a collection's.
+//   - collection: a key that stands for a set of resources: the legacy
+//     Wildcard (every resource of a type on one stream) or an xdstp glob
+//     ("xdstp://auth/type/dir/*"). Its members are the present resources
+//     it covers; it is pending until the origin answers it, then known
+//     (present, or absent when empty).
+//   - entry: what the cache holds for one key: its state (pending, present,
+//     absent), its current revision, its TTL, whether it is subscribed
+//     upstream and whether it waits in the LRU (nobody watches it).
+//   - revision (Resource): one version of a resource as the origin sent
+//     it, immutable once applied; a change is a new *Resource. Its Version
+//     comes from its bytes (ContentVersion), not from the origin.
+//   - watcher (Watcher): a downstream session. It watches keys; the cache
+//     tells it which of them changed (Notify) and when a change is whole
+//     (Flush), and the session reads current state back (Get, Members).
+//   - change set (ChangeSet): one origin change (one Apply) as every
+//     watcher of it sees it: announced as a whole, carrying its new
+//     revisions (Revisions) and the work done once for all watchers (Memo),
+//     and timing the change until the last watcher has sent it.
+//   - subscriber (Subscriber): the upstream side, told which keys to
+//     subscribe and unsubscribe.
+//
+// See README.md for the files, the locking and the metrics.
+package cache
