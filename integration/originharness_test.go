@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
@@ -292,7 +293,10 @@ func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *r
 	t.Cleanup(r.c.Close) // after up.Close (cleanups run last first)
 	up, err := upstream.New(upstream.Options{
 		Authorities: auths,
-		Backoff:     upstream.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		// Reconnect soon; otherwise the relay's defaults.
+		Backoff: upstream.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond,
+			Multiplier: config.DefaultBackoffMultiplier, Jitter: config.DefaultBackoffJitter},
+		ConnectTimeout: config.DefaultConnectTimeout,
 		// Probe a recovered first origin soon (see TestUpstreamFailback).
 		FailbackInterval: 50 * time.Millisecond,
 		Cache:            r.c,

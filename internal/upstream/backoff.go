@@ -11,8 +11,8 @@ type backoff struct {
 	next time.Duration
 }
 
+// newBackoff starts at cfg.Initial; cfg is valid (Options.validate).
 func newBackoff(cfg Backoff) *backoff {
-	cfg = cfg.withDefaults()
 	return &backoff{cfg: cfg, next: cfg.Initial}
 }
 

@@ -7,6 +7,8 @@ var (
 	ErrNoOrigins = errors.New("authority has no origins")
 	// ErrNoCache: Options.Cache is required.
 	ErrNoCache = errors.New("upstream: Options.Cache is required")
+	// ErrBadOptions: an Options number is missing or out of range.
+	ErrBadOptions = errors.New("upstream: invalid Options")
 	// errRejected wraps why an origin response was NACKed.
 	errRejected = errors.New("response rejected")
 )

@@ -53,30 +53,23 @@ type authority struct {
 
 var _ cache.Subscriber = (*Manager)(nil)
 
-// New validates opts, starts the file sources and returns a Manager.
+// New validates opts (every problem at once, each wrapping ErrBadOptions
+// or ErrNoCache), starts the file sources and returns a Manager.
 func New(opts Options) (*Manager, error) {
-	if opts.Cache == nil {
-		return nil, ErrNoCache
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	lg := opts.Logger
 	if lg == nil {
 		lg = zap.NewNop()
 	}
-	b := opts.Backoff.withDefaults()
-	ct := opts.ConnectTimeout
-	if ct <= 0 {
-		ct = 5 * time.Second
-	}
+	b := opts.Backoff
 	dial := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           grpcbackoff.Config{BaseDelay: b.Initial, Multiplier: b.Multiplier, Jitter: b.Jitter, MaxDelay: b.Max},
-			MinConnectTimeout: ct,
+			MinConnectTimeout: opts.ConnectTimeout,
 		}),
-	}
-	fb := opts.FailbackInterval
-	if fb <= 0 {
-		fb = 5 * time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr := &Manager{
@@ -86,8 +79,8 @@ func New(opts Options) (*Manager, error) {
 		node:     opts.Node,
 		backoff:  b,
 		dialOpts: append(dial, opts.DialOptions...),
-		connect:  ct,
-		failback: fb,
+		connect:  opts.ConnectTimeout,
+		failback: opts.FailbackInterval,
 		auths:    make(map[string]*authority),
 		files:    make(map[string]*fileSource),
 		ctx:      ctx,

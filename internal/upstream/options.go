@@ -1,6 +1,9 @@
 package upstream
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -36,16 +39,17 @@ type Authority struct {
 }
 
 // Backoff paces reconnects: the n-th wait is min(Initial*Multiplier^n, Max)
-// randomised by ±Jitter of itself.
+// randomised by ±Jitter of itself. Every field is required (New rejects
+// zero values); the relay passes config's upstream.backoff, whose defaults
+// are config.DefaultBackoff*.
 type Backoff struct {
-	// Initial wait. Default 250ms.
+	// Initial wait; > 0.
 	Initial time.Duration
-	// Max wait. Default 30s.
+	// Max wait; >= Initial.
 	Max time.Duration
-	// Multiplier per failed attempt. Default 2.
+	// Multiplier per failed attempt; >= 1.
 	Multiplier float64
-	// Jitter fraction in [0, 1]. Default 0.2 (0 is replaced by the default;
-	// use a tiny value for almost none).
+	// Jitter fraction in [0, 1]; 0 is none.
 	Jitter float64
 }
 
@@ -57,13 +61,13 @@ type Options struct {
 	// Node is the relay's own node, presented to origins when no Subscribe
 	// call carried one.
 	Node *corev3.Node
-	// Backoff between reconnect attempts.
+	// Backoff between reconnect attempts. Required.
 	Backoff Backoff
-	// ConnectTimeout bounds connecting to one origin. Default 5s.
+	// ConnectTimeout bounds connecting to one origin. Required (> 0).
 	ConnectTimeout time.Duration
 	// FailbackInterval: while a stream is served by an origin other than
 	// its authority's first, the first is probed this often, and the
-	// stream moves back to it once it accepts a connection. Default 5m.
+	// stream moves back to it once it accepts a connection. Required (> 0).
 	FailbackInterval time.Duration
 	// DialOptions are added to the defaults (plaintext credentials unless
 	// these set others, connect backoff and timeout from above).
@@ -76,21 +80,34 @@ type Options struct {
 	Registry prometheus.Registerer
 }
 
-func (b Backoff) withDefaults() Backoff {
+// validate reports every option New cannot run with. The numbers have no
+// defaults here: config holds them, and the relay passes its config.
+func (o Options) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: "+format, append([]any{ErrBadOptions, field}, args...)...))
+	}
+	if o.Cache == nil {
+		errs = append(errs, ErrNoCache)
+	}
+	b := o.Backoff
 	if b.Initial <= 0 {
-		b.Initial = 250 * time.Millisecond
+		bad("Backoff.Initial", "must be positive, got %v", b.Initial)
 	}
-	if b.Max <= 0 {
-		b.Max = 30 * time.Second
+	if b.Max <= 0 || b.Max < b.Initial {
+		bad("Backoff.Max", "must be positive and at least Backoff.Initial (%v), got %v", b.Initial, b.Max)
 	}
-	if b.Max < b.Initial {
-		b.Max = b.Initial
+	if !(b.Multiplier >= 1) || math.IsInf(b.Multiplier, 0) {
+		bad("Backoff.Multiplier", "must be a finite number >= 1, got %v", b.Multiplier)
 	}
-	if b.Multiplier < 1 {
-		b.Multiplier = 2
+	if !(b.Jitter >= 0 && b.Jitter <= 1) {
+		bad("Backoff.Jitter", "must be between 0 and 1, got %v", b.Jitter)
 	}
-	if b.Jitter <= 0 || b.Jitter > 1 {
-		b.Jitter = 0.2
+	if o.ConnectTimeout <= 0 {
+		bad("ConnectTimeout", "must be positive, got %v", o.ConnectTimeout)
 	}
-	return b
+	if o.FailbackInterval <= 0 {
+		bad("FailbackInterval", "must be positive, got %v", o.FailbackInterval)
+	}
+	return errors.Join(errs...)
 }

@@ -195,3 +195,56 @@ resources:
 		})
 	}
 }
+
+// New takes its numbers from the caller (the relay: config), never its own
+// defaults: a missing or out-of-range one is an error naming the field.
+func TestNewValidatesOptions(t *testing.T) {
+	c := cache.New(cache.Options{})
+	t.Cleanup(c.Close)
+	valid := func() Options {
+		return Options{
+			Backoff:          Backoff{Initial: time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0},
+			ConnectTimeout:   time.Second,
+			FailbackInterval: time.Minute,
+			Cache:            c,
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Options)
+		want   []string // substrings of the error; none: valid
+	}{
+		{name: "valid, no jitter", change: func(*Options) {}},
+		{name: "zero", change: func(o *Options) { *o = Options{} }, want: []string{
+			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval",
+		}},
+		{name: "max below initial", change: func(o *Options) { o.Backoff.Max = o.Backoff.Initial / 2 }, want: []string{"Backoff.Max"}},
+		{name: "jitter above 1", change: func(o *Options) { o.Backoff.Jitter = 1.5 }, want: []string{"Backoff.Jitter"}},
+		{name: "negative failback", change: func(o *Options) { o.FailbackInterval = -time.Second }, want: []string{"FailbackInterval"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid()
+			tc.change(&o)
+			m, err := New(o)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				m.Close()
+				return
+			}
+			if err == nil {
+				m.Close()
+				t.Fatalf("New accepted %+v", o)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+			if !errors.Is(err, ErrBadOptions) && !errors.Is(err, ErrNoCache) {
+				t.Errorf("error %q wraps neither ErrBadOptions nor ErrNoCache", err)
+			}
+		})
+	}
+}
