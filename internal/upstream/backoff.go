@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// backoff yields jittered exponential waits. Owned by one stream goroutine.
+// backoff yields jittered exponential waits between attempts. Owned by one
+// link's run goroutine.
 type backoff struct {
 	cfg  Backoff
 	next time.Duration
@@ -24,5 +25,5 @@ func (b *backoff) wait() time.Duration {
 	return max(time.Duration(float64(d)+j), 0)
 }
 
-// reset starts over at Initial (after a healthy session).
+// reset starts over at Initial (after a healthy attempt).
 func (b *backoff) reset() { b.next = b.cfg.Initial }

@@ -15,42 +15,42 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// deltaState is what one delta session told the origin. owned by the
-// session goroutine.
+// deltaState is what one delta attempt told the origin. owned by the
+// link's run goroutine.
 type deltaState struct {
 	nodeSent bool
-	// sent: type → names subscribed upstream on this session.
+	// sent: type → names subscribed upstream on this attempt.
 	sent map[string]map[string]struct{}
 	// awaiting: type → collections (globs, Wildcard) subscribed whose first
 	// answer has not arrived; that answer completes them.
 	awaiting map[string]map[string]struct{}
 	// wildcardAnswered: type → the origin answered the Wildcard on this
-	// session, so a new emulated glob is complete at once.
+	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
 }
 
-// deltaSession runs one delta ADS stream to origin until it fails or ctx
+// deltaAttempt runs one delta ADS stream to origin until it fails or ctx
 // ends.
-func (s *stream) deltaSession(ctx context.Context, origin string) (bool, error) {
-	return runSession(ctx, s, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
-		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) sessionOps[discoveryv3.DeltaDiscoveryResponse] {
+func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
+	return runAttempt(ctx, l, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
+		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
 			st := &deltaState{
 				sent:             make(map[string]map[string]struct{}),
 				awaiting:         make(map[string]map[string]struct{}),
 				wildcardAnswered: make(map[string]bool),
 			}
-			return sessionOps[discoveryv3.DeltaDiscoveryResponse]{
-				sync:   func() error { return s.deltaSync(ads, st) },
-				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return s.deltaHandle(ads, st, r) },
+			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
+				sync:   func() error { return l.deltaSync(ads, st) },
+				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return l.deltaHandle(ads, st, r) },
 			}
 		})
 }
 
 // deltaSync sends the subscription diffs between what the cache wants and
-// what this session told the origin. The first request of a type carries
-// initial_resource_versions for what the cache holds on this stream.
-func (s *stream) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState) error {
-	node, wants := s.snapshot()
+// what this attempt told the origin. The first request of a type carries
+// initial_resource_versions for what the cache holds on this link.
+func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState) error {
+	node, wants := l.snapshot()
 	types := make([]string, 0, len(wants))
 	for t := range wants {
 		types = append(types, t)
@@ -80,7 +80,7 @@ func (s *stream) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 			continue
 		}
 		if first && len(req.ResourceNamesSubscribe) > 0 {
-			req.InitialResourceVersions = s.m.cache.Versions(s.id, t)
+			req.InitialResourceVersions = l.mgr.cache.Versions(l.id, t)
 		}
 		sort.Strings(req.ResourceNamesSubscribe)
 		sort.Strings(req.ResourceNamesUnsubscribe)
@@ -107,9 +107,9 @@ func (s *stream) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 			}
 		}
 		if err := ads.Send(req); err != nil {
-			return fmt.Errorf("upstream %s: send delta request: %w", s.id.Authority, err)
+			return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
 		}
-		s.lg.Debug("delta subscription sent", zap.String("type_url", t),
+		l.lg.Debug("delta subscription sent", zap.String("type_url", t),
 			zap.Int("subscribe", len(req.ResourceNamesSubscribe)), zap.Int("unsubscribe", len(req.ResourceNamesUnsubscribe)),
 			zap.Int("initial_versions", len(req.InitialResourceVersions)))
 	}
@@ -117,36 +117,36 @@ func (s *stream) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 	// complete at once: the cache computes their membership.
 	for _, t := range types {
 		if st.wildcardAnswered[t] && len(wants[t].emulatedGlobs) > 0 {
-			local = append(local, cache.Update{Stream: s.id, TypeURL: t, Complete: wants[t].emulatedGlobs})
+			local = append(local, cache.Update{Stream: l.id, TypeURL: t, Complete: wants[t].emulatedGlobs})
 		}
 	}
 	for _, u := range local {
-		s.m.cache.Apply(u)
+		l.mgr.cache.Apply(u)
 	}
 	return nil
 }
 
 // deltaHandle validates a response, applies it to the cache and ACKs it,
 // or NACKs it (with why) and keeps the last good state.
-func (s *stream) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState, r *discoveryv3.DeltaDiscoveryResponse) error {
+func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState, r *discoveryv3.DeltaDiscoveryResponse) error {
 	t := r.GetTypeUrl()
-	s.m.m.responses.WithLabelValues(xdstype.Label(t)).Inc()
-	u, err := deltaUpdate(s.id, r, time.Now())
+	l.mgr.metrics.responses.WithLabelValues(xdstype.Label(t)).Inc()
+	u, err := deltaUpdate(l.id, r, time.Now())
 	if err != nil {
-		s.m.m.nacks.WithLabelValues(xdstype.Label(t)).Inc()
-		s.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
+		l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t)).Inc()
+		l.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
 		nack := &discoveryv3.DeltaDiscoveryRequest{
 			TypeUrl:       t,
 			ResponseNonce: r.GetNonce(),
 			ErrorDetail:   &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()},
 		}
 		if err := ads.Send(nack); err != nil {
-			return fmt.Errorf("upstream %s: send NACK: %w", s.id.Authority, err)
+			return fmt.Errorf("upstream %s: send NACK: %w", l.id.Authority, err)
 		}
 		return nil
 	}
 	if aw := st.awaiting[t]; len(aw) > 0 {
-		_, wants := s.snapshot()
+		_, wants := l.snapshot()
 		for n := range aw {
 			if n == cache.Wildcard {
 				st.wildcardAnswered[t] = true
@@ -159,9 +159,9 @@ func (s *stream) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAgg
 		}
 		clear(aw)
 	}
-	s.m.cache.Apply(u)
+	l.mgr.cache.Apply(u)
 	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce()}); err != nil {
-		return fmt.Errorf("upstream %s: send ACK: %w", s.id.Authority, err)
+		return fmt.Errorf("upstream %s: send ACK: %w", l.id.Authority, err)
 	}
 	return nil
 }

@@ -11,31 +11,31 @@ import (
 	"google.golang.org/grpc/connectivity"
 )
 
-// sessionOrFailback runs one session to the authority's origin idx. On an
+// attemptOrFailback makes one attempt on the authority's origin idx. On an
 // origin other than the first (when the first is a control plane, not a
 // file source), a prober goroutine owned by this call probes the first
-// origin every Options.FailbackInterval and ends the session when it
+// origin every Options.FailbackInterval and ends the attempt when it
 // answers: back reports that, so the caller reconnects to the first origin
 // at once.
-func (s *stream) sessionOrFailback(ctx context.Context, idx int) (healthy, back bool, err error) {
-	origin, first := s.auth.origins[idx], s.auth.origins[0]
+func (l *link) attemptOrFailback(ctx context.Context, idx int) (healthy, back bool, err error) {
+	origin, first := l.auth.origins[idx], l.auth.origins[0]
 	if idx == 0 || strings.HasPrefix(first, FileOriginPrefix) {
-		healthy, err = s.session(ctx, origin)
+		healthy, err = l.attempt(ctx, origin)
 		return healthy, false, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
+	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	answered := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if s.probeUntilAnswer(sctx, first) {
+		if l.probeUntilAnswer(actx, first) {
 			close(answered)
 			cancel()
 		}
 	}()
-	healthy, err = s.session(sctx, origin)
+	healthy, err = l.attempt(actx, origin)
 	cancel()
 	wg.Wait()
 	select {
@@ -48,8 +48,8 @@ func (s *stream) sessionOrFailback(ctx context.Context, idx int) (healthy, back 
 
 // probeUntilAnswer probes origin every failback interval until it answers
 // (true) or ctx ends (false).
-func (s *stream) probeUntilAnswer(ctx context.Context, origin string) bool {
-	t := time.NewTicker(s.m.failback)
+func (l *link) probeUntilAnswer(ctx context.Context, origin string) bool {
+	t := time.NewTicker(l.mgr.failback)
 	defer t.Stop()
 	for {
 		select {
@@ -57,22 +57,22 @@ func (s *stream) probeUntilAnswer(ctx context.Context, origin string) bool {
 			return false
 		case <-t.C:
 		}
-		if s.probe(ctx, origin) {
+		if l.probe(ctx, origin) {
 			return true
 		}
-		s.lg.Debug("first origin still does not answer", zap.String("origin", origin))
+		l.lg.Debug("first origin still does not answer", zap.String("origin", origin))
 	}
 }
 
 // probe reports whether origin accepts a gRPC connection (the channel
 // becomes Ready) within the connect timeout. It opens no stream.
-func (s *stream) probe(ctx context.Context, origin string) bool {
-	conn, err := grpc.NewClient(origin, s.m.dialOpts...)
+func (l *link) probe(ctx context.Context, origin string) bool {
+	conn, err := grpc.NewClient(origin, l.mgr.dialOpts...)
 	if err != nil {
 		return false
 	}
 	defer conn.Close()
-	pctx, cancel := context.WithTimeout(ctx, s.m.connect)
+	pctx, cancel := context.WithTimeout(ctx, l.mgr.connect)
 	defer cancel()
 	conn.Connect()
 	for {

@@ -36,7 +36,7 @@ type fileSource struct {
 	authority string      // read-only
 	dir       string      // read-only
 	lg        *zap.Logger // read-only
-	m         *metrics    // read-only
+	metrics   *metrics    // read-only
 	// started: its run goroutine was started. guarded by Manager.mu
 	started bool
 
@@ -71,7 +71,7 @@ func newFileSource(authority, dir string, lg *zap.Logger, m *metrics) *fileSourc
 		authority: authority,
 		dir:       dir,
 		lg:        lg.Named("file").With(zap.String("authority", authority), zap.String("dir", dir)),
-		m:         m,
+		metrics:   m,
 		files:     make(map[string]*parsedFile),
 		state:     make(map[string]map[string]*cache.Resource),
 		listeners: make(map[chan struct{}]struct{}),
@@ -89,7 +89,7 @@ func (f *fileSource) run(ctx context.Context) {
 	}
 	if err != nil {
 		f.lg.Error("file source cannot watch its directory", zap.Error(err))
-		f.m.fileErrors.WithLabelValues(f.authority).Inc()
+		f.metrics.fileErrors.WithLabelValues(f.authority).Inc()
 		f.mu.Lock()
 		f.err, f.ready = fmt.Errorf("file source %s: watch: %w", f.dir, err), true
 		f.mu.Unlock()
@@ -163,7 +163,7 @@ func (f *fileSource) scan() {
 	entries, err := os.ReadDir(f.dir)
 	if err != nil {
 		f.lg.Error("file source cannot read its directory", zap.Error(err))
-		f.m.fileErrors.WithLabelValues(f.authority).Inc()
+		f.metrics.fileErrors.WithLabelValues(f.authority).Inc()
 		return
 	}
 	f.mu.Lock()
@@ -238,7 +238,7 @@ func (f *fileSource) scan() {
 
 func (f *fileSource) fileError(path string, err error) {
 	f.lg.Error("file source: file skipped, last good version kept", zap.String("file", path), zap.Error(err))
-	f.m.fileErrors.WithLabelValues(f.authority).Inc()
+	f.metrics.fileErrors.WithLabelValues(f.authority).Inc()
 }
 
 // parseFile parses one file: YAML or JSON, a typed resource with "@type" or
@@ -299,30 +299,30 @@ func parseFile(raw []byte, now time.Time) ([]*fileResource, error) {
 	return out, nil
 }
 
-// fileSession feeds the cache from a file source for this stream: on start,
-// on every change of the directory and of the stream's subscriptions, the
+// fileAttempt feeds the cache from a file source for this link: on start,
+// on every change of the directory and of the link's subscriptions, the
 // full state of each subscribed type (FullState; every subscription is
-// complete).
-func (s *stream) fileSession(ctx context.Context, fs *fileSource) (bool, error) {
+// complete). It counts in xds_relay_upstream_streams like an ADS stream.
+func (l *link) fileAttempt(ctx context.Context, fs *fileSource) (bool, error) {
 	changed, cancel := fs.subscribe()
 	defer cancel()
-	s.m.m.streams.WithLabelValues(s.id.Authority).Inc()
-	defer s.m.m.streams.WithLabelValues(s.id.Authority).Dec()
+	l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Inc()
+	defer l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Dec()
 	for {
-		if err := s.fileApply(fs); err != nil {
+		if err := l.fileApply(fs); err != nil {
 			return false, err
 		}
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()
 		case <-changed:
-		case <-s.poke:
+		case <-l.poke:
 		}
 	}
 }
 
-func (s *stream) fileApply(fs *fileSource) error {
-	_, wants := s.snapshot()
+func (l *link) fileApply(fs *fileSource) error {
+	_, wants := l.snapshot()
 	for t, w := range wants {
 		rs, ok, err := fs.resources(t)
 		if err != nil {
@@ -336,7 +336,7 @@ func (s *stream) fileApply(fs *fileSource) error {
 			complete = append(complete, n)
 		}
 		complete = append(complete, w.emulatedGlobs...)
-		s.m.cache.Apply(cache.Update{Stream: s.id, TypeURL: t, Resources: rs, FullState: true, Complete: complete})
+		l.mgr.cache.Apply(cache.Update{Stream: l.id, TypeURL: t, Resources: rs, FullState: true, Complete: complete})
 	}
 	return nil
 }

@@ -17,30 +17,30 @@ import (
 )
 
 // Manager is the upstream side of the relay: it implements cache.Subscriber,
-// keeps one stream per cache.StreamID (authority + aggregation group) toward
+// keeps one link per cache.StreamID (authority + aggregation group) toward
 // the authority's origins, and feeds what they send into the cache.
 //
-// Lifecycle: New starts nothing. A stream's goroutine starts with the first
-// Subscribe for its StreamID, and a file source's watcher with the first
-// stream of its authority; both run until Close, which cancels every
+// Lifecycle: New starts nothing. A link's run goroutine starts with the
+// first Subscribe for its StreamID, and a file source's watcher with the
+// first link of its authority; both run until Close, which cancels every
 // goroutine and waits for them.
 type Manager struct {
-	lg       *zap.Logger                // read-only after New
-	m        *metrics                   // read-only after New
-	cache    *cache.Cache               // read-only after New
-	node     *corev3.Node               // read-only after New
-	backoff  Backoff                    // read-only after New
-	dialOpts []grpc.DialOption          // read-only after New
-	connect  time.Duration              // connect timeout; read-only after New
-	failback time.Duration              // probe interval; read-only after New
-	auths    map[string]*authority      // read-only after New
-	files    map[string]*fileSource     // by origin; read-only after New
-	ctx      context.Context            // read-only after New; cancelled by Close
-	cancel   context.CancelFunc         // read-only after New
-	wg       sync.WaitGroup             // counts every goroutine the Manager owns
-	mu       sync.Mutex                 //
-	streams  map[cache.StreamID]*stream // guarded by mu
-	closed   bool                       // guarded by mu
+	lg       *zap.Logger              // read-only after New
+	metrics  *metrics                 // read-only after New
+	cache    *cache.Cache             // read-only after New
+	node     *corev3.Node             // read-only after New
+	backoff  Backoff                  // read-only after New
+	dialOpts []grpc.DialOption        // read-only after New
+	connect  time.Duration            // connect timeout; read-only after New
+	failback time.Duration            // probe interval; read-only after New
+	auths    map[string]*authority    // read-only after New
+	files    map[string]*fileSource   // by origin; read-only after New
+	ctx      context.Context          // read-only after New; cancelled by Close
+	cancel   context.CancelFunc       // read-only after New
+	wg       sync.WaitGroup           // counts every goroutine the Manager owns
+	mu       sync.Mutex               //
+	links    map[cache.StreamID]*link // guarded by mu
+	closed   bool                     // guarded by mu
 }
 
 // authority is an Authority with defaults applied.
@@ -74,7 +74,7 @@ func New(opts Options) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr := &Manager{
 		lg:       lg.Named("upstream"),
-		m:        newMetrics(opts.Registry),
+		metrics:  newMetrics(opts.Registry),
 		cache:    opts.Cache,
 		node:     opts.Node,
 		backoff:  b,
@@ -85,7 +85,7 @@ func New(opts Options) (*Manager, error) {
 		files:    make(map[string]*fileSource),
 		ctx:      ctx,
 		cancel:   cancel,
-		streams:  make(map[cache.StreamID]*stream),
+		links:    make(map[cache.StreamID]*link),
 	}
 	for i, a := range opts.Authorities {
 		if len(a.Origins) == 0 {
@@ -102,7 +102,7 @@ func New(opts Options) (*Manager, error) {
 		for _, o := range a.Origins {
 			if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {
 				if _, dup := mgr.files[o]; !dup {
-					mgr.files[o] = newFileSource(a.Name, dir, mgr.lg, mgr.m)
+					mgr.files[o] = newFileSource(a.Name, dir, mgr.lg, mgr.metrics)
 				}
 			}
 		}
@@ -110,7 +110,7 @@ func New(opts Options) (*Manager, error) {
 	return mgr, nil
 }
 
-// Close stops every stream and file source and waits for them. Cached
+// Close stops every link and file source and waits for them. Cached
 // resources stay in the cache.
 func (m *Manager) Close() {
 	m.mu.Lock()
@@ -120,30 +120,30 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
-// Subscribe adds names to the stream's desired set and wakes the stream;
-// it never blocks on the network.
+// Subscribe adds names to the link's desired set and wakes the link; it
+// never blocks on the network.
 func (m *Manager) Subscribe(s cache.StreamID, node *corev3.Node, typeURL string, names []string) {
-	st := m.stream(s)
-	if st == nil {
+	l := m.link(s)
+	if l == nil {
 		return
 	}
-	st.update(node, typeURL, names, true)
+	l.update(node, typeURL, names, true)
 }
 
-// Unsubscribe removes names from the stream's desired set and wakes it.
+// Unsubscribe removes names from the link's desired set and wakes it.
 func (m *Manager) Unsubscribe(s cache.StreamID, typeURL string, names []string) {
 	m.mu.Lock()
-	st := m.streams[s]
+	l := m.links[s]
 	m.mu.Unlock()
-	if st == nil {
+	if l == nil {
 		return
 	}
-	st.update(nil, typeURL, names, false)
+	l.update(nil, typeURL, names, false)
 }
 
-// stream returns the stream of s, starting it on first use; nil when the
+// link returns the link of s, starting it on first use; nil when the
 // authority is unknown or the Manager is closed.
-func (m *Manager) stream(s cache.StreamID) *stream {
+func (m *Manager) link(s cache.StreamID) *link {
 	a := m.auths[s.Authority]
 	if a == nil {
 		m.lg.Warn("subscription for an unknown authority; ignored", zap.String("authority", s.Authority))
@@ -154,10 +154,10 @@ func (m *Manager) stream(s cache.StreamID) *stream {
 	if m.closed {
 		return nil
 	}
-	st := m.streams[s]
-	if st == nil {
-		st = newStream(m, s, a)
-		m.streams[s] = st
+	l := m.links[s]
+	if l == nil {
+		l = newLink(m, s, a)
+		m.links[s] = l
 		for _, o := range a.origins {
 			if fs := m.files[o]; fs != nil && !fs.started {
 				fs.started = true
@@ -171,8 +171,8 @@ func (m *Manager) stream(s cache.StreamID) *stream {
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			st.run(m.ctx)
+			l.run(m.ctx)
 		}()
 	}
-	return st
+	return l
 }

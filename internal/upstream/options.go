@@ -65,9 +65,9 @@ type Options struct {
 	Backoff Backoff
 	// ConnectTimeout bounds connecting to one origin. Required (> 0).
 	ConnectTimeout time.Duration
-	// FailbackInterval: while a stream is served by an origin other than
+	// FailbackInterval: while a link is served by an origin other than
 	// its authority's first, the first is probed this often, and the
-	// stream moves back to it once it accepts a connection. Required (> 0).
+	// link moves back to it once it accepts a connection. Required (> 0).
 	FailbackInterval time.Duration
 	// DialOptions are added to the defaults (plaintext credentials unless
 	// these set others, connect backoff and timeout from above).

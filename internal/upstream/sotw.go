@@ -18,28 +18,28 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// sotwType is what one SotW session told the origin for one type. owned by
-// the session goroutine.
+// sotwType is what one SotW attempt told the origin for one type. owned by
+// the link's run goroutine.
 type sotwType struct {
 	names []string // the full list last sent, sorted; nil with only Wildcard
 	set   map[string]struct{}
 	nonce string // nonce of the last response
 }
 
-// sotwSession runs one SotW ADS stream to origin until it fails or ctx
+// sotwAttempt runs one SotW ADS stream to origin until it fails or ctx
 // ends. Globs are always emulated over the type's wildcard.
-func (s *stream) sotwSession(ctx context.Context, origin string) (bool, error) {
-	if origin != s.sotwOrigin {
-		clear(s.sotwVersions)
-		s.sotwOrigin = origin
+func (l *link) sotwAttempt(ctx context.Context, origin string) (bool, error) {
+	if origin != l.sotwOrigin {
+		clear(l.sotwVersions)
+		l.sotwOrigin = origin
 	}
-	return runSession(ctx, s, origin, TransportSotW, discoveryv3.AggregatedDiscoveryServiceClient.StreamAggregatedResources,
-		func(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient) sessionOps[discoveryv3.DiscoveryResponse] {
+	return runAttempt(ctx, l, origin, TransportSotW, discoveryv3.AggregatedDiscoveryServiceClient.StreamAggregatedResources,
+		func(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient) attemptOps[discoveryv3.DiscoveryResponse] {
 			types := make(map[string]*sotwType)
 			nodeSent := false
-			return sessionOps[discoveryv3.DiscoveryResponse]{
-				sync:   func() error { return s.sotwSync(ads, types, &nodeSent) },
-				handle: func(r *discoveryv3.DiscoveryResponse) error { return s.sotwHandle(ads, types, r) },
+			return attemptOps[discoveryv3.DiscoveryResponse]{
+				sync:   func() error { return l.sotwSync(ads, types, &nodeSent) },
+				handle: func(r *discoveryv3.DiscoveryResponse) error { return l.sotwHandle(ads, types, r) },
 			}
 		})
 }
@@ -57,9 +57,9 @@ func sotwNames(set map[string]struct{}) []string {
 
 // sotwSync sends the full name list of every type whose set changed (the
 // first request of a type carries the last version accepted on an earlier
-// session).
-func (s *stream) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, nodeSent *bool) error {
-	node, wants := s.snapshot()
+// attempt).
+func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, nodeSent *bool) error {
+	node, wants := l.snapshot()
 	keys := slices.Sorted(maps.Keys(wants))
 	for _, t := range keys {
 		w := wants[t]
@@ -79,7 +79,7 @@ func (s *stream) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 		req := &discoveryv3.DiscoveryRequest{
 			TypeUrl:       t,
 			ResourceNames: cur.names,
-			VersionInfo:   s.sotwVersions[t],
+			VersionInfo:   l.sotwVersions[t],
 			ResponseNonce: cur.nonce,
 		}
 		if len(cur.set) == 0 {
@@ -92,7 +92,7 @@ func (s *stream) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 			*nodeSent = true
 		}
 		if err := ads.Send(req); err != nil {
-			return fmt.Errorf("upstream %s: send sotw request: %w", s.id.Authority, err)
+			return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
 		}
 	}
 	return nil
@@ -100,21 +100,21 @@ func (s *stream) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 
 // sotwHandle validates a response, applies it and ACKs it, or NACKs it with
 // why (keeping the last good version).
-func (s *stream) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, r *discoveryv3.DiscoveryResponse) error {
+func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, r *discoveryv3.DiscoveryResponse) error {
 	t := r.GetTypeUrl()
-	s.m.m.responses.WithLabelValues(xdstype.Label(t)).Inc()
+	l.mgr.metrics.responses.WithLabelValues(xdstype.Label(t)).Inc()
 	cur := types[t]
 	if cur == nil {
 		cur = &sotwType{}
 		types[t] = cur
 	}
 	cur.nonce = r.GetNonce()
-	u, err := sotwUpdate(s.id, r, time.Now())
+	u, err := sotwUpdate(l.id, r, time.Now())
 	if err != nil {
-		s.m.m.nacks.WithLabelValues(xdstype.Label(t)).Inc()
-		s.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
-		return s.sotwSend(ads, &discoveryv3.DiscoveryRequest{
-			TypeUrl: t, ResourceNames: cur.names, VersionInfo: s.sotwVersions[t], ResponseNonce: r.GetNonce(),
+		l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t)).Inc()
+		l.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
+		return l.sotwSend(ads, &discoveryv3.DiscoveryRequest{
+			TypeUrl: t, ResourceNames: cur.names, VersionInfo: l.sotwVersions[t], ResponseNonce: r.GetNonce(),
 			ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()},
 		})
 	}
@@ -124,22 +124,22 @@ func (s *stream) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAgg
 	if cachev3.ResourceRequiresFullStateInSotw(t) || (wildcard && len(cur.set) == 1) {
 		u.FullState = true
 		if wildcard {
-			_, wants := s.snapshot()
+			_, wants := l.snapshot()
 			if w := wants[t]; w != nil {
 				u.Complete = w.completeForWildcard()
 			}
 		}
 	}
-	s.m.cache.Apply(u)
-	s.sotwVersions[t] = r.GetVersionInfo()
-	return s.sotwSend(ads, &discoveryv3.DiscoveryRequest{
+	l.mgr.cache.Apply(u)
+	l.sotwVersions[t] = r.GetVersionInfo()
+	return l.sotwSend(ads, &discoveryv3.DiscoveryRequest{
 		TypeUrl: t, ResourceNames: cur.names, VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(),
 	})
 }
 
-func (s *stream) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, req *discoveryv3.DiscoveryRequest) error {
+func (l *link) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, req *discoveryv3.DiscoveryRequest) error {
 	if err := ads.Send(req); err != nil {
-		return fmt.Errorf("upstream %s: send sotw request: %w", s.id.Authority, err)
+		return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
 	}
 	return nil
 }

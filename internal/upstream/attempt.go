@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -10,14 +12,31 @@ import (
 	"google.golang.org/grpc"
 )
 
+// attempt serves the link from origin until that fails or ctx ends: a
+// delta or SotW ADS stream, or a file source. healthy says it received at
+// least one response (for a file source: that it started).
+func (l *link) attempt(ctx context.Context, origin string) (healthy bool, err error) {
+	if strings.HasPrefix(origin, FileOriginPrefix) {
+		fs := l.mgr.files[origin]
+		if fs == nil {
+			return false, errors.New("file source not started")
+		}
+		return l.fileAttempt(ctx, fs)
+	}
+	if l.auth.sotw {
+		return l.sotwAttempt(ctx, origin)
+	}
+	return l.deltaAttempt(ctx, origin)
+}
+
 // openADS opens one ADS stream of a transport on a client: a method
 // expression such as
 // discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources.
 type openADS[Req, Resp any] func(discoveryv3.AggregatedDiscoveryServiceClient, context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[Req, Resp], error)
 
-// sessionOps is what a transport does on an open stream. Both run on the
-// session goroutine, which owns the transport's state.
-type sessionOps[Resp any] struct {
+// attemptOps is what a transport does on an open stream. Both run on the
+// link's run goroutine, which owns the transport's state for the attempt.
+type attemptOps[Resp any] struct {
 	// sync tells the origin what the cache wants that it was not told yet:
 	// once when the stream opens, then after every poke.
 	sync func() error
@@ -26,28 +45,28 @@ type sessionOps[Resp any] struct {
 	handle func(*Resp) error
 }
 
-// runSession dials origin, opens one stream of transport on it and serves
+// runAttempt dials origin, opens one stream of transport on it and serves
 // it with the ops newOps builds for that stream, until the stream fails or
 // ctx ends. healthy says at least one response arrived. While the stream is
 // open it counts in xds_relay_upstream_streams.
-func runSession[Req, Resp any](ctx context.Context, s *stream, origin, transport string, open openADS[Req, Resp],
-	newOps func(grpc.BidiStreamingClient[Req, Resp]) sessionOps[Resp]) (healthy bool, err error) {
-	conn, err := grpc.NewClient(origin, s.m.dialOpts...)
+func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open openADS[Req, Resp],
+	newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
+	conn, err := grpc.NewClient(origin, l.mgr.dialOpts...)
 	if err != nil {
-		return false, fmt.Errorf("upstream %s: dial %s: %w", s.id.Authority, origin, err)
+		return false, fmt.Errorf("upstream %s: dial %s: %w", l.id.Authority, origin, err)
 	}
 	defer conn.Close()
-	sctx, cancel := context.WithCancel(ctx)
+	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ads, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), sctx)
+	ads, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), actx)
 	if err != nil {
-		return false, fmt.Errorf("upstream %s: open %s stream to %s: %w", s.id.Authority, transport, origin, err)
+		return false, fmt.Errorf("upstream %s: open %s stream to %s: %w", l.id.Authority, transport, origin, err)
 	}
-	s.m.m.streams.WithLabelValues(s.id.Authority).Inc()
-	defer s.m.m.streams.WithLabelValues(s.id.Authority).Dec()
-	s.lg.Info("upstream stream open", zap.String("origin", origin), zap.String("transport", transport))
+	l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Inc()
+	defer l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Dec()
+	l.lg.Info("upstream stream open", zap.String("origin", origin), zap.String("transport", transport))
 
-	recv, errc, wait := recvLoop(sctx, ads.Recv)
+	recv, errc, wait := recvLoop(actx, ads.Recv)
 	defer wait()
 	defer cancel() // ends the stream, hence the receiver, before waiting
 
@@ -57,11 +76,11 @@ func runSession[Req, Resp any](ctx context.Context, s *stream, origin, transport
 	}
 	for {
 		select {
-		case <-sctx.Done():
-			return healthy, sctx.Err()
+		case <-actx.Done():
+			return healthy, actx.Err()
 		case err := <-errc:
-			return healthy, fmt.Errorf("upstream %s: %s stream to %s: %w", s.id.Authority, transport, origin, err)
-		case <-s.poke:
+			return healthy, fmt.Errorf("upstream %s: %s stream to %s: %w", l.id.Authority, transport, origin, err)
+		case <-l.poke:
 			if err := ops.sync(); err != nil {
 				return healthy, err
 			}

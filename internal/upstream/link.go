@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,12 +11,15 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// stream is one upstream stream: a StreamID's subscriptions, carried to the
-// authority's origins by the run goroutine, which reconnects and fails over.
-type stream struct {
+// link is the relay's upstream for one cache.StreamID: the subscriptions
+// the cache wants on it (desired), and the run goroutine that carries them
+// to the authority's origins, one attempt after another (reconnect,
+// failover, failback). It lives from the StreamID's first Subscribe until
+// the Manager closes.
+type link struct {
 	id   cache.StreamID // read-only
 	auth *authority     // read-only
-	m    *Manager       // read-only
+	mgr  *Manager       // read-only
 	lg   *zap.Logger    // read-only
 	// poke wakes the run goroutine after desired changed (1 slot: many
 	// pokes, one wake-up).
@@ -28,7 +29,7 @@ type stream struct {
 	// desired: type URL → names the cache wants (canonical names, canonical
 	// glob URLs, cache.Wildcard). guarded by mu
 	desired map[string]map[string]struct{}
-	// node to present to the origin: the relay's own on xdstp streams
+	// node to present to the origin: the relay's own on xdstp links
 	// (Group ""), the first Subscribe's on legacy groups (the aggregation
 	// rule's node or the group's first client's). guarded by mu
 	node *corev3.Node
@@ -36,18 +37,18 @@ type stream struct {
 	nodeFromSubscribe bool
 
 	// sotwVersions: last accepted version_info per type, kept across
-	// sessions to the same origin (sotwOrigin) so a SotW reconnect resends
+	// attempts on the same origin (sotwOrigin) so a SotW reconnect resends
 	// it; a version from another origin means nothing and is not sent.
 	// owned by the run goroutine
 	sotwVersions map[string]string
 	sotwOrigin   string
 }
 
-func newStream(m *Manager, id cache.StreamID, a *authority) *stream {
-	return &stream{
+func newLink(m *Manager, id cache.StreamID, a *authority) *link {
+	return &link{
 		id:           id,
 		auth:         a,
-		m:            m,
+		mgr:          m,
 		lg:           m.lg.With(zap.String("authority", id.Authority), zap.String("group", id.Group)),
 		poke:         make(chan struct{}, 1),
 		desired:      make(map[string]map[string]struct{}),
@@ -57,15 +58,15 @@ func newStream(m *Manager, id cache.StreamID, a *authority) *stream {
 }
 
 // update changes the desired set and wakes the run goroutine; never blocks.
-func (s *stream) update(node *corev3.Node, typeURL string, names []string, add bool) {
-	s.mu.Lock()
-	if node != nil && !s.nodeFromSubscribe && (s.id.Group != "" || s.node == nil) {
-		s.node, s.nodeFromSubscribe = node, true
+func (l *link) update(node *corev3.Node, typeURL string, names []string, add bool) {
+	l.mu.Lock()
+	if node != nil && !l.nodeFromSubscribe && (l.id.Group != "" || l.node == nil) {
+		l.node, l.nodeFromSubscribe = node, true
 	}
-	set := s.desired[typeURL]
+	set := l.desired[typeURL]
 	if set == nil {
 		set = make(map[string]struct{})
-		s.desired[typeURL] = set
+		l.desired[typeURL] = set
 	}
 	for _, n := range names {
 		if add {
@@ -74,9 +75,9 @@ func (s *stream) update(node *corev3.Node, typeURL string, names []string, add b
 			delete(set, n)
 		}
 	}
-	s.mu.Unlock()
+	l.mu.Unlock()
 	select {
-	case s.poke <- struct{}{}:
+	case l.poke <- struct{}{}:
 	default:
 	}
 }
@@ -93,18 +94,18 @@ type want struct {
 }
 
 // snapshot returns the node and, per type, what to subscribe upstream.
-func (s *stream) snapshot() (*corev3.Node, map[string]*want) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]*want, len(s.desired))
-	for t, set := range s.desired {
+func (l *link) snapshot() (*corev3.Node, map[string]*want) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]*want, len(l.desired))
+	for t, set := range l.desired {
 		w := &want{names: make(map[string]struct{}, len(set))}
 		for n := range set {
 			switch {
 			case n == cache.Wildcard:
 				w.wildcardDesired = true
 				w.names[n] = struct{}{}
-			case s.auth.emulated && isGlob(n):
+			case l.auth.emulated && isGlob(n):
 				w.emulatedGlobs = append(w.emulatedGlobs, n)
 				w.names[cache.Wildcard] = struct{}{}
 			default:
@@ -113,7 +114,7 @@ func (s *stream) snapshot() (*corev3.Node, map[string]*want) {
 		}
 		out[t] = w
 	}
-	return s.node, out
+	return l.node, out
 }
 
 // completeForWildcard lists what a wildcard answer completes on type t:
@@ -126,40 +127,40 @@ func isGlob(name string) bool {
 	return cache.Key{Name: name}.IsCollection() && name != cache.Wildcard
 }
 
-// run connects to the authority's origins until ctx ends. Each session
-// starts at the first origin; a failed attempt moves to the next one
-// (wrapping around) after a jittered exponential wait. A session that got
+// run makes attempts on the authority's origins until ctx ends. The first
+// attempt is on the first origin; a failed attempt moves to the next one
+// (wrapping around) after a jittered exponential wait. An attempt that got
 // at least one response resets the wait, and the next attempt starts over
-// at the first origin. A session on a later origin ends as soon as the
-// first answers a probe (see failback.go), and the stream moves back to it
+// at the first origin. An attempt on a later origin ends as soon as the
+// first answers a probe (see failback.go), and the link moves back to it
 // at once.
-func (s *stream) run(ctx context.Context) {
-	b := newBackoff(s.m.backoff)
+func (l *link) run(ctx context.Context) {
+	b := newBackoff(l.mgr.backoff)
 	idx := 0
 	for {
-		origin := s.auth.origins[idx]
-		healthy, back, err := s.sessionOrFailback(ctx, idx)
+		origin := l.auth.origins[idx]
+		healthy, back, err := l.attemptOrFailback(ctx, idx)
 		if ctx.Err() != nil {
 			return
 		}
 		if back {
-			s.m.m.failbacks.WithLabelValues(s.id.Authority).Inc()
-			s.lg.Info("first origin answers again; moving the stream back", zap.String("from", origin),
-				zap.String("to", s.auth.origins[0]))
+			l.mgr.metrics.failbacks.WithLabelValues(l.id.Authority).Inc()
+			l.lg.Info("first origin answers again; moving the stream back", zap.String("from", origin),
+				zap.String("to", l.auth.origins[0]))
 			b.reset()
 			idx = 0
 			continue
 		}
-		s.m.m.reconnects.WithLabelValues(s.id.Authority).Inc()
+		l.mgr.metrics.reconnects.WithLabelValues(l.id.Authority).Inc()
 		if healthy {
 			b.reset()
 			idx = 0
 		} else {
-			idx = (idx + 1) % len(s.auth.origins)
+			idx = (idx + 1) % len(l.auth.origins)
 		}
 		d := b.wait()
-		s.lg.Warn("upstream stream lost; reconnecting", zap.String("origin", origin), zap.Error(err),
-			zap.String("next_origin", s.auth.origins[idx]), zap.Duration("wait", d))
+		l.lg.Warn("upstream stream lost; reconnecting", zap.String("origin", origin), zap.Error(err),
+			zap.String("next_origin", l.auth.origins[idx]), zap.Duration("wait", d))
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -168,20 +169,4 @@ func (s *stream) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-// session runs one connection to origin; healthy says it received at least
-// one response (or, for a file source, that it started).
-func (s *stream) session(ctx context.Context, origin string) (healthy bool, err error) {
-	if strings.HasPrefix(origin, FileOriginPrefix) {
-		fs := s.m.files[origin]
-		if fs == nil {
-			return false, errors.New("file source not started")
-		}
-		return s.fileSession(ctx, fs)
-	}
-	if s.auth.sotw {
-		return s.sotwSession(ctx, origin)
-	}
-	return s.deltaSession(ctx, origin)
 }
