@@ -27,6 +27,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // aggRules groups CDS and EDS per node cluster (frontend, backend), puts
@@ -165,7 +166,7 @@ func (o *snapOrigin) streamNodes() (opens int, nodes []string) {
 // nodes.
 func (o *snapOrigin) waitStreams(want []string) {
 	o.t.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	deadline := time.NewTimer(xdstest.WaitTimeout)
 	defer deadline.Stop()
 	for {
 		opens, got := o.streamNodes()

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/xds"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // startBackend serves the gRPC health service on loopback.
@@ -66,7 +68,7 @@ func TestDownstreamGRPCXDSClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
 	if err != nil {

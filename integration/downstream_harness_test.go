@@ -84,10 +84,10 @@ func relayMetric(t testing.TB, r *relayproc.Relay, name string, labels ...string
 }
 
 // waitRelayMetric waits until the relay's metric satisfies cond (re-read
-// every few milliseconds, up to waitTimeout) and returns its value.
+// every few milliseconds, up to xdstest.WaitTimeout) and returns its value.
 func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(float64) bool, name string, labels ...string) float64 {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(xdstest.WaitTimeout)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -96,7 +96,7 @@ func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(fl
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s = %v after %v", what, name, v, waitTimeout)
+			t.Fatalf("%s: %s = %v after %v", what, name, v, xdstest.WaitTimeout)
 		}
 		<-tick.C
 	}
@@ -113,9 +113,6 @@ func dial(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	return conn
 }
 
-// dsTimeouts are the waits of the downstream tests' client streams.
-var dsTimeouts = xdstest.Timeouts{Wait: waitTimeout, Quiet: quietPeriod}
-
 type (
 	deltaADS = xdstest.Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
 	sotwADS  = xdstest.Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
@@ -125,15 +122,15 @@ type (
 // protocol by hand.
 func openStream[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *xdstest.Stream[Req, Resp] {
 	t.Helper()
-	return xdstest.Open(t, dsTimeouts, open)
+	return xdstest.Open(t, open)
 }
 
 func openDelta(t testing.TB, conn *grpc.ClientConn) *deltaADS {
-	return xdstest.DeltaADS(t, conn, dsTimeouts)
+	return xdstest.DeltaADS(t, conn)
 }
 
 func openSotW(t testing.TB, conn *grpc.ClientConn) *sotwADS {
-	return xdstest.SotWADS(t, conn, dsTimeouts)
+	return xdstest.SotWADS(t, conn)
 }
 
 // deltaView is what a delta client holds: name → version, and the bodies.
@@ -316,7 +313,7 @@ func (c *adsClient) versions(typeURL string) map[string]string {
 // waitHolds receives until the client holds exactly want of typeURL.
 func (c *adsClient) waitHolds(typeURL string, want ...string) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	c.waitHoldsUntil(ctx.Done(), typeURL, want...)
 }
@@ -327,12 +324,12 @@ func (c *adsClient) waitHoldsUntil(done <-chan struct{}, typeURL string, want ..
 	want = slices.Sorted(slices.Values(want))
 	for !cmp.Equal(want, c.names(typeURL)) {
 		if _, ok := c.recvOne(done); !ok {
-			c.t.Fatalf("%s holds %v of %s after %v, want %v", c.name, c.names(typeURL), typeURL, waitTimeout, want)
+			c.t.Fatalf("%s holds %v of %s after %v, want %v", c.name, c.names(typeURL), typeURL, xdstest.WaitTimeout, want)
 		}
 	}
 }
 
-// quiet asserts the client receives nothing more within quietPeriod.
+// quiet asserts the client receives nothing more within xdstest.QuietPeriod.
 func (c *adsClient) quiet() {
 	c.t.Helper()
 	if c.delta != nil {

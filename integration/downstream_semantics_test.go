@@ -137,7 +137,7 @@ func TestDownstreamDeltaRemovalsAndReconnect(t *testing.T) {
 		ResourceNamesSubscribe: []string{same, changed, gone}, InitialResourceVersions: versions})
 	got := map[string]bool{}
 	var removedNow []string
-	deadline := time.After(waitTimeout)
+	deadline := time.After(xdstest.WaitTimeout)
 	for !(got[changed] && len(removedNow) == 1) {
 		select {
 		case <-deadline:
@@ -253,7 +253,7 @@ func TestDownstreamSlowClient(t *testing.T) {
 		recvDelta(t, fast, fv, func() bool { return timeoutOf(fv, small) == gen })
 	}
 	// Now drain the slow stream: it ends with ResourceExhausted.
-	if err := xdstest.Drain(t, waitTimeout, slow.Recv); grpcCode(err) != codes.ResourceExhausted {
+	if err := xdstest.Drain(t, slow.Recv); grpcCode(err) != codes.ResourceExhausted {
 		t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
 	}
 }

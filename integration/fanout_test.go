@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // dsEndpoints is the xdstp name of ClusterLoadAssignment id under
@@ -99,10 +100,10 @@ func (f *fleet) subscribe(typeURL string, names ...string) {
 }
 
 // waitHolds receives (and ACKs) until every client holds exactly names of
-// typeURL, all within waitTimeout.
+// typeURL, all within xdstest.WaitTimeout.
 func (f *fleet) waitHolds(typeURL string, names ...string) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	for _, c := range f.clients {
 		c.waitHoldsUntil(ctx.Done(), typeURL, names...)
@@ -110,14 +111,14 @@ func (f *fleet) waitHolds(typeURL string, names ...string) {
 }
 
 // settle receives (and ACKs) until no client has received anything for
-// quietPeriod, and returns what each client received meanwhile. Still
-// receiving after waitTimeout fails the test.
+// xdstest.QuietPeriod, and returns what each client received meanwhile. Still
+// receiving after xdstest.WaitTimeout fails the test.
 func (f *fleet) settle() [][]received {
 	f.t.Helper()
 	got := make([][]received, len(f.clients))
-	limit := time.Now().Add(waitTimeout)
+	limit := time.Now().Add(xdstest.WaitTimeout)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), quietPeriod)
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.QuietPeriod)
 		n := 0
 		for i, c := range f.clients {
 			for {
@@ -134,22 +135,22 @@ func (f *fleet) settle() [][]received {
 			return got
 		}
 		if time.Now().After(limit) {
-			f.t.Fatalf("clients still receiving after %v", waitTimeout)
+			f.t.Fatalf("clients still receiving after %v", xdstest.WaitTimeout)
 		}
 	}
 }
 
 // recvChange waits until every client has received a response (all within
-// waitTimeout), then settles, and returns what each client received.
+// xdstest.WaitTimeout), then settles, and returns what each client received.
 func (f *fleet) recvChange() [][]received {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	got := make([][]received, len(f.clients))
 	for i, c := range f.clients {
 		r, ok := c.recvOne(ctx.Done())
 		if !ok {
-			f.t.Fatalf("%s: no response within %v (%d of %d clients got one)", c.name, waitTimeout, i, len(f.clients))
+			f.t.Fatalf("%s: no response within %v (%d of %d clients got one)", c.name, xdstest.WaitTimeout, i, len(f.clients))
 		}
 		got[i] = []received{r}
 	}

@@ -25,14 +25,8 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
-
-// waitTimeout bounds every wait for something that must happen.
-const waitTimeout = 10 * time.Second
-
-// quietPeriod is how long a test waits to see that something does NOT
-// happen.
-const quietPeriod = 300 * time.Millisecond
 
 // gcpOrigin is a real go-control-plane origin on loopback: its server over
 // one LinearCache per type in a MuxCache (newGCPOrigin) or over one ADS
@@ -188,7 +182,7 @@ func (o *gcpOrigin) record(f func()) {
 // waitFor waits until cond (evaluated under the origin's lock) holds.
 func (o *gcpOrigin) waitFor(what string, cond func() bool) {
 	o.t.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	deadline := time.NewTimer(xdstest.WaitTimeout)
 	defer deadline.Stop()
 	for {
 		o.mu.Lock()
@@ -345,7 +339,7 @@ func (w *watcher) count(name string) int {
 // waitFor waits until cond holds, re-checking after each notification.
 func (w *watcher) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	deadline := time.NewTimer(xdstest.WaitTimeout)
 	defer deadline.Stop()
 	for !cond() {
 		select {

@@ -20,6 +20,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // scriptedOrigin is a small ADS server on loopback whose responses the
@@ -122,7 +123,7 @@ func (s *scripted[Req, Resp]) send(r *Resp, nonce string) {
 	s.t.Helper()
 	select {
 	case s.resps <- r:
-	case <-time.After(waitTimeout):
+	case <-time.After(xdstest.WaitTimeout):
 		s.t.Fatalf("scripted origin: no %s stream to send nonce %q on", s.transport, nonce)
 	}
 }
@@ -130,7 +131,7 @@ func (s *scripted[Req, Resp]) send(r *Resp, nonce string) {
 // next returns the next request that satisfies match.
 func (s *scripted[Req, Resp]) next(what string, match func(*Req) bool) *Req {
 	s.t.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	deadline := time.NewTimer(xdstest.WaitTimeout)
 	defer deadline.Stop()
 	for {
 		select {
@@ -342,7 +343,7 @@ func TestUpstreamTTLExpiry(t *testing.T) {
 		Resources: []*discoveryv3.Resource{{Name: name, Version: "1", Resource: mustAny(t, cluster(name, 1)), Ttl: durationpb.New(300 * time.Millisecond)}}})
 	o.next("ACK of n1", answers("n1"))
 	for {
-		r := d.Recv() // fails the test after waitTimeout
+		r := d.Recv() // fails the test after xdstest.WaitTimeout
 		d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
 		if slices.Contains(r.GetRemovedResources(), name) {
 			return

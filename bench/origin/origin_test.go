@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/loadgen"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,13 +78,6 @@ func TestRecorderCountsStreamsAndSubscriptions(t *testing.T) {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
 }
-
-// Bounds of the tests that run a real origin: deadline for what must
-// happen, quiet for how long to watch that something does not.
-const (
-	deadline = 10 * time.Second
-	quiet    = 300 * time.Millisecond
-)
 
 // serveOrigin serves o's cache over go-control-plane's ADS server, with
 // o's recorder as its callbacks, on 127.0.0.1:0, until the test ends.
@@ -211,8 +205,8 @@ func next(t *testing.T, ch <-chan received, what string) received {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(deadline):
-		t.Fatalf("%s: no response within %v", what, deadline)
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatalf("%s: no response within %v", what, xdstest.WaitTimeout)
 		return nil
 	}
 }
@@ -256,7 +250,7 @@ func TestPushAllIsOneResponse(t *testing.T) {
 			select {
 			case r := <-responses:
 				t.Errorf("a second response after one push of all: %v", r)
-			case <-time.After(quiet):
+			case <-time.After(xdstest.QuietPeriod):
 			}
 
 			after := o.rec.snapshot()

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 func TestMain(m *testing.M) {
@@ -35,9 +37,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
-
-// waitTimeout is the failure deadline for anything a test waits on.
-const waitTimeout = 10 * time.Second
 
 func TestDispatch(t *testing.T) {
 	tests := []struct {
@@ -257,8 +256,8 @@ func (p *process) waitServing(t *testing.T) servingLog {
 	case err := <-p.exited:
 		p.exited <- err
 		t.Fatalf("relay exited before serving: %v\nstderr:\n%s", err, p.stderr)
-	case <-time.After(waitTimeout):
-		t.Fatalf("relay not serving after %v\nstderr:\n%s", waitTimeout, p.stderr)
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatalf("relay not serving after %v\nstderr:\n%s", xdstest.WaitTimeout, p.stderr)
 	}
 	return servingLog{}
 }
@@ -266,12 +265,12 @@ func (p *process) waitServing(t *testing.T) servingLog {
 // waitLog waits until stderr contains text.
 func (p *process) waitLog(t *testing.T, text string) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	deadline := time.After(xdstest.WaitTimeout)
 	for !strings.Contains(p.stderr.String(), text) {
 		select {
 		case <-p.logged:
 		case <-deadline:
-			t.Fatalf("no %q logged within %v\nstderr:\n%s", text, waitTimeout, p.stderr)
+			t.Fatalf("no %q logged within %v\nstderr:\n%s", text, xdstest.WaitTimeout, p.stderr)
 		}
 	}
 }
@@ -289,8 +288,8 @@ func (p *process) waitExit(t *testing.T) int {
 			t.Fatalf("wait: %v", err)
 		}
 		return 0
-	case <-time.After(waitTimeout):
-		t.Fatalf("relay did not exit within %v\nstderr:\n%s", waitTimeout, p.stderr)
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatalf("relay did not exit within %v\nstderr:\n%s", xdstest.WaitTimeout, p.stderr)
 	}
 	return -1
 }
@@ -390,7 +389,7 @@ func TestServeFailsFast(t *testing.T) {
 
 func httpStatus(t *testing.T, url string) int {
 	t.Helper()
-	client := &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: xdstest.WaitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
@@ -415,7 +414,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(waitTimeout)); err != nil {
+	if err := conn.SetDeadline(time.Now().Add(xdstest.WaitTimeout)); err != nil {
 		t.Fatal(err)
 	}
 	req := "POST /v3/discovery:clusters HTTP/1.1\r\nHost: relay\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n"
@@ -440,7 +439,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
 			t.Errorf("exit = %v, want killed by SIGTERM", err)
 		}
-	case <-time.After(waitTimeout):
+	case <-time.After(xdstest.WaitTimeout):
 		t.Fatal("second SIGTERM did not end the process")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // fuzzNames are what fuzzed clients ask for: good xdstp names (two
@@ -174,7 +175,7 @@ func FuzzSessions(f *testing.F) {
 			want[n] = r.Version
 		}
 		held := map[string]string{}
-		deadline := time.NewTimer(waitFor)
+		deadline := time.NewTimer(xdstest.WaitTimeout)
 		defer deadline.Stop()
 		for !equalVersions(held, want) {
 			select {

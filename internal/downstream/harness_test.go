@@ -32,11 +32,6 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
-	// waitFor bounds waiting for something that must happen.
-	waitFor = 10 * time.Second
-	// quietFor is how long a test watches for something that must not happen.
-	quietFor = 200 * time.Millisecond
-
 	authority = "a.example"
 	ldsType   = resourcev3.ListenerType
 	cdsType   = resourcev3.ClusterType
@@ -81,7 +76,7 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 		Cache:       e.cache,
 		Resolver:    NewResolver([]string{authority}, legacyMatcher{}),
 		SendTimeout: sendTimeout,
-		FetchWait:   quietFor,
+		FetchWait:   xdstest.QuietPeriod,
 		Logger:      lg,
 		Registry:    e.reg,
 		// As the relay serves: the fan-out fast path on (shared.go).
@@ -162,9 +157,6 @@ func (e *env) put(typeURL, name, version string) *cache.Resource {
 	return r
 }
 
-// timeouts are the waits of this package's client streams.
-var timeouts = xdstest.Timeouts{Wait: waitFor, Quiet: quietFor}
-
 type (
 	deltaStreamC = xdstest.Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]
 	sotwStreamC  = xdstest.Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse]
@@ -173,12 +165,12 @@ type (
 // startStream opens a raw client stream with open.
 func startStream[Req, Resp any](t testing.TB, open func(ctx context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *xdstest.Stream[Req, Resp] {
 	t.Helper()
-	return xdstest.Open(t, timeouts, open)
+	return xdstest.Open(t, open)
 }
 
-func (e *env) delta() *deltaStreamC { return xdstest.DeltaADS(e.t, e.conn, timeouts) }
+func (e *env) delta() *deltaStreamC { return xdstest.DeltaADS(e.t, e.conn) }
 
-func (e *env) sotw() *sotwStreamC { return xdstest.SotWADS(e.t, e.conn, timeouts) }
+func (e *env) sotw() *sotwStreamC { return xdstest.SotWADS(e.t, e.conn) }
 
 var testNode = &corev3.Node{Id: "node-1", Cluster: "c1"}
 

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // One request, one response: what the relay knows while it applies a
@@ -17,7 +18,7 @@ import (
 // The cache hook makes that deterministic. Watch is made key by key, and
 // each resource becomes known just before its key is watched (as if it
 // arrived from the origin at that moment). After the first key the hook
-// waits until the server has looked up every subscribed name (or quietFor
+// waits until the server has looked up every subscribed name (or xdstest.QuietPeriod
 // passes). Before the session held its writer back while handling a
 // request, the first Notify woke the writer, which looked everything up
 // while the rest was still unknown, and sent the first resource alone; the
@@ -67,7 +68,7 @@ func TestOneRequestOneResponse(t *testing.T) {
 					if i == 1 {
 						// Give a writer that runs mid-request the time to
 						// look up every name (it must not).
-						deadline := time.After(quietFor)
+						deadline := time.After(xdstest.QuietPeriod)
 					wait:
 						for range n {
 							select {

@@ -62,7 +62,7 @@ func TestSlowClientDisconnected(t *testing.T) {
 	// coalesces (newest state wins), so a single new version may reach the
 	// writer before the first was built and yield one send only: publish
 	// new versions until the cut-off happens.
-	deadline := time.NewTimer(waitFor)
+	deadline := time.NewTimer(xdstest.WaitTimeout)
 	defer deadline.Stop()
 	for v := 2; ; v++ {
 		e.cache.set(key(edsType, big), &cache.Resource{Name: big, Body: bigBody(v)})
@@ -71,7 +71,7 @@ func TestSlowClientDisconnected(t *testing.T) {
 		case <-time.After(sendTimeout): // not a wait for the outcome: the next stimulus
 			continue
 		case <-deadline.C:
-			t.Fatalf("slow client not cut off within %v", waitFor)
+			t.Fatalf("slow client not cut off within %v", xdstest.WaitTimeout)
 		}
 		break
 	}
@@ -79,7 +79,7 @@ func TestSlowClientDisconnected(t *testing.T) {
 	checkDelta(t, deltaResp(edsType, nil, dres(small, r2)), fast.Recv())
 
 	// Draining the slow stream now ends in ResourceExhausted.
-	if err := xdstest.Drain(t, waitFor, slow.Recv); status.Code(err) != codes.ResourceExhausted {
+	if err := xdstest.Drain(t, slow.Recv); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
 	}
 	if got := testutil.ToFloat64(e.srv.m.slowDisconnects); got != 1 {

@@ -8,12 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// deadline bounds every wait for something that must happen.
-const deadline = 10 * time.Second
 
 func testNames(n int) []string {
 	names := make([]string, n)
@@ -56,8 +55,8 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(deadline):
-		t.Fatalf("%s: not within %v", what, deadline)
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatalf("%s: not within %v", what, xdstest.WaitTimeout)
 	}
 }
 
@@ -72,7 +71,7 @@ func waitAcks(t *testing.T, o *testOrigin, nodes, names []string, nack bool) {
 			missing[n][name] = true
 		}
 	}
-	timeout := time.After(deadline)
+	timeout := time.After(xdstest.WaitTimeout)
 	for len(missing) > 0 {
 		select {
 		case ev := <-o.acks:
@@ -86,7 +85,7 @@ func waitAcks(t *testing.T, o *testOrigin, nodes, names []string, nack bool) {
 				delete(missing, ev.node)
 			}
 		case <-timeout:
-			t.Fatalf("not (nack=%v) answered within %v, by node: %v", nack, deadline, missing)
+			t.Fatalf("not (nack=%v) answered within %v, by node: %v", nack, xdstest.WaitTimeout, missing)
 		}
 	}
 }

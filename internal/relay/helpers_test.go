@@ -22,14 +22,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
-
-// waitTimeout is the failure deadline for anything a test waits on.
-const waitTimeout = 10 * time.Second
-
-// notHappenTimeout is how long a test watches for something that must not
-// happen.
-const notHappenTimeout = 100 * time.Millisecond
 
 // testConfig is a valid config on loopback port 0.
 func testConfig(t *testing.T) *config.Config {
@@ -65,7 +59,7 @@ func newRelay(t *testing.T, c *config.Config) *Relay {
 func startRelay(t *testing.T, c *config.Config) *Relay {
 	t.Helper()
 	r := newRelay(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -76,7 +70,7 @@ func startRelay(t *testing.T, c *config.Config) *Relay {
 // get fetches url over real HTTP (no pooled connections left behind).
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	client := &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{Timeout: xdstest.WaitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)

@@ -21,6 +21,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 func TestAdminEndpoints(t *testing.T) {
@@ -65,7 +67,7 @@ func TestAdminEndpoints(t *testing.T) {
 func TestGRPCHealthOnListener(t *testing.T) {
 	r := startRelay(t, testConfig(t))
 	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
@@ -98,7 +100,7 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 				c.Admin = busy.Addr().String()
 			}
 			r := newRelay(t, c)
-			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 			defer cancel()
 			err = r.Start(ctx)
 			want := fmt.Sprintf("%s %s: address already in use", tt.key, busy.Addr())
@@ -121,7 +123,7 @@ func TestCloseEndsStreamsWithoutWaitingForGrace(t *testing.T) {
 	r := startRelay(t, c)
 	xdsAddr, adminAddr := r.XDSAddr(), r.AdminAddr()
 	conn := dial(t, xdsAddr, insecure.NewCredentials())
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	// A health Watch is a stream that never ends by itself, like an xDS stream.
 	stream, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
@@ -153,7 +155,7 @@ func TestCloseEndsStreamsWithoutWaitingForGrace(t *testing.T) {
 		if err != nil {
 			t.Errorf("Close: %v", err)
 		}
-	case <-time.After(waitTimeout):
+	case <-time.After(xdstest.WaitTimeout):
 		t.Fatal("Close waited for the grace period although every stream had ended")
 	}
 	// Both ports are free again.
@@ -196,7 +198,7 @@ func TestCloseCutsStreamsThatIgnoreShutdownAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Stubborn/Hang")
 	if err != nil {
@@ -219,7 +221,7 @@ func TestCloseCutsStreamsThatIgnoreShutdownAfterGrace(t *testing.T) {
 		if err != nil {
 			t.Errorf("Close: %v", err)
 		}
-	case <-time.After(waitTimeout):
+	case <-time.After(xdstest.WaitTimeout):
 		t.Fatal("Close did not return after the grace period")
 	}
 }
@@ -310,7 +312,7 @@ func TestComponentFailureIsReported(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Errorf("Failed() = %v, want it to wrap %v", err, boom)
 		}
-	case <-time.After(waitTimeout):
+	case <-time.After(xdstest.WaitTimeout):
 		t.Fatal("component failure not reported")
 	}
 }
@@ -361,7 +363,7 @@ func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
 		t.Fatalf("a Close returned (%v) while the shutdown was still running", err)
 	case err := <-second:
 		t.Fatalf("a Close returned (%v) while the shutdown was still running", err)
-	case <-time.After(notHappenTimeout):
+	case <-time.After(xdstest.QuietPeriod):
 	}
 	close(stopHook)
 	for _, ch := range []chan error{first, second} {
@@ -370,7 +372,7 @@ func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
 			if err != nil {
 				t.Errorf("Close: %v", err)
 			}
-		case <-time.After(waitTimeout):
+		case <-time.After(xdstest.WaitTimeout):
 			t.Fatal("Close did not return")
 		}
 	}
@@ -406,7 +408,7 @@ func TestDownstreamTLS(t *testing.T) {
 			}
 			r := startRelay(t, c)
 			conn := dial(t, r.XDSAddr(), tt.creds)
-			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 			defer cancel()
 			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 			if tt.wantErr {
@@ -453,7 +455,7 @@ func TestDownstreamCertificateRotation(t *testing.T) {
 	check := func(p *pki) error {
 		conn := dial(t, r.XDSAddr(), credentials.NewTLS(&tls.Config{RootCAs: p.pool}))
 		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 		defer cancel()
 		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 		return err
@@ -499,7 +501,7 @@ func TestDownstreamMessageSizeLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 			defer cancel()
 			_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: strings.Repeat("s", tt.size)})
 			if got := status.Code(err); got != tt.wantCode {

@@ -1,4 +1,4 @@
-// Package xdstest is test support only: raw xDS client streams with a
-// receive pump, shared by the tests of internal/downstream and integration.
-// Nothing but tests imports it.
+// Package xdstest is test support only: the wait and quiet timeouts every
+// test uses (timeouts.go), and raw xDS client streams with a receive pump
+// (stream.go). Nothing but tests imports it.
 package xdstest

@@ -11,25 +11,17 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Timeouts bound a test's waits: Wait for what must happen, Quiet for how
-// long to watch for what must not.
-type Timeouts struct {
-	Wait  time.Duration
-	Quiet time.Duration
-}
-
 // Stream is a raw client stream whose responses a pump goroutine receives
 // into a buffer; the test's Cleanup ends the pump.
 type Stream[Req, Resp any] struct {
 	t     testing.TB
-	tm    Timeouts         // read-only
 	send  func(*Req) error // called by the test goroutine only
 	resps chan *Resp       // filled by the pump
 	errc  chan error       // 1 slot: why Recv failed
 }
 
 // Open opens a stream with open and starts its pump.
-func Open[Req, Resp any](t testing.TB, tm Timeouts, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *Stream[Req, Resp] {
+func Open[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *Stream[Req, Resp] {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := open(ctx)
@@ -37,7 +29,7 @@ func Open[Req, Resp any](t testing.TB, tm Timeouts, open func(context.Context) (
 		cancel()
 		t.Fatal(err)
 	}
-	s := &Stream[Req, Resp]{t: t, tm: tm, send: st.Send, resps: make(chan *Resp, 100), errc: make(chan error, 1)}
+	s := &Stream[Req, Resp]{t: t, send: st.Send, resps: make(chan *Resp, 100), errc: make(chan error, 1)}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -60,19 +52,19 @@ func Open[Req, Resp any](t testing.TB, tm Timeouts, open func(context.Context) (
 }
 
 // DeltaADS opens a delta ADS stream on conn.
-func DeltaADS(t testing.TB, conn grpc.ClientConnInterface, tm Timeouts) *Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse] {
+func DeltaADS(t testing.TB, conn grpc.ClientConnInterface) *Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse] {
 	t.Helper()
 	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	return Open(t, tm, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
+	return Open(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
 		return c.DeltaAggregatedResources(ctx)
 	})
 }
 
 // SotWADS opens a SotW ADS stream on conn.
-func SotWADS(t testing.TB, conn grpc.ClientConnInterface, tm Timeouts) *Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse] {
+func SotWADS(t testing.TB, conn grpc.ClientConnInterface) *Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse] {
 	t.Helper()
 	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	return Open(t, tm, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+	return Open(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
 		return c.StreamAggregatedResources(ctx)
 	})
 }
@@ -86,7 +78,7 @@ func (s *Stream[Req, Resp]) Send(r *Req) {
 }
 
 // Recv returns the next response; the stream ending, or no response
-// within Timeouts.Wait, fails the test.
+// within WaitTimeout, fails the test.
 func (s *Stream[Req, Resp]) Recv() *Resp {
 	s.t.Helper()
 	select {
@@ -94,13 +86,13 @@ func (s *Stream[Req, Resp]) Recv() *Resp {
 		return m
 	case err := <-s.errc:
 		s.t.Fatalf("stream ended: %v", err)
-	case <-time.After(s.tm.Wait):
-		s.t.Fatalf("no response within %v", s.tm.Wait)
+	case <-time.After(WaitTimeout):
+		s.t.Fatalf("no response within %v", WaitTimeout)
 	}
 	return nil
 }
 
-// None asserts that no response arrives within Timeouts.Quiet.
+// None asserts that no response arrives within QuietPeriod.
 func (s *Stream[Req, Resp]) None() {
 	s.t.Helper()
 	select {
@@ -108,7 +100,7 @@ func (s *Stream[Req, Resp]) None() {
 		s.t.Fatalf("unexpected response: %v", m)
 	case err := <-s.errc:
 		s.t.Fatalf("stream ended: %v", err)
-	case <-time.After(s.tm.Quiet):
+	case <-time.After(QuietPeriod):
 	}
 }
 
@@ -120,8 +112,8 @@ func (s *Stream[Req, Resp]) Err() *status.Status {
 		case <-s.resps:
 		case err := <-s.errc:
 			return status.Convert(err)
-		case <-time.After(s.tm.Wait):
-			s.t.Fatalf("stream did not end within %v", s.tm.Wait)
+		case <-time.After(WaitTimeout):
+			s.t.Fatalf("stream did not end within %v", WaitTimeout)
 			return nil
 		}
 	}
@@ -135,8 +127,9 @@ func (s *Stream[Req, Resp]) Responses() <-chan *Resp { return s.resps }
 func (s *Stream[Req, Resp]) Errors() <-chan error { return s.errc }
 
 // Drain receives with recv until it fails and returns that error, for a
-// stream read by hand (no pump); not ending within wait fails the test.
-func Drain[T any](t testing.TB, wait time.Duration, recv func() (T, error)) error {
+// stream read by hand (no pump); not ending within WaitTimeout fails the
+// test.
+func Drain[T any](t testing.TB, recv func() (T, error)) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
@@ -150,8 +143,8 @@ func Drain[T any](t testing.TB, wait time.Duration, recv func() (T, error)) erro
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(wait):
-		t.Fatalf("stream did not end within %v", wait)
+	case <-time.After(WaitTimeout):
+		t.Fatalf("stream did not end within %v", WaitTimeout)
 		return nil
 	}
 }
