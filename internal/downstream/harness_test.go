@@ -90,7 +90,9 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.ForceServerCodecV2(Codec())}, serverOpts...)...)
+	// As the relay serves: the shared-encoding codec, and Stop waits for
+	// handlers so srv.Wait does not race a session starting its writer.
+	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.ForceServerCodecV2(Codec()), grpc.WaitForHandlers(true)}, serverOpts...)...)
 	srv.Register(gs)
 	served := make(chan struct{})
 	go func() { defer close(served); _ = gs.Serve(lis) }()

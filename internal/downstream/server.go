@@ -113,7 +113,9 @@ func New(opts Options) (*Server, error) {
 }
 
 // Wait blocks until every goroutine started for a stream has ended. Call it
-// after the grpc.Server has stopped (which ends every stream).
+// after the grpc.Server has stopped (which ends every stream); the server
+// must be built with grpc.WaitForHandlers(true), so that no handler is
+// still starting goroutines.
 func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) addSession(ss *session) {

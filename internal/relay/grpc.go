@@ -35,6 +35,9 @@ func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, er
 		// Responses that carry one origin change's shared encoding are
 		// sent as those bytes (downstream.Options.SharedEncoding).
 		grpc.ForceServerCodecV2(downstream.Codec()),
+		// Stop returns once every handler has: then no session can start
+		// a goroutine the downstream Server's Wait would race with.
+		grpc.WaitForHandlers(true),
 	}
 	tc, err := d.TLS.TLSConfig(tlsReloadError(lg))
 	if err != nil {
