@@ -21,9 +21,9 @@ const (
 
 // session is one client stream. The handler goroutine handles requests and
 // changes subscriptions; one writer goroutine (writer.go) is the only caller
-// of send. The cache calls Notify, which only marks a key dirty and wakes
-// the writer. The writer runs only while there is work: an idle stream
-// costs no writer goroutine.
+// of send. The cache calls Notify, which only marks a key dirty, then
+// Flush, which wakes the writer. The writer runs only while there is work
+// (writerState): an idle stream costs no writer goroutine.
 type session struct {
 	srv       *Server
 	id        uint64            // read-only after newSession
@@ -42,21 +42,8 @@ type session struct {
 	types  map[string]*typeState  // guarded by mu; by type URL
 	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
 	nonce  uint64                 // guarded by mu; last nonce issued on this stream
-	// The writer: running while writing; rerun says it was woken while
-	// running; writerEnd is closed when the current run ends; closed:
-	// the handler returned, start no writer.
-	writing   bool          // guarded by mu
-	rerun     bool          // guarded by mu
-	writerEnd chan struct{} // guarded by mu
-	closed    bool          // guarded by mu
-	// handling counts requests being applied (resolve, Watch). While it
-	// is not zero the writer leaves the dirty set alone; the handler wakes
-	// it when done, so what is known when a request is applied goes out in
-	// one response per type, not a part now and the rest a moment later.
-	handling int // guarded by mu
-	// announcing: the cache is announcing a change (Notify came, Flush
-	// not yet); the writer leaves the dirty set alone until Flush wakes it.
-	announcing bool // guarded by mu
+	// writer is the writer goroutine's lifecycle (writerstate.go).
+	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
 	// lastSet the latest taken (Flush repeats for one change take it once).
 	sets    []*cache.ChangeSet // guarded by mu
@@ -88,7 +75,7 @@ func newSession(srv *Server, variant, fixedType, peer string, send func(any) err
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
 	ss.dirty[k] = struct{}{}
-	ss.announcing = true
+	ss.writer.announceLocked()
 	ss.mu.Unlock()
 }
 
@@ -101,16 +88,15 @@ const maxPendingSets = 16
 // wake the writer. Repeats for one change find nothing new and return.
 func (ss *session) Flush(cs *cache.ChangeSet) {
 	ss.mu.Lock()
-	if ss.closed {
+	if ss.writer.closedLocked() {
 		ss.mu.Unlock()
 		return
 	}
 	take := cs != nil && ss.lastSet != cs && len(ss.sets) < maxPendingSets
-	if !ss.announcing && !take {
+	if announced := ss.writer.flushLocked(); !announced && !take {
 		ss.mu.Unlock()
 		return
 	}
-	ss.announcing = false
 	if take {
 		ss.lastSet = cs
 		cs.Take()
@@ -126,7 +112,7 @@ func (ss *session) Flush(cs *cache.ChangeSet) {
 // beginRequest holds the writer back while a request is applied.
 func (ss *session) beginRequest() {
 	ss.mu.Lock()
-	ss.handling++
+	ss.writer.holdLocked()
 	ss.mu.Unlock()
 }
 
@@ -134,7 +120,7 @@ func (ss *session) beginRequest() {
 // for everything the request and the cache's notifications left dirty.
 func (ss *session) endRequest(wake bool) {
 	ss.mu.Lock()
-	ss.handling--
+	ss.writer.releaseLocked()
 	var start chan struct{}
 	if wake && ss.hasWorkLocked() {
 		start = ss.wakeLocked()
@@ -163,17 +149,11 @@ func (ss *session) hasWorkLocked() bool {
 // wakeLocked notes work for the writer; it returns a channel when a writer
 // must be started (by startWriter, after unlocking), nil otherwise.
 func (ss *session) wakeLocked() chan struct{} {
-	if ss.closed || ss.handling > 0 || ss.announcing {
-		return nil // endRequest or Flush wakes the writer
+	end := ss.writer.wakeLocked()
+	if end != nil {
+		ss.srv.wg.Add(1) // done by startWriter's goroutine
 	}
-	if ss.writing {
-		ss.rerun = true
-		return nil
-	}
-	ss.writing = true
-	ss.writerEnd = make(chan struct{})
-	ss.srv.wg.Add(1)
-	return ss.writerEnd
+	return end
 }
 
 // startWriter runs the writer until it runs out of work; the Server's wait
@@ -413,11 +393,7 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	slow, err := ss.loop(ctx, recv, handle)
 
 	ss.mu.Lock()
-	ss.closed = true
-	var writerEnd chan struct{}
-	if ss.writing {
-		writerEnd = ss.writerEnd
-	}
+	writerEnd := ss.writer.closeLocked()
 	sets := ss.sets
 	ss.sets = nil
 	ss.mu.Unlock()

@@ -66,7 +66,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version}
 	}
 	ss.resetDirtyLocked()
-	ss.rerun = false
+	ss.writer.roundLocked()
 	rd = roundPool.Get().(*round)
 	rd.sets = append(rd.sets, cs)
 	clear(ss.sets)

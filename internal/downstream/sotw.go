@@ -110,8 +110,11 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	full := fullStateTypes[ts.typeURL]
 	changedAny := false
 	var changedNames []string
-	heartbeat := make(map[string]bool)
+	heartbeat := make(map[string]bool) // by name listed in this response
 	note := func(name string, r *cache.Resource, force bool) {
+		if _, dup := heartbeat[name]; dup {
+			return // subscribed directly and through a collection: listed once
+		}
 		h, ok := ts.sent[name]
 		if !force && !changed(h, ok, r) {
 			ts.sent[name] = held{res: r, version: r.Version}

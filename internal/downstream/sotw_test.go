@@ -3,6 +3,7 @@ package downstream
 import (
 	"testing"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -179,4 +180,30 @@ func TestSotWNack(t *testing.T) {
 	e.syncSotW(bad)
 	checkNacks(t, e, edsType, 1, "bad endpoint")
 	bad.None()
+}
+
+// A name subscribed both directly and through the wildcard is listed once
+// in a response, also on a type whose responses list only what changed.
+func TestSotWNameThroughWildcardAndDirectlyListedOnce(t *testing.T) {
+	e := newEnv(t, 0)
+	e.put(edsType, "A", "1")
+	e.put(edsType, "B", "1")
+	c := e.sotw()
+	c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{"*", "A"}})
+	seen := map[string]bool{}
+	for len(seen) < 2 { // the wildcard's members may come in a second response
+		r := c.Recv()
+		in := map[string]bool{}
+		for _, a := range r.GetResources() {
+			var cla endpointv3.ClusterLoadAssignment
+			if err := a.UnmarshalTo(&cla); err != nil {
+				t.Fatal(err)
+			}
+			if in[cla.GetClusterName()] {
+				t.Fatalf("response lists %s twice: %v", cla.GetClusterName(), r)
+			}
+			in[cla.GetClusterName()] = true
+			seen[cla.GetClusterName()] = true
+		}
+	}
 }

@@ -174,15 +174,11 @@ func (ss *session) writeLoop() {
 			return
 		}
 		ss.mu.Lock()
-		if !ss.rerun || ss.closed || ss.handling > 0 || ss.announcing {
-			// Handling a request: its endRequest starts the next writer.
-			ss.writing = false
-			ss.rerun = false
-			ss.mu.Unlock()
+		again := ss.writer.nextRoundLocked()
+		ss.mu.Unlock()
+		if !again {
 			return
 		}
-		ss.rerun = false
-		ss.mu.Unlock()
 	}
 }
 
@@ -232,7 +228,7 @@ type outMsg struct {
 // The caller releases the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.handling > 0 || ss.announcing {
+	if ss.writer.heldLocked() {
 		// A request is being applied, or a change announced: its
 		// endRequest or Flush wakes the writer.
 		ss.mu.Unlock()
@@ -305,7 +301,7 @@ func (ss *session) collectLocked() *round {
 			ss.spare = dirty
 		} // else dropped: an idle session keeps no map sized for its initial sync
 	}()
-	ss.rerun = false // this round sees everything noted so far
+	ss.writer.roundLocked()
 	rd := roundPool.Get().(*round)
 	rd.sets = append(rd.sets, ss.sets...)
 	clear(ss.sets)
