@@ -165,7 +165,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 				present[name] = p.res
 				_, force := ts.force[name]
 				addRes(name, p.res, force)
-			case left && !ts.coveredLocked(name):
+			case left && !ts.subscribedLocked(name):
 				if _, ok := ts.sent[name]; ok {
 					addRemoved(name, false)
 				}
@@ -184,7 +184,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 			addRes(r.Name, r, force)
 		}
 		for n := range old {
-			if _, still := s.members[n]; !still && !ts.coveredLocked(n) {
+			if _, still := s.members[n]; !still && !ts.subscribedLocked(n) {
 				if _, ok := ts.sent[n]; ok {
 					addRemoved(n, false)
 				}
@@ -194,7 +194,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 		// A reconnected client may hold members (initial_resource_versions)
 		// that vanished while it was away: they are removed.
 		for n, h := range ts.sent {
-			if h.res == nil && !h.absent && h.version != "" && !ts.coveredLocked(n) && s.holds(n) {
+			if h.res == nil && !h.absent && h.version != "" && !ts.subscribedLocked(n) && s.holds(n) {
 				addRemoved(n, false)
 				delete(ts.sent, n)
 			}

@@ -5,7 +5,9 @@ import (
 	"io"
 )
 
-// Sentinel errors. Handlers turn them into gRPC statuses (see status.go).
+// Sentinel errors. The handlers turn them into gRPC statuses, each with a
+// deliberate code (session.go: checkType, statusFor, slowStatus; fetch.go:
+// fetchRPC); rest.go maps those to HTTP codes.
 var (
 	// ErrMalformedName: an xdstp name that does not parse, or whose type
 	// does not match the request's type.

@@ -163,7 +163,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 			case isMember:
 				_, forceMember := ts.force[name]
 				note(name, p.res, forceMember)
-			case left && !ts.coveredLocked(name):
+			case left && !ts.subscribedLocked(name):
 				delete(ts.sent, name)
 				changedAny = true // full state: the next response omits it
 			}
@@ -177,7 +177,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 			note(r.Name, r, force)
 		}
 		for n := range old {
-			if _, still := s.members[n]; !still && !ts.coveredLocked(n) {
+			if _, still := s.members[n]; !still && !ts.subscribedLocked(n) {
 				delete(ts.sent, n)
 				changedAny = true
 			}
@@ -192,7 +192,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	var names []string
 	if full {
 		for n, h := range ts.sent {
-			if h.res != nil && ts.coveredLocked(n) {
+			if h.res != nil && ts.subscribedLocked(n) {
 				names = append(names, n)
 			}
 		}

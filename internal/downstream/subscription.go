@@ -132,27 +132,30 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 		// Members the client only had through this collection are
 		// forgotten (no removal is owed for an unsubscription).
 		for m := range s.members {
-			if !ts.coveredLocked(m) {
+			if !ts.subscribedLocked(m) {
 				delete(ts.sent, m)
 			}
 		}
 	}
-	if !ts.coveredLocked(name) {
+	if !ts.subscribedLocked(name) {
 		delete(ts.sent, name)
 	}
 	delete(ts.force, name)
 	return s.key, len(names) == 0, true
 }
 
-// coveredLocked reports whether name is still subscribed directly or as a
-// member of a collection.
-func (ts *typeState) coveredLocked(name string) bool {
+// subscribedLocked reports whether the client is subscribed to name: by a
+// direct subscription, or as a member of one of its collections (then what it
+// holds of name is kept; otherwise it is forgotten or removed).
+func (ts *typeState) subscribedLocked(name string) bool {
 	if s, ok := ts.subs[name]; ok && !s.collection {
 		return true
 	}
 	return ts.inCollectionLocked(name)
 }
 
+// inCollectionLocked reports whether name is a member of a collection the
+// client subscribed to.
 func (ts *typeState) inCollectionLocked(name string) bool {
 	for _, s := range ts.colls {
 		if _, ok := s.members[name]; ok {
@@ -205,7 +208,7 @@ func (s *sub) setMembers(rs []*cache.Resource) (old map[string]struct{}) {
 	return old
 }
 
-// memberLocked applies one member key's fresh state to collection s: it
+// member applies one member key's fresh state to collection s: it
 // returns the name the client knows it by and whether it is (still) a
 // member (present) or just left (left).
 func (s *sub) member(k cache.Key, r *cache.Resource, st cache.State) (name string, present, left bool) {
