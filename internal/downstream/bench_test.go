@@ -32,10 +32,13 @@ func BenchmarkEnvelope(b *testing.B) {
 					{Name: "r", Version: "1", Body: body, Arrived: time.Now()},
 					{Name: "r", Version: "2", Body: body, Arrived: time.Now()},
 				}
+				w := new(work) // reused, as the writer reuses pooled rounds
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					w := &work{ts: ts, probes: []probe{{name: "r", key: k, res: revs[i%2], state: cache.StatePresent}}}
+					w.reset()
+					w.ts = ts
+					w.probes = append(w.probes, probe{name: "r", key: k, res: revs[i%2], state: cache.StatePresent})
 					var m outMsg
 					var ok bool
 					if variant == variantDelta {

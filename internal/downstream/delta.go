@@ -95,160 +95,32 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	return nil
 }
 
-// deltaResponseLocked builds the response for one type from fresh lookups:
+// deltaResponseLocked builds the response for one type from the diff:
 // changed resources and removals only.
 func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
-	var resources []*discoveryv3.Resource
-	var removed []string
-	sentNow := make(map[string]struct{})
-	addRes := func(name string, r *cache.Resource, force bool) {
-		if _, dup := sentNow[name]; dup {
-			return
-		}
-		h, ok := ts.sent[name]
-		if !force && !changed(h, ok, r) {
-			ts.sent[name] = held{res: r, version: r.Version}
-			return
-		}
-		env := deltaEnvelope(name, r, heartbeatOnly(h, ok, r) && !force)
-		if env == nil {
-			return
-		}
-		sentNow[name] = struct{}{}
-		resources = append(resources, env)
-		ts.sent[name] = held{res: r, version: r.Version}
-	}
-	addRemoved := func(name string, force bool) {
-		if _, dup := sentNow[name]; dup {
-			return
-		}
-		h, ok := ts.sent[name]
-		if ok && h.absent && !force {
-			return
-		}
-		sentNow[name] = struct{}{}
-		removed = append(removed, name)
-		ts.sent[name] = held{absent: true}
-	}
-
-	var collections []*probe
-	for i := range w.probes {
-		p := &w.probes[i]
-		if _, ok := stillSubscribedLocked(ts, p); !ok {
-			continue
-		}
-		if p.collection {
-			collections = append(collections, p)
-			continue
-		}
-		_, force := ts.force[p.name]
-		switch p.state {
-		case cache.StatePresent:
-			addRes(p.name, p.res, force)
-			delete(ts.force, p.name)
-		case cache.StateAbsent:
-			addRemoved(p.name, force)
-			delete(ts.force, p.name)
-		}
-	}
-	// Collections: members by the origin's spelling; members that left
-	// (and are not otherwise subscribed) are removed.
-	present := make(map[string]*cache.Resource)
-	fullLookup := false
-	for _, p := range collections {
-		s := ts.subs[p.name]
-		if p.member {
-			name, isMember, left := s.member(p.key, p.res, p.state)
-			switch {
-			case isMember:
-				present[name] = p.res
-				_, force := ts.force[name]
-				addRes(name, p.res, force)
-			case left && !ts.subscribedLocked(name):
-				if _, ok := ts.sent[name]; ok {
-					addRemoved(name, false)
-				}
-				delete(ts.sent, name)
-			}
-			continue
-		}
-		if p.state == cache.StatePending {
-			continue
-		}
-		fullLookup = true
-		old := s.setMembers(p.members)
-		for _, r := range p.members {
-			present[r.Name] = r
-			_, force := ts.force[r.Name]
-			addRes(r.Name, r, force)
-		}
-		for n := range old {
-			if _, still := s.members[n]; !still && !ts.subscribedLocked(n) {
-				if _, ok := ts.sent[n]; ok {
-					addRemoved(n, false)
-				}
-				delete(ts.sent, n)
-			}
-		}
-		// A reconnected client may hold members (initial_resource_versions)
-		// that vanished while it was away: they are removed.
-		for n, h := range ts.sent {
-			if h.res == nil && !h.absent && h.version != "" && !ts.subscribedLocked(n) && s.holds(n) {
-				addRemoved(n, false)
-				delete(ts.sent, n)
-			}
-		}
-		if len(p.members) == 0 && p.name != cache.Wildcard {
-			if !s.emptyReported {
-				// An empty glob is answered with its own name.
-				s.emptyReported = true
-				addRemoved(p.name, true)
-			}
-		} else {
-			s.emptyReported = false
-			if p.name != cache.Wildcard {
-				delete(ts.sent, p.name)
-			}
-		}
-		delete(ts.force, p.name)
-	}
-	// Forced names no longer subscribed: the wildcard unsubscribe rule.
-	for n := range ts.force {
-		if _, sub := ts.subs[n]; sub {
-			continue
-		}
-		if !fullLookup {
-			continue // collections not looked up this time
-		}
-		if r, ok := present[n]; ok {
-			addRes(n, r, true)
-		} else {
-			addRemoved(n, true)
-			delete(ts.sent, n)
-		}
-		delete(ts.force, n)
-	}
-	for n, reported := range ts.unknown {
-		if !reported {
-			ts.unknown[n] = true
-			addRemoved(n, true)
-		}
-	}
-	if len(resources) == 0 && len(removed) == 0 {
+	d := w.diffLocked(variantDelta)
+	if len(d.updates) == 0 && len(d.removed) == 0 {
 		return outMsg{}, false
 	}
-	sort.Strings(removed)
+	var resources []*discoveryv3.Resource
+	if len(d.updates) > 0 {
+		resources = make([]*discoveryv3.Resource, 0, len(d.updates))
+		for _, u := range d.updates {
+			resources = append(resources, deltaEnvelope(u.name, u.res, u.heartbeat))
+		}
+	}
+	sort.Strings(d.removed)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	return outMsg{
 		msg: &discoveryv3.DeltaDiscoveryResponse{
 			TypeUrl:          ts.typeURL,
 			Resources:        resources,
-			RemovedResources: removed,
+			RemovedResources: d.removed,
 			Nonce:            nonce,
 		},
 		typeURL: ts.typeURL,
-		count:   len(resources) + len(removed),
+		count:   len(resources) + len(d.removed),
 	}, true
 }

@@ -103,110 +103,27 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	return nil
 }
 
-// sotwResponseLocked builds the response for one type: for full-state types
-// every subscribed resource, for the others the changed ones.
+// sotwResponseLocked builds the response for one type from the diff: for
+// full-state types every subscribed resource the client holds (whenever
+// anything changed, an omission included), for the others the changed ones.
 func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
-	full := fullStateTypes[ts.typeURL]
-	changedAny := false
-	var changedNames []string
-	heartbeat := make(map[string]bool) // by name listed in this response
-	note := func(name string, r *cache.Resource, force bool) {
-		if _, dup := heartbeat[name]; dup {
-			return // subscribed directly and through a collection: listed once
-		}
-		h, ok := ts.sent[name]
-		if !force && !changed(h, ok, r) {
-			ts.sent[name] = held{res: r, version: r.Version}
-			return
-		}
-		if r.Body == nil && !heartbeatOnly(h, ok, r) {
-			return
-		}
-		heartbeat[name] = heartbeatOnly(h, ok, r) && !force
-		changedAny = true
-		changedNames = append(changedNames, name)
-		ts.sent[name] = held{res: r, version: r.Version}
-	}
-	noteAbsent := func(name string, force bool) {
-		h, ok := ts.sent[name]
-		if ok && h.absent && !force {
-			return
-		}
-		if ok && !h.absent || force || !ok {
-			changedAny = true // full state: the next response omits it
-		}
-		ts.sent[name] = held{absent: true}
-	}
-	for i := range w.probes {
-		p := &w.probes[i]
-		s, ok := stillSubscribedLocked(ts, p)
-		if !ok {
-			continue
-		}
-		_, force := ts.force[p.name]
-		if p.state != cache.StatePending && !p.member {
-			delete(ts.force, p.name)
-		}
-		if !p.collection {
-			switch p.state {
-			case cache.StatePresent:
-				note(p.name, p.res, force)
-			case cache.StateAbsent:
-				noteAbsent(p.name, force)
-			}
-			continue
-		}
-		if p.member {
-			name, isMember, left := s.member(p.key, p.res, p.state)
-			switch {
-			case isMember:
-				_, forceMember := ts.force[name]
-				note(name, p.res, forceMember)
-			case left && !ts.subscribedLocked(name):
-				delete(ts.sent, name)
-				changedAny = true // full state: the next response omits it
-			}
-			continue
-		}
-		if p.state == cache.StatePending {
-			continue
-		}
-		old := s.setMembers(p.members)
-		for _, r := range p.members {
-			note(r.Name, r, force)
-		}
-		for n := range old {
-			if _, still := s.members[n]; !still && !ts.subscribedLocked(n) {
-				delete(ts.sent, n)
-				changedAny = true
-			}
-		}
-		if force && len(p.members) == 0 {
-			changedAny = true // answer a new subscription even when empty
-		}
-	}
-	if !changedAny {
-		return outMsg{}, false
-	}
-	var names []string
-	if full {
-		for n, h := range ts.sent {
-			if h.res != nil && ts.subscribedLocked(n) {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-	} else {
-		names = changedNames
-		if len(names) == 0 {
+	d := w.diffLocked(variantSotW)
+	var resources []*anypb.Any
+	if fullStateTypes[ts.typeURL] {
+		if !d.changed {
 			return outMsg{}, false
 		}
-	}
-	resources := make([]*anypb.Any, 0, len(names))
-	for _, n := range names {
-		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n]); a != nil {
-			resources = append(resources, a)
+		resources = ss.fullStateLocked(ts, d.updates)
+	} else {
+		if len(d.updates) == 0 {
+			return outMsg{}, false
+		}
+		resources = make([]*anypb.Any, 0, len(d.updates))
+		for _, u := range d.updates {
+			if a := sotwEnvelope(ss.srv.wrappers, u.name, u.res, u.heartbeat); a != nil {
+				resources = append(resources, a)
+			}
 		}
 	}
 	ts.version++
@@ -222,6 +139,34 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		typeURL: ts.typeURL,
 		count:   len(resources),
 	}, true
+}
+
+// fullStateLocked lists every subscribed resource the client holds of ts,
+// by name; those in updates that are heartbeats go without their body.
+func (ss *session) fullStateLocked(ts *typeState, updates []update) []*anypb.Any {
+	var heartbeat map[string]bool
+	for _, u := range updates {
+		if u.heartbeat {
+			if heartbeat == nil {
+				heartbeat = make(map[string]bool)
+			}
+			heartbeat[u.name] = true
+		}
+	}
+	var names []string
+	for n, h := range ts.sent {
+		if h.res != nil && ts.subscribedLocked(n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	resources := make([]*anypb.Any, 0, len(names))
+	for _, n := range names {
+		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n]); a != nil {
+			resources = append(resources, a)
+		}
+	}
+	return resources
 }
 
 // sameNames reports whether names is exactly ts's subscription (a request

@@ -31,6 +31,7 @@ type work struct {
 	probes []probe
 	seen   map[probeID]struct{} // probes already added, once there are many
 	many   bool                 // seen is in use (more than manyProbes)
+	diff   diff                 // what the probes change (diff.go)
 }
 
 // reset empties w for reuse, dropping its references to resources.
@@ -38,6 +39,7 @@ func (w *work) reset() {
 	w.ts = nil
 	clear(w.probes)
 	w.probes = w.probes[:0]
+	w.diff.reset()
 	if w.many {
 		clear(w.seen)
 		w.many = false
@@ -356,13 +358,11 @@ func hasUnreported(ts *typeState) bool {
 	return false
 }
 
-// stillSubscribedLocked reports whether p still describes a subscription.
-func stillSubscribedLocked(ts *typeState, p *probe) (*sub, bool) {
+// stillSubscribedLocked reports whether p still describes a subscription
+// (it was looked up without the lock).
+func stillSubscribedLocked(ts *typeState, p *probe) bool {
 	s, ok := ts.subs[p.name]
-	if !ok || s.collection != p.collection || (s.key != p.key && !p.member) {
-		return nil, false
-	}
-	return s, true
+	return ok && s.collection == p.collection && (s.key == p.key || p.member)
 }
 
 // changed reports whether the client holding h lacks r.

@@ -1,0 +1,292 @@
+package downstream
+
+import (
+	"slices"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// The response diff: what the fresh lookups of one type (a work's probes)
+// change for a client, compared with what it holds (typeState.sent). It is
+// computed once, here, for both variants; each turns it into its response
+// (sotwResponseLocked, deltaResponseLocked).
+
+// update is one resource a client is sent.
+type update struct {
+	name      string // as the client knows it
+	res       *cache.Resource
+	heartbeat bool // a TTL refresh: name, version and TTL, no body
+}
+
+// diff is what changed for a client on one type. It lives in the type's
+// work, so its buffers are reused from round to round.
+type diff struct {
+	ts      *typeState
+	updates []update // resources to send, in the order found
+	removed []string // names the client is told do not exist (delta's removed_resources)
+	// changed: the client's view changed, if only because something it
+	// held is gone (a SotW full-state response then lists what remains).
+	changed bool
+	// done: the names in updates and removed (each goes out once), once
+	// there are more than manyProbes of them; fewer are scanned.
+	done map[string]struct{}
+	// present: collection members found this time, by name, collected
+	// only while a forced name is no longer subscribed (see forced);
+	// fullLookup: a collection was listed in full.
+	present    map[string]*cache.Resource
+	fullLookup bool
+}
+
+// reset empties d for reuse, dropping its references to resources;
+// removed belongs to the response built from it.
+func (d *diff) reset() {
+	clear(d.updates)
+	*d = diff{updates: d.updates[:0]}
+}
+
+// diffLocked compares w's probes with what the client holds, records in
+// w.ts what it will hold once the response is sent (sent, force, unknown,
+// collection members), and returns what changed. Names subscribed directly
+// come first, then collections and their members, then forced names no
+// longer subscribed (the delta wildcard unsubscribe rule), then names that
+// cannot be served. The variants differ in two rules: in SotW a collection
+// answered for the first time (forced) resends every member; in delta an
+// empty glob is answered with its own name, and members a reconnected
+// client declared (initial_resource_versions) that are gone are removed.
+func (w *work) diffLocked(variant string) *diff {
+	ts := w.ts
+	d := &w.diff
+	d.ts = ts
+	for n := range ts.force {
+		if _, ok := ts.subs[n]; !ok {
+			d.present = make(map[string]*cache.Resource)
+			break
+		}
+	}
+	for i := range w.probes {
+		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) {
+			d.direct(p)
+		}
+	}
+	for i := range w.probes {
+		p := &w.probes[i]
+		if !p.collection || !stillSubscribedLocked(ts, p) {
+			continue
+		}
+		s := ts.subs[p.name]
+		if p.member {
+			d.member(s, p)
+		} else if p.state != cache.StatePending {
+			d.collection(s, p, variant)
+		}
+	}
+	d.forced()
+	d.unknown()
+	return d
+}
+
+// direct diffs a name subscribed directly.
+func (d *diff) direct(p *probe) {
+	_, force := d.ts.force[p.name]
+	switch p.state {
+	case cache.StatePresent:
+		d.update(p.name, p.res, force)
+	case cache.StateAbsent:
+		d.remove(p.name, force)
+	default:
+		return // pending: still owed an answer
+	}
+	delete(d.ts.force, p.name)
+}
+
+// member diffs one member key of collection s, looked up alone.
+func (d *diff) member(s *sub, p *probe) {
+	name, isMember, left := s.member(p.key, p.res, p.state)
+	switch {
+	case isMember:
+		d.notePresent(name, p.res)
+		_, force := d.ts.force[name]
+		d.update(name, p.res, force)
+	case left:
+		d.leave(name)
+	}
+}
+
+// collection diffs collection s listed in full: members by the origin's
+// spelling; members that left are removed.
+func (d *diff) collection(s *sub, p *probe, variant string) {
+	ts := d.ts
+	_, force := ts.force[p.name]
+	d.fullLookup = true
+	old := s.setMembers(p.members)
+	for _, r := range p.members {
+		d.notePresent(r.Name, r)
+		_, forceMember := ts.force[r.Name]
+		if variant == variantSotW {
+			forceMember = force // a new subscription resends every member
+		}
+		d.update(r.Name, r, forceMember)
+	}
+	for n := range old {
+		if _, still := s.members[n]; !still {
+			d.leave(n)
+		}
+	}
+	if variant == variantDelta {
+		d.vanished(s)
+		d.empty(s, p)
+	}
+	if force && len(p.members) == 0 {
+		d.changed = true // answer a new subscription even when empty
+	}
+	delete(ts.force, p.name)
+}
+
+// vanished removes the members of s a reconnected client declared
+// (initial_resource_versions) that are not there any more.
+func (d *diff) vanished(s *sub) {
+	for n, h := range d.ts.sent {
+		if h.res == nil && !h.absent && h.version != "" && !d.ts.subscribedLocked(n) && s.holds(n) {
+			d.remove(n, false)
+			delete(d.ts.sent, n)
+		}
+	}
+}
+
+// empty answers an empty glob with its own name, once until it has
+// members again (delta).
+func (d *diff) empty(s *sub, p *probe) {
+	if p.name == cache.Wildcard {
+		return
+	}
+	if len(p.members) > 0 {
+		s.emptyReported = false
+		delete(d.ts.sent, p.name)
+		return
+	}
+	if !s.emptyReported {
+		s.emptyReported = true
+		d.remove(p.name, true)
+	}
+}
+
+// forced answers names still forced but no longer subscribed (a wildcard
+// client unsubscribed them: spec "Incremental xDS"): with the resource
+// when it is still in a collection, else as removed. Only once the
+// collections were listed in full.
+func (d *diff) forced() {
+	if !d.fullLookup {
+		return
+	}
+	ts := d.ts
+	for n := range ts.force {
+		if _, sub := ts.subs[n]; sub {
+			continue
+		}
+		if r, ok := d.present[n]; ok {
+			d.update(n, r, true)
+		} else {
+			d.remove(n, true)
+			delete(ts.sent, n)
+		}
+		delete(ts.force, n)
+	}
+}
+
+// unknown answers, once each, the names that cannot be served (delta).
+func (d *diff) unknown() {
+	for n, reported := range d.ts.unknown {
+		if !reported {
+			d.ts.unknown[n] = true
+			d.remove(n, true)
+		}
+	}
+}
+
+// update notes r as the client's revision of name, and sends it unless
+// the client already holds it (force: send it anyway).
+func (d *diff) update(name string, r *cache.Resource, force bool) {
+	if d.isDone(name) {
+		return
+	}
+	h, ok := d.ts.sent[name]
+	if !force && !changed(h, ok, r) {
+		d.ts.sent[name] = held{res: r, version: r.Version}
+		return
+	}
+	heartbeat := heartbeatOnly(h, ok, r) && !force
+	if r.Body == nil && !heartbeat {
+		return // nothing to send
+	}
+	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
+	d.markDone(name)
+	d.ts.sent[name] = held{res: r, version: r.Version}
+	d.changed = true
+}
+
+// remove tells the client name does not exist, unless it was told already
+// (force: tell it again).
+func (d *diff) remove(name string, force bool) {
+	if d.isDone(name) {
+		return
+	}
+	if h, ok := d.ts.sent[name]; ok && h.absent && !force {
+		return
+	}
+	d.removed = append(d.removed, name)
+	d.markDone(name)
+	d.ts.sent[name] = held{absent: true}
+	d.changed = true
+}
+
+// leave forgets name, a member that left its collection, unless the client
+// is still subscribed to it otherwise; a client that held it is told.
+func (d *diff) leave(name string) {
+	if d.ts.subscribedLocked(name) {
+		return
+	}
+	if _, ok := d.ts.sent[name]; ok {
+		d.remove(name, false)
+	}
+	delete(d.ts.sent, name)
+	d.changed = true // SotW full state: the next response omits it
+}
+
+func (d *diff) notePresent(name string, r *cache.Resource) {
+	if d.present != nil {
+		d.present[name] = r
+	}
+}
+
+// isDone reports whether name is already in updates or removed.
+func (d *diff) isDone(name string) bool {
+	if d.done != nil {
+		_, ok := d.done[name]
+		return ok
+	}
+	for i := range d.updates {
+		if d.updates[i].name == name {
+			return true
+		}
+	}
+	return slices.Contains(d.removed, name)
+}
+
+// markDone notes name, just added to updates or removed, in done once
+// there are too many to scan.
+func (d *diff) markDone(name string) {
+	if d.done != nil {
+		d.done[name] = struct{}{}
+		return
+	}
+	if len(d.updates)+len(d.removed) <= manyProbes {
+		return
+	}
+	d.done = make(map[string]struct{}, 2*(len(d.updates)+len(d.removed)))
+	for i := range d.updates {
+		d.done[d.updates[i].name] = struct{}{}
+	}
+	for _, n := range d.removed {
+		d.done[n] = struct{}{}
+	}
+}
