@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -30,12 +29,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	first := !ts.started
 	ts.started = true
 	if nonce := req.GetResponseNonce(); nonce != "" {
-		if d := req.GetErrorDetail(); d != nil {
-			ss.recordNackLocked(ts, nonce, d.GetMessage())
-			ss.srv.m.nacks.WithLabelValues(typeLabel(typeURL)).Inc()
-			ss.lg.Warn("client rejected a response", zap.String("type_url", typeURL),
-				zap.String("nonce", nonce), zap.String("error_detail", d.GetMessage()))
-		}
+		ss.recordNackLocked(ts, nonce, "", req.GetErrorDetail())
 	}
 	if first && !ts.explicit && len(subscribe) == 0 && len(unsubscribe) == 0 {
 		// Legacy wildcard: no name ever subscribed on this type.

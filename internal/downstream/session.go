@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -364,11 +365,23 @@ func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) e
 	}
 }
 
-// recordNackLocked records a NACK of ts's response nonce.
-func (ss *session) recordNackLocked(ts *typeState, nonce, detail string) {
+// recordNackLocked records, counts and logs a NACK (a reply with
+// error_detail) of ts's response nonce, for either variant (versionInfo is
+// SotW's); it reports whether the reply was one. One client's NACK is that
+// client's: it changes nothing that it or any other client is sent.
+func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, detail *rpcstatus.Status) bool {
+	if detail == nil {
+		return false
+	}
 	ts.nackCount++
-	ts.lastNack = detail
-	ts.lastNackNon = nonce
+	ts.lastNack = detail.GetMessage()
+	ss.srv.m.nacks.WithLabelValues(typeLabel(ts.typeURL)).Inc()
+	fields := []zap.Field{zap.String("type_url", ts.typeURL), zap.String("nonce", nonce)}
+	if ss.variant == variantSotW {
+		fields = append(fields, zap.String("version_info", versionInfo))
+	}
+	ss.lg.Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
+	return true
 }
 
 // keysLocked returns every key the session watches.

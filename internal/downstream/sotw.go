@@ -33,16 +33,8 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 			zap.String("nonce", nonce))
 		return nil
 	}
-	if nonce != "" {
-		if d := req.GetErrorDetail(); d != nil {
-			ss.recordNackLocked(ts, nonce, d.GetMessage())
-			ss.srv.m.nacks.WithLabelValues(typeLabel(typeURL)).Inc()
-			ss.lg.Warn("client rejected a response", zap.String("type_url", typeURL),
-				zap.String("nonce", nonce), zap.String("version_info", req.GetVersionInfo()),
-				zap.String("error_detail", d.GetMessage()))
-		} else {
-			ts.ackVersion = req.GetVersionInfo()
-		}
+	if nonce != "" && !ss.recordNackLocked(ts, nonce, req.GetVersionInfo(), req.GetErrorDetail()) {
+		ts.ackVersion = req.GetVersionInfo()
 	}
 	first := !ts.started
 	ts.started = true

@@ -59,12 +59,11 @@ type typeState struct {
 	started bool
 
 	// SotW / delta bookkeeping.
-	lastNonce   string // nonce of the latest response of this type
-	version     uint64 // SotW version_info counter
-	ackVersion  string // SotW: version_info of the latest ACK
-	nackCount   int
-	lastNack    string // error_detail message of the latest NACK
-	lastNackNon string // nonce the latest NACK refers to
+	lastNonce  string // nonce of the latest response of this type
+	version    uint64 // SotW version_info counter
+	ackVersion string // SotW: version_info of the latest ACK
+	nackCount  int
+	lastNack   string // error_detail message of the latest NACK
 }
 
 func newTypeState(typeURL string) *typeState {
