@@ -53,9 +53,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	ss.mu.Lock()
 	for _, n := range unsubscribe {
 		delete(ts.unknown, n)
-		if key, last, ok := ts.removeLocked(n); ok && last {
-			ch.unwatch = append(ch.unwatch, key)
-		}
+		ts.unsubscribeLocked(n, &ch)
 	}
 	if ts.hasWildcardLocked() {
 		// Spec: a wildcard client unsubscribing a name gets it back in
@@ -71,9 +69,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			ts.unknown[r.name] = false
 			continue
 		}
-		if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
-			ch.add(r.res)
-		}
+		ts.subscribeLocked(r, &ch)
 		if h, ok := ts.sent[r.name]; !(first && ok && h.res == nil && !h.absent) {
 			// The server must send every name in resource_names_subscribe,
 			// unless the client just told us its version (reconnect).

@@ -54,11 +54,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if len(names) == 0 {
 		names = []string{cache.Wildcard}
 	}
-	type item struct {
-		name string
-		res  Resolution
-	}
-	var items []item
+	var items []fetchItem
 	var watch change // keys, and the upstream nodes rules set for them
 	for _, n := range names {
 		r, err := s.resolver.Resolve(typeURL, n, req.GetNode())
@@ -69,7 +65,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			}
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
 		}
-		items = append(items, item{name: n, res: r})
+		items = append(items, fetchItem{name: n, res: r})
 		watch.add(r)
 	}
 	w := &fetchWatcher{ch: make(chan struct{}, 1)}
@@ -80,49 +76,8 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	deadline := time.NewTimer(s.fetchWait)
 	defer deadline.Stop()
 
-	build := func() (resp *discoveryv3.DiscoveryResponse, pending bool) {
-		type entry struct {
-			name string
-			r    *cache.Resource
-		}
-		var entries []entry
-		seen := make(map[string]struct{})
-		for _, it := range items {
-			if it.res.Collection {
-				members, st := s.cache.Members(it.res.Key)
-				pending = pending || st == cache.StatePending
-				for _, r := range members {
-					if _, dup := seen[r.Name]; !dup {
-						seen[r.Name] = struct{}{}
-						entries = append(entries, entry{r.Name, r})
-					}
-				}
-				continue
-			}
-			r, st := s.cache.Get(it.res.Key)
-			pending = pending || st == cache.StatePending
-			if st == cache.StatePresent {
-				if _, dup := seen[it.name]; !dup {
-					seen[it.name] = struct{}{}
-					entries = append(entries, entry{it.name, r})
-				}
-			}
-		}
-		sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
-		h := fnv.New64a()
-		resources := make([]*anypb.Any, 0, len(entries))
-		for _, e := range entries {
-			fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-			if a := sotwEnvelope(s.wrappers, e.name, e.r, false); a != nil {
-				resources = append(resources, a)
-			}
-		}
-		v := strconv.FormatUint(h.Sum64(), 16)
-		return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v}, pending
-	}
-
 	for {
-		resp, pending := build()
+		resp, pending := s.fetchResponse(typeURL, items)
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
@@ -142,4 +97,54 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			return resp, nil
 		}
 	}
+}
+
+// fetchItem is one name a fetch asked for, resolved.
+type fetchItem struct {
+	name string
+	res  Resolution
+}
+
+// fetchResponse builds a fetch's response from what the cache holds now;
+// pending reports that some of it is not known yet. Its version_info (and
+// nonce) is a hash of the names and versions it lists.
+func (s *Server) fetchResponse(typeURL string, items []fetchItem) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+	type entry struct {
+		name string
+		r    *cache.Resource
+	}
+	var entries []entry
+	seen := make(map[string]struct{})
+	for _, it := range items {
+		if it.res.Collection {
+			members, st := s.cache.Members(it.res.Key)
+			pending = pending || st == cache.StatePending
+			for _, r := range members {
+				if _, dup := seen[r.Name]; !dup {
+					seen[r.Name] = struct{}{}
+					entries = append(entries, entry{r.Name, r})
+				}
+			}
+			continue
+		}
+		r, st := s.cache.Get(it.res.Key)
+		pending = pending || st == cache.StatePending
+		if st == cache.StatePresent {
+			if _, dup := seen[it.name]; !dup {
+				seen[it.name] = struct{}{}
+				entries = append(entries, entry{it.name, r})
+			}
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	h := fnv.New64a()
+	resources := make([]*anypb.Any, 0, len(entries))
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
+		if a := sotwEnvelope(s.wrappers, e.name, e.r, false); a != nil {
+			resources = append(resources, a)
+		}
+	}
+	v := strconv.FormatUint(h.Sum64(), 16)
+	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v}, pending
 }

@@ -50,24 +50,8 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		ss.mu.Unlock()
 		return nil
 	}
-	want := make(map[string]struct{}, len(names))
-	var added []string
-	for _, n := range names {
-		want[n] = struct{}{}
-		if _, ok := ts.subs[n]; !ok {
-			added = append(added, n)
-		}
-	}
 	var ch change
-	removedAny := false
-	for n := range ts.subs {
-		if _, ok := want[n]; !ok {
-			removedAny = true
-			if key, last, ok := ts.removeLocked(n); ok && last {
-				ch.unwatch = append(ch.unwatch, key)
-			}
-		}
-	}
+	added, removedAny := ts.replaceLocked(names, &ch)
 	ss.mu.Unlock()
 
 	rs, err := ss.resolveAll(typeURL, added, node)
@@ -80,9 +64,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		if r.err != nil {
 			continue // logged and counted; SotW cannot say "does not exist"
 		}
-		if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
-			ch.add(r.res)
-		}
+		ts.subscribeLocked(r, &ch)
 		// Spec: the server must resend any newly requested resource.
 		ts.force[r.name] = struct{}{}
 	}

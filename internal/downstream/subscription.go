@@ -143,6 +143,42 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	return s.key, len(names) == 0, true
 }
 
+// subscribeLocked subscribes r's name to its key, noting in ch a key this
+// session newly watches.
+func (ts *typeState) subscribeLocked(r resolved, ch *change) {
+	if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
+		ch.add(r.res)
+	}
+}
+
+// unsubscribeLocked drops name, noting in ch a key no name of this session
+// maps to any more.
+func (ts *typeState) unsubscribeLocked(name string, ch *change) {
+	if key, last, ok := ts.removeLocked(name); ok && last {
+		ch.unwatch = append(ch.unwatch, key)
+	}
+}
+
+// replaceLocked makes names the whole subscription (SotW): it drops every
+// other name, noting in ch the keys to unwatch, and returns the names to
+// subscribe to and whether any name was dropped.
+func (ts *typeState) replaceLocked(names []string, ch *change) (added []string, removedAny bool) {
+	want := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		want[n] = struct{}{}
+		if _, ok := ts.subs[n]; !ok {
+			added = append(added, n)
+		}
+	}
+	for n := range ts.subs {
+		if _, ok := want[n]; !ok {
+			removedAny = true
+			ts.unsubscribeLocked(n, ch)
+		}
+	}
+	return added, removedAny
+}
+
 // subscribedLocked reports whether the client is subscribed to name: by a
 // direct subscription, or as a member of one of its collections (then what it
 // holds of name is kept; otherwise it is forgotten or removed).
