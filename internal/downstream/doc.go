@@ -2,4 +2,16 @@
 // per-type services, and REST-JSON polling. One session per client stream,
 // with its own nonces, ACK/NACK state and subscriptions, and one writer that
 // only ever sends the newest state.
+//
+// Words, as this package uses them:
+//   - session: one client's gRPC stream (not an upstream connection).
+//   - writer: the goroutine that is a session's only caller of Send; its
+//     lifecycle (idle, running, rerun; held while a request is applied or
+//     a change announced; closed) is writerState.
+//   - round: what one writer pass looks at; a work is one type's part of
+//     it, its probes the subscriptions to look up in the cache.
+//   - subscribed: a name the client asked for, or a member of one of its
+//     collections (wildcard or glob); sent (held) is what it holds of a name.
+//   - diff: what a type's probes change for the client compared with what
+//     it holds; each variant's response is built from it.
 package downstream
