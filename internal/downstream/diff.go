@@ -19,7 +19,8 @@ type update struct {
 }
 
 // diff is what changed for a client on one type. It lives in the type's
-// work, so its buffers are reused from round to round.
+// work, so its buffers are reused from round to round. Its Locked methods
+// write the typeState, under the session's mu, as diffLocked does.
 type diff struct {
 	ts      *typeState
 	updates []update // resources to send, in the order found
@@ -31,7 +32,7 @@ type diff struct {
 	// there are more than manyProbes of them; fewer are scanned.
 	done map[string]struct{}
 	// present: collection members found this time, by name, collected
-	// only while a forced name is no longer subscribed (see forced);
+	// only while a forced name is no longer subscribed (see forcedLocked);
 	// fullLookup: a collection was listed in full.
 	present    map[string]*cache.Resource
 	fullLookup bool
@@ -65,7 +66,7 @@ func (w *work) diffLocked(variant string) *diff {
 	}
 	for i := range w.probes {
 		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) {
-			d.direct(p)
+			d.directLocked(p)
 		}
 	}
 	for i := range w.probes {
@@ -75,46 +76,46 @@ func (w *work) diffLocked(variant string) *diff {
 		}
 		s := ts.subs[p.name]
 		if p.member {
-			d.member(s, p)
+			d.memberLocked(s, p)
 		} else if p.state != cache.StatePending {
-			d.collection(s, p, variant)
+			d.collectionLocked(s, p, variant)
 		}
 	}
-	d.forced()
-	d.unknown()
+	d.forcedLocked()
+	d.unknownLocked()
 	return d
 }
 
-// direct diffs a name subscribed directly.
-func (d *diff) direct(p *probe) {
+// directLocked diffs a name subscribed directly.
+func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
 	switch p.state {
 	case cache.StatePresent:
-		d.update(p.name, p.res, force)
+		d.sendLocked(p.name, p.res, force)
 	case cache.StateAbsent:
-		d.remove(p.name, force)
+		d.absentLocked(p.name, force)
 	default:
 		return // pending: still owed an answer
 	}
 	delete(d.ts.force, p.name)
 }
 
-// member diffs one member key of collection s, looked up alone.
-func (d *diff) member(s *sub, p *probe) {
+// memberLocked diffs one member key of collection s, looked up alone.
+func (d *diff) memberLocked(s *sub, p *probe) {
 	name, isMember, left := s.member(p.key, p.res, p.state)
 	switch {
 	case isMember:
 		d.notePresent(name, p.res)
 		_, force := d.ts.force[name]
-		d.update(name, p.res, force)
+		d.sendLocked(name, p.res, force)
 	case left:
-		d.leave(name)
+		d.leaveLocked(name)
 	}
 }
 
-// collection diffs collection s listed in full: members by the origin's
-// spelling; members that left are removed.
-func (d *diff) collection(s *sub, p *probe, variant string) {
+// collectionLocked diffs collection s listed in full: members by the
+// origin's spelling; members that left are removed.
+func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 	ts := d.ts
 	_, force := ts.force[p.name]
 	d.fullLookup = true
@@ -125,16 +126,16 @@ func (d *diff) collection(s *sub, p *probe, variant string) {
 		if variant == variantSotW {
 			forceMember = force // a new subscription resends every member
 		}
-		d.update(r.Name, r, forceMember)
+		d.sendLocked(r.Name, r, forceMember)
 	}
 	for n := range old {
 		if _, still := s.members[n]; !still {
-			d.leave(n)
+			d.leaveLocked(n)
 		}
 	}
 	if variant == variantDelta {
-		d.vanished(s)
-		d.empty(s, p)
+		d.vanishedLocked(s)
+		d.emptyGlobLocked(s, p)
 	}
 	if force && len(p.members) == 0 {
 		d.changed = true // answer a new subscription even when empty
@@ -142,20 +143,20 @@ func (d *diff) collection(s *sub, p *probe, variant string) {
 	delete(ts.force, p.name)
 }
 
-// vanished removes the members of s a reconnected client declared
+// vanishedLocked removes the members of s a reconnected client declared
 // (initial_resource_versions) that are not there any more.
-func (d *diff) vanished(s *sub) {
+func (d *diff) vanishedLocked(s *sub) {
 	for n, h := range d.ts.sent {
 		if h.res == nil && !h.absent && h.version != "" && !d.ts.subscribedLocked(n) && s.holds(n) {
-			d.remove(n, false)
+			d.absentLocked(n, false)
 			delete(d.ts.sent, n)
 		}
 	}
 }
 
-// empty answers an empty glob with its own name, once until it has
-// members again (delta).
-func (d *diff) empty(s *sub, p *probe) {
+// emptyGlobLocked answers an empty glob with its own name, once until it
+// has members again (delta).
+func (d *diff) emptyGlobLocked(s *sub, p *probe) {
 	if p.name == cache.Wildcard {
 		return
 	}
@@ -166,15 +167,15 @@ func (d *diff) empty(s *sub, p *probe) {
 	}
 	if !s.emptyReported {
 		s.emptyReported = true
-		d.remove(p.name, true)
+		d.absentLocked(p.name, true)
 	}
 }
 
-// forced answers names still forced but no longer subscribed (a wildcard
-// client unsubscribed them: spec "Incremental xDS"): with the resource
-// when it is still in a collection, else as removed. Only once the
-// collections were listed in full.
-func (d *diff) forced() {
+// forcedLocked answers names still forced but no longer subscribed (a
+// wildcard client unsubscribed them: spec "Incremental xDS"): with the
+// resource when it is still in a collection, else as removed. Only once
+// the collections were listed in full.
+func (d *diff) forcedLocked() {
 	if !d.fullLookup {
 		return
 	}
@@ -184,28 +185,29 @@ func (d *diff) forced() {
 			continue
 		}
 		if r, ok := d.present[n]; ok {
-			d.update(n, r, true)
+			d.sendLocked(n, r, true)
 		} else {
-			d.remove(n, true)
+			d.absentLocked(n, true)
 			delete(ts.sent, n)
 		}
 		delete(ts.force, n)
 	}
 }
 
-// unknown answers, once each, the names that cannot be served (delta).
-func (d *diff) unknown() {
+// unknownLocked answers, once each, the names that cannot be served
+// (delta).
+func (d *diff) unknownLocked() {
 	for n, reported := range d.ts.unknown {
 		if !reported {
 			d.ts.unknown[n] = true
-			d.remove(n, true)
+			d.absentLocked(n, true)
 		}
 	}
 }
 
-// update notes r as the client's revision of name, and sends it unless
-// the client already holds it (force: send it anyway).
-func (d *diff) update(name string, r *cache.Resource, force bool) {
+// sendLocked notes r as the client's revision of name, and sends it
+// unless the client already holds it (force: send it anyway).
+func (d *diff) sendLocked(name string, r *cache.Resource, force bool) {
 	if d.isDone(name) {
 		return
 	}
@@ -224,9 +226,9 @@ func (d *diff) update(name string, r *cache.Resource, force bool) {
 	d.changed = true
 }
 
-// remove tells the client name does not exist, unless it was told already
-// (force: tell it again).
-func (d *diff) remove(name string, force bool) {
+// absentLocked tells the client name does not exist, unless it was told
+// already (force: tell it again).
+func (d *diff) absentLocked(name string, force bool) {
 	if d.isDone(name) {
 		return
 	}
@@ -239,14 +241,15 @@ func (d *diff) remove(name string, force bool) {
 	d.changed = true
 }
 
-// leave forgets name, a member that left its collection, unless the client
-// is still subscribed to it otherwise; a client that held it is told.
-func (d *diff) leave(name string) {
+// leaveLocked forgets name, a member that left its collection, unless the
+// client is still subscribed to it otherwise; a client that held it is
+// told.
+func (d *diff) leaveLocked(name string) {
 	if d.ts.subscribedLocked(name) {
 		return
 	}
 	if _, ok := d.ts.sent[name]; ok {
-		d.remove(name, false)
+		d.absentLocked(name, false)
 	}
 	delete(d.ts.sent, name)
 	d.changed = true // SotW full state: the next response omits it
@@ -289,4 +292,34 @@ func (d *diff) markDone(name string) {
 	for _, n := range d.removed {
 		d.done[n] = struct{}{}
 	}
+}
+
+// stillSubscribedLocked reports whether p still describes a subscription
+// (it was looked up without the lock).
+func stillSubscribedLocked(ts *typeState, p *probe) bool {
+	s, ok := ts.subs[p.name]
+	return ok && s.collection == p.collection && (s.key == p.key || p.member)
+}
+
+// changed reports whether the client holding h lacks r.
+func changed(h held, ok bool, r *cache.Resource) bool {
+	if !ok || h.absent {
+		return true
+	}
+	if h.res != nil {
+		return h.res != r
+	}
+	// Known only by version (initial_resource_versions).
+	return h.version != r.Version
+}
+
+// heartbeatOnly reports whether the client holding h needs only the TTL
+// refresh of r, not its body: r is a heartbeat, or a revision with the
+// version and the very body the client already has (the cache stores a
+// heartbeat as such a revision with the new TTL).
+func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
+	if !ok || h.absent || h.version != r.Version {
+		return false
+	}
+	return r.Heartbeat || (h.res != nil && h.res.Body == r.Body && r.TTL != nil)
 }

@@ -357,33 +357,3 @@ func hasUnreported(ts *typeState) bool {
 	}
 	return false
 }
-
-// stillSubscribedLocked reports whether p still describes a subscription
-// (it was looked up without the lock).
-func stillSubscribedLocked(ts *typeState, p *probe) bool {
-	s, ok := ts.subs[p.name]
-	return ok && s.collection == p.collection && (s.key == p.key || p.member)
-}
-
-// changed reports whether the client holding h lacks r.
-func changed(h held, ok bool, r *cache.Resource) bool {
-	if !ok || h.absent {
-		return true
-	}
-	if h.res != nil {
-		return h.res != r
-	}
-	// Known only by version (initial_resource_versions).
-	return h.version != r.Version
-}
-
-// heartbeatOnly reports whether the client holding h needs only the TTL
-// refresh of r, not its body: r is a heartbeat, or a revision with the
-// version and the very body the client already has (the cache stores a
-// heartbeat as such a revision with the new TTL).
-func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
-	if !ok || h.absent || h.version != r.Version {
-		return false
-	}
-	return r.Heartbeat || (h.res != nil && h.res.Body == r.Body && r.TTL != nil)
-}
