@@ -91,7 +91,7 @@ func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
 	switch p.state {
 	case cache.StatePresent:
-		d.sendLocked(p.name, p.res, force)
+		d.updateLocked(p.name, p.res, force)
 	case cache.StateAbsent:
 		d.absentLocked(p.name, force)
 	default:
@@ -107,7 +107,7 @@ func (d *diff) memberLocked(s *sub, p *probe) {
 	case isMember:
 		d.notePresent(name, p.res)
 		_, force := d.ts.force[name]
-		d.sendLocked(name, p.res, force)
+		d.updateLocked(name, p.res, force)
 	case left:
 		d.leaveLocked(name)
 	}
@@ -126,7 +126,7 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 		if variant == variantSotW {
 			forceMember = force // a new subscription resends every member
 		}
-		d.sendLocked(r.Name, r, forceMember)
+		d.updateLocked(r.Name, r, forceMember)
 	}
 	for n := range old {
 		if _, still := s.members[n]; !still {
@@ -185,7 +185,7 @@ func (d *diff) forcedLocked() {
 			continue
 		}
 		if r, ok := d.present[n]; ok {
-			d.sendLocked(n, r, true)
+			d.updateLocked(n, r, true)
 		} else {
 			d.absentLocked(n, true)
 			delete(ts.sent, n)
@@ -205,9 +205,9 @@ func (d *diff) unknownLocked() {
 	}
 }
 
-// sendLocked notes r as the client's revision of name, and sends it
-// unless the client already holds it (force: send it anyway).
-func (d *diff) sendLocked(name string, r *cache.Resource, force bool) {
+// updateLocked notes r as the client's revision of name, and adds it to
+// the updates unless the client already holds it (force: add it anyway).
+func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	if d.isDone(name) {
 		return
 	}
