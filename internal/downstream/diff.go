@@ -28,9 +28,9 @@ type diff struct {
 	// changed: the client's view changed, if only because something it
 	// held is gone (a SotW full-state response then lists what remains).
 	changed bool
-	// done: the names in updates and removed (each goes out once), once
-	// there are more than manyProbes of them; fewer are scanned.
-	done map[string]struct{}
+	// done: the names in updates (by index) and removed (-1): each goes
+	// out once. Kept once there are more than manyProbes; fewer are scanned.
+	done map[string]int
 	// present: collection members found this time, by name, collected
 	// only while a forced name is no longer subscribed (see forcedLocked);
 	// fullLookup: a collection was listed in full.
@@ -207,8 +207,12 @@ func (d *diff) unknownLocked() {
 
 // updateLocked notes r as the client's revision of name, and adds it to
 // the updates unless the client already holds it (force: add it anyway).
+// A name goes out once; if any of its notes is forced, with its body.
 func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
-	if d.isDone(name) {
+	if i, done := d.find(name); done {
+		if force && i >= 0 {
+			d.updates[i].heartbeat = false
+		}
 		return
 	}
 	h, ok := d.ts.sent[name]
@@ -221,7 +225,7 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 		return // nothing to send
 	}
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
-	d.markDone(name)
+	d.markDone(name, len(d.updates)-1)
 	d.ts.sent[name] = held{res: r, version: r.Version}
 	d.changed = true
 }
@@ -229,14 +233,14 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 // absentLocked tells the client name does not exist, unless it was told
 // already (force: tell it again).
 func (d *diff) absentLocked(name string, force bool) {
-	if d.isDone(name) {
+	if _, done := d.find(name); done {
 		return
 	}
 	if h, ok := d.ts.sent[name]; ok && h.absent && !force {
 		return
 	}
 	d.removed = append(d.removed, name)
-	d.markDone(name)
+	d.markDone(name, -1)
 	d.ts.sent[name] = held{absent: true}
 	d.changed = true
 }
@@ -261,36 +265,37 @@ func (d *diff) notePresent(name string, r *cache.Resource) {
 	}
 }
 
-// isDone reports whether name is already in updates or removed.
-func (d *diff) isDone(name string) bool {
+// find reports whether name is already in updates (i is its index) or
+// in removed (i is -1).
+func (d *diff) find(name string) (i int, ok bool) {
 	if d.done != nil {
-		_, ok := d.done[name]
-		return ok
+		i, ok = d.done[name]
+		return i, ok
 	}
 	for i := range d.updates {
 		if d.updates[i].name == name {
-			return true
+			return i, true
 		}
 	}
-	return slices.Contains(d.removed, name)
+	return -1, slices.Contains(d.removed, name)
 }
 
-// markDone notes name, just added to updates or removed, in done once
-// there are too many to scan.
-func (d *diff) markDone(name string) {
+// markDone notes name, just added to updates at i (-1: to removed), in
+// done once there are too many to scan.
+func (d *diff) markDone(name string, i int) {
 	if d.done != nil {
-		d.done[name] = struct{}{}
+		d.done[name] = i
 		return
 	}
 	if len(d.updates)+len(d.removed) <= manyProbes {
 		return
 	}
-	d.done = make(map[string]struct{}, 2*(len(d.updates)+len(d.removed)))
+	d.done = make(map[string]int, 2*(len(d.updates)+len(d.removed)))
 	for i := range d.updates {
-		d.done[d.updates[i].name] = struct{}{}
+		d.done[d.updates[i].name] = i
 	}
 	for _, n := range d.removed {
-		d.done[n] = struct{}{}
+		d.done[n] = -1
 	}
 }
 
