@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
@@ -75,7 +77,7 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 	srv, err := New(Options{
 		Cache:       e.cache,
 		Resolver:    NewResolver([]string{authority}, legacyMatcher{}),
-		SendTimeout: sendTimeout,
+		SendTimeout: cmp.Or(sendTimeout, config.DefaultSendTimeout),
 		FetchWait:   xdstest.QuietPeriod,
 		Logger:      lg,
 		Registry:    e.reg,

@@ -24,9 +24,6 @@ type Cache interface {
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
 }
 
-// DefaultSendTimeout is used when Options.SendTimeout is zero.
-const DefaultSendTimeout = 30 * time.Second
-
 // DefaultFetchWait is used when Options.FetchWait is zero.
 const DefaultFetchWait = 5 * time.Second
 
@@ -38,7 +35,7 @@ type Options struct {
 	Resolver Resolver
 	// SendTimeout bounds one Send to a client; a client that does not drain
 	// its stream within it is disconnected with ResourceExhausted.
-	// Default DefaultSendTimeout.
+	// Required: the config (downstream.send_timeout) holds its default.
 	SendTimeout time.Duration
 	// FetchWait bounds how long a unary Fetch or REST poll waits for
 	// resources the relay has not received yet. Default DefaultFetchWait.
@@ -85,11 +82,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Resolver == nil {
 		return nil, errors.New("downstream: Options.Resolver is nil")
 	}
-	if opts.SendTimeout < 0 || opts.FetchWait < 0 {
-		return nil, fmt.Errorf("downstream: negative timeout (send %v, fetch %v)", opts.SendTimeout, opts.FetchWait)
-	}
-	if opts.SendTimeout == 0 {
-		opts.SendTimeout = DefaultSendTimeout
+	if opts.SendTimeout <= 0 || opts.FetchWait < 0 {
+		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v not negative", opts.SendTimeout, opts.FetchWait)
 	}
 	if opts.FetchWait == 0 {
 		opts.FetchWait = DefaultFetchWait
