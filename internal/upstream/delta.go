@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,6 +52,30 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 // what this attempt told the origin. The first request of a type carries
 // initial_resource_versions for what the cache holds on this link.
 func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState) error {
+	// Names unsubscribed and subscribed again since the last sync: the
+	// origin must forget them (an unsubscribe now) to send them again
+	// (the subscribe below).
+	resub := l.takeResubscribe()
+	for _, t := range slices.Sorted(maps.Keys(resub)) {
+		sent := st.sent[t]
+		var again []string
+		for _, n := range resub[t] {
+			if _, ok := sent[n]; ok {
+				delete(sent, n)
+				delete(st.awaiting[t], n)
+				if n == cache.Wildcard {
+					st.wildcardAnswered[t] = false
+				}
+				again = append(again, n)
+			}
+		}
+		if len(again) == 0 {
+			continue
+		}
+		if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResourceNamesUnsubscribe: again}); err != nil {
+			return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
+		}
+	}
 	node, wants := l.snapshot()
 	types := make([]string, 0, len(wants))
 	for t := range wants {

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,13 @@ type link struct {
 	node *corev3.Node
 	// nodeFromSubscribe: node came from a Subscribe call. guarded by mu
 	nodeFromSubscribe bool
+	// removed: type → names the cache unsubscribed since the run goroutine
+	// last synced; resub: of those, the names it subscribed again
+	// meanwhile. The desired set shows no change for them, yet the cache
+	// dropped what it held (it unsubscribes only what it evicts): the next
+	// sync must have the origin send them again. guarded by mu
+	removed map[string]map[string]struct{}
+	resub   map[string]map[string]struct{}
 
 	// sotwVersions: last accepted version_info per type, kept across
 	// attempts on the same origin (sotwOrigin) so a SotW reconnect resends
@@ -52,6 +60,8 @@ func newLink(m *Manager, id cache.StreamID, a *authority) *link {
 		lg:           m.lg.With(zap.String("authority", id.Authority), zap.String("group", id.Group)),
 		poke:         make(chan struct{}, 1),
 		desired:      make(map[string]map[string]struct{}),
+		removed:      make(map[string]map[string]struct{}),
+		resub:        make(map[string]map[string]struct{}),
 		node:         m.node,
 		sotwVersions: make(map[string]string),
 	}
@@ -71,8 +81,13 @@ func (l *link) update(node *corev3.Node, typeURL string, names []string, add boo
 	for _, n := range names {
 		if add {
 			set[n] = struct{}{}
+			if _, ok := l.removed[typeURL][n]; ok {
+				delete(l.removed[typeURL], n)
+				addName(l.resub, typeURL, n)
+			}
 		} else {
 			delete(set, n)
+			addName(l.removed, typeURL, n)
 		}
 	}
 	l.mu.Unlock()
@@ -115,6 +130,45 @@ func (l *link) snapshot() (*corev3.Node, map[string]*want) {
 		out[t] = w
 	}
 	return l.node, out
+}
+
+// takeResubscribe returns, per type, the upstream names (an emulated glob
+// is the type's Wildcard) that were unsubscribed and subscribed again
+// since the last call, and starts over: what the next sync must make the
+// origin send again although the desired set did not change.
+func (l *link) takeResubscribe() map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out map[string][]string
+	for t, names := range l.resub {
+		seen := make(map[string]struct{}, len(names))
+		for n := range names {
+			if l.auth.emulated && isGlob(n) {
+				n = cache.Wildcard
+			}
+			if _, dup := seen[n]; dup {
+				continue
+			}
+			seen[n] = struct{}{}
+			if out == nil {
+				out = make(map[string][]string)
+			}
+			out[t] = append(out[t], n)
+		}
+		slices.Sort(out[t])
+	}
+	clear(l.removed)
+	clear(l.resub)
+	return out
+}
+
+func addName(m map[string]map[string]struct{}, typeURL, name string) {
+	set := m[typeURL]
+	if set == nil {
+		set = make(map[string]struct{})
+		m[typeURL] = set
+	}
+	set[name] = struct{}{}
 }
 
 // completeForWildcard lists what a wildcard answer completes on type t:

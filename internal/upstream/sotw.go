@@ -59,12 +59,22 @@ func sotwNames(set map[string]struct{}) []string {
 // first request of a type carries the last version accepted on an earlier
 // attempt).
 func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, nodeSent *bool) error {
+	// Names unsubscribed and subscribed again since the last sync: the
+	// list is unchanged, so ask again without a version, which makes the
+	// origin answer with what it holds (unchanged bytes notify no client).
+	resub := l.takeResubscribe()
 	node, wants := l.snapshot()
 	keys := slices.Sorted(maps.Keys(wants))
 	for _, t := range keys {
 		w := wants[t]
 		cur := types[t]
 		if cur != nil && maps.Equal(cur.set, w.names) {
+			if !anyIn(resub[t], cur.set) {
+				continue
+			}
+			if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: t, ResourceNames: cur.names, ResponseNonce: cur.nonce}); err != nil {
+				return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
+			}
 			continue
 		}
 		if cur == nil && len(w.names) == 0 {
@@ -142,4 +152,14 @@ func (l *link) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 		return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
 	}
 	return nil
+}
+
+// anyIn reports whether a name of names is in set.
+func anyIn(names []string, set map[string]struct{}) bool {
+	for _, n := range names {
+		if _, ok := set[n]; ok {
+			return true
+		}
+	}
+	return false
 }
