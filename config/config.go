@@ -139,6 +139,29 @@ type Downstream struct {
 	// SendTimeout is how long a client may fail to drain its stream before
 	// it is cut off with ResourceExhausted. Default 30s.
 	SendTimeout time.Duration `yaml:"send_timeout"`
+	// Limits bound what one client can make the relay hold.
+	Limits Limits `yaml:"limits"`
+}
+
+// Limits bound what clients control. A stream that goes past one is ended
+// with a status that names the limit, and counted in
+// xds_relay_downstream_limit_rejections_total{limit}.
+type Limits struct {
+	// MaxStreams bounds client streams in total; one more is refused with
+	// ResourceExhausted. Default 100000.
+	MaxStreams int `yaml:"max_streams"`
+	// MaxStreamsPerConnection is HTTP/2 MAX_CONCURRENT_STREAMS on each
+	// client connection (the client sees one more refused). Default 1000.
+	MaxStreamsPerConnection int `yaml:"max_streams_per_connection"`
+	// MaxNamesPerStream bounds the names subscribed on one stream, all
+	// types together (ResourceExhausted). Default 10000.
+	MaxNamesPerStream int `yaml:"max_names_per_stream"`
+	// MaxNameLength bounds one resource name in a request, in bytes
+	// (InvalidArgument). Default 2048.
+	MaxNameLength int `yaml:"max_name_length"`
+	// MaxTypesPerStream bounds the type URLs one ADS stream uses
+	// (ResourceExhausted). Default 32.
+	MaxTypesPerStream int `yaml:"max_types_per_stream"`
 }
 
 // ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
@@ -258,6 +281,12 @@ const (
 	DefaultBackoffMultiplier     = 2.0
 	DefaultBackoffJitter         = 0.2
 	DefaultFailbackInterval      = 5 * time.Minute
+
+	DefaultMaxStreams              = 100000
+	DefaultMaxStreamsPerConnection = 1000
+	DefaultMaxNamesPerStream       = 10000
+	DefaultMaxNameLength           = 2048
+	DefaultMaxTypesPerStream       = 32
 )
 
 // Default returns a Config holding every default and no authorities (so it
@@ -281,6 +310,13 @@ func Default() *Config {
 			MaxRecvMsgSize: DefaultDownstreamMaxRecv,
 			MaxSendMsgSize: DefaultDownstreamMaxSend,
 			SendTimeout:    DefaultSendTimeout,
+			Limits: Limits{
+				MaxStreams:              DefaultMaxStreams,
+				MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
+				MaxNamesPerStream:       DefaultMaxNamesPerStream,
+				MaxNameLength:           DefaultMaxNameLength,
+				MaxTypesPerStream:       DefaultMaxTypesPerStream,
+			},
 		},
 		Upstream: Upstream{
 			Keepalive: ClientKeepalive{

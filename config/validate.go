@@ -134,6 +134,18 @@ func (v *validator) downstream() {
 	v.msgSize("downstream.max_recv_msg_size", d.MaxRecvMsgSize)
 	v.msgSize("downstream.max_send_msg_size", d.MaxSendMsgSize)
 	v.positive("downstream.send_timeout", d.SendTimeout)
+	l := d.Limits
+	v.positiveCount("downstream.limits.max_streams", l.MaxStreams)
+	v.positiveCount("downstream.limits.max_streams_per_connection", l.MaxStreamsPerConnection)
+	v.positiveCount("downstream.limits.max_names_per_stream", l.MaxNamesPerStream)
+	v.positiveCount("downstream.limits.max_name_length", l.MaxNameLength)
+	v.positiveCount("downstream.limits.max_types_per_stream", l.MaxTypesPerStream)
+}
+
+func (v *validator) positiveCount(path string, n int) {
+	if n <= 0 {
+		v.add(path, "must be a positive number, got %d", n)
+	}
 }
 
 func (v *validator) upstream() {

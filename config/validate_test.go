@@ -73,6 +73,7 @@ func TestValidate(t *testing.T) {
 		{name: "recv size zero", extra: "downstream:\n  max_recv_msg_size: 0\n", want: []problem{{"downstream.max_recv_msg_size", 5, "must be between 1B and 2147483647 bytes, got 0B"}}},
 		{name: "send size too large", extra: "downstream:\n  max_send_msg_size: 2GiB\n", want: []problem{{"downstream.max_send_msg_size", 5, "got 2GiB"}}},
 		{name: "send_timeout zero", extra: "downstream:\n  send_timeout: 0s\n", want: []problem{{"downstream.send_timeout", 5, "must be a positive duration"}}},
+		{name: "a limit zero", extra: "downstream:\n  limits:\n    max_names_per_stream: 0\n", want: []problem{{"downstream.limits.max_names_per_stream", 6, "must be a positive number"}}},
 
 		{name: "upstream ca missing", extra: "upstream:\n  tls:\n    enabled: true\n    ca_file: " + missing + "\n", want: []problem{{"upstream.tls.ca_file", 7, "no such file or directory"}}},
 		{name: "upstream tls settings while disabled", extra: "upstream:\n  tls:\n    ca_file: " + file + "\n", want: []problem{{"upstream.tls.enabled", 5, "TLS settings are given but enabled is false"}}},

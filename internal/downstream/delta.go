@@ -16,15 +16,22 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 		return err
 	}
 	subscribe, unsubscribe := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
-	if err := checkDuplicates("resource_names_subscribe", typeURL, subscribe); err != nil {
+	if err := ss.srv.checkNames("resource_names_subscribe", typeURL, subscribe); err != nil {
 		return err
 	}
-	if err := checkDuplicates("resource_names_unsubscribe", typeURL, unsubscribe); err != nil {
+	if err := ss.srv.checkNames("resource_names_unsubscribe", typeURL, unsubscribe); err != nil {
+		return err
+	}
+	if err := ss.checkInitialVersions(req.GetInitialResourceVersions()); err != nil {
 		return err
 	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
+	if err := ss.checkNamesLocked(ts, unsubscribe, subscribe); err != nil {
+		ss.mu.Unlock()
+		return err
+	}
 	node := ss.nodeLocked()
 	first := !ts.started
 	ts.started = true

@@ -48,7 +48,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	}
 	s.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	names := req.GetResourceNames()
-	if err := checkDuplicates("resource_names", typeURL, names); err != nil {
+	if err := s.checkNames("resource_names", typeURL, names); err != nil {
 		return nil, err
 	}
 	if len(names) == 0 {

@@ -64,6 +64,15 @@ type env struct {
 	sotwSyncNonce string
 }
 
+// testLimits are the config's default limits; a test may lower one in
+// its env (e.srv.limits) before it opens any stream.
+var testLimits = Limits{
+	MaxStreams:        config.DefaultMaxStreams,
+	MaxNamesPerStream: config.DefaultMaxNamesPerStream,
+	MaxNameLength:     config.DefaultMaxNameLength,
+	MaxTypesPerStream: config.DefaultMaxTypesPerStream,
+}
+
 // quietLogs: newEnv's servers log nothing (benchmarks, fuzzing).
 var quietLogs atomic.Bool
 
@@ -78,6 +87,7 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 		Cache:       e.cache,
 		Resolver:    NewResolver([]string{authority}, legacyMatcher{}),
 		SendTimeout: cmp.Or(sendTimeout, config.DefaultSendTimeout),
+		Limits:      testLimits,
 		FetchWait:   xdstest.QuietPeriod,
 		Logger:      lg,
 		Registry:    e.reg,

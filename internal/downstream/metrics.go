@@ -17,6 +17,7 @@ type metrics struct {
 	slowDisconnects  prometheus.Counter
 	responseResource *prometheus.CounterVec // type
 	sharedResponses  *prometheus.CounterVec // type
+	limitRejections  *prometheus.CounterVec // limit (limits.go)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -53,10 +54,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "shared_responses_total",
 			Help: "Responses sent from an origin change's shared encoding (the fan-out fast path), by type URL; a subset of responses_total.",
 		}, []string{"type"}),
+		limitRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",
+			Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream).",
+		}, []string{"limit"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
-			m.slowDisconnects, m.responseResource, m.sharedResponses)
+			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections)
 	}
 	return m
 }

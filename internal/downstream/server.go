@@ -42,6 +42,8 @@ type Options struct {
 	FetchWait time.Duration
 	Logger    *zap.Logger
 	Registry  prometheus.Registerer
+	// Limits bound what clients can make the Server hold. Required.
+	Limits Limits
 	// SharedEncoding: the grpc.Server the Server is registered on was
 	// built with grpc.ForceServerCodecV2(Codec()), so responses may carry
 	// one encoding of an origin change shared by every client (the fan-out
@@ -66,6 +68,8 @@ type Server struct {
 	slowHook    func()              // tests only; set before serving
 	// sharedEncoding: Options.SharedEncoding. read-only after New
 	sharedEncoding bool
+	limits         Limits       // read-only after New
+	openStreams    atomic.Int64 // client streams admitted (admitStream)
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
@@ -85,6 +89,9 @@ func New(opts Options) (*Server, error) {
 	if opts.SendTimeout <= 0 || opts.FetchWait < 0 {
 		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v not negative", opts.SendTimeout, opts.FetchWait)
 	}
+	if err := opts.Limits.validate(); err != nil {
+		return nil, err
+	}
 	if opts.FetchWait == 0 {
 		opts.FetchWait = DefaultFetchWait
 	}
@@ -103,6 +110,7 @@ func New(opts Options) (*Server, error) {
 		names:       newNameTable(),
 
 		sharedEncoding: opts.SharedEncoding,
+		limits:         opts.Limits,
 	}, nil
 }
 

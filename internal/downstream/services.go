@@ -55,6 +55,11 @@ func (s *Server) serveDelta(st deltaStream, typeURL string) error {
 // serve runs one session over a stream of either variant: a pump feeds
 // the handler st's requests, the writer sends on st.
 func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant, typeURL string, handle func(*session, *Req) error) error {
+	release, err := s.admitStream()
+	if err != nil {
+		return err
+	}
+	defer release()
 	ss := newSession(s, variant, typeURL, peerOf(st.Context()), func(m any) error {
 		if r, ok := m.(*encodedResponse); ok {
 			return st.SendMsg(r) // Codec sends its bytes as they are

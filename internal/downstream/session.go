@@ -223,6 +223,9 @@ func (ss *session) accept(node *corev3.Node, typeURL string) (string, error) {
 		return "", err
 	}
 	ss.srv.m.requests.WithLabelValues(typeLabel(t)).Inc()
+	if err := ss.checkTypeLimit(t); err != nil {
+		return "", err
+	}
 	return t, nil
 }
 

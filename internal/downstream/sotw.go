@@ -19,7 +19,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		return err
 	}
 	names := req.GetResourceNames()
-	if err := checkDuplicates("resource_names", typeURL, names); err != nil {
+	if err := ss.srv.checkNames("resource_names", typeURL, names); err != nil {
 		return err
 	}
 
@@ -49,6 +49,10 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		// change, and nothing to allocate.
 		ss.mu.Unlock()
 		return nil
+	}
+	if err := ss.checkNamesLocked(ts, ts.namesLocked(), names); err != nil {
+		ss.mu.Unlock()
+		return err
 	}
 	var ch change
 	added, removedAny := ts.replaceLocked(names, &ch)

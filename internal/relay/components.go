@@ -68,6 +68,12 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:    reg,
 		// serverOptions installs downstream.Codec.
 		SharedEncoding: true,
+		Limits: downstream.Limits{
+			MaxStreams:        cfg.Downstream.Limits.MaxStreams,
+			MaxNamesPerStream: cfg.Downstream.Limits.MaxNamesPerStream,
+			MaxNameLength:     cfg.Downstream.Limits.MaxNameLength,
+			MaxTypesPerStream: cfg.Downstream.Limits.MaxTypesPerStream,
+		},
 	})
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, er
 		}),
 		grpc.MaxRecvMsgSize(int(d.MaxRecvMsgSize)),
 		grpc.MaxSendMsgSize(int(d.MaxSendMsgSize)),
+		grpc.MaxConcurrentStreams(uint32(d.Limits.MaxStreamsPerConnection)),
 		// A connection takes its 32 KiB write buffer from a shared pool
 		// while it writes and gives it back once flushed, instead of
 		// holding one for life: an idle client (one connection each, as

@@ -510,3 +510,56 @@ func TestDownstreamMessageSizeLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestDownstreamStreamsPerConnection: downstream.limits.max_streams_per_connection
+// is the connection's MAX_CONCURRENT_STREAMS: a stream past it waits (the
+// client holds it back) until another on the connection ends.
+func TestDownstreamStreamsPerConnection(t *testing.T) {
+	c := testConfig(t)
+	c.Downstream.Limits.MaxStreamsPerConnection = 2
+	r := startRelay(t, c)
+	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
+	health := healthpb.NewHealthClient(conn)
+	watch := func(ctx context.Context) <-chan error {
+		got := make(chan error, 1)
+		go func() {
+			st, err := health.Watch(ctx, &healthpb.HealthCheckRequest{})
+			if err == nil {
+				_, err = st.Recv()
+			}
+			got <- err
+		}()
+		return got
+	}
+	first, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	second, cancelSecond := context.WithCancel(context.Background())
+	defer cancelSecond()
+	for i, ctx := range []context.Context{first, second} {
+		select {
+		case err := <-watch(ctx):
+			if err != nil {
+				t.Fatalf("stream %d: %v", i+1, err)
+			}
+		case <-time.After(xdstest.WaitTimeout):
+			t.Fatalf("stream %d not served", i+1)
+		}
+	}
+	third, cancelThird := context.WithCancel(context.Background())
+	defer cancelThird()
+	got := watch(third)
+	select {
+	case err := <-got:
+		t.Fatalf("a third stream on the connection was served (%v), want it held back", err)
+	case <-time.After(xdstest.QuietPeriod):
+	}
+	cancelFirst()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("third stream after one ended: %v", err)
+		}
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatal("third stream not served after one ended")
+	}
+}

@@ -1,0 +1,154 @@
+package downstream
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
+)
+
+// TestLimits: a client going past a limit gets a status that names the
+// limit, is counted, and nobody else notices; a stream that ends gives its
+// place back.
+func TestLimits(t *testing.T) {
+	e := newEnv(t, 0)
+	e.srv.limits = Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2}
+	goodName := xdstp(edsType, "good")
+	r := e.put(edsType, goodName, "1")
+	good := e.delta()
+	good.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
+	checkDelta(t, deltaResp(edsType, nil, dres(goodName, r)), good.Recv())
+	rev := 1
+	goodStillServed := func(t *testing.T) {
+		t.Helper()
+		rev++
+		r := e.put(edsType, goodName, string(rune('0'+rev)))
+		got := good.Recv()
+		checkDelta(t, deltaResp(edsType, nil, dres(goodName, r)), got)
+		good.Send(ack(edsType, got))
+	}
+	names := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, xdstp(edsType, "n"+string(rune('a'+i))))
+		}
+		return out
+	}
+	counted := func(limit string) float64 {
+		return testutil.ToFloat64(e.srv.m.limitRejections.WithLabelValues(limit))
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T) interface {
+			Code() codes.Code
+			Message() string
+		}
+		code     codes.Code
+		contains string
+		limit    string
+	}{
+		{
+			name: "name too long", limit: limitNameLength, code: codes.InvalidArgument, contains: "max_name_length",
+			run: func(t *testing.T) interface {
+				Code() codes.Code
+				Message() string
+			} { c := e.delta(); c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{xdstp(edsType, strings.Repeat("x", 300))}}); return c.Err() },
+		},
+		{
+			name: "delta names over two requests", limit: limitNames, code: codes.ResourceExhausted, contains: "max_names_per_stream",
+			run: func(t *testing.T) interface {
+				Code() codes.Code
+				Message() string
+			} { c := e.delta(); c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: names(2)}); c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: names(4)[2:]}); return c.Err() },
+		},
+		{
+			name: "sotw list", limit: limitNames, code: codes.ResourceExhausted, contains: "max_names_per_stream",
+			run: func(t *testing.T) interface {
+				Code() codes.Code
+				Message() string
+			} { c := e.sotw(); c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: names(4)}); return c.Err() },
+		},
+		{
+			name: "types on one ADS stream", limit: limitTypes, code: codes.ResourceExhausted, contains: "max_types_per_stream",
+			run: func(t *testing.T) interface {
+				Code() codes.Code
+				Message() string
+			} { c := e.delta(); for _, typ := range []string{edsType, ldsType, resourcev3.ClusterType} {
+				c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: typ, ResourceNamesSubscribe: []string{"legacy-x"}})
+			}; return c.Err() },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := counted(tc.limit)
+			got := tc.run(t)
+			if got.Code() != tc.code || !strings.Contains(got.Message(), tc.contains) {
+				t.Fatalf("status = %v %q, want %v naming %s", got.Code(), got.Message(), tc.code, tc.contains)
+			}
+			if n := counted(tc.limit) - before; n != 1 {
+				t.Errorf("limit_rejections_total{limit=%q} grew by %v, want 1", tc.limit, n)
+			}
+			goodStillServed(t)
+		})
+	}
+
+	t.Run("streams", func(t *testing.T) {
+		// The good client holds one place; two more fill the limit of 3.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ads := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
+		var held []context.CancelFunc
+		for range 2 {
+			sctx, scancel := context.WithCancel(ctx)
+			held = append(held, scancel)
+			st, err := ads.DeltaAggregatedResources(sctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Recv(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := counted(limitStreams)
+		over := e.delta()
+		over.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
+		if st := over.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {
+			t.Fatalf("stream over the limit: %v %q, want ResourceExhausted naming max_streams", st.Code(), st.Message())
+		}
+		if n := counted(limitStreams) - before; n != 1 {
+			t.Errorf("limit_rejections_total{limit=streams} grew by %v, want 1", n)
+		}
+		goodStillServed(t)
+		// A stream that ends gives its place back.
+		held[0]()
+		deadline := time.NewTimer(xdstest.WaitTimeout)
+		defer deadline.Stop()
+		for {
+			select {
+			case <-deadline.C:
+				t.Fatal("no stream admitted after one ended")
+			default:
+			}
+			c := e.delta()
+			c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
+			select {
+			case <-c.Responses():
+				return // admitted
+			case err := <-c.Errors():
+				if !strings.Contains(err.Error(), "max_streams") {
+					t.Fatalf("after a stream ended: %v", err)
+				}
+				// the ended stream's handler has not returned yet: retry
+			}
+		}
+	})
+}
