@@ -44,7 +44,7 @@ func (s *Server) fetchRPC(ctx context.Context, req *discoveryv3.DiscoveryRequest
 // none, it returns ErrNotModified.
 func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
 	if req.GetTypeUrl() != "" && req.GetTypeUrl() != typeURL {
-		return nil, status.Errorf(codes.InvalidArgument, "%v: request for %q on the fetch for %q", ErrWrongType, req.GetTypeUrl(), typeURL)
+		return nil, status.Errorf(codes.InvalidArgument, "%v: request for %s on the fetch for %q", ErrWrongType, quoteShort(req.GetTypeUrl()), typeURL)
 	}
 	s.m.requests.WithLabelValues(typeLabel(typeURL)).Inc()
 	names := req.GetResourceNames()

@@ -138,3 +138,16 @@ func (ss *session) checkInitialVersions(versions map[string]string) error {
 	}
 	return nil
 }
+
+// maxClientText bounds a client-controlled string the relay logs or shows
+// (node id and cluster, NACK error details, nonces, names in warnings), so
+// that one request cannot make the relay log more than a few KiB.
+const maxClientText = 256
+
+// clientText returns s cut to maxClientText bytes, saying how long it was.
+func clientText(s string) string {
+	if len(s) <= maxClientText {
+		return s
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:maxClientText], len(s))
+}

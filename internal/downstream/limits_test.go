@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/xdstest"
@@ -59,30 +63,47 @@ func TestLimits(t *testing.T) {
 			run: func(t *testing.T) interface {
 				Code() codes.Code
 				Message() string
-			} { c := e.delta(); c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{xdstp(edsType, strings.Repeat("x", 300))}}); return c.Err() },
+			} {
+				c := e.delta()
+				c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{xdstp(edsType, strings.Repeat("x", 300))}})
+				return c.Err()
+			},
 		},
 		{
 			name: "delta names over two requests", limit: limitNames, code: codes.ResourceExhausted, contains: "max_names_per_stream",
 			run: func(t *testing.T) interface {
 				Code() codes.Code
 				Message() string
-			} { c := e.delta(); c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: names(2)}); c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: names(4)[2:]}); return c.Err() },
+			} {
+				c := e.delta()
+				c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: names(2)})
+				c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: names(4)[2:]})
+				return c.Err()
+			},
 		},
 		{
 			name: "sotw list", limit: limitNames, code: codes.ResourceExhausted, contains: "max_names_per_stream",
 			run: func(t *testing.T) interface {
 				Code() codes.Code
 				Message() string
-			} { c := e.sotw(); c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: names(4)}); return c.Err() },
+			} {
+				c := e.sotw()
+				c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: names(4)})
+				return c.Err()
+			},
 		},
 		{
 			name: "types on one ADS stream", limit: limitTypes, code: codes.ResourceExhausted, contains: "max_types_per_stream",
 			run: func(t *testing.T) interface {
 				Code() codes.Code
 				Message() string
-			} { c := e.delta(); for _, typ := range []string{edsType, ldsType, resourcev3.ClusterType} {
-				c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: typ, ResourceNamesSubscribe: []string{"legacy-x"}})
-			}; return c.Err() },
+			} {
+				c := e.delta()
+				for _, typ := range []string{edsType, ldsType, resourcev3.ClusterType} {
+					c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: typ, ResourceNamesSubscribe: []string{"legacy-x"}})
+				}
+				return c.Err()
+			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,4 +172,42 @@ func TestLimits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestClientTextInLogsIsBounded: a NACK with a 1 MiB error_detail, a 1 MiB
+// node id and nonce make log lines of a few KiB, not megabytes.
+func TestClientTextInLogsIsBounded(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	e := newEnv(t, 0)
+	e.srv.lg = zap.New(core) // before any stream: read-only from here
+	n := xdstp(edsType, "n")
+	e.put(edsType, n, "1")
+	huge := strings.Repeat("x", 1<<20)
+	c := e.delta()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: huge, Cluster: huge}, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	got := c.Recv()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: got.GetNonce(), ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: huge, ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
+	e.syncDelta(c)
+	nacks := 0
+	for _, entry := range logs.All() {
+		size := len(entry.Message)
+		for _, f := range entry.Context {
+			size += len(f.Key) + len(f.String)
+		}
+		if size > 4096 {
+			t.Errorf("log line %q carries %d bytes of fields", entry.Message, size)
+		}
+		if entry.Message == "client rejected a response" {
+			nacks++
+		}
+	}
+	if nacks != 2 {
+		t.Errorf("%d NACK warnings logged, want 2", nacks)
+	}
+	for _, ci := range e.srv.Clients() {
+		if l := len(ci.Subscriptions[edsType].LastNack); l > 4096 {
+			t.Errorf("/debug/clients shows a last NACK of %d bytes", l)
+		}
+	}
 }

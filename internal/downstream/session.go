@@ -193,7 +193,7 @@ func (ss *session) setNode(n *corev3.Node) {
 		return
 	}
 	ss.node = n
-	ss.lg = ss.lg.With(zap.String("node_id", n.GetId()), zap.String("node_cluster", n.GetCluster()))
+	ss.lg = ss.lg.With(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
 }
 
 func (ss *session) nodeLocked() *corev3.Node { return ss.node }
@@ -236,13 +236,18 @@ func (ss *session) checkType(typeURL string) (string, error) {
 		if typeURL == "" {
 			return "", status.Errorf(codes.InvalidArgument, "%v: an ADS request must set type_url", ErrMissingType)
 		}
+		if len(typeURL) > ss.srv.limits.MaxNameLength {
+			return "", ss.srv.overLimit(limitNameLength, codes.InvalidArgument,
+				"type_url of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
+				len(typeURL), quoteShort(typeURL), ss.srv.limits.MaxNameLength)
+		}
 		return typeURL, nil
 	}
 	if typeURL == "" {
 		return ss.fixedType, nil
 	}
 	if typeURL != ss.fixedType {
-		return "", status.Errorf(codes.InvalidArgument, "%v: request for %q on the stream for %q", ErrWrongType, typeURL, ss.fixedType)
+		return "", status.Errorf(codes.InvalidArgument, "%v: request for %s on the stream for %q", ErrWrongType, quoteShort(typeURL), ss.fixedType)
 	}
 	return typeURL, nil
 }
@@ -255,7 +260,7 @@ func checkDuplicates(field, typeURL string, names []string) error {
 	seen := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		if _, ok := seen[n]; ok {
-			return status.Errorf(codes.InvalidArgument, "%v: %s lists %q twice (type %s)", ErrDuplicateName, field, n, typeURL)
+			return status.Errorf(codes.InvalidArgument, "%v: %s lists %s twice (type %s)", ErrDuplicateName, field, quoteShort(n), typeURL)
 		}
 		seen[n] = struct{}{}
 	}
@@ -334,7 +339,7 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			}
 			ss.srv.m.requestErrors.WithLabelValues(typeLabel(typeURL), "unknown_authority").Inc()
 			ss.logger().Warn("requested name has an authority with no configuration",
-				zap.String("type_url", typeURL), zap.String("name", n), zap.Error(err))
+				zap.String("type_url", clientText(typeURL)), zap.String("name", clientText(n)), zap.Error(err))
 		}
 		out = append(out, resolved{name: n, res: r, err: err})
 		if err == nil && r.Key.Stream.Group != "" {
@@ -360,11 +365,11 @@ func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) e
 		return status.Errorf(codes.InvalidArgument, "type %s: %v", typeURL, err)
 	case isErr(err, ErrNoRule):
 		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "no_rule").Inc()
-		return status.Errorf(codes.FailedPrecondition, "type %s, name %q, node id %q cluster %q: %v",
-			typeURL, name, node.GetId(), node.GetCluster(), err)
+		return status.Errorf(codes.FailedPrecondition, "type %s, name %s, node id %s cluster %s: %v",
+			typeURL, quoteShort(name), quoteShort(node.GetId()), quoteShort(node.GetCluster()), err)
 	default:
 		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "resolve").Inc()
-		return status.Errorf(codes.Unavailable, "type %s, name %q: %v", typeURL, name, err)
+		return status.Errorf(codes.Unavailable, "type %s, name %s: %v", typeURL, quoteShort(name), err)
 	}
 }
 
@@ -377,11 +382,11 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 		return false
 	}
 	ts.nackCount++
-	ts.lastNack = detail.GetMessage()
+	ts.lastNack = clientText(detail.GetMessage())
 	ss.srv.m.nacks.WithLabelValues(typeLabel(ts.typeURL)).Inc()
-	fields := []zap.Field{zap.String("type_url", ts.typeURL), zap.String("nonce", nonce)}
+	fields := []zap.Field{zap.String("type_url", clientText(ts.typeURL)), zap.String("nonce", clientText(nonce))}
 	if ss.variant == variantSotW {
-		fields = append(fields, zap.String("version_info", versionInfo))
+		fields = append(fields, zap.String("version_info", clientText(versionInfo)))
 	}
 	ss.lg.Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
 	return true

@@ -29,8 +29,8 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	nonce := req.GetResponseNonce()
 	if nonce != "" && nonce != ts.lastNonce {
 		ss.mu.Unlock()
-		ss.logger().Debug("ignoring request with stale nonce", zap.String("type_url", typeURL),
-			zap.String("nonce", nonce))
+		ss.logger().Debug("ignoring request with stale nonce", zap.String("type_url", clientText(typeURL)),
+			zap.String("nonce", clientText(nonce)))
 		return nil
 	}
 	if nonce != "" && !ss.recordNackLocked(ts, nonce, req.GetVersionInfo(), req.GetErrorDetail()) {

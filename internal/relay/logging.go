@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -32,5 +33,16 @@ func NewLogger(c config.Log, out io.Writer) (*zap.Logger, error) {
 		return nil, fmt.Errorf("log.format: %q is not one of json, console", c.Format)
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(out)), level)
+	// Repeated lines are sampled: each second, the first logSampleFirst
+	// entries of a level and message are written, then one in
+	// logSampleThereafter. A fleet of clients repeating one warning (a
+	// NACK, a refused name) cannot flood the log; metrics count them all.
+	core = zapcore.NewSamplerWithOptions(core, time.Second, logSampleFirst, logSampleThereafter)
 	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(out)))), nil
 }
+
+// Log sampling per second and per (level, message); see NewLogger.
+const (
+	logSampleFirst      = 100
+	logSampleThereafter = 100
+)

@@ -52,3 +52,27 @@ func TestNewLogger(t *testing.T) {
 		})
 	}
 }
+
+// TestLoggerSamplesRepeats: one warning repeated 10000 times within a
+// second is written logSampleFirst times, then one in logSampleThereafter;
+// another message is not held back by it.
+func TestLoggerSamplesRepeats(t *testing.T) {
+	var buf bytes.Buffer
+	lg, err := NewLogger(config.Log{Level: "info", Format: "json"}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10000 {
+		lg.Warn("client rejected a response")
+	}
+	lg.Warn("another line")
+	got := strings.Count(buf.String(), "client rejected a response")
+	// Within one second; a second boundary during the loop allows one more
+	// first-N window.
+	if max := 2*logSampleFirst + 10000/logSampleThereafter; got < logSampleFirst || got > max {
+		t.Errorf("repeated warning written %d times, want between %d and %d", got, logSampleFirst, max)
+	}
+	if !strings.Contains(buf.String(), "another line") {
+		t.Error("a different message was dropped")
+	}
+}
