@@ -55,6 +55,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 	// Names unsubscribed and subscribed again since the last sync: the
 	// origin must forget them (an unsubscribe now) to send them again
 	// (the subscribe below).
+	l.answerRefused()
 	resub := l.takeResubscribe()
 	for _, t := range slices.Sorted(maps.Keys(resub)) {
 		sent := st.sent[t]

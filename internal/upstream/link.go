@@ -43,6 +43,9 @@ type link struct {
 	// sync must have the origin send them again. guarded by mu
 	removed map[string]map[string]struct{}
 	resub   map[string]map[string]struct{}
+	// refused: types the origin ended the stream over, not asked for
+	// until the time given (refused.go). guarded by mu
+	refused map[string]time.Time
 
 	// sotwVersions: last accepted version_info per type, kept across
 	// attempts on the same origin (sotwOrigin) so a SotW reconnect resends
@@ -62,6 +65,7 @@ func newLink(m *Manager, id cache.StreamID, a *authority) *link {
 		desired:      make(map[string]map[string]struct{}),
 		removed:      make(map[string]map[string]struct{}),
 		resub:        make(map[string]map[string]struct{}),
+		refused:      make(map[string]time.Time),
 		node:         m.node,
 		sotwVersions: make(map[string]string),
 	}
@@ -113,7 +117,11 @@ func (l *link) snapshot() (*corev3.Node, map[string]*want) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[string]*want, len(l.desired))
+	now := time.Now()
 	for t, set := range l.desired {
+		if l.refusedLocked(t, now) {
+			continue // answered as absent (refused.go)
+		}
 		w := &want{names: make(map[string]struct{}, len(set))}
 		for n := range set {
 			switch {
@@ -206,6 +214,12 @@ func (l *link) run(ctx context.Context) {
 			continue
 		}
 		l.mgr.metrics.reconnects.WithLabelValues(l.id.Authority).Inc()
+		if t := l.refusedType(err); t != "" {
+			// The origin is up; it refused one type. Ask again at once,
+			// without it, on the same origin.
+			l.refuse(t, err)
+			healthy = true
+		}
 		if healthy {
 			b.reset()
 			idx = 0

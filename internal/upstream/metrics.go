@@ -13,6 +13,8 @@ type metrics struct {
 	responses  *prometheus.CounterVec // label type (xdstype.Label)
 	nacks      *prometheus.CounterVec // label type (xdstype.Label)
 	fileErrors *prometheus.CounterVec // label authority
+	// refusedTypes: labels authority, type (xdstype.Label).
+	refusedTypes *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,9 +43,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Name: "file_source_errors_total",
 			Help: "Files of a file source that could not be read or parsed (skipped, last good version kept), by authority.",
 		}, []string{"authority"}),
+		refusedTypes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "refused_types_total",
+			Help: "Upstream streams an origin ended over a type the relay asked for; the type is answered as absent for upstream.failback_interval, by authority and type.",
+		}, []string{"authority", "type"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors)
+		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes)
 	}
 	return m
 }

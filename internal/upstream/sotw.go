@@ -62,6 +62,7 @@ func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 	// Names unsubscribed and subscribed again since the last sync: the
 	// list is unchanged, so ask again without a version, which makes the
 	// origin answer with what it holds (unchanged bytes notify no client).
+	l.answerRefused()
 	resub := l.takeResubscribe()
 	node, wants := l.snapshot()
 	keys := slices.Sorted(maps.Keys(wants))
