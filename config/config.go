@@ -202,6 +202,11 @@ type Upstream struct {
 	MaxRecvMsgSize ByteSize `yaml:"max_recv_msg_size"`
 	// MaxSendMsgSize bounds one request to an origin. Default 16MiB.
 	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
+	// MaxRequestSize: a delta subscription request larger than this is
+	// split into several (origins commonly refuse requests over 4 MiB, and
+	// a reconnect carries every subscribed name). At most
+	// max_send_msg_size. Default 1MiB.
+	MaxRequestSize ByteSize `yaml:"max_request_size"`
 	// ConnectTimeout bounds connecting to one origin before the next is
 	// tried. Default 5s.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
@@ -271,6 +276,7 @@ const (
 	DefaultDownstreamMaxSend     = 64 * MiB
 	DefaultUpstreamMaxRecv       = 64 * MiB
 	DefaultUpstreamMaxSend       = 16 * MiB
+	DefaultUpstreamMaxRequest    = 1 * MiB
 	DefaultServerKeepaliveTime   = time.Minute
 	DefaultKeepaliveTimeout      = 20 * time.Second
 	DefaultMinClientPingInterval = 30 * time.Second
@@ -325,6 +331,7 @@ func Default() *Config {
 			},
 			MaxRecvMsgSize: DefaultUpstreamMaxRecv,
 			MaxSendMsgSize: DefaultUpstreamMaxSend,
+			MaxRequestSize: DefaultUpstreamMaxRequest,
 			ConnectTimeout: DefaultConnectTimeout,
 			Backoff: Backoff{
 				Initial:    DefaultBackoffInitial,

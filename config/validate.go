@@ -155,6 +155,10 @@ func (v *validator) upstream() {
 	v.positive("upstream.keepalive.timeout", u.Keepalive.Timeout)
 	v.msgSize("upstream.max_recv_msg_size", u.MaxRecvMsgSize)
 	v.msgSize("upstream.max_send_msg_size", u.MaxSendMsgSize)
+	v.msgSize("upstream.max_request_size", u.MaxRequestSize)
+	if u.MaxRequestSize > u.MaxSendMsgSize && u.MaxSendMsgSize > 0 {
+		v.add("upstream.max_request_size", "%s is above upstream.max_send_msg_size (%s)", u.MaxRequestSize, u.MaxSendMsgSize)
+	}
 	v.positive("upstream.connect_timeout", u.ConnectTimeout)
 	v.positive("upstream.failback_interval", u.FailbackInterval)
 	b := u.Backoff

@@ -293,6 +293,7 @@ func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *r
 		ConnectTimeout: config.DefaultConnectTimeout,
 		// Probe a recovered first origin soon (see TestUpstreamFailback).
 		FailbackInterval: 50 * time.Millisecond,
+		MaxRequestSize:   int(config.DefaultUpstreamMaxRequest),
 		Cache:            r.c,
 		Registry:         r.reg,
 	})

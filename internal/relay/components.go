@@ -45,6 +45,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		},
 		ConnectTimeout:   cfg.Upstream.ConnectTimeout,
 		FailbackInterval: cfg.Upstream.FailbackInterval,
+		MaxRequestSize:   int(cfg.Upstream.MaxRequestSize),
 		DialOptions:      dial,
 		Cache:            c,
 		Logger:           lg,

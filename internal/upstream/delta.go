@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -133,12 +134,15 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 				st.wildcardAnswered[t] = false
 			}
 		}
-		if err := ads.Send(req); err != nil {
-			return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
+		parts := splitDelta(req, l.mgr.maxRequest)
+		for _, part := range parts {
+			if err := ads.Send(part); err != nil {
+				return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
+			}
 		}
 		l.lg.Debug("delta subscription sent", zap.String("type_url", t),
 			zap.Int("subscribe", len(req.ResourceNamesSubscribe)), zap.Int("unsubscribe", len(req.ResourceNamesUnsubscribe)),
-			zap.Int("initial_versions", len(req.InitialResourceVersions)))
+			zap.Int("initial_versions", len(req.InitialResourceVersions)), zap.Int("requests", len(parts)))
 	}
 	// Emulated globs added while the Wildcard was already answered are
 	// complete at once: the cache computes their membership.
@@ -191,4 +195,58 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 		return fmt.Errorf("upstream %s: send ACK: %w", l.id.Authority, err)
 	}
 	return nil
+}
+
+// splitDelta returns req, or, when its encoding would exceed max bytes,
+// several requests that together say the same, each within max: the first
+// carries the node and as many initial_resource_versions as fit (the
+// origin resends what the others named: bytes, not correctness; the spec
+// honours them only on a type's first request), then the names to
+// subscribe and to unsubscribe, in order. Sizes are over-estimated per
+// name, so a part never exceeds max unless one name alone does.
+func splitDelta(req *discoveryv3.DeltaDiscoveryRequest, max int) []*discoveryv3.DeltaDiscoveryRequest {
+	if proto.Size(req) <= max {
+		return []*discoveryv3.DeltaDiscoveryRequest{req}
+	}
+	const perName, perEntry = 8, 16 // tag and length bytes, rounded up
+	fresh := func() (*discoveryv3.DeltaDiscoveryRequest, int) {
+		r := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: req.GetTypeUrl()}
+		return r, proto.Size(r) + perName
+	}
+	cur, size := fresh()
+	cur.Node = req.GetNode()
+	size += proto.Size(cur.GetNode()) + perName
+	for _, k := range slices.Sorted(maps.Keys(req.GetInitialResourceVersions())) {
+		v := req.GetInitialResourceVersions()[k]
+		e := len(k) + len(v) + perEntry
+		if size+e > max {
+			break
+		}
+		if cur.InitialResourceVersions == nil {
+			cur.InitialResourceVersions = make(map[string]string)
+		}
+		cur.InitialResourceVersions[k] = v
+		size += e
+	}
+	var out []*discoveryv3.DeltaDiscoveryRequest
+	add := func(n string, subscribe bool) {
+		e := len(n) + perName
+		if size+e > max && len(cur.ResourceNamesSubscribe)+len(cur.ResourceNamesUnsubscribe) > 0 {
+			out = append(out, cur)
+			cur, size = fresh()
+		}
+		if subscribe {
+			cur.ResourceNamesSubscribe = append(cur.ResourceNamesSubscribe, n)
+		} else {
+			cur.ResourceNamesUnsubscribe = append(cur.ResourceNamesUnsubscribe, n)
+		}
+		size += e
+	}
+	for _, n := range req.GetResourceNamesSubscribe() {
+		add(n, true)
+	}
+	for _, n := range req.GetResourceNamesUnsubscribe() {
+		add(n, false)
+	}
+	return append(out, cur)
 }

@@ -25,22 +25,25 @@ import (
 // first link of its authority; both run until Close, which cancels every
 // goroutine and waits for them.
 type Manager struct {
-	lg       *zap.Logger              // read-only after New
-	metrics  *metrics                 // read-only after New
-	cache    *cache.Cache             // read-only after New
-	node     *corev3.Node             // read-only after New
-	backoff  Backoff                  // read-only after New
-	dialOpts []grpc.DialOption        // read-only after New
-	connect  time.Duration            // connect timeout; read-only after New
-	failback time.Duration            // probe interval; read-only after New
-	auths    map[string]*authority    // read-only after New
-	files    map[string]*fileSource   // by origin; read-only after New
-	ctx      context.Context          // read-only after New; cancelled by Close
-	cancel   context.CancelFunc       // read-only after New
-	wg       sync.WaitGroup           // counts every goroutine the Manager owns
-	mu       sync.Mutex               //
-	links    map[cache.StreamID]*link // guarded by mu
-	closed   bool                     // guarded by mu
+	lg       *zap.Logger       // read-only after New
+	metrics  *metrics          // read-only after New
+	cache    *cache.Cache      // read-only after New
+	node     *corev3.Node      // read-only after New
+	backoff  Backoff           // read-only after New
+	dialOpts []grpc.DialOption // read-only after New
+	connect  time.Duration     // connect timeout; read-only after New
+	failback time.Duration     // probe interval; read-only after New
+	// maxRequest bounds one delta subscription request (splitDelta);
+	// read-only after New.
+	maxRequest int
+	auths      map[string]*authority    // read-only after New
+	files      map[string]*fileSource   // by origin; read-only after New
+	ctx        context.Context          // read-only after New; cancelled by Close
+	cancel     context.CancelFunc       // read-only after New
+	wg         sync.WaitGroup           // counts every goroutine the Manager owns
+	mu         sync.Mutex               //
+	links      map[cache.StreamID]*link // guarded by mu
+	closed     bool                     // guarded by mu
 }
 
 // authority is an Authority with defaults applied.
@@ -81,11 +84,13 @@ func New(opts Options) (*Manager, error) {
 		dialOpts: append(dial, opts.DialOptions...),
 		connect:  opts.ConnectTimeout,
 		failback: opts.FailbackInterval,
-		auths:    make(map[string]*authority),
-		files:    make(map[string]*fileSource),
-		ctx:      ctx,
-		cancel:   cancel,
-		links:    make(map[cache.StreamID]*link),
+
+		maxRequest: opts.MaxRequestSize,
+		auths:      make(map[string]*authority),
+		files:      make(map[string]*fileSource),
+		ctx:        ctx,
+		cancel:     cancel,
+		links:      make(map[cache.StreamID]*link),
 	}
 	for i, a := range opts.Authorities {
 		if len(a.Origins) == 0 {

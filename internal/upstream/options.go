@@ -69,6 +69,10 @@ type Options struct {
 	// its authority's first, the first is probed this often, and the
 	// link moves back to it once it accepts a connection. Required (> 0).
 	FailbackInterval time.Duration
+	// MaxRequestSize: a delta subscription request whose encoding would
+	// be larger is split into several (config upstream.max_request_size).
+	// Required (> 0).
+	MaxRequestSize int
 	// DialOptions are added to the defaults (plaintext credentials unless
 	// these set others, connect backoff and timeout from above).
 	DialOptions []grpc.DialOption
@@ -108,6 +112,9 @@ func (o Options) validate() error {
 	}
 	if o.FailbackInterval <= 0 {
 		bad("FailbackInterval", "must be positive, got %v", o.FailbackInterval)
+	}
+	if o.MaxRequestSize <= 0 {
+		bad("MaxRequestSize", "must be positive, got %d", o.MaxRequestSize)
 	}
 	return errors.Join(errs...)
 }

@@ -26,7 +26,7 @@ func (f *fakeADS[Req, Resp]) Send(r *Req) error {
 }
 
 func testLink(emulated bool) *link {
-	m := &Manager{lg: zap.NewNop(), metrics: newMetrics(nil), cache: cache.New(cache.Options{})}
+	m := &Manager{lg: zap.NewNop(), metrics: newMetrics(nil), cache: cache.New(cache.Options{}), maxRequest: 1 << 20}
 	return newLink(m, cache.StreamID{Authority: "a"}, &authority{name: "a", origins: []string{"o"}, emulated: emulated})
 }
 

@@ -206,6 +206,7 @@ func TestNewValidatesOptions(t *testing.T) {
 			Backoff:          Backoff{Initial: time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0},
 			ConnectTimeout:   time.Second,
 			FailbackInterval: time.Minute,
+			MaxRequestSize:   1 << 20,
 			Cache:            c,
 		}
 	}
@@ -216,7 +217,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	}{
 		{name: "valid, no jitter", change: func(*Options) {}},
 		{name: "zero", change: func(o *Options) { *o = Options{} }, want: []string{
-			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval",
+			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval", "MaxRequestSize",
 		}},
 		{name: "max below initial", change: func(o *Options) { o.Backoff.Max = o.Backoff.Initial / 2 }, want: []string{"Backoff.Max"}},
 		{name: "jitter above 1", change: func(o *Options) { o.Backoff.Jitter = 1.5 }, want: []string{"Backoff.Jitter"}},
