@@ -60,6 +60,11 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 
 	rs, err := ss.resolveAll(typeURL, added, node)
 	if err != nil {
+		// The names this request dropped are no longer this session's
+		// (replaceLocked took them out): release them now, or the ended
+		// stream's teardown, which unwatches what the session still
+		// holds, would leave them watched for good.
+		ch.apply(ss, node)
 		return err
 	}
 
