@@ -87,6 +87,11 @@ type Authority struct {
 	// "emulated" when the relay must subscribe to the type's wildcard and
 	// compute glob membership itself. Default "native".
 	GlobCollections string `yaml:"glob_collections"`
+	// Types are the type URLs the relay asks this authority's origins for;
+	// a client's name of another type is answered as not existing and
+	// never reaches an origin. Default: every type the relay serves (the
+	// README's "Served variants and types").
+	Types []string `yaml:"types"`
 }
 
 // Cache bounds the resources that no client watches any more (kept warm for
@@ -369,6 +374,18 @@ func (c *Config) Authority(name string) (Authority, bool) {
 }
 
 // AuthorityNames lists the configured authority names in order.
+// AuthorityTypes returns, for each authority that lists its types, those
+// type URLs (authorities without a list carry every served type).
+func (c *Config) AuthorityTypes() map[string][]string {
+	out := make(map[string][]string)
+	for _, a := range c.Authorities {
+		if len(a.Types) > 0 {
+			out[a.Name] = a.Types
+		}
+	}
+	return out
+}
+
 func (c *Config) AuthorityNames() []string {
 	names := make([]string, 0, len(c.Authorities))
 	for _, a := range c.Authorities {

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // maxMsgSize is the largest message size gRPC can be told about.
@@ -85,6 +86,11 @@ func (v *validator) authorities() {
 		}
 		v.oneOf(p+".transport", a.Transport, TransportDelta, TransportSotW)
 		v.oneOf(p+".glob_collections", a.GlobCollections, GlobNative, GlobEmulated)
+		for j, t := range a.Types {
+			if !xdstype.IsServed(t) {
+				v.add(joinIndex(p+".types", j), "%q is not a type the relay serves (%s)", t, strings.Join(xdstype.Served(), ", "))
+			}
+		}
 	}
 }
 

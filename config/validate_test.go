@@ -73,6 +73,7 @@ func TestValidate(t *testing.T) {
 		{name: "recv size zero", extra: "downstream:\n  max_recv_msg_size: 0\n", want: []problem{{"downstream.max_recv_msg_size", 5, "must be between 1B and 2147483647 bytes, got 0B"}}},
 		{name: "send size too large", extra: "downstream:\n  max_send_msg_size: 2GiB\n", want: []problem{{"downstream.max_send_msg_size", 5, "got 2GiB"}}},
 		{name: "send_timeout zero", extra: "downstream:\n  send_timeout: 0s\n", want: []problem{{"downstream.send_timeout", 5, "must be a positive duration"}}},
+		{name: "a type the relay does not serve", extra: "    types: [type.googleapis.com/envoy.config.cluster.v3.Cluster, type.googleapis.com/made.up.Type]\n", want: []problem{{"authorities[0].types[1]", 4, "is not a type the relay serves"}}},
 		{name: "a limit zero", extra: "downstream:\n  limits:\n    max_names_per_stream: 0\n", want: []problem{{"downstream.limits.max_names_per_stream", 6, "must be a positive number"}}},
 
 		{name: "upstream ca missing", extra: "upstream:\n  tls:\n    enabled: true\n    ca_file: " + missing + "\n", want: []problem{{"upstream.tls.ca_file", 7, "no such file or directory"}}},

@@ -113,3 +113,33 @@ func TestUnknownAuthority(t *testing.T) {
 	checkDelta(t, deltaResp(edsType, nil, dres(known, rk2)), d.Recv())
 	checkSotW(t, sotwResp(edsType, "2", rk2.Body), s.Recv())
 }
+
+// TestTypesCarried: a name whose authority does not carry its type (its
+// configured list, or by default the served types) is answered as not
+// existing (delta: removed_resources), counted, never subscribed; the
+// stream and other names carry on.
+func TestTypesCarried(t *testing.T) {
+	e := newEnv(t, 0)
+	e.srv.resolver.(*NameResolver).CarryTypes(map[string][]string{authority: {edsType, ldsType}}) // before any stream
+	eds := xdstp(edsType, "e")
+	r := e.put(edsType, eds, "1")
+	cds := xdstp(cdsType, "c")
+	const madeUp = "type.googleapis.com/made.up.Type"
+	invented := "xdstp://" + authority + "/made.up.Type/x"
+
+	d := e.delta()
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{eds}})
+	checkDelta(t, deltaResp(edsType, nil, dres(eds, r)), d.Recv())
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: cdsType, ResourceNamesSubscribe: []string{cds}})
+	checkDelta(t, deltaResp(cdsType, []string{cds}), d.Recv())
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: madeUp, ResourceNamesSubscribe: []string{invented}})
+	checkDelta(t, deltaResp(madeUp, []string{invented}), d.Recv())
+	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(typeLabel(cdsType), "type_not_carried")); got != 1 {
+		t.Errorf("type_not_carried for CDS = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues("other", "type_not_carried")); got != 1 {
+		t.Errorf("type_not_carried for the invented type = %v, want 1", got)
+	}
+	r2 := e.put(edsType, eds, "2")
+	checkDelta(t, deltaResp(edsType, nil, dres(eds, r2)), d.Recv())
+}

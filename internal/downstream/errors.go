@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -14,6 +15,10 @@ var (
 	ErrMalformedName = errors.New("malformed resource name")
 	// ErrUnknownAuthority: an xdstp name whose authority has no configuration.
 	ErrUnknownAuthority = errors.New("authority has no configuration")
+	// ErrTypeNotCarried: the name's authority is not configured to carry
+	// its type (authorities[].types). It is an ErrUnknownAuthority: the
+	// name is answered as not existing, and never asked of an origin.
+	ErrTypeNotCarried = fmt.Errorf("%w for this type", ErrUnknownAuthority)
 	// ErrNoRule: no aggregation rule matches a legacy name.
 	ErrNoRule = errors.New("no aggregation rule matches")
 	// ErrDuplicateName: one request lists the same resource name twice.

@@ -10,6 +10,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Resolution is where a requested name is served from.
@@ -41,6 +42,9 @@ type Matcher interface {
 type NameResolver struct {
 	authorities map[string]struct{} // read-only after NewResolver
 	rules       Matcher             // read-only after NewResolver
+	// types: authority → the type URLs it carries (CarryTypes); an
+	// authority not in it carries the served types. read-only once serving
+	types map[string]map[string]bool
 }
 
 // NewResolver returns a resolver for the configured authorities and rules.
@@ -50,6 +54,31 @@ func NewResolver(authorities []string, rules Matcher) *NameResolver {
 		r.authorities[a] = struct{}{}
 	}
 	return r
+}
+
+// CarryTypes limits what each authority is asked for: types maps an
+// authority to the type URLs it carries (config authorities[].types); an
+// authority not in it carries every served type (xdstype.Served). A name
+// of another type is answered as not existing (ErrTypeNotCarried) and
+// never reaches an origin. Call before serving.
+func (r *NameResolver) CarryTypes(types map[string][]string) *NameResolver {
+	r.types = make(map[string]map[string]bool, len(types))
+	for a, ts := range types {
+		set := make(map[string]bool, len(ts))
+		for _, t := range ts {
+			set[t] = true
+		}
+		r.types[a] = set
+	}
+	return r
+}
+
+// carries reports whether authority is asked for typeURL.
+func (r *NameResolver) carries(authority, typeURL string) bool {
+	if set, ok := r.types[authority]; ok {
+		return set[typeURL]
+	}
+	return xdstype.IsServed(typeURL)
 }
 
 // Resolve implements Resolver.
@@ -69,6 +98,9 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		}
 		if _, ok := r.authorities[n.Authority]; !ok {
 			return Resolution{}, fmt.Errorf("%w: %s: authority %s", ErrUnknownAuthority, quoteShort(name), quoteShort(n.Authority))
+		}
+		if !r.carries(n.Authority, typeURL) {
+			return Resolution{}, fmt.Errorf("%w: %s: authority %s carries no %s", ErrTypeNotCarried, quoteShort(name), quoteShort(n.Authority), quoteShort(typeURL))
 		}
 		canonical := n.String()
 		if canonical == name {
@@ -92,6 +124,9 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 	if err != nil {
 		// err repeats ErrNoRule's text; statusFor names type, name and node.
 		return Resolution{}, ErrNoRule
+	}
+	if !r.carries(res.Authority, typeURL) {
+		return Resolution{}, fmt.Errorf("%w: %s: authority %s carries no %s", ErrTypeNotCarried, quoteShort(name), quoteShort(res.Authority), quoteShort(typeURL))
 	}
 	return Resolution{
 		Key:        cache.Key{Stream: cache.StreamID{Authority: res.Authority, Group: res.Group}, TypeURL: typeURL, Name: name},

@@ -337,8 +337,12 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
 				return nil, st
 			}
-			ss.srv.m.requestErrors.WithLabelValues(typeLabel(typeURL), "unknown_authority").Inc()
-			ss.logger().Warn("requested name has an authority with no configuration",
+			reason := "unknown_authority"
+			if isErr(err, ErrTypeNotCarried) {
+				reason = "type_not_carried"
+			}
+			ss.srv.m.requestErrors.WithLabelValues(typeLabel(typeURL), reason).Inc()
+			ss.logger().Warn("requested name cannot be served here: its authority has no configuration, or does not carry its type",
 				zap.String("type_url", clientText(typeURL)), zap.String("name", clientText(n)), zap.Error(err))
 		}
 		out = append(out, resolved{name: n, res: r, err: err})

@@ -63,7 +63,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	}
 	ds, err := downstream.New(downstream.Options{
 		Cache:       c,
-		Resolver:    downstream.NewResolver(cfg.AuthorityNames(), rules),
+		Resolver:    downstream.NewResolver(cfg.AuthorityNames(), rules).CarryTypes(cfg.AuthorityTypes()),
 		SendTimeout: cfg.Downstream.SendTimeout,
 		Logger:      lg,
 		Registry:    reg,

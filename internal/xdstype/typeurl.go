@@ -1,6 +1,7 @@
 package xdstype
 
 import (
+	"slices"
 	"strings"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -32,4 +33,19 @@ func Label(typeURL string) string {
 		return OtherLabel
 	}
 	return strings.TrimPrefix(typeURL, resourcev3.APITypePrefix)
+}
+
+// IsServed reports whether typeURL is one of the resource types the relay
+// serves (what a label names).
+func IsServed(typeURL string) bool { return known[typeURL] }
+
+// Served returns the type URLs of the resource types the relay serves,
+// sorted.
+func Served() []string {
+	out := make([]string, 0, len(known))
+	for t := range known {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
