@@ -212,6 +212,10 @@ type Upstream struct {
 	// a reconnect carries every subscribed name). At most
 	// max_send_msg_size. Default 1MiB.
 	MaxRequestSize ByteSize `yaml:"max_request_size"`
+	// IdleTimeout: an upstream link (an authority's, or an aggregation
+	// group's) whose keys no client has watched for this long is closed,
+	// its connection released and what it cached forgotten. Default 5m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// ConnectTimeout bounds connecting to one origin before the next is
 	// tried. Default 5s.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
@@ -282,6 +286,7 @@ const (
 	DefaultUpstreamMaxRecv       = 64 * MiB
 	DefaultUpstreamMaxSend       = 16 * MiB
 	DefaultUpstreamMaxRequest    = 1 * MiB
+	DefaultUpstreamIdleTimeout   = 5 * time.Minute
 	DefaultServerKeepaliveTime   = time.Minute
 	DefaultKeepaliveTimeout      = 20 * time.Second
 	DefaultMinClientPingInterval = 30 * time.Second
@@ -337,6 +342,7 @@ func Default() *Config {
 			MaxRecvMsgSize: DefaultUpstreamMaxRecv,
 			MaxSendMsgSize: DefaultUpstreamMaxSend,
 			MaxRequestSize: DefaultUpstreamMaxRequest,
+			IdleTimeout:    DefaultUpstreamIdleTimeout,
 			ConnectTimeout: DefaultConnectTimeout,
 			Backoff: Backoff{
 				Initial:    DefaultBackoffInitial,

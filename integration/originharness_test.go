@@ -294,6 +294,7 @@ func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *r
 		// Probe a recovered first origin soon (see TestUpstreamFailback).
 		FailbackInterval: 50 * time.Millisecond,
 		MaxRequestSize:   int(config.DefaultUpstreamMaxRequest),
+		IdleTimeout:      config.DefaultUpstreamIdleTimeout,
 		Cache:            r.c,
 		Registry:         r.reg,
 	})

@@ -97,6 +97,9 @@ type Cache struct {
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
 	watchers map[Key]*watcherSet
+	// watchedKeys counts the keys of watchers per stream (ReleaseStream).
+	// guarded by mu
+	watchedKeys map[StreamID]int
 	// lru orders unwatched keys, oldest first. guarded by mu
 	lru *simplelru.LRU[Key, *entry]
 	// lruBytes is the bytes of the resources in lru. guarded by mu
@@ -151,6 +154,7 @@ func New(opts Options) *Cache {
 		colls:        make(map[streamType]map[string]*entry),
 		globMembers:  make(map[Key]map[string]*entry),
 		watchers:     make(map[Key]*watcherSet),
+		watchedKeys:  make(map[StreamID]int),
 		lru:          lru,
 	}
 }
@@ -176,6 +180,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		if ws == nil {
 			ws = &watcherSet{}
 			c.watchers[k] = ws
+			c.watchedKeys[k.Stream]++
 		}
 		ws.add(w)
 
@@ -227,6 +232,9 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		delete(c.watchers, k)
+		if c.watchedKeys[k.Stream]--; c.watchedKeys[k.Stream] <= 0 {
+			delete(c.watchedKeys, k.Stream)
+		}
 		e := c.entries[k]
 		if e == nil {
 			continue
@@ -424,4 +432,44 @@ func (c *Cache) Versions(s StreamID, typeURL string) map[string]string {
 		}
 	}
 	return out
+}
+
+// ReleaseStream forgets everything cached for stream s when no client
+// watches any key of it, and reports whether it did. Nothing is
+// unsubscribed: the caller is closing s's upstream link (an idle link).
+// A key watched later is a miss, subscribed anew.
+func (c *Cache) ReleaseStream(s StreamID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watchedKeys[s] > 0 {
+		return false
+	}
+	var gone []*entry
+	for st, m := range c.byType {
+		if st.stream == s {
+			for _, e := range m {
+				gone = append(gone, e)
+			}
+		}
+	}
+	for st, m := range c.colls {
+		if st.stream == s {
+			for _, e := range m {
+				gone = append(gone, e)
+			}
+		}
+	}
+	for _, e := range gone {
+		e.subscribed = false // the link goes: nothing to unsubscribe
+		c.dropLocked(e)
+		c.m.evictions.Inc()
+	}
+	return true
+}
+
+// Watched reports whether some client watches a key of stream s.
+func (c *Cache) Watched(s StreamID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watchedKeys[s] > 0
 }

@@ -157,3 +157,39 @@ func TestFanoutDuration(t *testing.T) {
 		t.Errorf("after the last watcher: %d samples, want 1", got)
 	}
 }
+
+// TestReleaseStream: a stream some client watches is not released; once
+// nobody does, everything cached for it is forgotten without unsubscribing
+// (its link is closing), and a later watch is a miss that subscribes anew.
+func TestReleaseStream(t *testing.T) {
+	f := newFixture(t, unbounded)
+	a := key(legacyStream, lds, "a")
+	other := key(xdstpStream, lds, "o")
+	w := &fakeWatcher{}
+	f.c.Watch(w, nil, a, other)
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4)}})
+	f.sub.take()
+	if f.c.ReleaseStream(legacyStream) || !f.c.Watched(legacyStream) {
+		t.Fatal("released a stream a client watches")
+	}
+	f.c.Unwatch(w, a)
+	if f.c.Watched(legacyStream) || !f.c.Watched(xdstpStream) {
+		t.Fatalf("Watched: legacy %v (want false), xdstp %v (want true)", f.c.Watched(legacyStream), f.c.Watched(xdstpStream))
+	}
+	if !f.c.ReleaseStream(legacyStream) {
+		t.Fatal("did not release an unwatched stream")
+	}
+	if ops := f.sub.take(); len(ops) != 0 {
+		t.Errorf("release unsubscribed %v; the link is closing, nothing to unsubscribe", ops)
+	}
+	if _, st := f.c.Get(a); st != StatePending {
+		t.Errorf("a after release: %v, want pending (forgotten)", st)
+	}
+	f.c.Watch(w, nil, a)
+	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
+		t.Errorf("watch after release (-want +got):\n%s", diff)
+	}
+	if _, st := f.c.Get(other); st != StatePending {
+		t.Errorf("another stream's key: %v", st)
+	}
+}

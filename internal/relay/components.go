@@ -46,6 +46,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		ConnectTimeout:   cfg.Upstream.ConnectTimeout,
 		FailbackInterval: cfg.Upstream.FailbackInterval,
 		MaxRequestSize:   int(cfg.Upstream.MaxRequestSize),
+		IdleTimeout:      cfg.Upstream.IdleTimeout,
 		DialOptions:      dial,
 		Cache:            c,
 		Logger:           lg,

@@ -25,6 +25,13 @@ type link struct {
 	// poke wakes the run goroutine after desired changed (1 slot: many
 	// pokes, one wake-up).
 	poke chan struct{}
+	// cancel ends the run goroutine (an idle link, see idle.go); done is
+	// closed when it has returned. Set by Manager.link, read-only after.
+	cancel context.CancelFunc
+	done   chan struct{}
+	// idleSweeps counts consecutive idle sweeps that found no client
+	// watching a key of the link. Owned by the idle sweeper.
+	idleSweeps int
 
 	mu sync.Mutex
 	// desired: type URL → names the cache wants (canonical names, canonical

@@ -36,14 +36,17 @@ type Manager struct {
 	// maxRequest bounds one delta subscription request (splitDelta);
 	// read-only after New.
 	maxRequest int
-	auths      map[string]*authority    // read-only after New
-	files      map[string]*fileSource   // by origin; read-only after New
-	ctx        context.Context          // read-only after New; cancelled by Close
-	cancel     context.CancelFunc       // read-only after New
-	wg         sync.WaitGroup           // counts every goroutine the Manager owns
-	mu         sync.Mutex               //
-	links      map[cache.StreamID]*link // guarded by mu
-	closed     bool                     // guarded by mu
+	// idle: a link no client watches for this long is closed (idle.go);
+	// read-only after New.
+	idle   time.Duration
+	auths  map[string]*authority    // read-only after New
+	files  map[string]*fileSource   // by origin; read-only after New
+	ctx    context.Context          // read-only after New; cancelled by Close
+	cancel context.CancelFunc       // read-only after New
+	wg     sync.WaitGroup           // counts every goroutine the Manager owns
+	mu     sync.Mutex               //
+	links  map[cache.StreamID]*link // guarded by mu
+	closed bool                     // guarded by mu
 }
 
 // authority is an Authority with defaults applied.
@@ -86,6 +89,7 @@ func New(opts Options) (*Manager, error) {
 		failback: opts.FailbackInterval,
 
 		maxRequest: opts.MaxRequestSize,
+		idle:       opts.IdleTimeout,
 		auths:      make(map[string]*authority),
 		files:      make(map[string]*fileSource),
 		ctx:        ctx,
@@ -112,6 +116,11 @@ func New(opts Options) (*Manager, error) {
 			}
 		}
 	}
+	mgr.wg.Add(1)
+	go func() {
+		defer mgr.wg.Done()
+		mgr.sweepIdle(mgr.ctx)
+	}()
 	return mgr, nil
 }
 
@@ -173,10 +182,13 @@ func (m *Manager) link(s cache.StreamID) *link {
 				}()
 			}
 		}
+		lctx, cancel := context.WithCancel(m.ctx)
+		l.cancel, l.done = cancel, make(chan struct{})
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			l.run(m.ctx)
+			defer close(l.done)
+			l.run(lctx)
 		}()
 	}
 	return l

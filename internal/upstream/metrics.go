@@ -15,6 +15,7 @@ type metrics struct {
 	fileErrors *prometheus.CounterVec // label authority
 	// refusedTypes: labels authority, type (xdstype.Label).
 	refusedTypes *prometheus.CounterVec
+	idleCloses   *prometheus.CounterVec // label authority
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -47,9 +48,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "refused_types_total",
 			Help: "Upstream streams an origin ended over a type the relay asked for; the type is answered as absent for upstream.failback_interval, by authority and type.",
 		}, []string{"authority", "type"}),
+		idleCloses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "idle_closes_total",
+			Help: "Upstream links closed because no client watched any of their keys for upstream.idle_timeout, by authority.",
+		}, []string{"authority"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes)
+		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses)
 	}
 	return m
 }

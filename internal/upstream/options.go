@@ -69,6 +69,10 @@ type Options struct {
 	// its authority's first, the first is probed this often, and the
 	// link moves back to it once it accepts a connection. Required (> 0).
 	FailbackInterval time.Duration
+	// IdleTimeout: a link whose keys no client watches for this long (to
+	// twice that) is closed, its connection released and what it cached
+	// forgotten (config upstream.idle_timeout). Required (> 0).
+	IdleTimeout time.Duration
 	// MaxRequestSize: a delta subscription request whose encoding would
 	// be larger is split into several (config upstream.max_request_size).
 	// Required (> 0).
@@ -112,6 +116,9 @@ func (o Options) validate() error {
 	}
 	if o.FailbackInterval <= 0 {
 		bad("FailbackInterval", "must be positive, got %v", o.FailbackInterval)
+	}
+	if o.IdleTimeout <= 0 {
+		bad("IdleTimeout", "must be positive, got %v", o.IdleTimeout)
 	}
 	if o.MaxRequestSize <= 0 {
 		bad("MaxRequestSize", "must be positive, got %d", o.MaxRequestSize)

@@ -207,6 +207,7 @@ func TestNewValidatesOptions(t *testing.T) {
 			ConnectTimeout:   time.Second,
 			FailbackInterval: time.Minute,
 			MaxRequestSize:   1 << 20,
+			IdleTimeout:      time.Minute,
 			Cache:            c,
 		}
 	}
@@ -217,7 +218,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	}{
 		{name: "valid, no jitter", change: func(*Options) {}},
 		{name: "zero", change: func(o *Options) { *o = Options{} }, want: []string{
-			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval", "MaxRequestSize",
+			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval", "MaxRequestSize", "IdleTimeout",
 		}},
 		{name: "max below initial", change: func(o *Options) { o.Backoff.Max = o.Backoff.Initial / 2 }, want: []string{"Backoff.Max"}},
 		{name: "jitter above 1", change: func(o *Options) { o.Backoff.Jitter = 1.5 }, want: []string{"Backoff.Jitter"}},
