@@ -44,8 +44,8 @@ type Config struct {
 }
 
 // Node is the identity the relay presents to origins for xdstp streams.
-// Streams of legacy names use the node their aggregation rule sets, or the
-// group's first client's.
+// Streams of legacy names use the node their aggregation rule sets, or one
+// of only the node fields their group key is built from.
 type Node struct {
 	// ID is node.id. Default "xds-relay".
 	ID string `yaml:"id"`

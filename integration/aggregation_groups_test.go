@@ -231,9 +231,10 @@ func TestAggregationGroups(t *testing.T) {
 		cl.c.waitHolds(resource.EndpointType, cl.wantEDS...)
 	}
 
-	// One upstream stream per group, presenting the first client's node or
-	// the rule's.
-	wantStreams := []string{"fe-1/frontend", "be-1/backend", "relay-canary/canary"}
+	// One upstream stream per group, presenting the rule's node, or only
+	// the group key's field (the cluster) with the relay's own id: never a
+	// client's id, whichever client came first.
+	wantStreams := []string{"xds-relay/frontend", "xds-relay/backend", "relay-canary/canary"}
 	sort.Strings(wantStreams)
 	origin.waitStreams(wantStreams)
 
@@ -318,7 +319,7 @@ func TestAggregationDefaultRule(t *testing.T) {
 		c.Aggregation.Rules = decodeAggRules(t, `
 - name: frontend
   match: {node: {cluster: {exact: frontend}}}
-  result: {authority: ds.example, group: [{literal: fe}]}
+  result: {authority: ds.example, group: [{literal: fe}], node: {cluster: frontend}}
 - name: rest
   default: true
   result: {authority: ds.example, group: [{literal: "cluster="}, {node_field: cluster}]}
@@ -340,5 +341,32 @@ func TestAggregationDefaultRule(t *testing.T) {
 		c.subscribe(resource.ClusterType)
 		c.waitHolds(resource.ClusterType, tt.want...)
 	}
-	origin.waitStreams([]string{"fe-1/frontend", "ord-1/orders", "pay-1/payments"})
+	// The relay's id with the cluster the rule sets or the group key holds.
+	origin.waitStreams([]string{"xds-relay/frontend", "xds-relay/orders", "xds-relay/payments"})
+}
+
+// TestForgedNodeNotShownUpstream: the first client of a group keyed on
+// node.cluster sends a forged id and metadata; the origin is shown only the
+// group's cluster with the relay's id, on the one stream every later client
+// of the group shares.
+func TestForgedNodeNotShownUpstream(t *testing.T) {
+	origin := newSnapOrigin(t)
+	origin.setSnapshot("payments", "p1", []string{"pay-a"}, nil)
+	r := startRelay(t, func(c *config.Config) {
+		c.Aggregation.Rules = decodeAggRules(t, `
+- name: per-cluster
+  default: true
+  result: {authority: ds.example, group: [{literal: "cluster="}, {node_field: cluster}]}
+`)
+	}, origin.addr)
+	conn := dial(t, r.XDSAddr())
+	forger := newADSClient(t, conn, "delta", "admin-override", "payments", map[string]any{"role": "superuser"})
+	forger.subscribe(resource.ClusterType)
+	forger.waitHolds(resource.ClusterType, "pay-a")
+	origin.waitStreams([]string{"xds-relay/payments"})
+
+	honest := newADSClient(t, conn, "delta", "pay-7", "payments", nil)
+	honest.subscribe(resource.ClusterType)
+	honest.waitHolds(resource.ClusterType, "pay-a")
+	origin.waitStreams([]string{"xds-relay/payments"})
 }

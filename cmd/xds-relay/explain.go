@@ -10,6 +10,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -113,11 +114,15 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", res.Rule, ruleIndex(cfg.Aggregation.Rules, res.Rule))
 	fmt.Fprintf(stdout, "authority:     %s\n", res.Authority)
 	fmt.Fprintf(stdout, "group key:     %s\n", res.Group)
-	if res.Node != nil {
+	if i := ruleIndex(cfg.Aggregation.Rules, res.Rule); i >= 0 && cfg.Aggregation.Rules[i].Result.Node != nil {
 		fmt.Fprintf(stdout, "upstream node: %s (set by the rule)\n", describeNode(res.Node))
-	} else {
-		fmt.Fprintf(stdout, "upstream node: the node of the group's first client\n")
+		return nil
 	}
+	n := proto.Clone(res.Node).(*corev3.Node)
+	if n.GetId() == "" {
+		n.Id = cfg.Node.ID
+	}
+	fmt.Fprintf(stdout, "upstream node: %s (the group key's node fields; id the relay's unless the key uses it)\n", describeNode(n))
 	return nil
 }
 

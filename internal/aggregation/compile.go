@@ -307,7 +307,7 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 
 	if n := t.Node; n != nil {
 		if n.ID == "" && n.Cluster == "" {
-			c.add(p+".node", "set id or cluster, or leave node out to present the group's first client's node")
+			c.add(p+".node", "set id or cluster, or leave node out to present the group key's node fields")
 		}
 		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
 	}

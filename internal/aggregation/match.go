@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // Match returns the result of the first rule that matches req, or an error
@@ -14,7 +16,11 @@ func (r *Rules) Match(req Request) (Result, error) {
 		for i := range r.rules {
 			cr := &r.rules[i]
 			if cr.matches(&req) {
-				return Result{Rule: cr.name, Authority: cr.authority, Group: cr.key(&req), Node: cr.node}, nil
+				node := cr.node
+				if node == nil {
+					node = cr.groupNode(&req)
+				}
+				return Result{Rule: cr.name, Authority: cr.authority, Group: cr.key(&req), Node: node}, nil
 			}
 		}
 	}
@@ -88,4 +94,40 @@ func (p *keyPart) value(req *Request, sub *submatches) string {
 		return ""
 	}
 	return v[loc[2*p.group]:loc[2*p.group+1]]
+}
+
+// groupNode is the Node a group's upstream stream presents when its rule
+// sets none: only the node fields the group key is built from (node_field
+// parts, and the fields captures are taken from), copied from the client's
+// Node. They are what defines the group, so whichever client of the group
+// comes first, the origin is shown nothing else: no id, metadata or
+// locality outside the key. An empty id means the relay's own (the
+// upstream fills it in). They remain the client's claim: the README says
+// how access control binds them.
+func (cr *compiledRule) groupNode(req *Request) *corev3.Node {
+	n := &corev3.Node{}
+	for _, p := range cr.parts {
+		if p.kind == partLiteral {
+			continue
+		}
+		switch p.field.kind {
+		case fieldNodeID:
+			n.Id = req.Node.GetId()
+		case fieldNodeCluster:
+			n.Cluster = req.Node.GetCluster()
+		case fieldRegion, fieldZone, fieldSubZone:
+			if n.Locality == nil {
+				n.Locality = &corev3.Locality{}
+			}
+			switch p.field.kind {
+			case fieldRegion:
+				n.Locality.Region = req.Node.GetLocality().GetRegion()
+			case fieldZone:
+				n.Locality.Zone = req.Node.GetLocality().GetZone()
+			default:
+				n.Locality.SubZone = req.Node.GetLocality().GetSubZone()
+			}
+		}
+	}
+	return n
 }

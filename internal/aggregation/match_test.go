@@ -290,8 +290,44 @@ func TestMatch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Match: %v", err)
 			}
+			if tt.want.Node == nil {
+				got.Node = nil // TestGroupNode checks the node a rule without one presents
+			}
 			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("Match (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGroupNode: a rule without node presents upstream only the node fields
+// its group key is built from, whichever client of the group asks: a
+// client's id, metadata and locality outside the key never reach the
+// origin (a forged first client cannot speak for its group).
+func TestGroupNode(t *testing.T) {
+	forged := testNode(t, "forged-id", "frontend", &corev3.Locality{Zone: "z1", Region: "r1"}, map[string]any{"evil": true})
+	for _, tt := range []struct {
+		name  string
+		group string
+		want  *corev3.Node
+	}{
+		{"literal only", `[{literal: "all"}]`, &corev3.Node{}},
+		{"by cluster", `[{literal: "c="}, {node_field: cluster}]`, &corev3.Node{Cluster: "frontend"}},
+		{"by id", `[{literal: "n="}, {node_field: id}]`, &corev3.Node{Id: "forged-id"}},
+		{"by zone", `[{literal: "z="}, {node_field: locality.zone}]`, &corev3.Node{Locality: &corev3.Locality{Zone: "z1"}}},
+		{"by metadata: not shown", `[{literal: "m="}, {node_field: metadata.evil}]`, &corev3.Node{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := compileYAML(t, `rules:
+- name: r
+  default: true
+  result: {authority: a, group: `+tt.group+`}`)
+			got, err := r.Match(Request{TypeURL: resourcev3.ClusterType, Node: forged})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.Node, protocmp.Transform()); diff != "" {
+				t.Errorf("upstream node (-want +got):\n%s", diff)
 			}
 		})
 	}

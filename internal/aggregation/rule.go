@@ -113,7 +113,10 @@ type Target struct {
 	// ("a","bc") cannot build the same key.
 	Group []GroupPart `yaml:"group"`
 	// Node, when set, is the Node the relay presents upstream on the
-	// group's stream. Default: absent, the Node of the group's first client.
+	// group's stream. Default: absent: a Node of only the node fields the
+	// group key is built from (node_field parts and the fields captures
+	// come from), with the relay's node id unless the key uses node.id;
+	// never anything else a client sent.
 	Node *UpstreamNode `yaml:"node"`
 }
 
@@ -166,7 +169,8 @@ type Result struct {
 	// Group is the group key, never empty; clients with equal (Authority,
 	// Group) share one upstream stream.
 	Group string
-	// Node is the Node the rule sets for the upstream stream; nil: the
-	// group's first client's. Shared by every match of the rule: read only.
+	// Node is the Node to present for the upstream stream: the rule's
+	// (shared by every match: read only), or one of only the group key's
+	// node fields (see Rule.Result.Node). Never nil.
 	Node *corev3.Node
 }

@@ -88,7 +88,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	}
 	ss.mu.Unlock()
 
-	ch.apply(ss, node) // the writer waits until the loop's endRequest
+	ch.apply(ss) // the writer waits until the loop's endRequest
 	return nil
 }
 

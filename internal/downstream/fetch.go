@@ -70,7 +70,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	}
 	w := &fetchWatcher{ch: make(chan struct{}, 1)}
 	if len(watch.watch) > 0 {
-		watchKeys(s.cache, w, req.GetNode(), watch.watch, watch.nodes)
+		watchKeys(s.cache, w, watch.watch, watch.nodes)
 		defer s.cache.Unwatch(w, watch.watch...)
 	}
 	deadline := time.NewTimer(s.fetchWait)

@@ -271,10 +271,10 @@ func checkDuplicates(field, typeURL string, names []string) error {
 type change struct {
 	watch   []cache.Key
 	unwatch []cache.Key
-	nodes   map[cache.StreamID]*corev3.Node // upstream nodes rules set, by stream
+	nodes   map[cache.StreamID]*corev3.Node // upstream nodes rules give, by stream
 }
 
-// add records a key to watch and the upstream node its rule sets, if any.
+// add records a key to watch and the upstream node its rule gives, if any.
 func (c *change) add(r Resolution) {
 	c.watch = append(c.watch, r.Key)
 	if r.Node != nil {
@@ -285,20 +285,22 @@ func (c *change) add(r Resolution) {
 	}
 }
 
-func (c *change) apply(ss *session, node *corev3.Node) {
+func (c *change) apply(ss *session) {
 	if len(c.unwatch) > 0 {
 		ss.srv.cache.Unwatch(ss, c.unwatch...)
 	}
 	if len(c.watch) > 0 {
-		watchKeys(ss.srv.cache, ss, node, c.watch, c.nodes)
+		watchKeys(ss.srv.cache, ss, c.watch, c.nodes)
 	}
 }
 
-// watchKeys watches keys for w, presenting upstream the node an aggregation
-// rule sets for a key's stream (nodes), else the client's node.
-func watchKeys(c Cache, w cache.Watcher, node *corev3.Node, keys []cache.Key, nodes map[cache.StreamID]*corev3.Node) {
+// watchKeys watches keys for w, presenting upstream, for a key's stream,
+// the node its aggregation rule gives (nodes: the rule's, or the group
+// key's node fields); never the client's own Node, whose other fields are
+// only its claim. xdstp streams present the relay's configured node.
+func watchKeys(c Cache, w cache.Watcher, keys []cache.Key, nodes map[cache.StreamID]*corev3.Node) {
 	if len(nodes) == 0 {
-		c.Watch(w, node, keys...)
+		c.Watch(w, nil, keys...)
 		return
 	}
 	var own []cache.Key
@@ -311,7 +313,7 @@ func watchKeys(c Cache, w cache.Watcher, node *corev3.Node, keys []cache.Key, no
 		}
 	}
 	if len(own) > 0 {
-		c.Watch(w, node, own...)
+		c.Watch(w, nil, own...)
 	}
 	for s, ks := range byStream {
 		c.Watch(w, nodes[s], ks...)

@@ -64,7 +64,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		// (replaceLocked took them out): release them now, or the ended
 		// stream's teardown, which unwatches what the session still
 		// holds, would leave them watched for good.
-		ch.apply(ss, node)
+		ch.apply(ss)
 		return err
 	}
 
@@ -82,7 +82,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	}
 	ss.mu.Unlock()
 
-	ch.apply(ss, node) // the writer waits until the loop's endRequest
+	ch.apply(ss) // the writer waits until the loop's endRequest
 	return nil
 }
 

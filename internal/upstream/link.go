@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -39,7 +40,8 @@ type link struct {
 	desired map[string]map[string]struct{}
 	// node to present to the origin: the relay's own on xdstp links
 	// (Group ""), the first Subscribe's on legacy groups (the aggregation
-	// rule's node or the group's first client's). guarded by mu
+	// rule's node, or the group key's node fields: the same whichever client
+	// subscribes first). guarded by mu
 	node *corev3.Node
 	// nodeFromSubscribe: node came from a Subscribe call. guarded by mu
 	nodeFromSubscribe bool
@@ -82,7 +84,14 @@ func newLink(m *Manager, id cache.StreamID, a *authority) *link {
 func (l *link) update(node *corev3.Node, typeURL string, names []string, add bool) {
 	l.mu.Lock()
 	if node != nil && !l.nodeFromSubscribe && (l.id.Group != "" || l.node == nil) {
-		l.node, l.nodeFromSubscribe = node, true
+		// The group's node (its rule's, or only the group key's node
+		// fields: the same whichever client comes first); an empty id is
+		// the relay's own. Cloned: a rule's node is shared.
+		n := proto.Clone(node).(*corev3.Node)
+		if n.GetId() == "" {
+			n.Id = l.mgr.node.GetId()
+		}
+		l.node, l.nodeFromSubscribe = n, true
 	}
 	set := l.desired[typeURL]
 	if set == nil {
