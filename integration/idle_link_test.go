@@ -13,7 +13,8 @@ import (
 )
 
 // TestIdleLinksClosed: under a rule that groups by node id, every client
-// gets its own upstream link (stream and connection). When the clients
+// gets its own upstream link (its own stream, over the one connection the
+// links to an origin share). When the clients
 // leave, the links nobody watches are closed after upstream.idle_timeout,
 // down to none, and a client that comes back is served on a new link.
 // Before, 1000 such clients left 1000 streams, 9040 goroutines and 1022
@@ -56,10 +57,20 @@ func TestIdleLinksClosed(t *testing.T) {
 	}
 	waitRelayMetric(t, r, "one upstream stream per node group", func(v float64) bool { return v == clients },
 		"xds_relay_upstream_streams", "authority", dsAuthority)
+	// ... all over one connection to the origin.
+	o.mu.Lock()
+	peers := len(o.deltaPeers)
+	o.mu.Unlock()
+	if peers != 1 {
+		t.Errorf("origin saw %d client connections for %d streams, want 1 shared", peers, clients)
+	}
 
 	leave() // every client goes
 	waitRelayMetric(t, r, "idle links closed", func(v float64) bool { return v == 0 },
 		"xds_relay_upstream_streams", "authority", dsAuthority)
+	// Each close is counted once its link has ended, just after its stream.
+	waitRelayMetric(t, r, "every idle close counted", func(v float64) bool { return v >= clients },
+		"xds_relay_upstream_idle_closes_total", "authority", dsAuthority)
 	if n := relayMetric(t, r, "xds_relay_upstream_idle_closes_total", "authority", dsAuthority); n != clients {
 		t.Errorf("idle_closes_total = %v, want %d", n, clients)
 	}

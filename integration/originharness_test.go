@@ -18,6 +18,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -43,6 +44,7 @@ type gcpOrigin struct {
 	stopServer func()                                // nil while stopped; guarded by mu
 	cancel     context.CancelFunc                    // of the xDS server; guarded by mu
 	deltaOpens int                                   // guarded by mu
+	deltaPeers map[string]int                        // guarded by mu; delta streams opened per client address
 	sotwOpens  int                                   // guarded by mu
 	deltaReqs  []*discoveryv3.DeltaDiscoveryRequest  // guarded by mu
 	deltaResps []*discoveryv3.DeltaDiscoveryResponse // guarded by mu
@@ -104,8 +106,18 @@ func (o *gcpOrigin) start(addr string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cb := serverv3.CallbackFuncs{
-		DeltaStreamOpenFunc: func(context.Context, int64, string) error {
-			o.record(func() { o.deltaOpens++ })
+		DeltaStreamOpenFunc: func(ctx context.Context, _ int64, _ string) error {
+			addr := ""
+			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+				addr = p.Addr.String()
+			}
+			o.record(func() {
+				o.deltaOpens++
+				if o.deltaPeers == nil {
+					o.deltaPeers = make(map[string]int)
+				}
+				o.deltaPeers[addr]++
+			})
 			return nil
 		},
 		StreamOpenFunc: func(context.Context, int64, string) error {

@@ -51,11 +51,11 @@ type attemptOps[Resp any] struct {
 // open it counts in xds_relay_upstream_streams.
 func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open openADS[Req, Resp],
 	newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
-	conn, err := grpc.NewClient(origin, l.mgr.dialOpts...)
+	conn, release, err := l.mgr.conns.get(origin)
 	if err != nil {
 		return false, fmt.Errorf("upstream %s: dial %s: %w", l.id.Authority, origin, err)
 	}
-	defer conn.Close()
+	defer release()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ads, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), actx)

@@ -31,6 +31,7 @@ type Manager struct {
 	node     *corev3.Node      // read-only after New
 	backoff  Backoff           // read-only after New
 	dialOpts []grpc.DialOption // read-only after New
+	conns    *conns            // one connection per origin (conns.go); read-only after New
 	connect  time.Duration     // connect timeout; read-only after New
 	failback time.Duration     // probe interval; read-only after New
 	// maxRequest bounds one delta subscription request (splitDelta);
@@ -96,6 +97,7 @@ func New(opts Options) (*Manager, error) {
 		cancel:     cancel,
 		links:      make(map[cache.StreamID]*link),
 	}
+	mgr.conns = newConns(mgr.dialOpts)
 	for i, a := range opts.Authorities {
 		if len(a.Origins) == 0 {
 			cancel()
