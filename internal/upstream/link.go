@@ -55,6 +55,9 @@ type link struct {
 	// refused: types the origin ended the stream over, not asked for
 	// until the time given (refused.go). guarded by mu
 	refused map[string]time.Time
+	// refusedNames: type → names the origin ended the stream over, likewise.
+	// guarded by mu
+	refusedNames map[string]map[string]time.Time
 
 	// sotwVersions: last accepted version_info per type, kept across
 	// attempts on the same origin (sotwOrigin) so a SotW reconnect resends
@@ -75,6 +78,7 @@ func newLink(m *Manager, id cache.StreamID, a *authority) *link {
 		removed:      make(map[string]map[string]struct{}),
 		resub:        make(map[string]map[string]struct{}),
 		refused:      make(map[string]time.Time),
+		refusedNames: make(map[string]map[string]time.Time),
 		node:         m.node,
 		sotwVersions: make(map[string]string),
 	}
@@ -140,6 +144,9 @@ func (l *link) snapshot() (*corev3.Node, map[string]*want) {
 		}
 		w := &want{names: make(map[string]struct{}, len(set))}
 		for n := range set {
+			if l.nameRefusedLocked(t, n, now) {
+				continue // answered as absent (refused.go)
+			}
 			switch {
 			case n == cache.Wildcard:
 				w.wildcardDesired = true
@@ -233,7 +240,10 @@ func (l *link) run(ctx context.Context) {
 		if t := l.refusedType(err); t != "" {
 			// The origin is up; it refused one type. Ask again at once,
 			// without it, on the same origin.
-			l.refuse(t, err)
+			l.refuse(t, "", err)
+			healthy = true
+		} else if t, n := l.refusedName(err); n != "" {
+			l.refuse(t, n, err) // likewise, one name
 			healthy = true
 		}
 		if healthy {

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"time"
+
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -26,7 +28,7 @@ func (f *fakeADS[Req, Resp]) Send(r *Req) error {
 }
 
 func testLink(emulated bool) *link {
-	m := &Manager{lg: zap.NewNop(), metrics: newMetrics(nil), cache: cache.New(cache.Options{}), maxRequest: 1 << 20}
+	m := &Manager{lg: zap.NewNop(), metrics: newMetrics(nil), cache: cache.New(cache.Options{}), maxRequest: 1 << 20, failback: time.Minute}
 	return newLink(m, cache.StreamID{Authority: "a"}, &authority{name: "a", origins: []string{"o"}, emulated: emulated})
 }
 
