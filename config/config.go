@@ -212,6 +212,10 @@ type Upstream struct {
 	// a reconnect carries every subscribed name). At most
 	// max_send_msg_size. Default 1MiB.
 	MaxRequestSize ByteSize `yaml:"max_request_size"`
+	// ResponseTimeout bounds the wait for an origin's first response on a
+	// stream the relay asked something on; an origin that accepts the
+	// stream and does not answer in time is failed over. Default 10s.
+	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleTimeout: an upstream link (an authority's, or an aggregation
 	// group's) whose keys no client has watched for this long is closed,
 	// its connection released and what it cached forgotten. Default 5m.
@@ -287,6 +291,7 @@ const (
 	DefaultUpstreamMaxSend       = 16 * MiB
 	DefaultUpstreamMaxRequest    = 1 * MiB
 	DefaultUpstreamIdleTimeout   = 5 * time.Minute
+	DefaultResponseTimeout       = 10 * time.Second
 	DefaultServerKeepaliveTime   = time.Minute
 	DefaultKeepaliveTimeout      = 20 * time.Second
 	DefaultMinClientPingInterval = 30 * time.Second
@@ -339,11 +344,12 @@ func Default() *Config {
 				Time:    DefaultClientKeepaliveTime,
 				Timeout: DefaultKeepaliveTimeout,
 			},
-			MaxRecvMsgSize: DefaultUpstreamMaxRecv,
-			MaxSendMsgSize: DefaultUpstreamMaxSend,
-			MaxRequestSize: DefaultUpstreamMaxRequest,
-			IdleTimeout:    DefaultUpstreamIdleTimeout,
-			ConnectTimeout: DefaultConnectTimeout,
+			MaxRecvMsgSize:  DefaultUpstreamMaxRecv,
+			MaxSendMsgSize:  DefaultUpstreamMaxSend,
+			MaxRequestSize:  DefaultUpstreamMaxRequest,
+			IdleTimeout:     DefaultUpstreamIdleTimeout,
+			ResponseTimeout: DefaultResponseTimeout,
+			ConnectTimeout:  DefaultConnectTimeout,
 			Backoff: Backoff{
 				Initial:    DefaultBackoffInitial,
 				Max:        DefaultBackoffMax,

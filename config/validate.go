@@ -168,6 +168,7 @@ func (v *validator) upstream() {
 	v.positive("upstream.connect_timeout", u.ConnectTimeout)
 	v.positive("upstream.failback_interval", u.FailbackInterval)
 	v.positive("upstream.idle_timeout", u.IdleTimeout)
+	v.positive("upstream.response_timeout", u.ResponseTimeout)
 	b := u.Backoff
 	v.positive("upstream.backoff.initial", b.Initial)
 	v.positive("upstream.backoff.max", b.Max)

@@ -307,6 +307,7 @@ func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *r
 		FailbackInterval: 50 * time.Millisecond,
 		MaxRequestSize:   int(config.DefaultUpstreamMaxRequest),
 		IdleTimeout:      config.DefaultUpstreamIdleTimeout,
+		ResponseTimeout:  config.DefaultResponseTimeout,
 		Cache:            r.c,
 		Registry:         r.reg,
 	})

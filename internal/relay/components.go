@@ -47,6 +47,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		FailbackInterval: cfg.Upstream.FailbackInterval,
 		MaxRequestSize:   int(cfg.Upstream.MaxRequestSize),
 		IdleTimeout:      cfg.Upstream.IdleTimeout,
+		ResponseTimeout:  cfg.Upstream.ResponseTimeout,
 		DialOptions:      dial,
 		Cache:            c,
 		Logger:           lg,

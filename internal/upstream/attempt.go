@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
@@ -70,27 +71,63 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 	defer wait()
 	defer cancel() // ends the stream, hence the receiver, before waiting
 
-	ops := newOps(ads)
+	// Origin liveness: once the attempt has asked the origin for anything,
+	// its first response must come within ResponseTimeout; an origin that
+	// accepts the stream and never answers is failed over, not waited on.
+	sends := &countingSender[Req, Resp]{BidiStreamingClient: ads}
+	var timer *time.Timer
+	var deadline <-chan time.Time
+	arm := func() {
+		if timer == nil && !healthy && sends.n > 0 {
+			timer = time.NewTimer(l.mgr.responseTimeout)
+			deadline = timer.C
+		}
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+
+	ops := newOps(sends)
 	if err := ops.sync(); err != nil {
 		return false, err
 	}
+	arm()
 	for {
 		select {
 		case <-actx.Done():
 			return healthy, actx.Err()
 		case err := <-errc:
 			return healthy, fmt.Errorf("upstream %s: %s stream to %s: %w", l.id.Authority, transport, origin, err)
+		case <-deadline:
+			l.mgr.metrics.responseTimeouts.WithLabelValues(l.id.Authority).Inc()
+			return false, fmt.Errorf("upstream %s: %s stream to %s: %w (%v)", l.id.Authority, transport, origin, ErrNoResponse, l.mgr.responseTimeout)
 		case <-l.poke:
 			if err := ops.sync(); err != nil {
 				return healthy, err
 			}
+			arm()
 		case r := <-recv:
 			healthy = true
+			deadline = nil // the origin answers: alive
 			if err := ops.handle(r); err != nil {
 				return healthy, err
 			}
 		}
 	}
+}
+
+// countingSender counts the requests an attempt sends (origin liveness).
+// Used by the link's run goroutine only.
+type countingSender[Req, Resp any] struct {
+	grpc.BidiStreamingClient[Req, Resp]
+	n int
+}
+
+func (c *countingSender[Req, Resp]) Send(r *Req) error {
+	c.n++
+	return c.BidiStreamingClient.Send(r)
 }
 
 // recvLoop calls recv in its own goroutine, the only caller of recv, until

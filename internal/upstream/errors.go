@@ -9,6 +9,9 @@ var (
 	ErrNoCache = errors.New("upstream: Options.Cache is required")
 	// ErrBadOptions: an Options number is missing or out of range.
 	ErrBadOptions = errors.New("upstream: invalid Options")
+	// ErrNoResponse: an origin accepted the stream but did not answer
+	// within Options.ResponseTimeout (the attempt fails over).
+	ErrNoResponse = errors.New("origin did not answer")
 	// errRejected wraps why an origin response was NACKed.
 	errRejected = errors.New("response rejected")
 )

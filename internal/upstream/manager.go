@@ -39,15 +39,18 @@ type Manager struct {
 	maxRequest int
 	// idle: a link no client watches for this long is closed (idle.go);
 	// read-only after New.
-	idle   time.Duration
-	auths  map[string]*authority    // read-only after New
-	files  map[string]*fileSource   // by origin; read-only after New
-	ctx    context.Context          // read-only after New; cancelled by Close
-	cancel context.CancelFunc       // read-only after New
-	wg     sync.WaitGroup           // counts every goroutine the Manager owns
-	mu     sync.Mutex               //
-	links  map[cache.StreamID]*link // guarded by mu
-	closed bool                     // guarded by mu
+	idle time.Duration
+	// responseTimeout bounds the wait for an origin's first response on an
+	// attempt (attempt.go); read-only after New.
+	responseTimeout time.Duration
+	auths           map[string]*authority    // read-only after New
+	files           map[string]*fileSource   // by origin; read-only after New
+	ctx             context.Context          // read-only after New; cancelled by Close
+	cancel          context.CancelFunc       // read-only after New
+	wg              sync.WaitGroup           // counts every goroutine the Manager owns
+	mu              sync.Mutex               //
+	links           map[cache.StreamID]*link // guarded by mu
+	closed          bool                     // guarded by mu
 }
 
 // authority is an Authority with defaults applied.
@@ -91,11 +94,13 @@ func New(opts Options) (*Manager, error) {
 
 		maxRequest: opts.MaxRequestSize,
 		idle:       opts.IdleTimeout,
-		auths:      make(map[string]*authority),
-		files:      make(map[string]*fileSource),
-		ctx:        ctx,
-		cancel:     cancel,
-		links:      make(map[cache.StreamID]*link),
+
+		responseTimeout: opts.ResponseTimeout,
+		auths:           make(map[string]*authority),
+		files:           make(map[string]*fileSource),
+		ctx:             ctx,
+		cancel:          cancel,
+		links:           make(map[cache.StreamID]*link),
 	}
 	mgr.conns = newConns(mgr.dialOpts)
 	for i, a := range opts.Authorities {

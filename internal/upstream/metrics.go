@@ -16,6 +16,8 @@ type metrics struct {
 	// refusedTypes: labels authority, type (xdstype.Label).
 	refusedTypes *prometheus.CounterVec
 	idleCloses   *prometheus.CounterVec // label authority
+	// responseTimeouts: label authority.
+	responseTimeouts *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,9 +54,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "idle_closes_total",
 			Help: "Upstream links closed because no client watched any of their keys for upstream.idle_timeout, by authority.",
 		}, []string{"authority"}),
+		responseTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "response_timeouts_total",
+			Help: "Upstream streams failed over because the origin did not answer within upstream.response_timeout, by authority.",
+		}, []string{"authority"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses)
+		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts)
 	}
 	return m
 }

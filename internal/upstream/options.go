@@ -69,6 +69,11 @@ type Options struct {
 	// its authority's first, the first is probed this often, and the
 	// link moves back to it once it accepts a connection. Required (> 0).
 	FailbackInterval time.Duration
+	// ResponseTimeout bounds the wait for an origin's first response on a
+	// stream the relay asked something on; past it the attempt fails and
+	// the link moves to the next origin (config upstream.response_timeout).
+	// Required (> 0).
+	ResponseTimeout time.Duration
 	// IdleTimeout: a link whose keys no client watches for this long (to
 	// twice that) is closed, its connection released and what it cached
 	// forgotten (config upstream.idle_timeout). Required (> 0).
@@ -116,6 +121,9 @@ func (o Options) validate() error {
 	}
 	if o.FailbackInterval <= 0 {
 		bad("FailbackInterval", "must be positive, got %v", o.FailbackInterval)
+	}
+	if o.ResponseTimeout <= 0 {
+		bad("ResponseTimeout", "must be positive, got %v", o.ResponseTimeout)
 	}
 	if o.IdleTimeout <= 0 {
 		bad("IdleTimeout", "must be positive, got %v", o.IdleTimeout)

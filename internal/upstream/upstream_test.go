@@ -208,6 +208,7 @@ func TestNewValidatesOptions(t *testing.T) {
 			FailbackInterval: time.Minute,
 			MaxRequestSize:   1 << 20,
 			IdleTimeout:      time.Minute,
+			ResponseTimeout:  time.Second,
 			Cache:            c,
 		}
 	}
@@ -218,7 +219,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	}{
 		{name: "valid, no jitter", change: func(*Options) {}},
 		{name: "zero", change: func(o *Options) { *o = Options{} }, want: []string{
-			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval", "MaxRequestSize", "IdleTimeout",
+			"Options.Cache is required", "Backoff.Initial", "Backoff.Max", "Backoff.Multiplier", "ConnectTimeout", "FailbackInterval", "MaxRequestSize", "IdleTimeout", "ResponseTimeout",
 		}},
 		{name: "max below initial", change: func(o *Options) { o.Backoff.Max = o.Backoff.Initial / 2 }, want: []string{"Backoff.Max"}},
 		{name: "jitter above 1", change: func(o *Options) { o.Backoff.Jitter = 1.5 }, want: []string{"Backoff.Jitter"}},
