@@ -66,6 +66,7 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 	l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Inc()
 	defer l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Dec()
 	l.lg.Info("upstream stream open", zap.String("origin", origin), zap.String("transport", transport))
+	l.setState(origin, "waiting")
 
 	recv, errc, wait := recvLoop(actx, ads.Recv)
 	defer wait()
@@ -111,6 +112,7 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 		case r := <-recv:
 			healthy = true
 			deadline = nil // the origin answers: alive
+			l.answered()
 			if err := ops.handle(r); err != nil {
 				return healthy, err
 			}

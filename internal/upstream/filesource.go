@@ -312,6 +312,7 @@ func (l *link) fileAttempt(ctx context.Context, fs *fileSource) (bool, error) {
 		if err := l.fileApply(fs); err != nil {
 			return false, err
 		}
+		l.answered() // the directory is the origin's answer
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()

@@ -55,6 +55,8 @@ type link struct {
 	// refused: types the origin ended the stream over, not asked for
 	// until the time given (refused.go). guarded by mu
 	refused map[string]time.Time
+	// status is what /debug/upstreams shows (status.go). guarded by mu
+	status linkState
 	// refusedNames: type → names the origin ended the stream over, likewise.
 	// guarded by mu
 	refusedNames map[string]map[string]time.Time
@@ -224,6 +226,7 @@ func (l *link) run(ctx context.Context) {
 	idx := 0
 	for {
 		origin := l.auth.origins[idx]
+		l.setState(origin, "connecting")
 		healthy, back, err := l.attemptOrFailback(ctx, idx)
 		if ctx.Err() != nil {
 			return
@@ -251,6 +254,9 @@ func (l *link) run(ctx context.Context) {
 			idx = 0
 		} else {
 			idx = (idx + 1) % len(l.auth.origins)
+		}
+		if err != nil {
+			l.setError(err)
 		}
 		d := b.wait()
 		l.lg.Warn("upstream stream lost; reconnecting", zap.String("origin", origin), zap.Error(err),

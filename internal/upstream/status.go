@@ -1,0 +1,109 @@
+package upstream
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// UpstreamsPath is where the JSON state of every upstream link is served.
+const UpstreamsPath = "/debug/upstreams"
+
+// LinkStatus is what /debug/upstreams shows of one link.
+type LinkStatus struct {
+	Authority string `json:"authority"`
+	Group     string `json:"group,omitempty"`
+	// Origin is the origin in use (or being tried).
+	Origin string `json:"origin,omitempty"`
+	// State: "connecting" (an attempt is opening), "open" (the origin has
+	// answered on the current stream), "waiting" (the stream is open, no
+	// answer yet), "backoff" (between attempts).
+	State     string `json:"state"`
+	LastError string `json:"last_error,omitempty"`
+	// Subscriptions counts the names the link asks for, by type URL.
+	Subscriptions map[string]int `json:"subscriptions"`
+	// LastResponseAgeS is the time since the last response from an origin,
+	// in seconds; absent when none came yet.
+	LastResponseAgeS *float64 `json:"last_response_age_s,omitempty"`
+}
+
+// linkState is what a link's run goroutine records for LinkStatus.
+// guarded by link.mu
+type linkState struct {
+	origin       string
+	state        string
+	lastErr      string
+	lastResponse time.Time
+}
+
+func (l *link) setState(origin, state string) {
+	l.mu.Lock()
+	l.status.origin, l.status.state = origin, state
+	l.mu.Unlock()
+}
+
+func (l *link) setError(err error) {
+	l.mu.Lock()
+	l.status.state, l.status.lastErr = "backoff", err.Error()
+	l.mu.Unlock()
+}
+
+func (l *link) answered() {
+	l.mu.Lock()
+	l.status.state, l.status.lastResponse = "open", time.Now()
+	l.mu.Unlock()
+}
+
+func (l *link) describe(now time.Time) LinkStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := LinkStatus{Authority: l.id.Authority, Group: l.id.Group, Origin: l.status.origin,
+		State: l.status.state, LastError: l.status.lastErr, Subscriptions: make(map[string]int)}
+	if st.State == "" {
+		st.State = "connecting"
+	}
+	for t, names := range l.desired {
+		if len(names) > 0 {
+			st.Subscriptions[t] = len(names)
+		}
+	}
+	if !l.status.lastResponse.IsZero() {
+		age := now.Sub(l.status.lastResponse).Seconds()
+		st.LastResponseAgeS = &age
+	}
+	return st
+}
+
+// Status returns every link's state, by authority then group.
+func (m *Manager) Status() []LinkStatus {
+	m.mu.Lock()
+	links := make([]*link, 0, len(m.links))
+	for _, l := range m.links {
+		links = append(links, l)
+	}
+	m.mu.Unlock()
+	now := time.Now()
+	out := make([]LinkStatus, 0, len(links))
+	for _, l := range links {
+		out = append(out, l.describe(now))
+	}
+	slices.SortFunc(out, func(a, b LinkStatus) int {
+		if c := strings.Compare(a.Authority, b.Authority); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Group, b.Group)
+	})
+	return out
+}
+
+// StatusHandler serves Status as JSON; mount it at UpstreamsPath.
+func (m *Manager) StatusHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(m.Status()) // the client hung up: nothing to do
+	})
+}
