@@ -468,8 +468,11 @@ func (c *Cache) ReleaseStream(s StreamID) bool {
 }
 
 // Watched reports whether some client watches a key of stream s.
-func (c *Cache) Watched(s StreamID) bool {
+func (c *Cache) Watched(s StreamID) bool { return c.WatchedKeys(s) > 0 }
+
+// WatchedKeys returns how many keys of stream s some client watches.
+func (c *Cache) WatchedKeys(s StreamID) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.watchedKeys[s] > 0
+	return c.watchedKeys[s]
 }

@@ -47,8 +47,8 @@ func (c *fuzzClient) lastNonce() string {
 // stream ends and origin changes, against a real server over the real
 // cache. Whatever they do: nothing panics, a reference client that only
 // subscribes to a and b holds exactly what the cache holds of them, every
-// session ends when its stream does, and no goroutine outlives the test
-// (goleak, TestMain).
+// session ends when its stream does and leaves nothing watched, and no
+// goroutine outlives the test (goleak, TestMain).
 func FuzzSessions(f *testing.F) {
 	f.Add([]byte{0, 0, 5, 0, 3, 0, 1, 0, 5, 1})
 	f.Add([]byte{2, 0x0f, 4, 0, 5, 0, 2, 0xf0, 7, 0})
@@ -200,6 +200,14 @@ func FuzzSessions(f *testing.F) {
 		}
 		for {
 			if n := len(e.srv.Clients()); n == 1 {
+				// Their sessions unwatched everything on the way out: what
+				// stays watched is the reference's a and b.
+				if got := e.cache.WatchedKeys(key(edsType, a).Stream); got != 2 {
+					t.Fatalf("%d keys of the xdstp stream stay watched, want the reference's 2", got)
+				}
+				if got := e.cache.WatchedKeys(legacyStream); got != 0 {
+					t.Fatalf("%d legacy keys stay watched after every client that asked for them left", got)
+				}
 				break
 			}
 			select {
