@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
@@ -139,36 +140,45 @@ func TestLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// try opens one more stream and returns how it ended (nil: served).
+		// The server may refuse it before reading: Send can then see EOF,
+		// and the status comes from Recv.
+		try := func() error {
+			st, err := ads.DeltaAggregatedResources(ctx)
+			if err != nil {
+				return err
+			}
+			_ = st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
+			_, err = st.Recv()
+			return err
+		}
 		before := counted(limitStreams)
-		over := e.delta()
-		over.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
-		if st := over.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {
+		if st := status.Convert(try()); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {
 			t.Fatalf("stream over the limit: %v %q, want ResourceExhausted naming max_streams", st.Code(), st.Message())
 		}
 		if n := counted(limitStreams) - before; n != 1 {
 			t.Errorf("limit_rejections_total{limit=streams} grew by %v, want 1", n)
 		}
 		goodStillServed(t)
-		// A stream that ends gives its place back.
+		// A stream that ends gives its place back (once its handler has
+		// returned: until then a new one may still be refused).
 		held[0]()
 		deadline := time.NewTimer(xdstest.WaitTimeout)
 		defer deadline.Stop()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
 		for {
+			err := try()
+			if err == nil {
+				return // admitted
+			}
+			if !strings.Contains(err.Error(), "max_streams") {
+				t.Fatalf("after a stream ended: %v", err)
+			}
 			select {
 			case <-deadline.C:
 				t.Fatal("no stream admitted after one ended")
-			default:
-			}
-			c := e.delta()
-			c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{goodName}})
-			select {
-			case <-c.Responses():
-				return // admitted
-			case err := <-c.Errors():
-				if !strings.Contains(err.Error(), "max_streams") {
-					t.Fatalf("after a stream ended: %v", err)
-				}
-				// the ended stream's handler has not returned yet: retry
+			case <-tick.C:
 			}
 		}
 	})
