@@ -2,14 +2,19 @@ package integration
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // TestStalledOriginFailedOver: an authority's first origin accepts the ADS
@@ -49,5 +54,55 @@ func TestStalledOriginFailedOver(t *testing.T) {
 	if l.Authority != dsAuthority || l.Origin != o.addr || l.State != "open" || !strings.Contains(l.LastError, "did not answer") ||
 		l.Subscriptions[resource.ClusterType] != 1 || l.LastResponseAgeS == nil {
 		t.Errorf("/debug/upstreams link: %+v", l)
+	}
+}
+
+// TestReadyzFollowsUpstream: while a client's link has no origin that
+// answers and nothing cached, /readyz is 503 naming the authority; once
+// the origin answers it is 200, and it stays 200 when the origin goes away
+// again, since the cache has state to serve.
+func TestReadyzFollowsUpstream(t *testing.T) {
+	o := newGCPOrigin(t)
+	c := dsCluster("ready")
+	o.set(resource.ClusterType, c, cluster(c, 1))
+	o.stop()
+	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, o.addr)
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + r.AdminAddr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := readyz(); code != http.StatusOK {
+		t.Fatalf("/readyz before any client: %d, want 200 (no link asked for yet)", code)
+	}
+	d := openDelta(t, dial(t, r.XDSAddr()))
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c}})
+	waitReadyz := func(what string, want int, contains string) {
+		t.Helper()
+		deadline := time.Now().Add(xdstest.WaitTimeout)
+		tick := time.NewTicker(10 * time.Millisecond) // re-read the page: /readyz has no event to wait on
+		defer tick.Stop()
+		for {
+			code, body := readyz()
+			if code == want && strings.Contains(body, contains) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /readyz %d %q, want %d containing %q", what, code, body, want, contains)
+			}
+			<-tick.C
+		}
+	}
+	waitReadyz("origin down, nothing cached", http.StatusServiceUnavailable, "upstream "+dsAuthority+": no origin has answered")
+	o.restart()
+	d.Recv()
+	waitReadyz("origin answered", http.StatusOK, "ready")
+	o.stop()
+	if code, body := readyz(); code != http.StatusOK {
+		t.Errorf("/readyz with the origin gone but state cached: %d %q, want 200", code, body)
 	}
 }

@@ -476,3 +476,15 @@ func (c *Cache) WatchedKeys(s StreamID) int {
 	defer c.mu.Unlock()
 	return c.watchedKeys[s]
 }
+
+// Cached reports whether the cache holds a present resource of stream s.
+func (c *Cache) Cached(s StreamID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for st, n := range c.present {
+		if st.stream == s && n > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -57,6 +57,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		return fmt.Errorf("upstream: %w", err)
 	}
 	c.SetUpstream(up)
+	r.readyCheck(up.Ready)
 	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", up.StatusHandler())
 	r.onStop(up.Close)
 

@@ -2,10 +2,14 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
 // UpstreamsPath is where the JSON state of every upstream link is served.
@@ -106,4 +110,27 @@ func (m *Manager) StatusHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(m.Status()) // the client hung up: nothing to do
 	})
+}
+
+// Ready returns why some link cannot serve yet (for /readyz): no origin
+// has answered its current attempt and the cache holds nothing of it.
+// nil when every link is open or has cached state to serve; a link nobody
+// asked for does not exist yet and does not count.
+func (m *Manager) Ready() error {
+	var errs []error
+	for _, st := range m.Status() {
+		if st.State == "open" || m.cache.Cached(cache.StreamID{Authority: st.Authority, Group: st.Group}) {
+			continue
+		}
+		where := "upstream " + st.Authority
+		if st.Group != "" {
+			where += " group " + st.Group
+		}
+		reason := st.State
+		if st.LastError != "" {
+			reason += ", last error: " + st.LastError
+		}
+		errs = append(errs, fmt.Errorf("%s: no origin has answered (%s) and nothing is cached", where, reason))
+	}
+	return errors.Join(errs...)
 }
