@@ -35,14 +35,19 @@ type session struct {
 	failed    chan error        // 1 slot: the writer's reason to end the stream
 	peer      string            // read-only after newSession
 
-	mu     sync.Mutex
-	node   *corev3.Node           // guarded by mu; from the first request
-	lg     *zap.Logger            // guarded by mu; carries node id and variant once known
-	dirty  map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
-	spare  map[cache.Key]struct{} // guarded by mu; the emptied previous dirty set, reused
-	types  map[string]*typeState  // guarded by mu; by type URL
-	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
-	nonce  uint64                 // guarded by mu; last nonce issued on this stream
+	mu   sync.Mutex
+	node *corev3.Node // guarded by mu; from the first request
+	// logFields are the session's log context (variant, peer, node id and
+	// cluster, groups); lg is the logger carrying them, built on first use
+	// (most sessions never log: a logger per session would cost a buffer
+	// each). Both guarded by mu.
+	logFields []zap.Field
+	lg        *zap.Logger
+	dirty     map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
+	spare     map[cache.Key]struct{} // guarded by mu; the emptied previous dirty set, reused
+	types     map[string]*typeState  // guarded by mu; by type URL
+	groups    map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
+	nonce     uint64                 // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
@@ -63,7 +68,8 @@ func newSession(srv *Server, variant, fixedType, peer string, send func(any) err
 		done:      make(chan struct{}),
 		failed:    make(chan error, 1),
 		peer:      peer,
-		lg:        srv.lg.With(zap.String("variant", variant), zap.String("peer", peer)),
+		// Room for node id, cluster and one group: one allocation.
+		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", variant), zap.String("peer", peer)),
 		dirty:     make(map[cache.Key]struct{}),
 		types:     make(map[string]*typeState),
 		groups:    make(map[string]struct{}),
@@ -179,7 +185,21 @@ func (ss *session) fail(err error) {
 func (ss *session) logger() *zap.Logger {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	return ss.loggerLocked()
+}
+
+// loggerLocked returns the session's logger, building it on first use.
+func (ss *session) loggerLocked() *zap.Logger {
+	if ss.lg == nil {
+		ss.lg = ss.srv.lg.With(ss.logFields...)
+	}
 	return ss.lg
+}
+
+// addLogFieldsLocked adds context to the session's log lines.
+func (ss *session) addLogFieldsLocked(fs ...zap.Field) {
+	ss.logFields = append(ss.logFields, fs...)
+	ss.lg = nil // rebuilt with them on next use
 }
 
 // setNode records the node of the first request that carries one.
@@ -193,7 +213,7 @@ func (ss *session) setNode(n *corev3.Node) {
 		return
 	}
 	ss.node = n
-	ss.lg = ss.lg.With(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
+	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
 }
 
 func (ss *session) nodeLocked() *corev3.Node { return ss.node }
@@ -352,7 +372,7 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			ss.mu.Lock()
 			if _, ok := ss.groups[r.Key.Stream.Group]; !ok {
 				ss.groups[r.Key.Stream.Group] = struct{}{}
-				ss.lg = ss.lg.With(zap.String("group", r.Key.Stream.Group))
+				ss.addLogFieldsLocked(zap.String("group", r.Key.Stream.Group))
 			}
 			ss.mu.Unlock()
 		}
@@ -394,7 +414,7 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 	if ss.variant == variantSotW {
 		fields = append(fields, zap.String("version_info", clientText(versionInfo)))
 	}
-	ss.lg.Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
+	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
 	return true
 }
 

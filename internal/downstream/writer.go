@@ -261,7 +261,10 @@ func (ss *session) build() ([]outMsg, *round) {
 	}
 	var out []outMsg
 	ss.mu.Lock()
-	lg := ss.lg
+	var lg *zap.Logger
+	if ss.srv.lg.Core().Enabled(zap.DebugLevel) {
+		lg = ss.loggerLocked()
+	}
 	for _, w := range works {
 		var m outMsg
 		var ok bool
@@ -276,6 +279,9 @@ func (ss *session) build() ([]outMsg, *round) {
 	}
 	ss.mu.Unlock()
 	for _, m := range out {
+		if lg == nil {
+			break // debug is off: build no session logger for it
+		}
 		// Check first: the fields of a disabled entry are not built.
 		if ce := lg.Check(zap.DebugLevel, "sending response"); ce != nil {
 			ce.Write(zap.String("type_url", m.typeURL), zap.Int("items", m.count))
