@@ -65,8 +65,9 @@ func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
 // from its bytes. A revision with the cached bytes and TTL is not a change,
 // whatever the origin's version: it only refreshes the TTL and notifies
 // nobody. A heartbeat refreshes the TTL of the cached revision and
-// notifies; one for a resource whose TTL already elapsed is ignored (it
-// expired: only a new revision brings it back).
+// notifies; a late one, for a resource whose TTL already elapsed, brings
+// that revision back if it names its origin version (otherwise it is
+// ignored: only a new revision brings the resource back).
 func (c *Cache) Apply(u Update) {
 	a := newApplyRun()
 	arrived := u.Arrived
@@ -143,6 +144,17 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	k := Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name}
 	e := c.entries[k]
 	if r.Heartbeat {
+		if e != nil && e.state == StateAbsent && e.lapsed != nil && r.OriginVersion == e.originVersion {
+			// A late heartbeat: the origin says the revision whose TTL
+			// lapsed still stands. It is present again, with the new TTL.
+			back := *e.lapsed
+			back.TTL, back.Arrived = r.TTL, r.Arrived
+			c.touchMemberLocked(a, e)
+			c.setPresentLocked(e, &back, now)
+			a.change(k, true)
+			c.reconcileLocked(e)
+			return
+		}
 		if e == nil || e.state != StatePresent {
 			c.lg.Debug("heartbeat for a resource not cached; ignored", zap.String("type_url", u.TypeURL), zap.String("name", r.Name))
 			return
@@ -256,7 +268,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 			m[e.key.Name] = e
 		}
 	}
-	e.res = r
+	e.res, e.lapsed = r, nil
 	c.setExpiresLocked(e, expiry(r, now))
 	c.m.bytes.Add(float64(e.size() - old))
 }
@@ -280,7 +292,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 			}
 		}
 	}
-	e.state, e.res = StateAbsent, nil
+	e.state, e.res, e.lapsed = StateAbsent, nil, nil
 	c.setExpiresLocked(e, time.Time{})
 }
 

@@ -31,6 +31,9 @@ type entry struct {
 	state State
 	// res is the current revision while state == StatePresent.
 	res *Resource
+	// lapsed is the revision whose TTL elapsed, while the entry is absent
+	// for that reason only: a heartbeat of its version brings it back.
+	lapsed *Resource
 	// originVersion is the origin's version of the latest revision it sent
 	// (res.OriginVersion, or newer when the origin resent the same bytes
 	// under a new version).

@@ -72,7 +72,11 @@ func (c *Cache) expireDueLocked(a *applyRun, now time.Time) {
 		c.m.expirations.WithLabelValues(xdstype.Label(e.key.TypeURL)).Inc()
 		c.lg.Debug("resource expired (TTL elapsed without update or heartbeat)",
 			zap.String("type_url", e.key.TypeURL), zap.String("name", e.key.Name))
+		lapsed := e.res
 		c.removeResourceLocked(a, e) // takes e out of the heap
+		if c.entries[e.key] == e {
+			e.lapsed = lapsed // a late heartbeat of it brings it back
+		}
 	}
 }
 

@@ -177,13 +177,26 @@ func TestExpiryNotifies(t *testing.T) {
 			wantPresent: []Key{key(legacyStream, lds, "a")},
 		},
 		{
-			name:  "a heartbeat after expiry does not bring it back",
+			name:  "a late heartbeat of the lapsed version brings it back",
+			watch: []Key{key(legacyStream, lds, "a")},
+			steps: []ttlStep{
+				{at: 0, apply: func(now time.Time) Update { return up(withTTL(res("a", "1", 1), 10*time.Second, now))(now) }, wantNotified: []string{"a"}, wantArmed: 10 * time.Second},
+				{at: 10 * time.Second, wantNotified: []string{"a"}},
+				{at: 11 * time.Second, apply: func(now time.Time) Update {
+					return up(&Resource{Name: "a", OriginVersion: "1", Heartbeat: true, TTL: durationpb.New(10 * time.Second), Arrived: now})(now)
+				}, wantNotified: []string{"a"}, wantArmed: 10 * time.Second},
+			},
+			wantPresent:     []Key{key(legacyStream, lds, "a")},
+			wantExpirations: 1,
+		},
+		{
+			name:  "a heartbeat of another version after expiry does not bring it back",
 			watch: []Key{key(legacyStream, lds, "a")},
 			steps: []ttlStep{
 				{at: 0, apply: func(now time.Time) Update { return up(withTTL(res("a", "1", 1), 10*time.Second, now))(now) }, wantNotified: []string{"a"}, wantArmed: 10 * time.Second},
 				// Before the timer fires: Apply expires it first.
 				{at: 11 * time.Second, apply: func(now time.Time) Update {
-					return up(&Resource{Name: "a", Version: "1", Heartbeat: true, TTL: durationpb.New(10 * time.Second), Arrived: now})(now)
+					return up(&Resource{Name: "a", OriginVersion: "2", Heartbeat: true, TTL: durationpb.New(10 * time.Second), Arrived: now})(now)
 				}, wantNotified: []string{"a"}, wantArmed: 10 * time.Second},
 				{at: 11 * time.Second},
 			},
