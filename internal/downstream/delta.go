@@ -28,7 +28,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
-	if err := ss.checkNamesLocked(ts, unsubscribe, subscribe); err != nil {
+	if err := ss.checkNamesLocked(ts, false, unsubscribe, subscribe); err != nil {
 		ss.mu.Unlock()
 		return err
 	}

@@ -95,21 +95,31 @@ func (ss *session) checkTypeLimit(typeURL string) error {
 }
 
 // checkNamesLocked refuses a request that would leave the stream
-// subscribed to more than MaxNamesPerStream names: it drops the names
-// drop (those subscribed) of ts and adds the names add (those not yet).
-func (ss *session) checkNamesLocked(ts *typeState, drop, add []string) error {
+// subscribed to more than MaxNamesPerStream names: on ts it drops the
+// names drop (those subscribed; all of them when replace, as a SotW list
+// does) and adds the names add (those not yet). A request that adds none
+// (an ACK) cannot go over and costs nothing.
+func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []string) error {
+	if len(add) == 0 {
+		return nil
+	}
 	total := 0
 	for _, t := range ss.types {
 		total += len(t.subs)
 	}
-	for _, n := range drop {
-		if _, ok := ts.subs[n]; ok {
-			total--
+	if replace {
+		total -= len(ts.subs)
+		total += len(add) // a list without duplicates (checkNames)
+	} else {
+		for _, n := range drop {
+			if _, ok := ts.subs[n]; ok {
+				total--
+			}
 		}
-	}
-	for _, n := range add {
-		if _, ok := ts.subs[n]; !ok {
-			total++
+		for _, n := range add {
+			if _, ok := ts.subs[n]; !ok {
+				total++
+			}
 		}
 	}
 	if total <= ss.srv.limits.MaxNamesPerStream {

@@ -135,14 +135,6 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 	}, nil
 }
 
-// maxQuotedName bounds how much of a client's name or type URL an error
-// (a stream status, a log line) quotes.
-const maxQuotedName = 256
-
-// quoteShort quotes s, cut to maxQuotedName bytes.
-func quoteShort(s string) string {
-	if len(s) <= maxQuotedName {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(s[:maxQuotedName]) + "…"
-}
+// quoteShort quotes s, cut as clientText cuts it: what a status or an
+// error quotes of a client's name or type URL.
+func quoteShort(s string) string { return strconv.Quote(clientText(s)) }

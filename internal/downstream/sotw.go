@@ -50,25 +50,24 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		ss.mu.Unlock()
 		return nil
 	}
-	if err := ss.checkNamesLocked(ts, ts.namesLocked(), names); err != nil {
+	if err := ss.checkNamesLocked(ts, true, nil, names); err != nil {
 		ss.mu.Unlock()
 		return err
 	}
-	var ch change
-	added, removedAny := ts.replaceLocked(names, &ch)
+	added := ts.unsubscribedLocked(names)
 	ss.mu.Unlock()
 
+	// Resolve before changing anything: a request that fails (a malformed
+	// name ends the stream) leaves the session as it was, and the stream's
+	// teardown releases all it holds.
 	rs, err := ss.resolveAll(typeURL, added, node)
 	if err != nil {
-		// The names this request dropped are no longer this session's
-		// (replaceLocked took them out): release them now, or the ended
-		// stream's teardown, which unwatches what the session still
-		// holds, would leave them watched for good.
-		ch.apply(ss)
 		return err
 	}
 
+	var ch change
 	ss.mu.Lock()
+	removedAny := ts.keepOnlyLocked(names, &ch)
 	for _, r := range rs {
 		if r.err != nil {
 			continue // logged and counted; SotW cannot say "does not exist"

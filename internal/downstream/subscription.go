@@ -159,16 +159,24 @@ func (ts *typeState) unsubscribeLocked(name string, ch *change) {
 	}
 }
 
-// replaceLocked makes names the whole subscription (SotW): it drops every
-// other name, noting in ch the keys to unwatch, and returns the names to
-// subscribe to and whether any name was dropped.
-func (ts *typeState) replaceLocked(names []string, ch *change) (added []string, removedAny bool) {
+// unsubscribedLocked returns the names not subscribed yet.
+func (ts *typeState) unsubscribedLocked(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, ok := ts.subs[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// keepOnlyLocked unsubscribes every name not in names (a SotW list is the
+// whole subscription), noting in ch the keys to unwatch; it reports
+// whether any name was dropped.
+func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool) {
 	want := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		want[n] = struct{}{}
-		if _, ok := ts.subs[n]; !ok {
-			added = append(added, n)
-		}
 	}
 	for n := range ts.subs {
 		if _, ok := want[n]; !ok {
@@ -176,7 +184,7 @@ func (ts *typeState) replaceLocked(names []string, ch *change) (added []string, 
 			ts.unsubscribeLocked(n, ch)
 		}
 	}
-	return added, removedAny
+	return removedAny
 }
 
 // subscribedLocked reports whether the client is subscribed to name: by a
