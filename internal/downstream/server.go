@@ -76,6 +76,10 @@ type Server struct {
 	// names shares requested name strings across sessions (names.go);
 	// safe for concurrent use.
 	names *lru.Cache[string, string]
+	// counts are the open streams by variant and type (counts.go); nacks
+	// the latest client NACKs (nacks.go). Both safe for concurrent use.
+	counts *clientCounts
+	nacks  nackRing
 }
 
 // New returns a Server.
@@ -108,6 +112,7 @@ func New(opts Options) (*Server, error) {
 		sessions:    make(map[uint64]*session),
 		wrappers:    newWrapperCache(),
 		names:       newNameTable(),
+		counts:      newClientCounts(),
 
 		sharedEncoding: opts.SharedEncoding,
 		limits:         opts.Limits,

@@ -33,6 +33,7 @@ type Relay struct {
 	runs   []func(context.Context) error // read-only after New; see goRun
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
+	status *statusSources                // read-only after New; the status page's (status.go)
 
 	// draining ends when Close begins; every stream's context ends with it
 	// (drainStreams). Read-only after New.
