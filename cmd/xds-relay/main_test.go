@@ -297,7 +297,7 @@ func (p *process) waitExit(t *testing.T) int {
 func writeConfig(t *testing.T, listen, admin string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "relay.yaml")
-	cfg := fmt.Sprintf("listen: %q\nadmin: %q\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\n", listen, admin)
+	cfg := fmt.Sprintf("listen: %q\nadmin: %q\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\ndownstream: {drain_delay: 0s}\n", listen, admin)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func httpStatus(t *testing.T, url string) int {
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.yaml")
-	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\n"
+	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\ndownstream: {drain_delay: 0s}\n"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.onStop(ds.Wait)
 	r.admin.handle("/v3/", "REST-JSON polling: POST "+downstream.RESTPathPrefix+"<listeners|routes|clusters|endpoints|...>", ds.RESTHandler())
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
+	r.reloadComponents(c, up, ds) // reloadhooks.go
 	return nil
 }
 
