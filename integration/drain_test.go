@@ -87,10 +87,10 @@ func TestDrainInWaves(t *testing.T) {
 	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 	var (
-		mu    sync.Mutex
-		ends  []time.Time // guarded by mu
-		got   []codes.Code // guarded by mu
-		wg    sync.WaitGroup
+		mu   sync.Mutex
+		ends []time.Time  // guarded by mu
+		got  []codes.Code // guarded by mu
+		wg   sync.WaitGroup
 	)
 	for range streams {
 		s := openDelta(t, conn)
