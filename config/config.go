@@ -153,6 +153,28 @@ type Downstream struct {
 	SendTimeout time.Duration `yaml:"send_timeout"`
 	// Limits bound what one client can make the relay hold.
 	Limits Limits `yaml:"limits"`
+	// MaxConnectionAge: a client connection older than this is sent a
+	// GOAWAY, so a fleet rebalances across relay replicas; gRPC jitters
+	// it by ±10% per connection. 0 = off. Default 30m. Needs a restart to
+	// change.
+	MaxConnectionAge time.Duration `yaml:"max_connection_age"`
+	// MaxConnectionAgeGrace: how long a connection's streams may go on
+	// after that GOAWAY before the connection is closed (the client sees
+	// Unavailable and reconnects). Default 1m. Needs a restart to change.
+	MaxConnectionAgeGrace time.Duration `yaml:"max_connection_age_grace"`
+	// DrainDelay: on shutdown, how long readiness (/readyz, gRPC health)
+	// reports not serving before any stream is ended, so load balancers
+	// stop sending new clients; streams, old and new, are served
+	// meanwhile. 0 = none. Default 5s.
+	DrainDelay time.Duration `yaml:"drain_delay"`
+	// DrainWaves: after DrainDelay, the streams are ended in this many
+	// waves, not all at once, so a fleet does not reconnect at one
+	// instant. Default 4.
+	DrainWaves int `yaml:"drain_waves"`
+	// DrainDuration spreads the waves: one every DrainDuration/DrainWaves,
+	// the first at once. Bounded by half the shutdown_grace_period.
+	// Default 4s.
+	DrainDuration time.Duration `yaml:"drain_duration"`
 }
 
 // Limits bound what clients control. A stream that goes past one is ended
@@ -322,6 +344,12 @@ const (
 	DefaultBackoffJitter         = 0.2
 	DefaultFailbackInterval      = 5 * time.Minute
 
+	DefaultMaxConnectionAge      = 30 * time.Minute
+	DefaultMaxConnectionAgeGrace = time.Minute
+	DefaultDrainDelay            = 5 * time.Second
+	DefaultDrainWaves            = 4
+	DefaultDrainDuration         = 4 * time.Second
+
 	DefaultMaxStreams              = 100000
 	DefaultMaxStreamsPerConnection = 1000
 	DefaultMaxNamesPerStream       = 10000
@@ -350,6 +378,12 @@ func Default() *Config {
 			MaxRecvMsgSize: DefaultDownstreamMaxRecv,
 			MaxSendMsgSize: DefaultDownstreamMaxSend,
 			SendTimeout:    DefaultSendTimeout,
+
+			MaxConnectionAge:      DefaultMaxConnectionAge,
+			MaxConnectionAgeGrace: DefaultMaxConnectionAgeGrace,
+			DrainDelay:            DefaultDrainDelay,
+			DrainWaves:            DefaultDrainWaves,
+			DrainDuration:         DefaultDrainDuration,
 			Limits: Limits{
 				MaxStreams:              DefaultMaxStreams,
 				MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,

@@ -74,6 +74,12 @@ func TestValidate(t *testing.T) {
 		{name: "send size too large", extra: "downstream:\n  max_send_msg_size: 2GiB\n", want: []problem{{"downstream.max_send_msg_size", 5, "got 2GiB"}}},
 		{name: "send_timeout zero", extra: "downstream:\n  send_timeout: 0s\n", want: []problem{{"downstream.send_timeout", 5, "must be a positive duration"}}},
 		{name: "a type the relay does not serve", extra: "    types: [type.googleapis.com/envoy.config.cluster.v3.Cluster, type.googleapis.com/made.up.Type]\n", want: []problem{{"authorities[0].types[1]", 4, "is not a type the relay serves"}}},
+		{name: "connection age off with no grace is valid", extra: "downstream:\n  max_connection_age: 0s\n  max_connection_age_grace: 0s\n  drain_delay: 0s\n"},
+		{name: "connection age negative", extra: "downstream:\n  max_connection_age: -1s\n", want: []problem{{"downstream.max_connection_age", 5, "must not be negative"}}},
+		{name: "connection age without grace", extra: "downstream:\n  max_connection_age: 1m\n  max_connection_age_grace: 0s\n", want: []problem{{"downstream.max_connection_age_grace", 6, "must be a positive duration"}}},
+		{name: "drain delay negative", extra: "downstream:\n  drain_delay: -1s\n", want: []problem{{"downstream.drain_delay", 5, "must not be negative"}}},
+		{name: "drain waves zero", extra: "downstream:\n  drain_waves: 0\n", want: []problem{{"downstream.drain_waves", 5, "must be between 1 and 1000, got 0"}}},
+		{name: "drain duration negative", extra: "downstream:\n  drain_duration: -2s\n", want: []problem{{"downstream.drain_duration", 5, "must not be negative"}}},
 		{name: "a limit zero", extra: "downstream:\n  limits:\n    max_names_per_stream: 0\n", want: []problem{{"downstream.limits.max_names_per_stream", 6, "must be a positive number"}}},
 
 		{name: "upstream ca missing", extra: "upstream:\n  tls:\n    enabled: true\n    ca_file: " + missing + "\n", want: []problem{{"upstream.tls.ca_file", 7, "no such file or directory"}}},

@@ -42,6 +42,7 @@ func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *rel
 	cfg.Authorities = []config.Authority{{Name: dsAuthority, Origins: origins, Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
 	cfg.Upstream.Backoff.Initial, cfg.Upstream.Backoff.Max = 20*time.Millisecond, 200*time.Millisecond
 	cfg.ShutdownGracePeriod = time.Second
+	cfg.Downstream.DrainDelay = 0 // tests that drain set their own
 	if edit != nil {
 		edit(cfg)
 	}

@@ -297,7 +297,7 @@ func (p *process) waitExit(t *testing.T) int {
 func writeConfig(t *testing.T, listen, admin string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "relay.yaml")
-	cfg := fmt.Sprintf("listen: %q\nadmin: %q\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\n", listen, admin)
+	cfg := fmt.Sprintf("listen: %q\nadmin: %q\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\ndownstream: {drain_delay: 0s}\n", listen, admin)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func httpStatus(t *testing.T, url string) int {
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.yaml")
-	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\n"
+	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\ndownstream: {drain_delay: 0s}\n"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -441,5 +441,52 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		}
 	case <-time.After(xdstest.WaitTimeout):
 		t.Fatal("second SIGTERM did not end the process")
+	}
+}
+
+// TestSIGHUPReloads: SIGHUP re-reads the config file; a valid one is
+// applied, an invalid one is logged and refused, and the process never
+// exits on SIGHUP.
+func TestSIGHUPReloads(t *testing.T) {
+	path := writeConfig(t, "127.0.0.1:0", "127.0.0.1:0")
+	p := startProcess(t, "serve", "--config", path)
+	s := p.waitServing(t)
+	write := func(content string) {
+		t.Helper()
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil { // as config management replaces files
+			t.Fatal(err)
+		}
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(string(orig) + "cache: {max_resources: 5}\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, `"msg":"config reloaded"`)
+	write(string(orig) + "cache: {max_resources: -5}\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, "cache.max_resources (line 8): must not be negative")
+	select {
+	case err := <-p.exited:
+		t.Fatalf("relay exited after SIGHUP: %v\nstderr:\n%s", err, p.stderr)
+	default:
+	}
+	if code := httpStatus(t, "http://"+s.Admin+"/readyz"); code != http.StatusOK {
+		t.Errorf("GET /readyz after SIGHUPs = %d, want 200", code)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.waitExit(t); code != exitOK {
+		t.Errorf("exit code = %d, want 0\nstderr:\n%s", code, p.stderr)
 	}
 }

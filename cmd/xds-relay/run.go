@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
@@ -18,7 +19,9 @@ import (
 )
 
 // run serves cfg until ctx ends (SIGINT/SIGTERM) or the relay fails, then
-// shuts down within the configured grace period.
+// shuts down within the configured grace period. SIGHUP re-reads the
+// config file (relay.Reload): a file that does not validate is logged and
+// refused, the running config kept; SIGHUP never ends the process.
 func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	lg, err := relay.NewLogger(cfg.Log, stderr)
 	if err != nil {
@@ -31,6 +34,11 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),
 	)
+	// Before New: from here on a SIGHUP is a reload request, never the
+	// default action (which ends the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	r, err := relay.New(cfg, lg, reg)
 	if err != nil {
 		return err
@@ -39,13 +47,21 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		return errors.Join(err, r.Close())
 	}
 	var failed error
-	select {
-	case <-ctx.Done():
-		// A second SIGINT or SIGTERM during the shutdown ends the process
-		// at once.
-		signal.Reset(syscall.SIGINT, syscall.SIGTERM)
-		lg.Info("shutting down; signal again to exit at once", zap.String("cause", fmt.Sprint(context.Cause(ctx))), zap.Duration("grace", cfg.ShutdownGracePeriod))
-	case failed = <-r.Failed():
+	for done := false; !done; {
+		select {
+		case <-hup:
+			lg.Info("SIGHUP: reloading the config", zap.String("path", cfg.Source()))
+			_ = r.Reload() // logged and counted by the relay; the running config stays on error
+		case <-ctx.Done():
+			// A second SIGINT or SIGTERM during the shutdown ends the
+			// process at once.
+			signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+			lg.Info("shutting down; signal again to exit at once", zap.String("cause", fmt.Sprint(context.Cause(ctx))),
+				zap.Duration("drain_delay", cfg.Downstream.DrainDelay), zap.Duration("grace", cfg.ShutdownGracePeriod))
+			done = true
+		case failed = <-r.Failed():
+			done = true
+		}
 	}
 	return errors.Join(failed, r.Close())
 }

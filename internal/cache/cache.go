@@ -73,11 +73,12 @@ type Cache struct {
 	// waits for them).
 	timers sync.WaitGroup
 
-	maxResources int   // read-only after New
-	maxBytes     int64 // read-only after New
-
-	mu       sync.Mutex
-	upstream Subscriber // guarded by mu
+	mu sync.Mutex
+	// maxResources and maxBytes: Options' bounds, changed by SetBounds.
+	// guarded by mu
+	maxResources int
+	maxBytes     int64
+	upstream     Subscriber // guarded by mu
 	// entries by key: resources and collections. guarded by mu
 	entries map[Key]*entry
 	// byType: resource entries (not collections) of one stream and type, by

@@ -808,3 +808,47 @@ func TestLoggerName(t *testing.T) {
 		t.Fatalf("logged %+v, want one warning from logger \"cache\"", entries)
 	}
 }
+
+// TestSetBounds: bounds lowered at run time evict the oldest unwatched keys
+// at once (unsubscribing them), never a watched one; raised bounds keep
+// more from then on.
+func TestSetBounds(t *testing.T) {
+	f := newFixture(t, unbounded)
+	pinned := &fakeWatcher{}
+	pk := key(legacyStream, lds, "pinned")
+	f.c.Watch(pinned, nil, pk)
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(pk.Name, "1", 10)}})
+	for i := range 10 {
+		w := &fakeWatcher{}
+		k := key(legacyStream, lds, fmt.Sprintf("r-%d", i))
+		f.c.Watch(w, nil, k)
+		f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", 10)}})
+		f.c.Unwatch(w, k)
+	}
+	f.sub.take()
+
+	f.c.SetBounds(3, -1)
+	var want []string
+	for i := range 7 {
+		want = append(want, fmt.Sprintf("-envoy.config.listener.v3.Listener r-%d", i))
+	}
+	if diff := cmp.Diff(want, f.sub.take()); diff != "" {
+		t.Errorf("subscriber calls after lowering to 3 (-want +got):\n%s", diff)
+	}
+	if _, st := f.c.Get(pk); st != StatePresent {
+		t.Errorf("watched key: %v, want present", st)
+	}
+	f.c.SetBounds(-1, 25) // bytes now tighter: keeps 2 of 10 bytes each
+	if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener r-7"}, f.sub.take()); diff != "" {
+		t.Errorf("subscriber calls after lowering bytes (-want +got):\n%s", diff)
+	}
+	f.c.SetBounds(-1, -1)
+	w := &fakeWatcher{}
+	k := key(legacyStream, lds, "later")
+	f.c.Watch(w, nil, k)
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", 10)}})
+	f.c.Unwatch(w, k)
+	if got := f.sub.take(); len(got) != 1 || got[0] != "+envoy.config.listener.v3.Listener later" {
+		t.Errorf("after raising: subscriber calls %v, want only the subscribe", got)
+	}
+}

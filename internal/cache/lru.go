@@ -131,3 +131,14 @@ func (c *Cache) dropLocked(e *entry) {
 		c.queueLocked(false, e.key, nil)
 	}
 }
+
+// SetBounds replaces Options.MaxResources and Options.MaxBytes (a config
+// reload). Lowered bounds evict the least recently used unwatched keys at
+// once (unsubscribing them upstream); watched keys are never evicted.
+func (c *Cache) SetBounds(maxResources int, maxBytes int64) {
+	c.mu.Lock()
+	c.maxResources, c.maxBytes = maxResources, maxBytes
+	c.enforceBoundsLocked()
+	c.mu.Unlock()
+	c.flush()
+}

@@ -120,7 +120,7 @@ func TestUnknownAuthority(t *testing.T) {
 // stream and other names carry on.
 func TestTypesCarried(t *testing.T) {
 	e := newEnv(t, 0)
-	e.srv.resolver.(*NameResolver).CarryTypes(map[string][]string{authority: {edsType, ldsType}}) // before any stream
+	e.srv.currentResolver().(*NameResolver).CarryTypes(map[string][]string{authority: {edsType, ldsType}}) // before any stream
 	eds := xdstp(edsType, "e")
 	r := e.put(edsType, eds, "1")
 	cds := xdstp(cdsType, "c")

@@ -57,7 +57,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	var items []fetchItem
 	var watch change // keys, and the upstream nodes rules set for them
 	for _, n := range names {
-		r, err := s.resolver.Resolve(typeURL, n, req.GetNode())
+		r, err := s.resolve(typeURL, n, req.GetNode())
 		if err != nil {
 			if isErr(err, ErrUnknownAuthority) {
 				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "unknown_authority").Inc()

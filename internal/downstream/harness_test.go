@@ -65,7 +65,7 @@ type env struct {
 }
 
 // testLimits are the config's default limits; a test may lower one in
-// its env (e.srv.limits) before it opens any stream.
+// its env (e.srv.SetLimits) before it opens any stream.
 var testLimits = Limits{
 	MaxStreams:        config.DefaultMaxStreams,
 	MaxNamesPerStream: config.DefaultMaxNamesPerStream,

@@ -51,7 +51,7 @@ func (s *Server) overLimit(limit string, code codes.Code, format string, args ..
 func (s *Server) admitStream() (release func(), err error) {
 	for {
 		n := s.openStreams.Load()
-		if n >= int64(s.limits.MaxStreams) {
+		if n >= int64(s.limits().MaxStreams) {
 			return nil, s.overLimit(limitStreams, codes.ResourceExhausted,
 				"the relay serves %d client streams, its limit (downstream.limits.max_streams); try another relay or later", n)
 		}
@@ -65,16 +65,16 @@ func (s *Server) admitStream() (release func(), err error) {
 // may subscribe (ResourceExhausted), a name longer than MaxNameLength or
 // one resource twice (InvalidArgument).
 func (s *Server) checkNames(field, typeURL string, names []string) error {
-	if len(names) > s.limits.MaxNamesPerStream {
+	if len(names) > s.limits().MaxNamesPerStream {
 		return s.overLimit(limitNames, codes.ResourceExhausted,
 			"%s holds %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
-			field, len(names), s.limits.MaxNamesPerStream)
+			field, len(names), s.limits().MaxNamesPerStream)
 	}
 	for _, n := range names {
-		if len(n) > s.limits.MaxNameLength {
+		if len(n) > s.limits().MaxNameLength {
 			return s.overLimit(limitNameLength, codes.InvalidArgument,
 				"%s holds a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
-				field, len(n), quoteShort(n), s.limits.MaxNameLength)
+				field, len(n), quoteShort(n), s.limits().MaxNameLength)
 		}
 	}
 	return checkDuplicates(field, typeURL, names)
@@ -87,7 +87,7 @@ func (ss *session) checkTypeLimit(typeURL string) error {
 	_, known := ss.types[typeURL]
 	n := len(ss.types)
 	ss.mu.Unlock()
-	if known || n < ss.srv.limits.MaxTypesPerStream {
+	if known || n < ss.srv.limits().MaxTypesPerStream {
 		return nil
 	}
 	return ss.srv.overLimit(limitTypes, codes.ResourceExhausted,
@@ -122,28 +122,28 @@ func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []str
 			}
 		}
 	}
-	if total <= ss.srv.limits.MaxNamesPerStream {
+	if total <= ss.srv.limits().MaxNamesPerStream {
 		return nil
 	}
 	return ss.srv.overLimit(limitNames, codes.ResourceExhausted,
 		"the request would subscribe this stream to %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
-		total, ss.srv.limits.MaxNamesPerStream)
+		total, ss.srv.limits().MaxNamesPerStream)
 }
 
 // checkInitialVersions bounds a delta request's initial_resource_versions
 // like a subscription: as many names as a stream may subscribe, each no
 // longer than a name may be.
 func (ss *session) checkInitialVersions(versions map[string]string) error {
-	if n := len(versions); n > ss.srv.limits.MaxNamesPerStream {
+	if n := len(versions); n > ss.srv.limits().MaxNamesPerStream {
 		return ss.srv.overLimit(limitNames, codes.ResourceExhausted,
 			"initial_resource_versions holds %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
-			n, ss.srv.limits.MaxNamesPerStream)
+			n, ss.srv.limits().MaxNamesPerStream)
 	}
 	for n := range versions {
-		if len(n) > ss.srv.limits.MaxNameLength {
+		if len(n) > ss.srv.limits().MaxNameLength {
 			return ss.srv.overLimit(limitNameLength, codes.InvalidArgument,
 				"initial_resource_versions holds a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
-				len(n), quoteShort(n), ss.srv.limits.MaxNameLength)
+				len(n), quoteShort(n), ss.srv.limits().MaxNameLength)
 		}
 	}
 	return nil

@@ -24,7 +24,9 @@ import (
 // place back.
 func TestLimits(t *testing.T) {
 	e := newEnv(t, 0)
-	e.srv.limits = Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2}
+	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2}); err != nil {
+		t.Fatal(err)
+	}
 	goodName := xdstp(edsType, "good")
 	r := e.put(edsType, goodName, "1")
 	good := e.delta()

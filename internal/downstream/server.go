@@ -55,20 +55,22 @@ type Options struct {
 // discovery service (register it with Register) and REST-JSON polling
 // (RESTHandler). One Server serves any number of streams.
 type Server struct {
-	cache       Cache               // read-only after New
-	resolver    Resolver            // read-only after New
-	sendTimeout time.Duration       // read-only after New
-	fetchWait   time.Duration       // read-only after New
-	lg          *zap.Logger         // read-only after New
-	m           *metrics            // read-only after New
-	nextID      atomic.Uint64       // session ids
-	wg          sync.WaitGroup      // session goroutines that may outlive their handler
-	mu          sync.Mutex          // guards sessions
-	sessions    map[uint64]*session // guarded by mu; open streams, for /debug/clients
-	slowHook    func()              // tests only; set before serving
+	cache     Cache         // read-only after New
+	fetchWait time.Duration // read-only after New
+	// resolverNow, limitsNow and sendTimeoutNs change at run time (a
+	// config reload, reload.go); each read takes the current value.
+	resolverNow   atomic.Pointer[resolverBox]
+	limitsNow     atomic.Pointer[Limits]
+	sendTimeoutNs atomic.Int64
+	lg            *zap.Logger         // read-only after New
+	m             *metrics            // read-only after New
+	nextID        atomic.Uint64       // session ids
+	wg            sync.WaitGroup      // session goroutines that may outlive their handler
+	mu            sync.Mutex          // guards sessions
+	sessions      map[uint64]*session // guarded by mu; open streams, for /debug/clients
+	slowHook      func()              // tests only; set before serving
 	// sharedEncoding: Options.SharedEncoding. read-only after New
 	sharedEncoding bool
-	limits         Limits       // read-only after New
 	openStreams    atomic.Int64 // client streams admitted (admitStream)
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
@@ -102,21 +104,23 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Server{
-		cache:       opts.Cache,
-		resolver:    opts.Resolver,
-		sendTimeout: opts.SendTimeout,
-		fetchWait:   opts.FetchWait,
-		lg:          opts.Logger.Named("downstream"),
-		m:           newMetrics(opts.Registry),
-		sessions:    make(map[uint64]*session),
-		wrappers:    newWrapperCache(),
-		names:       newNameTable(),
-		counts:      newClientCounts(),
+	s := &Server{
+		cache:     opts.Cache,
+		fetchWait: opts.FetchWait,
+		lg:        opts.Logger.Named("downstream"),
+		m:         newMetrics(opts.Registry),
+		sessions:  make(map[uint64]*session),
+		wrappers:  newWrapperCache(),
+		names:     newNameTable(),
+		counts:    newClientCounts(),
 
 		sharedEncoding: opts.SharedEncoding,
-		limits:         opts.Limits,
-	}, nil
+	}
+	s.resolverNow.Store(&resolverBox{opts.Resolver})
+	lim := opts.Limits
+	s.limitsNow.Store(&lim)
+	s.sendTimeoutNs.Store(int64(opts.SendTimeout))
+	return s, nil
 }
 
 // Wait blocks until every goroutine started for a stream has ended. Call it

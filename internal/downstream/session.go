@@ -257,10 +257,10 @@ func (ss *session) checkType(typeURL string) (string, error) {
 		if typeURL == "" {
 			return "", status.Errorf(codes.InvalidArgument, "%v: an ADS request must set type_url", ErrMissingType)
 		}
-		if len(typeURL) > ss.srv.limits.MaxNameLength {
+		if len(typeURL) > ss.srv.limits().MaxNameLength {
 			return "", ss.srv.overLimit(limitNameLength, codes.InvalidArgument,
 				"type_url of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
-				len(typeURL), quoteShort(typeURL), ss.srv.limits.MaxNameLength)
+				len(typeURL), quoteShort(typeURL), ss.srv.limits().MaxNameLength)
 		}
 		return typeURL, nil
 	}
@@ -355,7 +355,7 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 	out := make([]resolved, 0, len(names))
 	for _, n := range names {
 		n = ss.srv.intern(n)
-		r, err := ss.srv.resolver.Resolve(typeURL, n, node)
+		r, err := ss.srv.resolve(typeURL, n, node)
 		if err != nil {
 			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
 				return nil, st
@@ -484,8 +484,8 @@ func (ss *session) slowStatus() error {
 	if ss.srv.slowHook != nil {
 		ss.srv.slowHook()
 	}
-	ss.logger().Warn("client too slow, disconnecting", zap.Duration("send_timeout", ss.srv.sendTimeout))
-	return status.Errorf(codes.ResourceExhausted, "%v (%v)", ErrSlowClient, ss.srv.sendTimeout)
+	ss.logger().Warn("client too slow, disconnecting", zap.Duration("send_timeout", ss.srv.sendTimeout()))
+	return status.Errorf(codes.ResourceExhausted, "%v (%v)", ErrSlowClient, ss.srv.sendTimeout())
 }
 
 // loop handles requests until the stream must end; slow reports that the

@@ -207,9 +207,9 @@ func (ss *session) sendAll(msgs []outMsg) error {
 // The timer is the session's, reused by every send (one writer at a time).
 func (ss *session) sendWithTimeout(m any) error {
 	if ss.sendTimer == nil {
-		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout, func() { ss.fail(ErrSlowClient) })
+		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout(), func() { ss.fail(ErrSlowClient) })
 	} else {
-		ss.sendTimer.Reset(ss.srv.sendTimeout)
+		ss.sendTimer.Reset(ss.srv.sendTimeout())
 	}
 	err := ss.send(m)
 	if !ss.sendTimer.Stop() {

@@ -31,7 +31,8 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err != nil {
 		return err
 	}
-	auths, err := upstreamAuthorities(cfg, lg.Named("upstream")) // upstreamauth.go
+	r.upCreds = newUpstreamCreds(lg.Named("upstream"))
+	auths, err := r.upCreds.authorities(cfg) // upstreamauth.go
 	if err != nil {
 		return err
 	}
@@ -87,12 +88,13 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.admin.handle("/v3/", "REST-JSON polling: POST "+downstream.RESTPathPrefix+"<listeners|routes|clusters|endpoints|...>", ds.RESTHandler())
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
 	r.addStatusPages(cfg, c, up, ds)
+	r.reloadComponents(c, up, ds) // reloadhooks.go
 	return nil
 }
 
 // upstreamDialOptions turns the upstream section into dial options:
 // keepalive and message size limits. TLS is per authority
-// (upstreamAuthorities).
+// (upstreamCreds.authorities).
 func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
 	opts := []grpc.DialOption{
 		// No pings without streams: gRPC servers by default count those as

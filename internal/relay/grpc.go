@@ -19,6 +19,12 @@ func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, er
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:    d.Keepalive.Time,
 			Timeout: d.Keepalive.Timeout,
+			// 0 is "off" for both, in gRPC as in the config. gRPC
+			// jitters the age by ±10% per connection (getJitter in its
+			// http2_server.go), so connections made together do not
+			// all get their GOAWAY together.
+			MaxConnectionAge:      d.MaxConnectionAge,
+			MaxConnectionAgeGrace: d.MaxConnectionAgeGrace,
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             d.Keepalive.MinClientPingInterval,

@@ -34,6 +34,7 @@ func testConfig(t *testing.T) *config.Config {
 	c.Authorities = []config.Authority{{Name: "auth.example", Origins: []string{"127.0.0.1:19000"},
 		Transport: config.TransportDelta, GlobCollections: config.GlobNative}}
 	c.ShutdownGracePeriod = 5 * time.Second
+	c.Downstream.DrainDelay = 0 // tests that drain set their own
 	if err := c.Validate(); err != nil {
 		t.Fatalf("test config invalid: %v", err)
 	}

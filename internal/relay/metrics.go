@@ -10,6 +10,13 @@ type metrics struct {
 	ready prometheus.Gauge
 	// adminRequests counts admin HTTP requests by endpoint and status code.
 	adminRequests *prometheus.CounterVec
+	// reloads counts config reloads by result: ok, invalid (refused: does
+	// not validate, or changes a field that needs a restart), error (the
+	// file could not be read, or applying failed and was undone).
+	reloads *prometheus.CounterVec
+	// lastReloadSuccess is when the running config was loaded (start, or
+	// the last reload that applied), in Unix seconds.
+	lastReloadSuccess prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -24,9 +31,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:      "admin_requests_total",
 			Help:      "Admin HTTP requests by endpoint and status code.",
 		}, []string{"handler", "code"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay",
+			Name:      "config_reloads_total",
+			Help:      "Config reloads (SIGHUP, POST /debug/reload) by result: ok, invalid (refused, the running config kept), error.",
+		}, []string{"result"}),
+		lastReloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "xds_relay",
+			Name:      "config_last_reload_success_timestamp_seconds",
+			Help:      "When the running config was loaded: the start, or the last reload that applied (Unix seconds).",
+		}),
+	}
+	for _, result := range []string{"ok", "invalid", "error"} {
+		m.reloads.WithLabelValues(result)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ready, m.adminRequests)
+		reg.MustRegister(m.ready, m.adminRequests, m.reloads, m.lastReloadSuccess)
 	}
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -23,7 +24,8 @@ import (
 // server and the components between them. New builds it, Start binds and
 // serves, Close shuts it down.
 type Relay struct {
-	cfg    *config.Config                // read-only after New
+	// cfg is the running config: set by New, replaced by a reload.
+	cfg    atomic.Pointer[config.Config]
 	lg     *zap.Logger                   // read-only after New
 	m      *metrics                      // read-only after New
 	grpc   *grpc.Server                  // read-only after New; services registered in New
@@ -34,9 +36,24 @@ type Relay struct {
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
 	status *statusSources                // read-only after New; the status page's (status.go)
+	// upCreds are the upstream credentials by setting (upstreamauth.go);
+	// used by New and by reloads (serialised by reloadMu).
+	upCreds *upstreamCreds
+	// reloads are applied in order by a reload (reload.go); read-only
+	// after New. reloadMu serialises reloads.
+	reloads  []reloadHook
+	reloadMu sync.Mutex
+	// level is the logger's level when it can change (LogLevel); ok
+	// false otherwise. read-only after New.
+	level   zap.AtomicLevel
+	levelOK bool
+	// streams are the open downstream streams, ended in waves on Close
+	// (drain.go).
+	streams drainSet
 
-	// draining ends when Close begins; every stream's context ends with it
-	// (drainStreams). Read-only after New.
+	// draining ends once Close has ended the streams' waves; every
+	// stream still open then ends with it (drainStreams). Read-only after
+	// New.
 	draining context.Context
 	drain    context.CancelFunc
 
@@ -79,13 +96,15 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	r := &Relay{
-		cfg:    cfg,
 		lg:     lg.Named("relay"),
 		m:      newMetrics(reg),
 		health: health.NewServer(),
 		failed: make(chan error, 1),
 		closed: make(chan struct{}),
 	}
+	r.cfg.Store(cfg)
+	r.level, r.levelOK = LogLevel(lg)
+	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
 	r.draining, r.drain = context.WithCancel(context.Background())
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
 	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness)
@@ -96,6 +115,7 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	}
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(r.grpc, r.health)
+	r.handleOperations()
 
 	// --- components ---------------------------------------------------
 	// Cache, upstream and downstream are built here, in dependency order
@@ -154,11 +174,12 @@ func (r *Relay) Start(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 
-	xdsLis, err := listen(ctx, "listen", r.cfg.Listen)
+	cfg := r.config()
+	xdsLis, err := listen(ctx, "listen", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	adminLis, err := listen(ctx, "admin", r.cfg.Admin)
+	adminLis, err := listen(ctx, "admin", cfg.Admin)
 	if err != nil {
 		_ = xdsLis.Close()
 		return err
@@ -263,6 +284,9 @@ func (r *Relay) AdminAddr() string {
 	return r.adminLis.Addr().String()
 }
 
+// config is the running config.
+func (r *Relay) config() *config.Config { return r.cfg.Load() }
+
 // readiness is nil while the relay serves and every readiness check passes.
 func (r *Relay) readiness() error {
 	if !r.serving.Load() {
@@ -276,13 +300,18 @@ func (r *Relay) readiness() error {
 	return nil
 }
 
-// Close shuts the relay down: /readyz and gRPC health turn to not serving,
-// components are cancelled, the listener stops accepting, and every stream
-// is ended (clients see Unavailable and reconnect elsewhere; see
-// drainStreams). Unary calls and admin requests in flight get up to the
-// shutdown grace period; then whatever is left is cut. Close returns once
-// every goroutine has ended; it may be called more than once (later calls
-// wait for the first), and before Start.
+// Close shuts the relay down: /readyz and gRPC health turn to not serving
+// at once, and for downstream.drain_delay nothing else changes (streams,
+// old and new, are served) so that load balancers notice. Then components
+// are cancelled, the listener stops accepting (GOAWAY), and the streams
+// are ended in downstream.drain_waves waves spread over
+// downstream.drain_duration (at most half the shutdown grace period; see
+// drain.go): clients see Unavailable and reconnect, to another relay, not
+// all at the same instant. Unary calls and admin requests in flight get up
+// to the shutdown grace period (counted from the GOAWAY); then whatever is
+// left is cut. Close returns once every goroutine has ended; it may be
+// called more than once (later calls wait for the first), and before
+// Start.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	prev := r.state
@@ -302,13 +331,22 @@ func (r *Relay) Close() error {
 	}
 	defer close(r.closed)
 
-	r.stopping.Store(true)
+	// A reload under way finishes first; none starts after (state).
+	r.reloadMu.Lock()
+	cfg := r.config()
+	r.reloadMu.Unlock()
+
 	r.serving.Store(false)
 	r.m.ready.Set(0)
 	r.health.Shutdown()
+	if d := cfg.Downstream.DrainDelay; d > 0 {
+		r.lg.Info("draining: not ready; serving on until load balancers notice", zap.Duration("drain_delay", d))
+		time.Sleep(d) // nothing to wait on: the delay is the point
+	}
+	r.stopping.Store(true)
 	cancel()
 
-	grace := r.cfg.ShutdownGracePeriod
+	grace := cfg.ShutdownGracePeriod
 	ctx, stop := context.WithTimeout(context.Background(), grace)
 	defer stop()
 	grpcStopped := make(chan struct{})
@@ -316,7 +354,8 @@ func (r *Relay) Close() error {
 		r.grpc.GracefulStop()
 		close(grpcStopped)
 	}()
-	r.drain() // end every stream (see drainStreams)
+	r.endInWaves(ctx, cfg.Downstream.DrainWaves, min(cfg.Downstream.DrainDuration, grace/2))
+	r.drain() // end whatever is left (see drainStreams)
 	var errs []error
 	if err := r.http.Shutdown(ctx); err != nil {
 		_ = r.http.Close()

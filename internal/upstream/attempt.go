@@ -18,7 +18,7 @@ import (
 // least one response (for a file source: that it started).
 func (l *link) attempt(ctx context.Context, origin string) (healthy bool, err error) {
 	if strings.HasPrefix(origin, FileOriginPrefix) {
-		fs := l.mgr.files[origin]
+		fs := l.mgr.fileSource(origin)
 		if fs == nil {
 			return false, errors.New("file source not started")
 		}

@@ -19,15 +19,18 @@ import (
 // failover, failback). It lives from the StreamID's first Subscribe until
 // the Manager closes.
 type link struct {
-	id   cache.StreamID // read-only
-	auth *authority     // read-only
-	mgr  *Manager       // read-only
-	lg   *zap.Logger    // read-only
+	id cache.StreamID // read-only
+	// auth: the authority's settings. Read by the run goroutine only;
+	// replaced (Manager.restart) while no run goroutine runs.
+	auth *authority
+	mgr  *Manager    // read-only
+	lg   *zap.Logger // read-only
 	// poke wakes the run goroutine after desired changed (1 slot: many
 	// pokes, one wake-up).
 	poke chan struct{}
 	// cancel ends the run goroutine (an idle link, see idle.go); done is
-	// closed when it has returned. Set by Manager.link, read-only after.
+	// closed when it has returned. Set under Manager.mu when a run
+	// goroutine starts (Manager.startLocked).
 	cancel context.CancelFunc
 	done   chan struct{}
 	// idleSweeps counts consecutive idle sweeps that found no client

@@ -44,14 +44,18 @@ type Manager struct {
 	// responseTimeout bounds the wait for an origin's first response on an
 	// attempt (attempt.go); read-only after New.
 	responseTimeout time.Duration
-	auths           map[string]*authority    // read-only after New
-	files           map[string]*fileSource   // by origin; read-only after New
 	ctx             context.Context          // read-only after New; cancelled by Close
 	cancel          context.CancelFunc       // read-only after New
 	wg              sync.WaitGroup           // counts every goroutine the Manager owns
 	mu              sync.Mutex               //
 	links           map[cache.StreamID]*link // guarded by mu
 	closed          bool                     // guarded by mu
+	// auths by name; replaced by SetAuthorities (reload.go). guarded by mu
+	auths map[string]*authority
+	// files: file sources by origin; SetAuthorities adds. guarded by mu
+	files map[string]*fileSource
+	// reloading serialises SetAuthorities calls.
+	reloading sync.Mutex
 }
 
 // authority is an Authority with defaults applied.
@@ -63,8 +67,10 @@ type authority struct {
 	// creds: the authority's transport credentials; nil: the Manager's
 	// dial options decide. Part of the connection's key (conns.go).
 	creds credentials.TransportCredentials
-	// callOpts carry the authority's per-RPC credentials on each stream.
+	// callOpts carry the authority's per-RPC credentials (perRPC) on
+	// each stream.
 	callOpts []grpc.CallOption
+	perRPC   credentials.PerRPCCredentials
 }
 
 var _ cache.Subscriber = (*Manager)(nil)
@@ -114,25 +120,8 @@ func New(opts Options) (*Manager, error) {
 			cancel()
 			return nil, fmt.Errorf("upstream: authorities[%d] %q: %w", i, a.Name, ErrNoOrigins)
 		}
-		sotw := a.Transport == TransportSotW
-		auth := &authority{
-			name:     a.Name,
-			origins:  append([]string(nil), a.Origins...),
-			sotw:     sotw,
-			emulated: sotw || a.GlobCollections == GlobEmulated,
-			creds:    a.Credentials,
-		}
-		if a.PerRPC != nil {
-			auth.callOpts = []grpc.CallOption{grpc.PerRPCCredentials(a.PerRPC)}
-		}
-		mgr.auths[a.Name] = auth
-		for _, o := range a.Origins {
-			if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {
-				if _, dup := mgr.files[o]; !dup {
-					mgr.files[o] = newFileSource(a.Name, dir, mgr.lg, mgr.metrics)
-				}
-			}
-		}
+		mgr.auths[a.Name] = newAuthority(a)
+		mgr.addFileSourcesLocked(a) // nothing runs yet: no lock needed
 	}
 	mgr.wg.Add(1)
 	go func() {
@@ -176,38 +165,82 @@ func (m *Manager) Unsubscribe(s cache.StreamID, typeURL string, names []string) 
 // link returns the link of s, starting it on first use; nil when the
 // authority is unknown or the Manager is closed.
 func (m *Manager) link(s cache.StreamID) *link {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
 	a := m.auths[s.Authority]
 	if a == nil {
+		m.mu.Unlock()
 		m.lg.Warn("subscription for an unknown authority; ignored", zap.String("authority", s.Authority))
 		return nil
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return nil
-	}
 	l := m.links[s]
 	if l == nil {
 		l = newLink(m, s, a)
 		m.links[s] = l
-		for _, o := range a.origins {
-			if fs := m.files[o]; fs != nil && !fs.started {
-				fs.started = true
-				m.wg.Add(1)
-				go func() {
-					defer m.wg.Done()
-					fs.run(m.ctx)
-				}()
-			}
-		}
-		lctx, cancel := context.WithCancel(m.ctx)
-		l.cancel, l.done = cancel, make(chan struct{})
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			defer close(l.done)
-			l.run(lctx)
-		}()
+		m.startLocked(l)
 	}
 	return l
+}
+
+// startLocked starts l's run goroutine on l.auth, and the file sources
+// among its origins that do not run yet.
+func (m *Manager) startLocked(l *link) {
+	for _, o := range l.auth.origins {
+		if fs := m.files[o]; fs != nil && !fs.started {
+			fs.started = true
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				fs.run(m.ctx)
+			}()
+		}
+	}
+	lctx, cancel := context.WithCancel(m.ctx)
+	l.cancel, l.done = cancel, make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(l.done)
+		l.run(lctx)
+	}()
+}
+
+// newAuthority applies a's defaults.
+func newAuthority(a Authority) *authority {
+	sotw := a.Transport == TransportSotW
+	auth := &authority{
+		name:     a.Name,
+		origins:  append([]string(nil), a.Origins...),
+		sotw:     sotw,
+		emulated: sotw || a.GlobCollections == GlobEmulated,
+		creds:    a.Credentials,
+	}
+	if a.PerRPC != nil {
+		auth.callOpts = []grpc.CallOption{grpc.PerRPCCredentials(a.PerRPC)}
+		auth.perRPC = a.PerRPC
+	}
+	return auth
+}
+
+// addFileSourcesLocked adds a file source for each file:// origin of a
+// that has none yet (started with the first link that uses it).
+func (m *Manager) addFileSourcesLocked(a Authority) {
+	for _, o := range a.Origins {
+		if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {
+			if _, dup := m.files[o]; !dup {
+				m.files[o] = newFileSource(a.Name, dir, m.lg, m.metrics)
+			}
+		}
+	}
+}
+
+// fileSource returns the file source of origin, nil if none.
+func (m *Manager) fileSource(origin string) *fileSource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.files[origin]
 }

@@ -1,0 +1,256 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+
+	"github.com/xds-relay/xds-relay/config"
+	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
+)
+
+// reloadConfig is a relay config file serving authorities (name → origin),
+// with extra YAML appended; a downstream: line in extra replaces the
+// default one.
+func reloadConfig(auths [][2]string, extra string) string {
+	var b strings.Builder
+	b.WriteString("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nshutdown_grace_period: 2s\n")
+	if !strings.Contains(extra, "downstream:") {
+		b.WriteString("downstream: {drain_delay: 0s}\n")
+	}
+	b.WriteString("upstream: {backoff: {initial: 20ms, max: 200ms}}\nauthorities:\n")
+	for _, a := range auths {
+		fmt.Fprintf(&b, "  - {name: %q, origins: [%q]}\n", a[0], a[1])
+	}
+	b.WriteString(extra)
+	return b.String()
+}
+
+// fileRelay runs a relay from a config file (so that it can reload it)
+// with the process logger (NewLogger: its level can change), until the
+// test ends.
+func fileRelay(t *testing.T, path string) (*relayproc.Relay, *prometheus.Registry) {
+	t.Helper()
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg, err := relayproc.NewLogger(cfg.Log, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	r, err := relayproc.New(cfg, lg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("relay close: %v", err)
+		}
+	})
+	return r, reg
+}
+
+// replaceFile replaces path by rename, as config management does.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// adminDo makes an admin request and returns its status and body.
+func adminDo(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: xdstest.WaitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitTimeout receives until the client holds name as a cluster whose
+// connect timeout is sec seconds.
+func (c *adsClient) waitTimeout(name string, sec int64) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	for {
+		if x := c.heldFor(resource.ClusterType)[name]; x != nil {
+			var cl clusterv3.Cluster
+			if err := x.GetResource().UnmarshalTo(&cl); err == nil && cl.GetConnectTimeout().GetSeconds() == sec {
+				return
+			}
+		}
+		if _, ok := c.recvOne(ctx.Done()); !ok {
+			c.t.Fatalf("%s: %s never had connect timeout %ds", c.name, name, sec)
+		}
+	}
+}
+
+// TestReloadChangesOnlyWhatItAffects is issue #12's reload test: a reload
+// that moves authority b to another origin restarts only b's upstream
+// link; a's clients keep their stream and their updates, a's origin sees
+// no new stream, b's clients are served the new origin's resources through
+// the streams they have. A lowered bound applies to new requests. A file
+// that does not validate, or changes a field that needs a restart, is
+// refused with 400 and changes nothing. Removing b answers b's names as
+// not existing, as for any unknown authority.
+func TestReloadChangesOnlyWhatItAffects(t *testing.T) {
+	a1 := xdstpName("a.example", "envoy.config.cluster.v3.Cluster", "a1")
+	b1 := xdstpName("b.example", "envoy.config.cluster.v3.Cluster", "b1")
+	oA, oB1, oB2 := newGCPOrigin(t), newGCPOrigin(t), newGCPOrigin(t)
+	oA.set(resource.ClusterType, a1, cluster(a1, 1))
+	oB1.set(resource.ClusterType, b1, cluster(b1, 1))
+	oB2.set(resource.ClusterType, b1, cluster(b1, 2))
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", oA.addr}, {"b.example", oB1.addr}}, ""))
+	r, reg := fileRelay(t, path)
+	reload := "http://" + r.AdminAddr() + relayproc.ReloadPath
+
+	conn := dial(t, r.XDSAddr())
+	ca := newADSClient(t, conn, "delta", "client-a", "c", nil)
+	ca.subscribe(resource.ClusterType, a1)
+	ca.waitTimeout(a1, 1)
+	cb := newADSClient(t, conn, "delta", "client-b", "c", nil)
+	cb.subscribe(resource.ClusterType, b1)
+	cb.waitTimeout(b1, 1)
+	oA.mu.Lock()
+	aStreams := oA.deltaOpens
+	oA.mu.Unlock()
+
+	// b moves to another origin; max_names_per_stream is lowered.
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", oA.addr}, {"b.example", oB2.addr}},
+		"downstream: {drain_delay: 0s, limits: {max_names_per_stream: 2}}\n"))
+	if code, body := adminDo(t, http.MethodPost, reload, ""); code != http.StatusOK {
+		t.Fatalf("POST reload = %d %s, want 200", code, body)
+	}
+	cb.waitTimeout(b1, 2) // the new origin's b1, through the same stream
+	oA.set(resource.ClusterType, a1, cluster(a1, 3))
+	ca.waitTimeout(a1, 3) // a's client keeps its stream and its updates
+	oA.mu.Lock()
+	if oA.deltaOpens != aStreams {
+		t.Errorf("a's origin saw %d new streams, want 0: a's link was restarted", oA.deltaOpens-aStreams)
+	}
+	oA.mu.Unlock()
+
+	// The lowered bound applies to new requests.
+	over := openDelta(t, conn)
+	over.Send(&discoveryv3.DeltaDiscoveryRequest{Node: ca.node, TypeUrl: resource.ClusterType,
+		ResourceNamesSubscribe: []string{a1, b1, xdstpName("a.example", "envoy.config.cluster.v3.Cluster", "a2")}})
+	if st := over.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_names_per_stream") {
+		t.Errorf("3 names after lowering the limit to 2: %v, want ResourceExhausted naming max_names_per_stream", st)
+	}
+
+	// Refused: a file that does not validate, a field that needs a restart.
+	for _, tc := range []struct{ name, file, want string }{
+		{"invalid", reloadConfig([][2]string{{"a.example", oA.addr}}, "cache: {max_resources: -1}\n"), "cache.max_resources"},
+		{"not yaml", "authorities: [", "relay.yaml"},
+		{"needs a restart", strings.Replace(reloadConfig([][2]string{{"a.example", oA.addr}}, ""), "listen: 127.0.0.1:0", "listen: 127.0.0.1:1", 1),
+			"listen: changing it needs a restart"},
+	} {
+		replaceFile(t, path, tc.file)
+		code, body := adminDo(t, http.MethodPost, reload, "")
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: POST reload = %d %q, want 400 naming %q", tc.name, code, body, tc.want)
+		}
+	}
+	if got := gathered(t, reg, "xds_relay_config_reloads_total", "result", "invalid"); got != 3 {
+		t.Errorf("reloads_total{invalid} = %v, want 3", got)
+	}
+	// Nothing changed: b still served from its new origin, a from its own.
+	oB2.set(resource.ClusterType, b1, cluster(b1, 4))
+	cb.waitTimeout(b1, 4)
+
+	// b removed: its client is told b1 does not exist; a goes on.
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", oA.addr}}, ""))
+	if code, body := adminDo(t, http.MethodPost, reload, ""); code != http.StatusOK {
+		t.Fatalf("POST reload = %d %s, want 200", code, body)
+	}
+	gone, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	for len(cb.names(resource.ClusterType)) > 0 {
+		if _, ok := cb.recvOne(gone.Done()); !ok {
+			t.Fatalf("b's client still holds %v after b was removed", cb.names(resource.ClusterType))
+		}
+	}
+	b2 := xdstpName("b.example", "envoy.config.cluster.v3.Cluster", "b2")
+	cb.subscribe(resource.ClusterType, b2) // as a name of an unknown authority is
+	if got, _ := cb.recvOne(gone.Done()); len(got.removed) != 1 || got.removed[0] != b2 {
+		t.Errorf("a new name of the removed authority: got %+v, want it in removed_resources", got)
+	}
+	oA.set(resource.ClusterType, a1, cluster(a1, 5))
+	ca.waitTimeout(a1, 5)
+	if got := gathered(t, reg, "xds_relay_config_reloads_total", "result", "ok"); got != 2 {
+		t.Errorf("reloads_total{ok} = %v, want 2", got)
+	}
+	if got := gathered(t, reg, "xds_relay_config_last_reload_success_timestamp_seconds"); time.Since(time.Unix(int64(got), 0)) > time.Minute {
+		t.Errorf("last_reload_success_timestamp_seconds = %v, want about now", got)
+	}
+}
+
+// TestLogLevelAtRunTime: GET /debug/log_level shows the level, PUT sets it
+// (query or body), a bad level is refused with 400.
+func TestLogLevelAtRunTime(t *testing.T) {
+	o := newGCPOrigin(t)
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", o.addr}}, "log: {level: warn}\n"))
+	r, _ := fileRelay(t, path)
+	url := "http://" + r.AdminAddr() + relayproc.LogLevelPath
+	steps := []struct {
+		method, query, body string
+		wantCode            int
+		wantBody            string
+	}{
+		{http.MethodGet, "", "", 200, "warn\n"},
+		{http.MethodPut, "?level=debug", "", 200, "debug\n"},
+		{http.MethodGet, "", "", 200, "debug\n"},
+		{http.MethodPut, "", "error", 200, "error\n"},
+		{http.MethodPut, "", `{"level":"info"}`, 200, "info\n"},
+		{http.MethodPut, "?level=loud", "", 400, `log level "loud" is not one of debug, info, warn, error`},
+		{http.MethodGet, "", "", 200, "info\n"},
+		{http.MethodDelete, "", "", 405, ""},
+	}
+	for i, s := range steps {
+		code, body := adminDo(t, s.method, url+s.query, s.body)
+		if code != s.wantCode || !strings.Contains(body, s.wantBody) {
+			t.Errorf("step %d: %s %s%s = %d %q, want %d %q", i, s.method, url, s.query, code, body, s.wantCode, s.wantBody)
+		}
+	}
+	// A reload that changes log.level applies it.
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", o.addr}}, "log: {level: debug}\n"))
+	if err := r.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := adminDo(t, http.MethodGet, url, ""); body != "debug\n" {
+		t.Errorf("after a reload to debug: %q", body)
+	}
+}

@@ -1,0 +1,187 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/config"
+)
+
+// Reload: SIGHUP (cmd/xds-relay) and POST /debug/reload re-read the config
+// file the relay was started from (Reload), or a caller hands a parsed one
+// (ReloadConfig). The new config is validated whole; then every field that
+// differs must be claimed by a reload hook (onReload), or the reload is
+// refused naming it ("listen: changing it needs a restart"): no change is
+// ever silently ignored. A refused config changes nothing. An accepted one
+// is applied by the hooks, in the order they were added, each given the
+// running and the new config; if one fails, the hooks before it are called
+// again with the configs swapped, to put back what they changed.
+
+// reloadHook applies a new config's fields of paths.
+type reloadHook struct {
+	paths []string
+	apply func(old, next *config.Config) error
+}
+
+// onReload adds fn to what a reload calls, claiming the config fields of
+// paths (YAML paths: "cache.max_bytes"; a path claims everything under it).
+// fn must check what it can before changing anything: an error stops the
+// reload. Call in New, before Start.
+func (r *Relay) onReload(fn func(old, next *config.Config) error, paths ...string) {
+	r.reloads = append(r.reloads, reloadHook{paths: paths, apply: fn})
+}
+
+// Reload re-reads the config file the relay was started from
+// (config.Source) and applies it (see ReloadConfig). A file that does not
+// load or validate is refused (ErrReloadInvalid, with every problem).
+func (r *Relay) Reload() error {
+	path := r.config().Source()
+	if path == "" {
+		err := fmt.Errorf("relay: reload: the config was not read from a file")
+		r.reloadFailed("error", "", err)
+		return err
+	}
+	next, err := config.Load(path)
+	if err != nil {
+		result := "invalid"
+		var pe *fs.PathError
+		if errors.As(err, &pe) && !errors.Is(err, config.ErrInvalid) {
+			// Not a problem of the file's content: it could not be read.
+			result = "error"
+		} else {
+			err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+		}
+		r.reloadFailed(result, path, err)
+		return err
+	}
+	return r.ReloadConfig(next)
+}
+
+// ReloadConfig validates next and applies it in place of the running
+// config. It is refused (ErrReloadInvalid) when next does not validate or
+// changes a field no hook applies; the running config is then kept.
+func (r *Relay) ReloadConfig(next *config.Config) error {
+	r.reloadMu.Lock()
+	defer r.reloadMu.Unlock()
+	r.mu.Lock()
+	closed := r.state == stateClosed
+	r.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if next == nil {
+		err := fmt.Errorf("%w: nil config", ErrReloadInvalid)
+		r.reloadFailed("invalid", "", err)
+		return err
+	}
+	if err := next.Validate(); err != nil {
+		err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+		r.reloadFailed("invalid", next.Source(), err)
+		return err
+	}
+	old := r.config()
+	if errs := r.restartOnly(old, next); len(errs) > 0 {
+		err := fmt.Errorf("%w: %w", ErrReloadInvalid, errors.Join(errs...))
+		r.reloadFailed("invalid", next.Source(), err)
+		return err
+	}
+	for i, h := range r.reloads {
+		if err := h.apply(old, next); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				if rerr := r.reloads[j].apply(next, old); rerr != nil {
+					r.lg.Error("config reload: undoing a hook failed", zap.Error(rerr))
+				}
+			}
+			err = fmt.Errorf("relay: reload: %w", err)
+			r.reloadFailed("error", next.Source(), err)
+			return err
+		}
+	}
+	r.cfg.Store(next)
+	if r.status != nil {
+		r.status.config.Store(next) // the status page and /debug/config
+	}
+	r.m.reloads.WithLabelValues("ok").Inc()
+	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
+	r.lg.Info("config reloaded", zap.String("path", next.Source()), zap.Strings("changed", changedPaths(old, next)))
+	return nil
+}
+
+// reloadFailed counts and logs a refused or failed reload, every problem
+// on its own line.
+func (r *Relay) reloadFailed(result, path string, err error) {
+	r.m.reloads.WithLabelValues(result).Inc()
+	r.lg.Error("config reload refused; the running config is kept", zap.String("path", path),
+		zap.String("result", result), zap.Strings("problems", strings.Split(err.Error(), "\n")))
+}
+
+// restartOnly lists the fields next changes that no reload hook claims.
+func (r *Relay) restartOnly(old, next *config.Config) []error {
+	claimed := map[string]bool{}
+	for _, h := range r.reloads {
+		for _, p := range h.paths {
+			claimed[p] = true
+		}
+	}
+	var errs []error
+	for _, p := range changedPaths(old, next) {
+		if !claimedPath(claimed, p) {
+			errs = append(errs, fmt.Errorf("%s: changing it needs a restart", p))
+		}
+	}
+	return errs
+}
+
+// claimedPath: p or a parent of p is claimed.
+func claimedPath(claimed map[string]bool, p string) bool {
+	for {
+		if claimed[p] {
+			return true
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+}
+
+// changedPaths lists the YAML paths of the leaf fields (or whole lists)
+// that differ between a and b.
+func changedPaths(a, b *config.Config) []string {
+	var out []string
+	diffFields(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem(), "", &out)
+	return out
+}
+
+func diffFields(a, b reflect.Value, prefix string, out *[]string) {
+	t := a.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		fa, fb := a.Field(i), b.Field(i)
+		if f.Type.Kind() == reflect.Struct {
+			diffFields(fa, fb, path, out)
+			continue
+		}
+		if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			*out = append(*out, path)
+		}
+	}
+}
