@@ -4,7 +4,7 @@ BIN     := bin/xds-relay
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test bench bench-50k lint fuzz fuzz-config clean
+.PHONY: build run test test-deps status-screenshot bench bench-50k lint fuzz fuzz-config clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
@@ -13,8 +13,18 @@ run: build
 	$(BIN) demo
 
 # Every test, race detector on. Kept under 10 minutes on a 2-core machine.
-test:
+test: test-deps
 	$(GO) test -race -count=1 -timeout 9m ./...
+
+# What tests need beyond Go: chromium for the status page test (installed
+# with apt-get when missing and possible; otherwise that test skips, saying why).
+test-deps:
+	@sh scripts/test-deps.sh
+
+# docs/status-page.png, the README's screenshot of the admin status page:
+# the Chromium test's relay, origin and clients, captured at 1280x900.
+status-screenshot: test-deps
+	XDS_RELAY_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run '^TestStatusPageInChromium$$' ./integration
 
 # The benchmark: origin, relay and load generator on loopback, direct vs
 # relayed, N = 1000 and 10000, delta and SotW, each update changing one

@@ -105,6 +105,13 @@ type Authority struct {
 	// AllowByType: for each type URL listed, a list that replaces Allow
 	// (so Secrets can be narrower). Default none.
 	AllowByType map[string][]AccessRule `yaml:"allow_by_type"`
+	// TLS secures connections to this authority's origins, replacing
+	// upstream.tls as a whole. Default: absent, upstream.tls applies.
+	TLS *ClientTLS `yaml:"tls"`
+	// BearerTokenFile holds a token sent as "authorization: Bearer
+	// <token>" on each stream to this authority's origins, replacing
+	// upstream.bearer_token_file. Default "": upstream.bearer_token_file.
+	BearerTokenFile string `yaml:"bearer_token_file"`
 }
 
 // Cache bounds the resources that no client watches any more (kept warm for
@@ -190,8 +197,8 @@ type Limits struct {
 }
 
 // ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
-// The certificate pair is re-read when its files change (rotation needs no
-// restart); CA files are read at start.
+// The certificate pair and the CA file are re-read when their files change
+// (rotation needs no restart; open connections are kept).
 type ServerTLS struct {
 	// CertFile is a PEM certificate chain. Default "" (plaintext).
 	CertFile string `yaml:"cert_file"`
@@ -219,8 +226,19 @@ type ServerKeepalive struct {
 
 // Upstream configures the relay's streams to origin control planes.
 type Upstream struct {
-	// TLS secures connections to origins. Default: plaintext.
+	// TLS secures connections to origins; an authority's own tls
+	// replaces it. Default: plaintext.
 	TLS ClientTLS `yaml:"tls"`
+	// BearerTokenFile holds a token (at most MaxBearerTokenSize bytes,
+	// white space around it trimmed) sent as "authorization: Bearer
+	// <token>" on each stream to origins; the file is re-read when it
+	// changes, and an authority's own bearer_token_file replaces it.
+	// Default "": no token.
+	BearerTokenFile string `yaml:"bearer_token_file"`
+	// AllowPlaintextBearerToken lets a token go to origins without TLS,
+	// where anyone on the path can read it. Default false: a token
+	// without TLS is a config error.
+	AllowPlaintextBearerToken bool `yaml:"allow_plaintext_bearer_token"`
 	// Keepalive configures HTTP/2 pings toward origins.
 	Keepalive ClientKeepalive `yaml:"keepalive"`
 	// MaxRecvMsgSize bounds one response from an origin. Default 64MiB.
@@ -251,8 +269,9 @@ type Upstream struct {
 	FailbackInterval time.Duration `yaml:"failback_interval"`
 }
 
-// ClientTLS is TLS toward origins. A client certificate pair is re-read
-// when its files change; CA files are read at start.
+// ClientTLS is TLS toward origins. The client certificate pair and the CA
+// file are re-read when their files change (new connections use them;
+// open ones are kept).
 type ClientTLS struct {
 	// Enabled turns TLS on. Default false (plaintext).
 	Enabled bool `yaml:"enabled"`

@@ -11,6 +11,9 @@ var (
 	ErrInvalid = errors.New("invalid config")
 	// ErrByteSize is wrapped by ByteSize parse errors.
 	ErrByteSize = errors.New("invalid byte size")
+	// ErrBadToken: a bearer token file does not hold a usable token
+	// (ReadBearerToken). Such errors never contain the token.
+	ErrBadToken = errors.New("bearer token file")
 )
 
 // FieldError is one problem in a config, at a field path such as

@@ -92,6 +92,7 @@ func (v *validator) authorities() {
 				v.add(joinIndex(p+".types", j), "%q is not a type the relay serves (%s)", t, strings.Join(xdstype.Served(), ", "))
 			}
 		}
+		v.authorityUpstream(p, a)
 	}
 }
 
@@ -158,6 +159,7 @@ func (v *validator) positiveCount(path string, n int) {
 func (v *validator) upstream() {
 	u := v.c.Upstream
 	v.clientTLS("upstream.tls", u.TLS)
+	v.bearerToken("upstream.bearer_token_file", u.BearerTokenFile)
 	v.positive("upstream.keepalive.time", u.Keepalive.Time)
 	v.positive("upstream.keepalive.timeout", u.Keepalive.Timeout)
 	v.msgSize("upstream.max_recv_msg_size", u.MaxRecvMsgSize)

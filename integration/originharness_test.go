@@ -39,6 +39,9 @@ type gcpOrigin struct {
 	caches map[string]*cachev3.LinearCache // by type URL; nil for a snapshot origin; read-only
 	snaps  cachev3.SnapshotCache           // nil unless a snapshot origin; read-only
 	xds    cachev3.Cache                   // what the server answers from; read-only
+	// serverOpts, when set, gives the gRPC server options of each start
+	// (TLS, interceptors: upstream_tls_test.go); read-only.
+	serverOpts func() []grpc.ServerOption
 
 	mu         sync.Mutex
 	stopServer func()                                // nil while stopped; guarded by mu
@@ -55,7 +58,14 @@ type gcpOrigin struct {
 
 func newGCPOrigin(t testing.TB) *gcpOrigin {
 	t.Helper()
-	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache)}
+	return newGCPOriginWith(t, nil)
+}
+
+// newGCPOriginWith is newGCPOrigin whose gRPC server, at each start, gets
+// the options serverOpts returns (nil: none).
+func newGCPOriginWith(t testing.TB, serverOpts func() []grpc.ServerOption) *gcpOrigin {
+	t.Helper()
+	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache), serverOpts: serverOpts}
 	for _, typ := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType} {
 		o.caches[typ] = cachev3.NewLinearCache(typ)
 	}
@@ -144,7 +154,11 @@ func (o *gcpOrigin) start(addr string) {
 		},
 	}
 	xs := serverv3.NewServer(ctx, o.xds, cb)
-	gs := grpc.NewServer()
+	var opts []grpc.ServerOption
+	if o.serverOpts != nil {
+		opts = o.serverOpts()
+	}
+	gs := grpc.NewServer(opts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
 	stopServer := serveGRPC(gs, lis)
 	o.mu.Lock()

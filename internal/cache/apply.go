@@ -257,6 +257,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 		e.state = StatePresent
 		st := e.key.streamType()
 		c.present[st]++
+		c.totals.Resources++
 		c.m.resources.Inc()
 		if e.glob != "" {
 			gk := c.globKey(e.key, e.glob)
@@ -270,12 +271,15 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	}
 	e.res, e.lapsed = r, nil
 	c.setExpiresLocked(e, expiry(r, now))
+	c.totals.Bytes += e.size() - old
 	c.m.bytes.Add(float64(e.size() - old))
 }
 
 // setAbsentLocked forgets e's revision (if any) and marks it absent.
 func (c *Cache) setAbsentLocked(e *entry) {
 	if e.state == StatePresent {
+		c.totals.Bytes -= e.size()
+		c.totals.Resources--
 		c.m.bytes.Sub(float64(e.size()))
 		c.m.resources.Dec()
 		st := e.key.streamType()

@@ -118,6 +118,9 @@ type Cache struct {
 	timerGen  uint64
 	// closed: Close was called; no timer is armed any more. guarded by mu
 	closed bool
+	// totals mirrors the size gauges and hit/miss counters for Stats
+	// (inspect.go). guarded by mu
+	totals Stats
 }
 
 // New returns an empty cache.
@@ -392,8 +395,10 @@ func (c *Cache) collectionStateLocked(e *entry) State {
 // countLocked records a cache hit or miss for a newly watched key.
 func (c *Cache) countLocked(k Key, hit bool) {
 	if hit {
+		c.totals.Hits++
 		c.m.hits.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
 	} else {
+		c.totals.Misses++
 		c.m.misses.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
 	}
 }

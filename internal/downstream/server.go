@@ -82,6 +82,10 @@ type Server struct {
 	names *lru.Cache[string, string]
 	// access is the policy in use (access.go); replaced by SetAccess.
 	access atomic.Pointer[access.Policy]
+	// counts are the open streams by variant and type (counts.go); nacks
+	// the latest client NACKs (nacks.go). Both safe for concurrent use.
+	counts *clientCounts
+	nacks  nackRing
 }
 
 // New returns a Server.
@@ -114,6 +118,7 @@ func New(opts Options) (*Server, error) {
 		sessions:    make(map[uint64]*session),
 		wrappers:    newWrapperCache(),
 		names:       newNameTable(),
+		counts:      newClientCounts(),
 
 		sharedEncoding: opts.SharedEncoding,
 		limits:         opts.Limits,

@@ -235,6 +235,7 @@ func (ss *session) typeLocked(typeURL string) *typeState {
 	if !ok {
 		ts = newTypeState(typeURL)
 		ss.types[typeURL] = ts
+		ss.srv.counts.typ(ss.variant, typeURL, 1)
 	}
 	return ts
 }
@@ -439,6 +440,9 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 		fields = append(fields, zap.String("version_info", clientText(versionInfo)))
 	}
 	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
+	ss.srv.nacks.add(NackInfo{Time: time.Now(), NodeID: clientText(ss.node.GetId()), Cluster: clientText(ss.node.GetCluster()),
+		Variant: ss.variant, TypeURL: clientText(ts.typeURL), Nonce: clientText(nonce), VersionInfo: clientText(versionInfo),
+		ErrorCode: detail.GetCode(), ErrorDetail: ts.lastNack})
 	return true
 }
 
@@ -460,6 +464,7 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	srv := ss.srv
 	srv.addSession(ss)
 	srv.m.streams.WithLabelValues(ss.variant).Inc()
+	srv.counts.stream(ss.variant, 1)
 
 	slow, err := ss.loop(ctx, recv, handle)
 
@@ -493,6 +498,8 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	}
 	srv.removeSession(ss)
 	srv.m.streams.WithLabelValues(ss.variant).Dec()
+	srv.counts.stream(ss.variant, -1)
+	ss.countTypesDone()
 	return err
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -29,13 +28,13 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
 
-	dial, err := upstreamDialOptions(cfg.Upstream, lg.Named("upstream"))
+	dial, err := upstreamDialOptions(cfg.Upstream)
 	if err != nil {
 		return err
 	}
-	auths := make([]upstream.Authority, 0, len(cfg.Authorities))
-	for _, a := range cfg.Authorities {
-		auths = append(auths, upstream.Authority{Name: a.Name, Origins: a.Origins, Transport: a.Transport, GlobCollections: a.GlobCollections})
+	auths, err := upstreamAuthorities(cfg, lg.Named("upstream")) // upstreamauth.go
+	if err != nil {
+		return err
 	}
 	up, err := upstream.New(upstream.Options{
 		Authorities: auths,
@@ -93,12 +92,14 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
+	r.addStatusPages(cfg, c, up, ds)
 	return nil
 }
 
 // upstreamDialOptions turns the upstream section into dial options:
-// keepalive, message size limits and TLS.
-func upstreamDialOptions(u config.Upstream, lg *zap.Logger) ([]grpc.DialOption, error) {
+// keepalive and message size limits. TLS is per authority
+// (upstreamAuthorities).
+func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
 	opts := []grpc.DialOption{
 		// No pings without streams: gRPC servers by default count those as
 		// abuse and close the connection (as grpc-go's xDS client, too).
@@ -109,13 +110,6 @@ func upstreamDialOptions(u config.Upstream, lg *zap.Logger) ([]grpc.DialOption, 
 	}
 	if u.MaxSendMsgSize > 0 {
 		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(int(u.MaxSendMsgSize))))
-	}
-	tc, err := u.TLS.TLSConfig(tlsReloadError(lg))
-	if err != nil {
-		return nil, fmt.Errorf("upstream TLS: %w", err)
-	}
-	if tc != nil {
-		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
 	}
 	return opts, nil
 }

@@ -50,8 +50,8 @@ func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, er
 	return opts, nil
 }
 
-// tlsReloadError logs a rotated certificate pair that did not load (the
-// previous pair stays in use).
+// tlsReloadError logs a rotated certificate pair or CA file that did not
+// load (the previous one stays in use).
 func tlsReloadError(lg *zap.Logger) func(error) {
-	return func(err error) { lg.Warn("TLS certificate not reloaded", zap.Error(err)) }
+	return func(err error) { lg.Warn("TLS file not reloaded; keeping the previous", zap.Error(err)) }
 }

@@ -34,6 +34,7 @@ type Relay struct {
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
 	rest   restListener                  // rest_listen (rest.go)
+	status *statusSources                // read-only after New; the status page's (status.go)
 
 	// draining ends when Close begins; every stream's context ends with it
 	// (drainStreams). Read-only after New.

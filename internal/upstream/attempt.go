@@ -52,14 +52,14 @@ type attemptOps[Resp any] struct {
 // open it counts in xds_relay_upstream_streams.
 func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open openADS[Req, Resp],
 	newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
-	conn, release, err := l.mgr.conns.get(origin)
+	conn, release, err := l.mgr.conns.get(origin, l.auth.creds)
 	if err != nil {
 		return false, fmt.Errorf("upstream %s: dial %s: %w", l.id.Authority, origin, err)
 	}
 	defer release()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ads, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), actx)
+	ads, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), actx, l.auth.callOpts...)
 	if err != nil {
 		return false, fmt.Errorf("upstream %s: open %s stream to %s: %w", l.id.Authority, transport, origin, err)
 	}

@@ -67,7 +67,7 @@ func (l *link) probeUntilAnswer(ctx context.Context, origin string) bool {
 // probe reports whether origin accepts a gRPC connection (the channel
 // becomes Ready) within the connect timeout. It opens no stream.
 func (l *link) probe(ctx context.Context, origin string) bool {
-	conn, err := grpc.NewClient(origin, l.mgr.dialOpts...)
+	conn, err := grpc.NewClient(origin, l.mgr.conns.dialOptions(l.auth.creds)...)
 	if err != nil {
 		return false
 	}

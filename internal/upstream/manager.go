@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -59,6 +60,11 @@ type authority struct {
 	origins  []string
 	sotw     bool
 	emulated bool // globs are emulated over the type's wildcard
+	// creds: the authority's transport credentials; nil: the Manager's
+	// dial options decide. Part of the connection's key (conns.go).
+	creds credentials.TransportCredentials
+	// callOpts carry the authority's per-RPC credentials on each stream.
+	callOpts []grpc.CallOption
 }
 
 var _ cache.Subscriber = (*Manager)(nil)
@@ -109,12 +115,17 @@ func New(opts Options) (*Manager, error) {
 			return nil, fmt.Errorf("upstream: authorities[%d] %q: %w", i, a.Name, ErrNoOrigins)
 		}
 		sotw := a.Transport == TransportSotW
-		mgr.auths[a.Name] = &authority{
+		auth := &authority{
 			name:     a.Name,
 			origins:  append([]string(nil), a.Origins...),
 			sotw:     sotw,
 			emulated: sotw || a.GlobCollections == GlobEmulated,
+			creds:    a.Credentials,
 		}
+		if a.PerRPC != nil {
+			auth.callOpts = []grpc.CallOption{grpc.PerRPCCredentials(a.PerRPC)}
+		}
+		mgr.auths[a.Name] = auth
 		for _, o := range a.Origins {
 			if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {
 				if _, dup := mgr.files[o]; !dup {

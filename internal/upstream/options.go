@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -36,6 +38,16 @@ type Authority struct {
 	// GlobCollections is GlobNative (default, "") or GlobEmulated. SotW
 	// transports always emulate globs.
 	GlobCollections string
+	// Credentials secure the connections to this authority's origins
+	// (TLSCredentials); nil: the Manager's, plaintext unless
+	// Options.DialOptions set others. Connections to an origin are shared
+	// only by authorities with the same Credentials value, so give
+	// authorities with equal settings one value (a pointer) and others
+	// their own.
+	Credentials credentials.TransportCredentials
+	// PerRPC is sent on each stream to this authority's origins
+	// (BearerCredentials); nil: nothing.
+	PerRPC credentials.PerRPCCredentials
 }
 
 // Backoff paces reconnects: the n-th wait is min(Initial*Multiplier^n, Max)
@@ -130,6 +142,11 @@ func (o Options) validate() error {
 	}
 	if o.MaxRequestSize <= 0 {
 		bad("MaxRequestSize", "must be positive, got %d", o.MaxRequestSize)
+	}
+	for i, a := range o.Authorities {
+		if a.Credentials != nil && !reflect.TypeOf(a.Credentials).Comparable() {
+			bad(fmt.Sprintf("Authorities[%d].Credentials", i), "%T cannot key a shared connection; pass a pointer", a.Credentials)
+		}
 	}
 	return errors.Join(errs...)
 }

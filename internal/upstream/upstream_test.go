@@ -224,6 +224,9 @@ func TestNewValidatesOptions(t *testing.T) {
 		{name: "max below initial", change: func(o *Options) { o.Backoff.Max = o.Backoff.Initial / 2 }, want: []string{"Backoff.Max"}},
 		{name: "jitter above 1", change: func(o *Options) { o.Backoff.Jitter = 1.5 }, want: []string{"Backoff.Jitter"}},
 		{name: "negative failback", change: func(o *Options) { o.FailbackInterval = -time.Second }, want: []string{"FailbackInterval"}},
+		{name: "credentials that cannot key a connection", change: func(o *Options) {
+			o.Authorities = []Authority{{Name: "a", Origins: []string{"h:1"}, Credentials: unkeyableCreds{}}}
+		}, want: []string{"Authorities[0].Credentials", "pass a pointer"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := valid()

@@ -1,0 +1,108 @@
+// The status page's refresh: every few seconds, fetch /debug/status and
+// redraw each section from it (DOM text only, never HTML). The formatting
+// helpers mirror the server template's (statuspage.go).
+"use strict";
+(function () {
+  const every = 3000;
+
+  function fmtBytes(n) {
+    if (n < 1024) return n + " B";
+    const units = ["KiB", "MiB", "GiB", "TiB"];
+    let v = n / 1024, i = 0;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return v.toFixed(1) + " " + units[i] + " (" + n + " B)";
+  }
+  function fmtAge(s) { return s === undefined || s === null ? "never" : s.toFixed(1) + "s ago"; }
+  function fmtUptime(s) {
+    let t = Math.floor(s);
+    const h = Math.floor(t / 3600), m = Math.floor((t % 3600) / 60), sec = t % 60;
+    if (h > 0) return h + "h" + m + "m" + sec + "s";
+    if (m > 0) return m + "m" + sec + "s";
+    return sec + "s";
+  }
+  function fmtClock(iso) { return new Date(iso).toISOString().substring(11, 19); }
+  function short(label) { const i = label.lastIndexOf("."); return i < 0 ? label : label.substring(i + 1); }
+  // counts formats a map as "k: n, ..." by key; shorten names types by
+  // their last dotted part (counts of names that shorten alike are summed).
+  function counts(m, shorten) {
+    const out = {};
+    for (const k of Object.keys(m || {})) {
+      const kk = shorten ? short(k) : k;
+      out[kk] = (out[kk] || 0) + m[k];
+    }
+    return Object.keys(out).sort().map(k => k + ": " + out[k]).join(", ");
+  }
+  function ratio(c) {
+    if (c.hits + c.misses === 0) return "n/a (no subscriptions yet)";
+    return (c.hit_ratio * 100).toFixed(1) + "% (" + c.hits + " hits, " + c.misses + " misses)";
+  }
+
+  function setText(id, text) { const el = document.getElementById(id); if (el) el.textContent = text; }
+  function fillRows(id, rows) {
+    const tbody = document.getElementById(id);
+    if (!tbody) return;
+    const frag = document.createDocumentFragment();
+    for (const cells of rows) {
+      const tr = document.createElement("tr");
+      for (const c of cells) {
+        const td = document.createElement("td");
+        if (typeof c === "object") { td.textContent = c.text; td.className = c.cls; } else td.textContent = c;
+        tr.appendChild(td);
+      }
+      frag.appendChild(tr);
+    }
+    tbody.replaceChildren(frag);
+  }
+  function live(section) { const el = document.getElementById(section); if (el) el.dataset.rendered = "live"; }
+
+  function render(st) {
+    const ready = document.getElementById("ready");
+    ready.textContent = st.ready;
+    ready.className = st.ready === "ready" ? "ok" : "bad";
+    setText("uptime", fmtUptime(st.uptime_s));
+
+    fillRows("authorities-rows", st.authorities.map(a => [a.name, a.origins.join(", "), a.in_use.join(", "),
+      a.links + (Object.keys(a.states).length ? " (" + counts(a.states) + ")" : ""),
+      fmtAge(a.last_response_age_s), counts(a.subscriptions, true), { text: a.last_error || "", cls: "err" }]));
+    setText("links-count", st.links.length + (st.links_truncated ? ", more in /debug/upstreams" : ""));
+    fillRows("links-rows", st.links.map(l => [l.authority, l.group || "", l.origin || "", l.state,
+      fmtAge(l.last_response_age_s), counts(l.subscriptions, true), { text: l.last_error || "", cls: "err" }]));
+    live("authorities");
+
+    setText("clients-total", st.clients.total);
+    setText("clients-sotw", st.clients.streams.sotw);
+    setText("clients-delta", st.clients.streams.delta);
+    fillRows("clients-rows", st.clients.by_type.map(t => [short(t.type), t.sotw, t.delta]));
+    live("clients");
+
+    const c = st.cache;
+    setText("cache-resources", c.resources);
+    setText("cache-bytes", fmtBytes(c.bytes));
+    setText("cache-hits", ratio(c));
+    setText("cache-keys", c.keys + " (" + c.watched_keys + ")");
+    setText("cache-unwatched", c.unwatched + ", " + fmtBytes(c.unwatched_bytes));
+    live("cache");
+
+    setText("nacks-total", st.nacks.total);
+    fillRows("nacks-rows", st.nacks.recent.map(n => [fmtClock(n.time), n.node_id, n.variant, short(n.type_url),
+      n.nonce, { text: n.error_detail, cls: "err" }]));
+    live("nacks");
+
+    const l = document.getElementById("live");
+    l.textContent = "live, updated " + fmtClock(st.time) + " UTC";
+    l.className = "live";
+  }
+
+  function refresh() {
+    fetch("/debug/status", { cache: "no-store" })
+      .then(r => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(render)
+      .catch(err => {
+        const l = document.getElementById("live");
+        l.textContent = "refresh failed: " + err.message;
+        l.className = "bad";
+      });
+  }
+  refresh();
+  setInterval(refresh, every);
+})();

@@ -1,0 +1,132 @@
+package relay
+
+import (
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
+
+// StatusPath is the JSON of everything the status page (/) shows.
+const StatusPath = "/debug/status"
+
+// maxStatusLinks bounds the upstream links the status page lists one by
+// one; every link is counted in its authority's row (an aggregation group
+// keyed on a client field can make many links).
+const maxStatusLinks = 100
+
+// Status is what the status page shows: each part is a total or bounded
+// (no list grows with the number of clients or resources).
+type Status struct {
+	Time    time.Time `json:"time"`
+	UptimeS float64   `json:"uptime_s"`
+	// Ready is "ready" or why /readyz answers 503.
+	Ready       string            `json:"ready"`
+	Authorities []AuthorityStatus `json:"authorities"`
+	// Links are the first maxStatusLinks upstream links (by authority,
+	// group); LinksTruncated says there are more (/debug/upstreams lists
+	// them all).
+	Links          []upstream.LinkStatus   `json:"links"`
+	LinksTruncated bool                    `json:"links_truncated"`
+	Clients        downstream.ClientCounts `json:"clients"`
+	Cache          CacheStatus             `json:"cache"`
+	Nacks          downstream.NacksList    `json:"nacks"`
+}
+
+// AuthorityStatus sums up an authority's upstream links.
+type AuthorityStatus struct {
+	Name      string   `json:"name"`
+	Origins   []string `json:"origins"` // configured, in failover order
+	Transport string   `json:"transport"`
+	// Links counts its upstream links (the xdstp one and one per
+	// aggregation group), States them by state; none while no client has
+	// asked for anything of it.
+	Links  int            `json:"links"`
+	States map[string]int `json:"states"`
+	// InUse: the origins its links use now.
+	InUse []string `json:"in_use"`
+	// LastError: the latest error of a link (the xdstp link's first).
+	LastError string `json:"last_error,omitempty"`
+	// LastResponseAgeS: the newest response of any of its links, seconds
+	// ago; absent when none came yet.
+	LastResponseAgeS *float64 `json:"last_response_age_s,omitempty"`
+	// Subscriptions: names its links ask for, by type label.
+	Subscriptions map[string]int `json:"subscriptions"`
+}
+
+// CacheStatus is the cache's totals and hit ratio (0 to 1).
+type CacheStatus struct {
+	cache.Stats
+	HitRatio float64 `json:"hit_ratio"`
+}
+
+// statusSources is where the status data comes from; built in
+// buildComponents.
+type statusSources struct {
+	started time.Time                     // read-only after New
+	cache   *cache.Cache                  // read-only after New
+	up      *upstream.Manager             // read-only after New
+	ds      *downstream.Server            // read-only after New
+	ready   func() error                  // read-only after New
+	config  atomic.Pointer[config.Config] // the running config; set again on reload
+}
+
+// status gathers Status. Its cost is O(authorities + upstream links + the
+// served types), whatever the number of clients or resources.
+func (s *statusSources) status() Status {
+	now := time.Now()
+	cfg := s.config.Load()
+	st := Status{Time: now, UptimeS: now.Sub(s.started).Seconds(), Ready: "ready",
+		Authorities: []AuthorityStatus{}, Links: []upstream.LinkStatus{}}
+	if err := s.ready(); err != nil {
+		st.Ready = err.Error()
+	}
+	links := s.up.Status()
+	byName := make(map[string]*AuthorityStatus, len(cfg.Authorities))
+	for _, a := range cfg.Authorities {
+		st.Authorities = append(st.Authorities, AuthorityStatus{Name: a.Name, Origins: a.Origins, Transport: a.Transport,
+			States: map[string]int{}, InUse: []string{}, Subscriptions: map[string]int{}})
+	}
+	for i := range st.Authorities {
+		byName[st.Authorities[i].Name] = &st.Authorities[i]
+	}
+	for _, l := range links {
+		a := byName[l.Authority]
+		if a == nil {
+			continue // an authority a reload removed
+		}
+		a.Links++
+		a.States[l.State]++
+		if l.Origin != "" && !slices.Contains(a.InUse, l.Origin) {
+			a.InUse = append(a.InUse, l.Origin)
+		}
+		if a.LastError == "" {
+			a.LastError = l.LastError
+		}
+		if l.LastResponseAgeS != nil && (a.LastResponseAgeS == nil || *l.LastResponseAgeS < *a.LastResponseAgeS) {
+			age := *l.LastResponseAgeS
+			a.LastResponseAgeS = &age
+		}
+		for t, n := range l.Subscriptions {
+			a.Subscriptions[xdstype.Label(t)] += n
+		}
+	}
+	if len(links) > maxStatusLinks {
+		links, st.LinksTruncated = links[:maxStatusLinks], true
+	}
+	st.Links = append(st.Links, links...)
+	st.Clients = s.ds.ClientCounts()
+	stats := s.cache.Stats()
+	st.Cache = CacheStatus{Stats: stats, HitRatio: stats.HitRatio()}
+	st.Nacks.Recent, st.Nacks.Total = s.ds.Nacks()
+	return st
+}
+
+// sortedKeys is for the template: a map's keys in order.
+func sortedKeys(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,183 @@
+package relay
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+// ConfigPath serves the running config, secrets redacted.
+const ConfigPath = "/debug/config"
+
+// The status page's own files, served by the relay (no external assets).
+const (
+	statusJSPath  = "/assets/status.js"
+	statusCSSPath = "/assets/status.css"
+)
+
+// statusCSP lets the page load only its own script, style and JSON: no
+// inline code, nothing from elsewhere.
+const statusCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+//go:embed assets/status.html assets/status.js assets/status.css
+var assets embed.FS
+
+// statusTemplate renders the page without JavaScript; assets/status.js
+// redraws it from StatusPath with the same formatting.
+var statusTemplate = template.Must(template.New("status.html").Funcs(template.FuncMap{
+	"join":       func(s []string) string { return strings.Join(s, ", ") },
+	"counts":     func(m map[string]int) string { return formatCounts(m, false) },
+	"typeCounts": func(m map[string]int) string { return formatCounts(m, true) },
+	"short":      shortType,
+	"age":        formatAge,
+	"uptime":     func(s float64) string { return time.Duration(s * float64(time.Second)).Truncate(time.Second).String() },
+	"clock":      func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"bytes":      formatBytes,
+	"ratio":      formatRatio,
+}).ParseFS(assets, "assets/status.html"))
+
+// addStatusPages mounts the status page (/), its JSON (StatusPath) and
+// assets, and the JSON pages beside it: /debug/cache, /debug/nacks,
+// /debug/config.
+func (r *Relay) addStatusPages(cfg *config.Config, c *cache.Cache, up *upstream.Manager, ds *downstream.Server) {
+	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, ready: r.readiness}
+	s.config.Store(cfg)
+	r.status = s
+	lg := r.lg.Named("status")
+	a := r.admin
+	a.handle("/", "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path != "/" {
+			http.NotFound(w, req)
+			return
+		}
+		var buf bytes.Buffer
+		if err := statusTemplate.Execute(&buf, s.status()); err != nil {
+			lg.Error("status page not rendered", zap.Error(err))
+			http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		pageHeaders(w, "text/html; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	}))
+	a.handle(StatusPath, "everything the status page shows (JSON)", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, s.status())
+	}))
+	a.handle(statusJSPath, "", assetHandler("assets/status.js", "text/javascript; charset=utf-8"))
+	a.handle(statusCSSPath, "", assetHandler("assets/status.css", "text/css; charset=utf-8"))
+	a.handle(cache.CachePath, "cached keys: versions, watchers, bytes; ?prefix= ?authority= ?type= ?limit= (default 1000, at most 10000) (JSON)", c.InspectHandler())
+	a.handle(downstream.NacksPath, "the latest 50 client NACKs with their error (JSON)", ds.NacksHandler())
+	a.handle(ConfigPath, "the running config, secrets redacted (YAML; ?format=json)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		cfg := s.config.Load()
+		var out []byte
+		var err error
+		ctype := "text/plain; charset=utf-8" // YAML, shown inline by browsers
+		switch f := req.URL.Query().Get("format"); f {
+		case "", "yaml":
+			out, err = config.Redacted(cfg)
+		case "json":
+			out, err = config.RedactedJSON(cfg)
+			ctype = "application/json"
+		default:
+			http.Error(w, fmt.Sprintf("%s: format %q is not one of yaml, json", ConfigPath, f), http.StatusBadRequest)
+			return
+		}
+		if err != nil {
+			lg.Error("config not rendered", zap.Error(err))
+			http.Error(w, ConfigPath+": "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(out)
+	}))
+}
+
+// pageHeaders sets the content type and the headers that keep the page to
+// its own files.
+func pageHeaders(w http.ResponseWriter, ctype string) {
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Security-Policy", statusCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+}
+
+func assetHandler(name, ctype string) http.Handler {
+	body, err := assets.ReadFile(name)
+	if err != nil {
+		panic("relay: embedded " + name + ": " + err.Error()) // embedded at build time
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		pageHeaders(w, ctype)
+		_, _ = w.Write(body)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client hung up: nothing to do
+}
+
+// The formatting below is mirrored by assets/status.js.
+
+// shortType names a type by its last dotted part: "Cluster" for
+// envoy.config.cluster.v3.Cluster or its type URL.
+func shortType(s string) string { return s[strings.LastIndex(s, ".")+1:] }
+
+// formatCounts writes m as "k: n, ..." ordered by key; with shorten, keys
+// are types named by shortType (counts that shorten alike are summed).
+func formatCounts(m map[string]int, shorten bool) string {
+	out := make(map[string]int, len(m))
+	for k, n := range m {
+		if shorten {
+			k = shortType(k)
+		}
+		out[k] += n
+	}
+	parts := make([]string, 0, len(out))
+	for _, k := range sortedKeys(out) {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, out[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatAge(s *float64) string {
+	if s == nil {
+		return "never"
+	}
+	return fmt.Sprintf("%.1fs ago", *s)
+}
+
+func formatBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, units, i := float64(n)/1024, []string{"KiB", "MiB", "GiB", "TiB"}, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s (%d B)", v, units[i], n)
+}
+
+func formatRatio(c CacheStatus) string {
+	if c.Hits+c.Misses == 0 {
+		return "n/a (no subscriptions yet)"
+	}
+	return fmt.Sprintf("%.1f%% (%d hits, %d misses)", c.HitRatio*100, c.Hits, c.Misses)
+}
