@@ -18,6 +18,13 @@ type Config struct {
 	// Admin is the HTTP address of /metrics, /healthz, /readyz and /debug/.
 	// Default "127.0.0.1:18001".
 	Admin string `yaml:"admin"`
+	// RESTListen is the HTTP address of REST-JSON polling (POST
+	// /v3/discovery:<kind>), with downstream.tls and the same access
+	// control as xDS. Default "": REST-JSON polling is off.
+	RESTListen string `yaml:"rest_listen"`
+	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
+	// listener. Default false.
+	AdminPprof bool `yaml:"admin_pprof"`
 	// Node is the identity the relay presents to origins on xdstp streams.
 	Node Node `yaml:"node"`
 	// Authorities lists the authorities the relay serves and where their
@@ -92,6 +99,12 @@ type Authority struct {
 	// never reaches an origin. Default: every type the relay serves (the
 	// README's "Served variants and types").
 	Types []string `yaml:"types"`
+	// Allow lists who may subscribe to this authority's names (any entry
+	// matching allows; see AccessRule). Default: absent, every client may.
+	Allow []AccessRule `yaml:"allow"`
+	// AllowByType: for each type URL listed, a list that replaces Allow
+	// (so Secrets can be narrower). Default none.
+	AllowByType map[string][]AccessRule `yaml:"allow_by_type"`
 	// TLS secures connections to this authority's origins, replacing
 	// upstream.tls as a whole. Default: absent, upstream.tls applies.
 	TLS *ClientTLS `yaml:"tls"`
@@ -175,6 +188,13 @@ type Downstream struct {
 	// the first at once. Bounded by half the shutdown_grace_period.
 	// Default 4s.
 	DrainDuration time.Duration `yaml:"drain_duration"`
+	// NodeIdentity, when set, ties a client's node to its certificate: one
+	// URI SAN of the client's verified certificate must match this pattern
+	// with "{cluster}" and "{id}" replaced by the node's cluster and id
+	// ('*' is a glob), e.g. "spiffe://fleet.example/ns/*/sa/{cluster}", so
+	// no client joins another cluster's aggregation group by claiming it.
+	// Needs downstream.tls.ca_file. Default "": off.
+	NodeIdentity string `yaml:"node_identity"`
 }
 
 // Limits bound what clients control. A stream that goes past one is ended

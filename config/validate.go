@@ -39,6 +39,7 @@ func (c *Config) Validate() error {
 		v.add("cache.max_bytes", "must not be negative, got %d", c.Cache.MaxBytes)
 	}
 	v.aggregation()
+	v.access()
 	v.oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError)
 	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
 	v.downstream()

@@ -24,11 +24,12 @@ func TestAggregationFetchUsesRuleNode(t *testing.T) {
 	origin.setSnapshot("canary", "c1", []string{"canary-a"}, []string{"canary-a"})
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, aggRules)
+		c.RESTListen = "127.0.0.1:0"
 	}, origin.addr)
 
 	body := `{"node": {"id": "rest-canary", "cluster": "frontend", "metadata": {"deploy": {"track": "canary"}}},
 	          "resource_names": ["canary-a"]}`
-	resp, err := http.Post("http://"+r.AdminAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
+	resp, err := http.Post("http://"+r.RESTAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestDownstreamDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Listen, cfg.Admin, cfg.RESTListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	r, err := relayproc.New(cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -78,10 +78,10 @@ func TestDownstreamDemo(t *testing.T) {
 		s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()})
 	}
 
-	// REST-JSON polling and /debug/clients on the admin server.
+	// REST-JSON polling on rest_listen, /debug/clients on the admin server.
 	cluster := want[resource.ClusterType][0]
 	body := `{"node": {"id": "rest-client"}, "resource_names": ["` + cluster + `"]}`
-	resp, err := http.Post("http://"+r.AdminAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
+	resp, err := http.Post("http://"+r.RESTAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

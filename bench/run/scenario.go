@@ -379,6 +379,7 @@ func resourceName(authority string, i int) string {
 func relayConfig(listen, admin, authority, origin string) string {
 	return fmt.Sprintf(`listen: %q
 admin: %q
+admin_pprof: true
 authorities:
   - name: %q
     origins: [%q]

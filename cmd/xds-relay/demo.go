@@ -12,6 +12,9 @@ import (
 // demoAuthority is the authority config/demo/relay.yaml serves.
 const demoAuthority = "demo.xds-relay.local"
 
+// demoRESTListen is config/demo/relay.yaml's rest_listen.
+const demoRESTListen = "127.0.0.1:18002"
+
 // demoGuide tells the user how to point a client at the demo relay and
 // which file to edit to see an update flow.
 var demoGuide = template.Must(template.New("guide").Parse(`
@@ -20,7 +23,7 @@ xds-relay demo: authority {{.Authority}} served from the files in
 
   xDS (SotW and delta; ADS and per-type services):  {{.Listen}}
   admin:   http://{{.Admin}}/debug/   (clients: /debug/clients, metrics: /metrics)
-  REST:    curl -s -XPOST http://{{.Admin}}/v3/discovery:clusters \
+  REST:    curl -s -XPOST http://{{.REST}}/v3/discovery:clusters \
              -d '{"resource_names":["xdstp://{{.Authority}}/envoy.config.cluster.v3.Cluster/demo"]}'
 
 A grpc-go client (bootstrap written for you):
@@ -46,7 +49,7 @@ e.g. change a port_value: subscribed clients get the new ClusterLoadAssignment.
 `))
 
 // printDemoGuide writes the grpc-go bootstrap into dir and the guide to w.
-func printDemoGuide(w io.Writer, dir, listen, admin string) error {
+func printDemoGuide(w io.Writer, dir, listen, admin, rest string) error {
 	server := fmt.Sprintf(`{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}`, listen)
 	bootstrap := fmt.Sprintf(`{
   "xds_servers": [%s],
@@ -72,6 +75,7 @@ func printDemoGuide(w io.Writer, dir, listen, admin string) error {
 		"ListenHost": host,
 		"ListenPort": port,
 		"Admin":      admin,
+		"REST":       rest,
 		"Bootstrap":  bootstrapPath,
 	})
 }

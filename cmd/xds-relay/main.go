@@ -165,6 +165,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	listen := fs.String("listen", "", "override the demo's xDS address (default "+config.DefaultListen+")")
 	admin := fs.String("admin", "", "override the demo's admin address (default "+config.DefaultAdmin+")")
+	rest := fs.String("rest-listen", "", "override the demo's REST-JSON polling address (default "+demoRESTListen+")")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -183,10 +184,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *admin != "" {
 		cfg.Admin = *admin
 	}
+	if *rest != "" {
+		cfg.RESTListen = *rest
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin); err != nil {
+	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen); err != nil {
 		return err
 	}
 	return run(ctx, cfg, stderr)

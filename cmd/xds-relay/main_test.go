@@ -159,6 +159,7 @@ type process struct {
 type servingLog struct {
 	Listen string `json:"listen"`
 	Admin  string `json:"admin"`
+	REST   string `json:"rest_listen"`
 }
 
 type lockedBuffer struct {
@@ -317,7 +318,7 @@ func TestServeShutsDownOnSignal(t *testing.T) {
 			return []string{"serve", "--config", writeConfig(t, "127.0.0.1:0", "127.0.0.1:0")}
 		}},
 		{name: "demo SIGTERM", sig: syscall.SIGTERM, args: func(t *testing.T) []string {
-			return []string{"demo", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}
+			return []string{"demo", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0"}
 		}},
 	}
 	for _, tt := range tests {
@@ -400,16 +401,17 @@ func httpStatus(t *testing.T, url string) int {
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.yaml")
-	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\ndownstream: {drain_delay: 0s}\n"
+	cfg := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities: [{name: a, origins: [\"127.0.0.1:1\"]}]\nshutdown_grace_period: 1h\nrest_listen: 127.0.0.1:0\ndownstream: {drain_delay: 0s}\n"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startProcess(t, "serve", "--config", path)
 	s := p.waitServing(t)
-	// An admin request whose handler is running keeps the graceful shutdown
-	// waiting (up to the 1h grace period): a REST poll whose body never
-	// comes. "100 Continue" proves the handler has started reading it.
-	conn, err := net.Dial("tcp", s.Admin)
+	// A request whose handler is running keeps the graceful shutdown
+	// waiting (up to the 1h grace period): a REST poll (on rest_listen)
+	// whose body never comes. "100 Continue" proves the handler has
+	// started reading it.
+	conn, err := net.Dial("tcp", s.REST)
 	if err != nil {
 		t.Fatal(err)
 	}

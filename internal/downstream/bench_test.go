@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkEnvelope(b *testing.B) {
 		for _, variant := range []string{variantDelta, variantSotW} {
 			b.Run(fmt.Sprintf("variant=%s/size=%d", variant, size), func(b *testing.B) {
 				srv := &Server{lg: zap.NewNop(), m: newMetrics(nil)}
-				ss := newSession(srv, variant, "", "bench", nil)
+				ss := newSession(srv, variant, "", "bench", access.Identity{}, nil)
 				ts := ss.typeLocked(edsType)
 				k := cache.Key{Stream: cache.StreamID{Authority: authority}, TypeURL: edsType, Name: "r"}
 				ts.addLocked("r", k, false)

@@ -27,6 +27,9 @@ var (
 	ErrMissingType = errors.New("type_url is empty")
 	// ErrWrongType: a request on a per-type stream for another type.
 	ErrWrongType = errors.New("type_url is not the stream's type")
+	// ErrAccessDenied: the client's identity matches no access rule of
+	// the authority and type it asked for (PermissionDenied, HTTP 403).
+	ErrAccessDenied = errors.New("permission denied by access rules")
 	// ErrSlowClient: a Send did not complete within the send timeout.
 	ErrSlowClient = errors.New("client did not drain its stream within the send timeout")
 )

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -31,7 +32,7 @@ func (w *fetchWatcher) Flush(*cache.ChangeSet) {
 // fetchRPC is fetch for the unary gRPC Fetch methods: not-modified becomes
 // FailedPrecondition (there is no response to send).
 func (s *Server) fetchRPC(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
-	resp, err := s.fetch(ctx, req, typeURL)
+	resp, err := s.fetch(ctx, req, typeURL, certIdentity(ctx))
 	if isErr(err, ErrNotModified) {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
@@ -42,7 +43,10 @@ func (s *Server) fetchRPC(ctx context.Context, req *discoveryv3.DiscoveryRequest
 // up to FetchWait for resources the relay has not received yet, and, when
 // the client's version_info is current, for a change (long polling); with
 // none, it returns ErrNotModified.
-func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
+//
+// cert is the SANs of the client's verified certificate; with the
+// request's node it is what the access rules (access.go) judge.
+func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string, cert access.Identity) (*discoveryv3.DiscoveryResponse, error) {
 	if req.GetTypeUrl() != "" && req.GetTypeUrl() != typeURL {
 		return nil, status.Errorf(codes.InvalidArgument, "%v: request for %s on the fetch for %q", ErrWrongType, quoteShort(req.GetTypeUrl()), typeURL)
 	}
@@ -54,6 +58,12 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if len(names) == 0 {
 		names = []string{cache.Wildcard}
 	}
+	id := cert.WithNode(req.GetNode().GetId(), req.GetNode().GetCluster())
+	if pol := s.access.Load(); pol.ChecksNode() {
+		if err := pol.CheckNode(&id); err != nil {
+			return nil, s.nodeDenied(s.lg, &id, err)
+		}
+	}
 	var items []fetchItem
 	var watch change // keys, and the upstream nodes rules set for them
 	for _, n := range names {
@@ -64,6 +74,11 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 				continue
 			}
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
+		}
+		if skip, err := s.checkFetch(&id, r, typeURL, n); err != nil {
+			return nil, err
+		} else if skip {
+			continue
 		}
 		items = append(items, fetchItem{name: n, res: r})
 		watch.add(r)

@@ -18,6 +18,8 @@ type metrics struct {
 	responseResource *prometheus.CounterVec // type
 	sharedResponses  *prometheus.CounterVec // type
 	limitRejections  *prometheus.CounterVec // limit (limits.go)
+	accessDenied     *prometheus.CounterVec // type, authority (access.go)
+	nodeDenied       prometheus.Counter     // access.go
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -58,10 +60,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",
 			Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream).",
 		}, []string{"limit"}),
+		accessDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "access_denied_total",
+			Help: "Subscriptions (names, globs, wildcards) and fetches refused by the access rules, by type URL and authority.",
+		}, []string{"type", "authority"}),
+		nodeDenied: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "node_identity_denied_total",
+			Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
-			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections)
+			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
+			m.accessDenied, m.nodeDenied)
 	}
 	return m
 }

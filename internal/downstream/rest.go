@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xds-relay/xds-relay/internal/access"
+
 	// The resource and common extension types, so JSON can name them in
 	// Anys: registered in one place for the whole relay.
 	_ "github.com/xds-relay/xds-relay/internal/xdstype"
@@ -64,7 +66,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%s: body is not a JSON DiscoveryRequest: %v", r.URL.Path, err), http.StatusBadRequest)
 		return
 	}
-	resp, err := s.fetch(r.Context(), req, typeURL)
+	resp, err := s.fetch(r.Context(), req, typeURL, access.FromTLS(r.TLS))
 	if err != nil {
 		if errors.Is(err, ErrNotModified) {
 			w.WriteHeader(http.StatusNotModified)
@@ -85,6 +87,8 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 
 func httpCode(c codes.Code) int {
 	switch c {
+	case codes.PermissionDenied:
+		return http.StatusForbidden
 	case codes.InvalidArgument:
 		return http.StatusBadRequest
 	case codes.FailedPrecondition:

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	// one encoding of an origin change shared by every client (the fan-out
 	// fast path, shared.go). Off: every response is encoded per client.
 	SharedEncoding bool
+	// Access decides who may subscribe to what (access.go); nil: every
+	// client may subscribe to everything. SetAccess replaces it.
+	Access *access.Policy
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -78,6 +82,8 @@ type Server struct {
 	// names shares requested name strings across sessions (names.go);
 	// safe for concurrent use.
 	names *lru.Cache[string, string]
+	// access is the policy in use (access.go); replaced by SetAccess.
+	access atomic.Pointer[access.Policy]
 	// counts are the open streams by variant and type (counts.go); nacks
 	// the latest client NACKs (nacks.go). Both safe for concurrent use.
 	counts *clientCounts
@@ -120,6 +126,7 @@ func New(opts Options) (*Server, error) {
 	lim := opts.Limits
 	s.limitsNow.Store(&lim)
 	s.sendTimeoutNs.Store(int64(opts.SendTimeout))
+	s.access.Store(opts.Access)
 	return s, nil
 }
 

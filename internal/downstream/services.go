@@ -60,7 +60,7 @@ func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], var
 		return err
 	}
 	defer release()
-	ss := newSession(s, variant, typeURL, peerOf(st.Context()), func(m any) error {
+	ss := newSession(s, variant, typeURL, peerOf(st.Context()), certIdentity(st.Context()), func(m any) error {
 		if r, ok := m.(*encodedResponse); ok {
 			return st.SendMsg(r) // Codec sends its bytes as they are
 		}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -34,6 +35,8 @@ type session struct {
 	done      chan struct{}     // closed when the handler returns
 	failed    chan error        // 1 slot: the writer's reason to end the stream
 	peer      string            // read-only after newSession
+	// cert is the SANs of the client's verified certificate (access.go).
+	cert access.Identity // read-only after newSession
 
 	mu   sync.Mutex
 	node *corev3.Node // guarded by mu; from the first request
@@ -54,11 +57,17 @@ type session struct {
 	// lastSet the latest taken (Flush repeats for one change take it once).
 	sets    []*cache.ChangeSet // guarded by mu
 	lastSet *cache.ChangeSet   // guarded by mu
+	// decisions caches access decisions made under the policy decidedBy;
+	// nodeCheckedBy is the policy the node was last checked under
+	// (access.go). Guarded by mu.
+	decisions     map[accessKey]bool
+	decidedBy     *access.Policy
+	nodeCheckedBy *access.Policy
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }
 
-func newSession(srv *Server, variant, fixedType, peer string, send func(any) error) *session {
+func newSession(srv *Server, variant, fixedType, peer string, cert access.Identity, send func(any) error) *session {
 	return &session{
 		srv:       srv,
 		id:        srv.nextID.Add(1),
@@ -68,6 +77,7 @@ func newSession(srv *Server, variant, fixedType, peer string, send func(any) err
 		done:      make(chan struct{}),
 		failed:    make(chan error, 1),
 		peer:      peer,
+		cert:      cert,
 		// Room for node id, cluster and one group: one allocation.
 		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", variant), zap.String("peer", peer)),
 		dirty:     make(map[cache.Key]struct{}),
@@ -213,6 +223,7 @@ func (ss *session) setNode(n *corev3.Node) {
 		return
 	}
 	ss.node = n
+	ss.forgetDecisionsLocked()
 	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
 }
 
@@ -239,6 +250,9 @@ func (ss *session) nextNonceLocked() string {
 // node, checks the type and counts the request; it returns the type URL.
 func (ss *session) accept(node *corev3.Node, typeURL string) (string, error) {
 	ss.setNode(node)
+	if err := ss.checkNode(); err != nil {
+		return "", err
+	}
 	t, err := ss.checkType(typeURL)
 	if err != nil {
 		return "", err
@@ -367,6 +381,16 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			ss.srv.m.requestErrors.WithLabelValues(typeLabel(typeURL), reason).Inc()
 			ss.logger().Warn("requested name cannot be served here: its authority has no configuration, or does not carry its type",
 				zap.String("type_url", clientText(typeURL)), zap.String("name", clientText(n)), zap.Error(err))
+		}
+		if err == nil && !ss.allowed(r.Key.Stream.Authority, typeURL) {
+			st := ss.srv.denied(ss.logger(), r.Key.Stream.Authority, typeURL, n)
+			if !r.Collection {
+				return nil, st
+			}
+			if n == cache.Wildcard {
+				continue // left out: the client learns nothing
+			}
+			err = ErrAccessDenied // answered as if it did not exist
 		}
 		out = append(out, resolved{name: n, res: r, err: err})
 		if err == nil && r.Key.Stream.Group != "" {

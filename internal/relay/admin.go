@@ -3,7 +3,6 @@ package relay
 import (
 	"html/template"
 	"net/http"
-	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -47,11 +46,6 @@ func newAdmin(reg *prometheus.Registry, m *metrics, lg *zap.Logger, ready func()
 	a.handle("/healthz", "200 while the process runs", http.HandlerFunc(healthz))
 	a.handle("/readyz", "200 while the relay serves, 503 while starting or shutting down", http.HandlerFunc(a.readyz))
 	a.handle("/debug/", "this page", http.HandlerFunc(a.debugIndex))
-	a.handle("/debug/pprof/", "Go runtime profiles (pprof)", http.HandlerFunc(pprof.Index))
-	a.handle("/debug/pprof/cmdline", "", http.HandlerFunc(pprof.Cmdline))
-	a.handle("/debug/pprof/profile", "", http.HandlerFunc(pprof.Profile))
-	a.handle("/debug/pprof/symbol", "", http.HandlerFunc(pprof.Symbol))
-	a.handle("/debug/pprof/trace", "", http.HandlerFunc(pprof.Trace))
 	return a
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/downstream"
@@ -65,6 +66,10 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err != nil {
 		return fmt.Errorf("aggregation: %w", err)
 	}
+	pol, err := access.New(cfg.AccessOptions())
+	if err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
 	ds, err := downstream.New(downstream.Options{
 		Cache:       c,
 		Resolver:    downstream.NewResolver(cfg.AuthorityNames(), rules).CarryTypes(cfg.AuthorityTypes()),
@@ -73,6 +78,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:    reg,
 		// serverOptions installs downstream.Codec.
 		SharedEncoding: true,
+		Access:         pol,
 		Limits: downstream.Limits{
 			MaxStreams:        cfg.Downstream.Limits.MaxStreams,
 			MaxNamesPerStream: cfg.Downstream.Limits.MaxNamesPerStream,
@@ -85,7 +91,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	}
 	ds.Register(r.grpc)
 	r.onStop(ds.Wait)
-	r.admin.handle("/v3/", "REST-JSON polling: POST "+downstream.RESTPathPrefix+"<listeners|routes|clusters|endpoints|...>", ds.RESTHandler())
+	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
 	r.addStatusPages(cfg, c, up, ds)
 	r.reloadComponents(c, up, ds) // reloadhooks.go

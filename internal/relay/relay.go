@@ -35,6 +35,7 @@ type Relay struct {
 	runs   []func(context.Context) error // read-only after New; see goRun
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
+	rest   restListener                  // rest_listen (rest.go)
 	status *statusSources                // read-only after New; the status page's (status.go)
 	// upCreds are the upstream credentials by setting (upstreamauth.go);
 	// used by New and by reloads (serialised by reloadMu).
@@ -108,6 +109,9 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	r.draining, r.drain = context.WithCancel(context.Background())
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
 	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness)
+	if cfg.AdminPprof {
+		r.admin.pprof()
+	}
 	r.http = &http.Server{
 		Handler:           r.admin.mux,
 		ReadHeaderTimeout: adminReadHeaderTimeout,
@@ -132,6 +136,12 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	//   - r.readyCheck(fn): /readyz answers 503 while fn returns an error.
 	// --------------------------------------------------------------------
 	if err := r.buildComponents(cfg, lg, reg); err != nil {
+		r.runStops()
+		r.drain()
+		r.grpc.Stop()
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	if err := r.buildREST(lg.Named("rest")); err != nil {
 		r.runStops()
 		r.drain()
 		r.grpc.Stop()
@@ -184,6 +194,12 @@ func (r *Relay) Start(ctx context.Context) error {
 		_ = xdsLis.Close()
 		return err
 	}
+	restLis, err := r.listenREST(ctx)
+	if err != nil {
+		_ = xdsLis.Close()
+		_ = adminLis.Close()
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 
 	r.mu.Lock()
@@ -194,6 +210,9 @@ func (r *Relay) Start(ctx context.Context) error {
 		cancel()
 		_ = xdsLis.Close()
 		_ = adminLis.Close()
+		if restLis != nil {
+			_ = restLis.Close()
+		}
 		if st == stateClosed {
 			return ErrClosed
 		}
@@ -203,6 +222,9 @@ func (r *Relay) Start(ctx context.Context) error {
 	// Added under mu so that Close, which takes mu first, never Waits
 	// before these Adds.
 	r.wg.Add(2 + len(r.runs))
+	if restLis != nil {
+		r.wg.Add(1)
+	}
 	r.mu.Unlock()
 
 	for _, fn := range r.runs {
@@ -226,10 +248,18 @@ func (r *Relay) Start(ctx context.Context) error {
 		}
 	}()
 
+	if restLis != nil {
+		go func() {
+			defer r.wg.Done()
+			r.serveREST(restLis)
+		}()
+	}
+
 	r.serving.Store(true)
 	r.m.ready.Set(1)
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	r.lg.Info("relay serving", zap.String("listen", xdsLis.Addr().String()), zap.String("admin", adminLis.Addr().String()))
+	r.lg.Info("relay serving", zap.String("listen", xdsLis.Addr().String()), zap.String("admin", adminLis.Addr().String()),
+		zap.String("rest_listen", r.RESTAddr()))
 	return nil
 }
 
@@ -362,6 +392,9 @@ func (r *Relay) Close() error {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			errs = append(errs, fmt.Errorf("admin: shutdown: %w", err))
 		}
+	}
+	if err := r.shutdownREST(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	select {
 	case <-grpcStopped:

@@ -38,9 +38,9 @@ func TestAdminEndpoints(t *testing.T) {
 		{name: "readyz", path: "/readyz", wantCode: http.StatusOK, wantBody: []string{"ready\n"}},
 		{name: "metrics", path: "/metrics", wantCode: http.StatusOK, wantBody: []string{"xds_relay_ready 1", "# TYPE xds_relay_admin_requests_total counter"}},
 		{name: "debug index", path: "/debug/", wantCode: http.StatusOK, wantBody: []string{
-			`<a href="/metrics">`, `<a href="/healthz">`, `<a href="/readyz">`, `<a href="/debug/pprof/">`}},
-		{name: "pprof", path: "/debug/pprof/", wantCode: http.StatusOK, wantBody: []string{"goroutine"}},
-		{name: "pprof goroutines", path: "/debug/pprof/goroutine?debug=1", wantCode: http.StatusOK, wantBody: []string{"goroutine profile"}},
+			`<a href="/metrics">`, `<a href="/healthz">`, `<a href="/readyz">`}},
+		{name: "pprof is opt-in (admin_pprof)", path: "/debug/pprof/", wantCode: http.StatusNotFound},
+		{name: "no REST-JSON polling on admin", path: "/v3/discovery:clusters", wantCode: http.StatusNotFound},
 		{name: "unknown debug page", path: "/debug/nope", wantCode: http.StatusNotFound},
 		{name: "unknown page", path: "/nope", wantCode: http.StatusNotFound},
 	}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/downstream"
@@ -53,6 +54,18 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		}
 		return ds.SetResolver(res)
 	}, "authorities", "aggregation")
+	// After the resolver: the access rules of the new authorities. Streams
+	// holding what the new rules deny end with PermissionDenied.
+	r.onReload(func(old, next *config.Config) error {
+		pol, err := access.New(next.AccessOptions())
+		if err != nil {
+			return fmt.Errorf("access: %w", err)
+		}
+		if ended := ds.SetAccess(pol); ended > 0 {
+			r.lg.Info("config reload: streams the new access rules deny were ended", zap.Int("streams", ended))
+		}
+		return nil
+	}, "authorities", "downstream.node_identity")
 }
 
 // reloadLogLevel applies log.level when the new config changes it (a level

@@ -1,0 +1,109 @@
+package config
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/xds-relay/xds-relay/internal/access"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
+
+// AccessRule is one entry of an allow list: exactly one matcher, whose
+// pattern is a glob where '*' matches any run of characters, '/' included.
+type AccessRule struct {
+	// URISAN matches a URI SAN (a SPIFFE ID) of the client's verified
+	// certificate (downstream.tls.ca_file).
+	URISAN string `yaml:"uri_san"`
+	// DNSSAN matches a DNS SAN of the client's verified certificate.
+	DNSSAN string `yaml:"dns_san"`
+	// NodeID matches node.id: for plaintext deployments, a claim, not proof.
+	NodeID string `yaml:"node_id"`
+	// NodeCluster matches node.cluster: a claim, not proof.
+	NodeCluster string `yaml:"node_cluster"`
+}
+
+func (r AccessRule) rule() access.Rule {
+	return access.Rule{URISAN: r.URISAN, DNSSAN: r.DNSSAN, NodeID: r.NodeID, NodeCluster: r.NodeCluster}
+}
+
+// AccessOptions returns the access policy's options: the allow lists of
+// every authority and downstream.node_identity.
+func (c *Config) AccessOptions() access.Options {
+	opts := access.Options{Authorities: make(map[string]access.Authority), NodeIdentity: c.Downstream.NodeIdentity}
+	for _, a := range c.Authorities {
+		if a.Allow == nil && len(a.AllowByType) == 0 {
+			continue
+		}
+		var aa access.Authority
+		if a.Allow != nil {
+			aa.Allow = rules(a.Allow)
+		}
+		if len(a.AllowByType) > 0 {
+			aa.AllowByType = make(map[string][]access.Rule, len(a.AllowByType))
+			for t, rs := range a.AllowByType {
+				aa.AllowByType[t] = rules(rs)
+			}
+		}
+		opts.Authorities[a.Name] = aa
+	}
+	return opts
+}
+
+func rules(rs []AccessRule) []access.Rule {
+	out := make([]access.Rule, len(rs))
+	for i, r := range rs {
+		out[i] = r.rule()
+	}
+	return out
+}
+
+// access validates the allow lists, node_identity, rest_listen.
+func (v *validator) access() {
+	c := v.c
+	for i, a := range c.Authorities {
+		p := joinIndex("authorities", i)
+		if a.Allow != nil {
+			v.allowList(p+".allow", a.Allow)
+		}
+		types := make([]string, 0, len(a.AllowByType))
+		for t := range a.AllowByType {
+			types = append(types, t)
+		}
+		sort.Strings(types)
+		for _, t := range types {
+			tp := joinKey(p+".allow_by_type", t)
+			if !xdstype.IsServed(t) {
+				v.add(tp, "%q is not a type the relay serves (%s)", t, strings.Join(xdstype.Served(), ", "))
+			}
+			v.allowList(tp, a.AllowByType[t])
+		}
+	}
+	if c.Downstream.NodeIdentity != "" {
+		if _, err := access.ParseTemplate(c.Downstream.NodeIdentity); err != nil {
+			v.add("downstream.node_identity", "%v", err)
+		}
+		if c.Downstream.TLS.CAFile == "" {
+			v.add("downstream.node_identity", "needs client certificates (downstream.tls.ca_file)")
+		}
+	}
+	if c.RESTListen != "" {
+		v.address("rest_listen", c.RESTListen)
+		if sameAddress(c.RESTListen, c.Listen) {
+			v.add("rest_listen", "same address as listen (%s)", c.Listen)
+		}
+		if sameAddress(c.RESTListen, c.Admin) {
+			v.add("rest_listen", "same address as admin (%s)", c.Admin)
+		}
+	}
+}
+
+func (v *validator) allowList(path string, rs []AccessRule) {
+	if len(rs) == 0 {
+		v.add(path, "empty list: it would deny every client; leave the key out to allow every client")
+	}
+	for j, r := range rs {
+		if err := access.CheckRule(r.rule()); err != nil {
+			v.add(joinIndex(path, j), "%v", err)
+		}
+	}
+}

@@ -1,0 +1,493 @@
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
+)
+
+// The identities of the access tests: SPIFFE IDs (URI SANs) and DNS SANs.
+const (
+	spiffeProdApp     = "spiffe://fleet.example/ns/prod/sa/app"
+	spiffeProdGateway = "spiffe://fleet.example/ns/prod/sa/gateway"
+	spiffeStagingApp  = "spiffe://fleet.example/ns/staging/sa/app"
+)
+
+// accessPKI is a CA, the relay's server certificate (127.0.0.1) and client
+// certificates, written as PEM files into a test directory.
+type accessPKI struct {
+	t                  testing.TB
+	dir                string
+	ca                 *x509.Certificate
+	caKey              *ecdsa.PrivateKey
+	pool               *x509.CertPool
+	caFile             string
+	serverCert, srvKey string
+	serial             int64
+	prodApp, gateway   tls.Certificate // URI SANs under ns/prod
+	staging, dnsOnly   tls.Certificate // ns/staging; DNS SAN api.prod.example only
+}
+
+func newAccessPKI(t testing.TB) *accessPKI {
+	t.Helper()
+	p := &accessPKI{t: t, dir: t.TempDir(), pool: x509.NewCertPool()}
+	p.caKey = accessKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "access test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ca, err = x509.ParseCertificate(der); err != nil {
+		t.Fatal(err)
+	}
+	p.pool.AddCert(p.ca)
+	p.caFile = p.write("ca.pem", "CERTIFICATE", der)
+	p.serial = 1
+	srv, srvKey := p.leaf(x509.ExtKeyUsageServerAuth, nil, nil, []net.IP{net.ParseIP("127.0.0.1")})
+	p.serverCert = p.write("server.pem", "CERTIFICATE", srv)
+	kd, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srvKey = p.write("server-key.pem", "EC PRIVATE KEY", kd)
+	p.prodApp = p.client([]string{spiffeProdApp}, []string{"app.prod.example"})
+	p.gateway = p.client([]string{spiffeProdGateway}, nil)
+	p.staging = p.client([]string{spiffeStagingApp}, []string{"app.staging.example"})
+	p.dnsOnly = p.client(nil, []string{"api.prod.example"})
+	return p
+}
+
+func accessKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func (p *accessPKI) write(name, blockType string, der []byte) string {
+	p.t.Helper()
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der}), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+	return path
+}
+
+// leaf issues a certificate signed by the CA.
+func (p *accessPKI) leaf(usage x509.ExtKeyUsage, uris, dns []string, ips []net.IP) ([]byte, *ecdsa.PrivateKey) {
+	p.t.Helper()
+	p.serial++
+	key := accessKey(p.t)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial),
+		Subject:      pkix.Name{CommonName: "access test leaf"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		DNSNames:     dns,
+		IPAddresses:  ips,
+	}
+	for _, u := range uris {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, parsed)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return der, key
+}
+
+// client issues a client certificate with the given SANs.
+func (p *accessPKI) client(uris, dns []string) tls.Certificate {
+	p.t.Helper()
+	der, key := p.leaf(x509.ExtKeyUsageClientAuth, uris, dns, nil)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// tlsConfig is a client's TLS config presenting cert (none when nil).
+func (p *accessPKI) tlsConfig(cert *tls.Certificate) *tls.Config {
+	c := &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12}
+	if cert != nil {
+		c.Certificates = []tls.Certificate{*cert}
+	}
+	return c
+}
+
+// dial connects to the relay with mTLS as cert.
+func (p *accessPKI) dial(t testing.TB, addr string, cert tls.Certificate) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(p.tlsConfig(&cert))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// restPoll POSTs a JSON DiscoveryRequest to the relay's rest_listen over
+// mTLS as cert (nil: no client certificate) and returns the HTTP status
+// and body; err is a transport failure (a refused handshake).
+func (p *accessPKI) restPoll(t testing.TB, addr, kind, body string, cert *tls.Certificate) (int, string, error) {
+	t.Helper()
+	tr := &http.Transport{TLSClientConfig: p.tlsConfig(cert)}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: xdstest.WaitTimeout}
+	resp, err := c.Post("https://"+addr+"/v3/discovery:"+kind, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw), nil
+}
+
+// newAccessOrigin is a go-control-plane origin serving clusters, endpoints
+// and secrets.
+func newAccessOrigin(t testing.TB) *gcpOrigin {
+	t.Helper()
+	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache)}
+	for _, typ := range []string{resource.ClusterType, resource.EndpointType, resource.SecretType} {
+		o.caches[typ] = cachev3.NewLinearCache(typ)
+	}
+	caches := make(map[string]cachev3.Cache, len(o.caches))
+	for k, v := range o.caches {
+		caches[k] = v
+	}
+	o.xds = &cachev3.MuxCache{
+		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
+		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
+		Caches:        caches,
+	}
+	return serveOrigin(t, o)
+}
+
+var (
+	accessCluster1 = xdstpName(dsAuthority, "envoy.config.cluster.v3.Cluster", "c1")
+	accessCluster2 = xdstpName(dsAuthority, "envoy.config.cluster.v3.Cluster", "c2")
+	accessGlob     = xdstpName(dsAuthority, "envoy.config.cluster.v3.Cluster", "*")
+	accessSecret   = xdstpName(dsAuthority, "envoy.extensions.transport_sockets.tls.v3.Secret", "gw-key")
+)
+
+// startAccessRelay runs the relay with downstream mTLS, rest_listen and
+// access rules on dsAuthority: ns/prod SPIFFE IDs and *.prod.example DNS
+// names may subscribe; Secrets only the prod gateway.
+func startAccessRelay(t *testing.T, p *accessPKI, o *gcpOrigin, edit func(*config.Config)) (xds, rest string, r func(name string, labels ...string) float64) {
+	t.Helper()
+	relay := startRelay(t, func(c *config.Config) {
+		c.Downstream.TLS = config.ServerTLS{CertFile: p.serverCert, KeyFile: p.srvKey, CAFile: p.caFile}
+		c.RESTListen = "127.0.0.1:0"
+		c.Authorities[0].Allow = []config.AccessRule{
+			{URISAN: "spiffe://fleet.example/ns/prod/*"},
+			{DNSSAN: "*.prod.example"},
+		}
+		c.Authorities[0].AllowByType = map[string][]config.AccessRule{
+			resource.SecretType: {{URISAN: spiffeProdGateway}},
+		}
+		if edit != nil {
+			edit(c)
+		}
+	}, o.addr)
+	return relay.XDSAddr(), relay.RESTAddr(), func(name string, labels ...string) float64 {
+		return relayMetric(t, relay, name, labels...)
+	}
+}
+
+// permissionDenied checks that a stream ended with PermissionDenied naming
+// the authority and type, and nothing of the resource.
+func permissionDenied(t *testing.T, who string, err error, typeURL string, hidden ...string) {
+	t.Helper()
+	st, msg := grpcCode(err), ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if st != codes.PermissionDenied {
+		t.Fatalf("%s: stream ended with %v, want PermissionDenied", who, err)
+	}
+	for _, want := range []string{dsAuthority, typeURL} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%s: status %q does not name %q", who, msg, want)
+		}
+	}
+	for _, h := range hidden {
+		if strings.Contains(msg, h) {
+			t.Errorf("%s: status %q reveals %q", who, msg, h)
+		}
+	}
+}
+
+// TestAccessMTLS: with downstream mTLS, clients whose certificate matches
+// the authority's allow list get resources over delta, SotW, Fetch and
+// REST; others get PermissionDenied (403) naming authority and type only,
+// or nothing for a glob; Secrets are narrower (allow_by_type); each denial
+// is counted; a denied client does not disturb an allowed one.
+func TestAccessMTLS(t *testing.T) {
+	p := newAccessPKI(t)
+	o := newAccessOrigin(t)
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
+	o.set(resource.ClusterType, accessCluster2, cluster(accessCluster2, 2))
+	o.set(resource.SecretType, accessSecret, &tlsv3.Secret{Name: accessSecret})
+	xds, rest, metric := startAccessRelay(t, p, o, nil)
+	deniedClusters := func() float64 {
+		return metric("xds_relay_downstream_access_denied_total", "type", "envoy.config.cluster.v3.Cluster", "authority", dsAuthority)
+	}
+	deniedSecrets := func() float64 {
+		return metric("xds_relay_downstream_access_denied_total", "type", "envoy.extensions.transport_sockets.tls.v3.Secret", "authority", dsAuthority)
+	}
+
+	// An allowed client (URI SAN under ns/prod) holds its clusters throughout.
+	allowed := newADSClient(t, p.dial(t, xds, p.prodApp), "delta", "prod-app", "prod", nil)
+	allowed.subscribe(resource.ClusterType, accessCluster1)
+	allowed.waitHolds(resource.ClusterType, accessCluster1)
+
+	t.Run("denied delta name", func(t *testing.T) {
+		before := deniedClusters()
+		s := openDelta(t, p.dial(t, xds, p.staging))
+		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{accessCluster1}})
+		permissionDenied(t, "staging delta", s.Err().Err(), resource.ClusterType, "c1")
+		if got := deniedClusters(); got != before+1 {
+			t.Errorf("access_denied_total = %v, want %v", got, before+1)
+		}
+	})
+	t.Run("denied name that does not exist answers alike", func(t *testing.T) {
+		s := openDelta(t, p.dial(t, xds, p.staging))
+		missing := xdstpName(dsAuthority, "envoy.config.cluster.v3.Cluster", "no-such-cluster")
+		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{missing}})
+		permissionDenied(t, "staging delta", s.Err().Err(), resource.ClusterType, "no-such-cluster")
+	})
+	t.Run("denied SotW name", func(t *testing.T) {
+		s := openSotW(t, p.dial(t, xds, p.staging))
+		s.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNames: []string{accessCluster2}})
+		permissionDenied(t, "staging sotw", s.Err().Err(), resource.ClusterType, "c2")
+	})
+	t.Run("denied glob is answered as removed, nothing leaks", func(t *testing.T) {
+		before := deniedClusters()
+		s := openDelta(t, p.dial(t, xds, p.staging))
+		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{accessGlob}})
+		r := s.Recv()
+		if len(r.GetResources()) != 0 || len(r.GetRemovedResources()) != 1 || r.GetRemovedResources()[0] != accessGlob {
+			t.Fatalf("denied glob: got resources %v, removed %v; want only the glob removed", r.GetResources(), r.GetRemovedResources())
+		}
+		s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResponseNonce: r.GetNonce()})
+		s.None() // no member ever follows; the stream stays open
+		if got := deniedClusters(); got != before+1 {
+			t.Errorf("access_denied_total = %v, want %v", got, before+1)
+		}
+	})
+	t.Run("allowed glob gets its members", func(t *testing.T) {
+		c := newADSClient(t, p.dial(t, xds, p.prodApp), "delta", "prod-glob", "prod", nil)
+		c.subscribe(resource.ClusterType, accessGlob)
+		c.waitHolds(resource.ClusterType, accessCluster1, accessCluster2)
+	})
+	t.Run("DNS SAN allows", func(t *testing.T) {
+		c := newADSClient(t, p.dial(t, xds, p.dnsOnly), "sotw", "dns-only", "prod", nil)
+		c.subscribe(resource.ClusterType, accessCluster2)
+		c.waitHolds(resource.ClusterType, accessCluster2)
+	})
+	t.Run("secrets are narrower", func(t *testing.T) {
+		before := deniedSecrets()
+		s := openDelta(t, p.dial(t, xds, p.prodApp))
+		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.SecretType, ResourceNamesSubscribe: []string{accessSecret}})
+		permissionDenied(t, "prod app secret", s.Err().Err(), resource.SecretType, "gw-key")
+		if got := deniedSecrets(); got != before+1 {
+			t.Errorf("secret access_denied_total = %v, want %v", got, before+1)
+		}
+		gw := newADSClient(t, p.dial(t, xds, p.gateway), "delta", "gateway", "prod", nil)
+		gw.subscribe(resource.SecretType, accessSecret)
+		gw.waitHolds(resource.SecretType, accessSecret)
+		// The gateway's ns/prod identity still gets clusters by `allow`.
+		gw.subscribe(resource.ClusterType, accessCluster1)
+		gw.waitHolds(resource.ClusterType, accessCluster1)
+	})
+	t.Run("unary Fetch", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+		defer cancel()
+		req := &discoveryv3.DiscoveryRequest{Node: testNodeDS, ResourceNames: []string{accessCluster1}}
+		_, err := clusterservice.NewClusterDiscoveryServiceClient(p.dial(t, xds, p.staging)).FetchClusters(ctx, req)
+		permissionDenied(t, "staging fetch", err, resource.ClusterType, "c1")
+		resp, err := clusterservice.NewClusterDiscoveryServiceClient(p.dial(t, xds, p.prodApp)).FetchClusters(ctx, req)
+		if err != nil || len(resp.GetResources()) != 1 {
+			t.Fatalf("prod app fetch: %v, %v", resp, err)
+		}
+	})
+	t.Run("REST on rest_listen", func(t *testing.T) {
+		body := `{"node": {"id": "rest"}, "resource_names": ["` + accessCluster1 + `"]}`
+		code, raw, err := p.restPoll(t, rest, "clusters", body, &p.prodApp)
+		dr := &discoveryv3.DiscoveryResponse{}
+		if err != nil || code != http.StatusOK || protojson.Unmarshal([]byte(raw), dr) != nil || len(dr.GetResources()) != 1 {
+			t.Fatalf("allowed REST poll: %d %s %v", code, raw, err)
+		}
+		before := deniedClusters()
+		code, raw, err = p.restPoll(t, rest, "clusters", body, &p.staging)
+		if err != nil || code != http.StatusForbidden || strings.Contains(raw, "c1") || !strings.Contains(raw, dsAuthority) {
+			t.Errorf("denied REST poll: %d %q %v; want 403 naming the authority, not the resource", code, raw, err)
+		}
+		if got := deniedClusters(); got != before+1 {
+			t.Errorf("access_denied_total after a denied REST poll = %v, want %v", got, before+1)
+		}
+		secret := `{"node": {"id": "rest"}, "resource_names": ["` + accessSecret + `"]}`
+		if code, raw, err := p.restPoll(t, rest, "secrets", secret, &p.prodApp); err != nil || code != http.StatusForbidden {
+			t.Errorf("prod app REST secret: %d %q %v; want 403", code, raw, err)
+		}
+		if code, raw, err := p.restPoll(t, rest, "secrets", secret, &p.gateway); err != nil || code != http.StatusOK || !strings.Contains(raw, "gw-key") {
+			t.Errorf("gateway REST secret: %d %q %v; want 200 with the secret", code, raw, err)
+		}
+		// Without a client certificate the handshake is refused.
+		if code, _, err := p.restPoll(t, rest, "clusters", body, nil); err == nil {
+			t.Errorf("REST poll without a client certificate: HTTP %d, want the handshake refused", code)
+		}
+	})
+
+	// Nothing above disturbed the allowed client: it gets the next change.
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 7))
+	for timeoutOf(deltaView(allowed.held[resource.ClusterType]), accessCluster1) != 7 {
+		allowed.recvOne(nil)
+	}
+}
+
+// TestAccessNodeClaims: in a plaintext deployment the allow list matches the
+// node id and cluster a client claims, for legacy names too (their
+// authority is the one their aggregation rule gives). A denied legacy
+// wildcard is left out: the client receives no resource.
+func TestAccessNodeClaims(t *testing.T) {
+	o := newAccessOrigin(t)
+	o.set(resource.ClusterType, "legacy-a", cluster("legacy-a", 1))
+	r := startRelay(t, func(c *config.Config) {
+		c.Aggregation.Rules = decodeAggRules(t, `
+- name: all
+  default: true
+  result: {authority: ds.example, group: [{literal: all}]}
+`)
+		c.Authorities[0].Allow = []config.AccessRule{{NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
+	}, o.addr)
+	conn := dial(t, r.XDSAddr())
+
+	t.Run("admin serves no configuration and no pprof", func(t *testing.T) {
+		body := `{"node": {"id": "envoy-1", "cluster": "prod-east"}, "resource_names": ["legacy-a"]}`
+		resp, err := http.Post("http://"+r.AdminAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("admin POST /v3/discovery:clusters = %d, want 404", resp.StatusCode)
+		}
+		resp, err = http.Get("http://" + r.AdminAddr() + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("admin GET /debug/pprof/ without admin_pprof = %d, want 404", resp.StatusCode)
+		}
+		if r.RESTAddr() != "" {
+			t.Errorf("RESTAddr = %q with rest_listen off", r.RESTAddr())
+		}
+	})
+
+	for _, tc := range []struct{ name, id, cluster, variant string }{
+		{"node cluster", "x", "prod-east", "delta"},
+		{"node id", "envoy-7", "staging", "sotw"},
+	} {
+		t.Run("allowed by "+tc.name, func(t *testing.T) {
+			c := newADSClient(t, conn, tc.variant, tc.id, tc.cluster, nil)
+			c.subscribe(resource.ClusterType, "legacy-a")
+			c.waitHolds(resource.ClusterType, "legacy-a")
+		})
+	}
+	t.Run("denied legacy name", func(t *testing.T) {
+		s := openSotW(t, conn)
+		s.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "x", Cluster: "staging"}, TypeUrl: resource.ClusterType, ResourceNames: []string{"legacy-a"}})
+		permissionDenied(t, "staging legacy", s.Err().Err(), resource.ClusterType, "legacy-a")
+	})
+	t.Run("denied legacy wildcard receives nothing", func(t *testing.T) {
+		s := openDelta(t, conn)
+		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "x", Cluster: "staging"}, TypeUrl: resource.ClusterType})
+		deadline := time.After(xdstest.QuietPeriod)
+		for {
+			select {
+			case resp := <-s.Responses():
+				if len(resp.GetResources()) > 0 {
+					t.Fatalf("denied wildcard received %v", resp.GetResources())
+				}
+				continue
+			case err := <-s.Errors():
+				t.Fatalf("denied wildcard: stream ended: %v", err)
+			case <-deadline:
+			}
+			break
+		}
+		waitRelayMetric(t, r, "denied wildcard counted", func(v float64) bool { return v >= 1 },
+			"xds_relay_downstream_access_denied_total", "type", "envoy.config.cluster.v3.Cluster", "authority", dsAuthority)
+	})
+}
+
+// TestAccessNodeIdentity: with downstream.node_identity, a client's node
+// cluster must be the service account its certificate names, so it cannot
+// join another cluster's aggregation group by claiming it.
+func TestAccessNodeIdentity(t *testing.T) {
+	p := newAccessPKI(t)
+	o := newAccessOrigin(t)
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
+	xds, _, metric := startAccessRelay(t, p, o, func(c *config.Config) {
+		c.Downstream.NodeIdentity = "spiffe://fleet.example/ns/*/sa/{cluster}"
+		c.Authorities[0].Allow, c.Authorities[0].AllowByType = nil, nil
+	})
+
+	own := newADSClient(t, p.dial(t, xds, p.prodApp), "delta", "n1", "app", nil)
+	own.subscribe(resource.ClusterType, accessCluster1)
+	own.waitHolds(resource.ClusterType, accessCluster1)
+
+	s := openDelta(t, p.dial(t, xds, p.prodApp))
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "n2", Cluster: "gateway"}, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{accessCluster1}})
+	err := s.Err().Err()
+	if grpcCode(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `"gateway"`) {
+		t.Fatalf("claiming another cluster: %v, want PermissionDenied naming the claimed cluster", err)
+	}
+	if got := metric("xds_relay_downstream_node_identity_denied_total"); got != 1 {
+		t.Errorf("node_identity_denied_total = %v, want 1", got)
+	}
+}
