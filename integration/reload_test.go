@@ -254,3 +254,59 @@ func TestLogLevelAtRunTime(t *testing.T) {
 		t.Errorf("after a reload to debug: %q", body)
 	}
 }
+
+// TestReloadAccessRules: a reload that narrows an authority's allow list
+// ends, with PermissionDenied, the streams holding what the new rules deny,
+// and only those: a client the new rules still allow, and a client of
+// another authority, keep their streams and their updates.
+func TestReloadAccessRules(t *testing.T) {
+	a1 := xdstpName("a.example", "envoy.config.cluster.v3.Cluster", "a1")
+	b1 := xdstpName("b.example", "envoy.config.cluster.v3.Cluster", "b1")
+	oA, oB := newGCPOrigin(t), newGCPOrigin(t)
+	oA.set(resource.ClusterType, a1, cluster(a1, 1))
+	oB.set(resource.ClusterType, b1, cluster(b1, 1))
+	withAllow := func(patterns ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "  - name: b.example\n    origins: [%q]\n    allow:\n", oB.addr)
+		for _, p := range patterns {
+			fmt.Fprintf(&b, "      - node_cluster: %q\n", p)
+		}
+		return reloadConfig([][2]string{{"a.example", oA.addr}}, b.String())
+	}
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	replaceFile(t, path, withAllow("prod-*", "canary-*"))
+	r, reg := fileRelay(t, path)
+
+	conn := dial(t, r.XDSAddr())
+	prod := newADSClient(t, conn, "delta", "prod", "prod-1", nil)
+	prod.subscribe(resource.ClusterType, b1)
+	prod.waitTimeout(b1, 1)
+	canary := newADSClient(t, conn, "delta", "canary", "canary-1", nil)
+	canary.subscribe(resource.ClusterType, b1)
+	canary.waitTimeout(b1, 1)
+	other := newADSClient(t, conn, "sotw", "other", "canary-1", nil)
+	other.subscribe(resource.ClusterType, a1)
+	other.waitTimeout(a1, 1)
+
+	replaceFile(t, path, withAllow("prod-*"))
+	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayproc.ReloadPath, ""); code != http.StatusOK {
+		t.Fatalf("POST reload = %d %s, want 200", code, body)
+	}
+	if st := canary.delta.Err(); st.Code() != codes.PermissionDenied || strings.Contains(st.Message(), "b1") {
+		t.Errorf("canary after its cluster lost access: %v, want PermissionDenied that does not name the resource", st)
+	}
+	if got := gathered(t, reg, "xds_relay_downstream_access_denied_total", "authority", "b.example"); got != 1 {
+		t.Errorf("access_denied_total{authority=b.example} = %v, want 1", got)
+	}
+	oB.set(resource.ClusterType, b1, cluster(b1, 2))
+	prod.waitTimeout(b1, 2) // still allowed: same stream, next update
+	oA.set(resource.ClusterType, a1, cluster(a1, 2))
+	other.waitTimeout(a1, 2) // another authority: untouched
+
+	// The client reconnects and is answered as the new rules say.
+	again := newADSClient(t, conn, "delta", "canary", "canary-1", nil)
+	again.subscribe(resource.ClusterType, b1)
+	if st := again.delta.Err(); st.Code() != codes.PermissionDenied {
+		t.Errorf("canary reconnecting: %v, want PermissionDenied", st)
+	}
+}
