@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -91,4 +92,80 @@ func TestFaultOriginKilled(t *testing.T) {
 			everyone.wantStreamsOpen()
 		})
 	}
+}
+
+// TestFaultOriginFlapping: the origin goes down and comes back ten times,
+// each outage lasting a random number (2 to 5) of the relay's connection
+// attempts, and changes one resource while it is down. Every connection
+// attempt is seen at the origin's address (gatedListener): none comes
+// sooner than the backoff allows (the k-th wait of an outage is at least
+// (1-jitter)·initial·multiplier^k), each outage starts over from the
+// initial wait (the stream before it had answered), and the relay counts
+// each lost stream and each refused attempt in
+// xds_relay_upstream_reconnects_total. After each return every client
+// holds the origin's state; no client stream ends.
+func TestFaultOriginFlapping(t *testing.T) {
+	const flaps, clients = 10, 40
+	bo := config.Backoff{Initial: 20 * time.Millisecond, Max: time.Second,
+		Multiplier: config.DefaultBackoffMultiplier, Jitter: config.DefaultBackoffJitter}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	o, gate := newGatedOrigin(t)
+	names := endpointNames("flap", flaps)
+	revs := revisions(names, 1)
+	o.setAll(resource.EndpointType, clas(revs))
+	r := startRelay(t, func(cfg *config.Config) {
+		cfg.Log.Level = config.LogInfo
+		cfg.Upstream.Backoff = bo
+	}, o.addr)
+	f := newFleet(t, r.XDSAddr(), "mixed", clients, 2)
+	f.subscribe(resource.EndpointType, names...)
+	f.waitRevisions(revs)
+	f.settle()
+
+	refused := 0
+	for i := range flaps {
+		from, reqs := gate.count(), o.deltaRequests()
+		down := time.Now()
+		gate.down()
+		revs[names[i]] = uint32(i + 2)
+		o.setAll(resource.EndpointType, clas(map[string]uint32{names[i]: revs[names[i]]}))
+		gate.waitRefused(from, 2+rng.IntN(4))
+		gate.up()
+		o.waitDeltaSubscribed(reqs, resource.EndpointType, names)
+		f.waitRevisions(revs)
+
+		attempts := gate.refusedSince(from)
+		refused += len(attempts)
+		prev, wait := down, bo.Initial
+		for k, at := range attempts {
+			if low := time.Duration(float64(wait) * (1 - bo.Jitter)); at.Sub(prev) < low {
+				t.Errorf("outage %d: attempt %d came %v after the one before, sooner than the backoff allows (%v at least)", i, k+1, at.Sub(prev), low)
+			}
+			prev, wait = at, min(time.Duration(float64(wait)*bo.Multiplier), bo.Max)
+		}
+		// Had the wait not started over, it would be near Max by now.
+		if first := attempts[0].Sub(down); first >= bo.Max/2 {
+			t.Errorf("outage %d: first attempt %v after the stream was lost, want about %v: the backoff did not start over", i, first, bo.Initial)
+		}
+		t.Logf("outage %d: %d attempts refused, waits %v", i, len(attempts), gaps(down, attempts))
+	}
+	f.wantNothingResent(f.settle(), "after the last flap")
+	f.wantStreamsOpen()
+	if got := relayMetric(t, r, "xds_relay_upstream_reconnects_total", "authority", dsAuthority); got != float64(flaps+refused) {
+		t.Errorf("reconnects_total = %v, want %d (%d streams lost, %d attempts refused)", got, flaps+refused, flaps, refused)
+	}
+}
+
+// gaps is the time from start to the first of ats, and between each of
+// them and the next, rounded to the millisecond.
+func gaps(start time.Time, ats []time.Time) []time.Duration {
+	out := make([]time.Duration, len(ats))
+	for i, at := range ats {
+		out[i] = at.Sub(start).Round(time.Millisecond)
+		start = at
+	}
+	return out
 }
