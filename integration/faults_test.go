@@ -103,7 +103,8 @@ func TestFaultOriginKilled(t *testing.T) {
 // initial wait (the stream before it had answered), and the relay counts
 // each lost stream and each refused attempt in
 // xds_relay_upstream_reconnects_total. After each return every client
-// holds the origin's state; no client stream ends.
+// holds the origin's state (a deletion as far as its variant can say it);
+// no client stream ends.
 func TestFaultOriginFlapping(t *testing.T) {
 	const flaps, clients = 10, 40
 	bo := config.Backoff{Initial: 20 * time.Millisecond, Max: time.Second,
@@ -130,12 +131,26 @@ func TestFaultOriginFlapping(t *testing.T) {
 		from, reqs := gate.count(), o.deltaRequests()
 		down := time.Now()
 		gate.down()
-		revs[names[i]] = uint32(i + 2)
-		o.setAll(resource.EndpointType, clas(map[string]uint32{names[i]: revs[names[i]]}))
+		last := i == flaps-1
+		if last {
+			o.del(resource.EndpointType, names[0])
+		} else {
+			revs[names[i]] = uint32(i + 2)
+			o.setAll(resource.EndpointType, clas(map[string]uint32{names[i]: revs[names[i]]}))
+		}
 		gate.waitRefused(from, 2+rng.IntN(4))
 		gate.up()
 		o.waitDeltaSubscribed(reqs, resource.EndpointType, names)
-		f.waitRevisions(revs)
+		if last {
+			// Delta clients are told it is gone; SotW cannot say so of a
+			// ClusterLoadAssignment, and its clients keep what they had.
+			deltas, sotws := f.byVariant()
+			sotws.waitRevisions(revs)
+			delete(revs, names[0])
+			deltas.waitRevisions(revs)
+		} else {
+			f.waitRevisions(revs)
+		}
 
 		attempts := gate.refusedSince(from)
 		refused += len(attempts)
@@ -212,4 +227,17 @@ func TestFaultReconnectStorm(t *testing.T) {
 	if got := relayMetric(t, r, "xds_relay_cache_misses_total", claType...) - misses; got != 0 {
 		t.Errorf("cache misses during the storm: %v, want none", got)
 	}
+}
+
+// byVariant splits f into its delta and its SotW clients.
+func (f *fleet) byVariant() (delta, sotw *fleet) {
+	delta, sotw = &fleet{t: f.t}, &fleet{t: f.t}
+	for _, c := range f.clients {
+		if c.delta != nil {
+			delta.clients = append(delta.clients, c)
+		} else {
+			sotw.clients = append(sotw.clients, c)
+		}
+	}
+	return delta, sotw
 }
