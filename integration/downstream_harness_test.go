@@ -173,9 +173,19 @@ type received struct {
 }
 
 // newADSClient opens a client of variant "delta" or "sotw" on conn; md, when
-// set, becomes its node's metadata.
+// set, becomes its node's metadata. The test's Cleanup ends its stream.
 func newADSClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster string, md map[string]any) *adsClient {
 	t.Helper()
+	c, stop := startADSClient(t, conn, variant, id, cluster, md)
+	t.Cleanup(stop)
+	return c
+}
+
+// startADSClient is newADSClient for a client that leaves before the test
+// ends: stop ends its stream (idempotent).
+func startADSClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster string, md map[string]any) (*adsClient, func()) {
+	t.Helper()
+	var stop func()
 	c := &adsClient{t: t, name: id, node: &corev3.Node{Id: id, Cluster: cluster}, subs: map[string][]string{}, held: map[string]map[string]*discoveryv3.Resource{}}
 	if md != nil {
 		s, err := structpb.NewStruct(md)
@@ -186,13 +196,13 @@ func newADSClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster stri
 	}
 	switch variant {
 	case "delta":
-		c.delta = openDelta(t, conn)
+		c.delta, stop = xdstest.Start(t, xdstest.DeltaOpener(conn))
 	case "sotw":
-		c.sotw = openSotW(t, conn)
+		c.sotw, stop = xdstest.Start(t, xdstest.SotWOpener(conn))
 	default:
 		t.Fatalf("variant %q", variant)
 	}
-	return c
+	return c, stop
 }
 
 // subscribe subscribes to names of typeURL (none: the wildcard).

@@ -77,8 +77,8 @@ type fleet struct {
 	clients []*adsClient
 }
 
-// newFleet opens n clients of variant ("delta" or "sotw") to addr, spread
-// over conns gRPC connections.
+// newFleet opens n clients of variant ("delta", "sotw", or "mixed": delta
+// and SotW in turn) to addr, spread over conns gRPC connections.
 func newFleet(t *testing.T, addr, variant string, n, conns int) *fleet {
 	t.Helper()
 	cs := make([]*grpc.ClientConn, conns)
@@ -87,9 +87,22 @@ func newFleet(t *testing.T, addr, variant string, n, conns int) *fleet {
 	}
 	f := &fleet{t: t, clients: make([]*adsClient, n)}
 	for i := range f.clients {
-		f.clients[i] = newADSClient(t, cs[i%conns], variant, fmt.Sprintf("%s-%d", variant, i), "", nil)
+		v := variant
+		if variant == "mixed" {
+			v = [...]string{"delta", "sotw"}[i%2]
+		}
+		f.clients[i] = newADSClient(t, cs[i%conns], v, fmt.Sprintf("%s-%d", v, i), "", nil)
 	}
 	return f
+}
+
+// join is one fleet of the clients of fs, in order.
+func join(fs ...*fleet) *fleet {
+	out := &fleet{t: fs[0].t}
+	for _, f := range fs {
+		out.clients = append(out.clients, f.clients...)
+	}
+	return out
 }
 
 func (f *fleet) subscribe(typeURL string, names ...string) {
@@ -107,6 +120,63 @@ func (f *fleet) waitHolds(typeURL string, names ...string) {
 	defer cancel()
 	for _, c := range f.clients {
 		c.waitHoldsUntil(ctx.Done(), typeURL, names...)
+	}
+}
+
+// waitRevisions receives (and ACKs) until every client holds exactly the
+// ClusterLoadAssignments revs (name → revision), all within
+// xdstest.WaitTimeout.
+func (f *fleet) waitRevisions(revs map[string]uint32) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	holds := func(c *adsClient) bool {
+		h := c.held[resource.EndpointType]
+		if len(h) != len(revs) {
+			return false
+		}
+		for n, r := range revs {
+			if claRev(h[n]) != int64(r) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range f.clients {
+		for !holds(c) {
+			if _, ok := c.recvOne(ctx.Done()); !ok {
+				got := map[string]int64{}
+				for n, x := range c.held[resource.EndpointType] {
+					got[n] = claRev(x)
+				}
+				f.t.Fatalf("%s holds revisions %v after %v, want %v", c.name, got, xdstest.WaitTimeout, revs)
+			}
+		}
+	}
+}
+
+// wantStreamsOpen checks that no client's stream has ended.
+func (f *fleet) wantStreamsOpen() {
+	f.t.Helper()
+	ended, example := 0, ""
+	for _, c := range f.clients {
+		var errc <-chan error
+		if c.delta != nil {
+			errc = c.delta.Errors()
+		} else {
+			errc = c.sotw.Errors()
+		}
+		select {
+		case err := <-errc:
+			if ended == 0 {
+				example = fmt.Sprintf("%s: %v", c.name, err)
+			}
+			ended++
+		default:
+		}
+	}
+	if ended > 0 {
+		f.t.Errorf("%d of %d client streams ended, e.g. %s", ended, len(f.clients), example)
 	}
 }
 

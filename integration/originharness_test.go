@@ -65,7 +65,14 @@ func newGCPOrigin(t testing.TB) *gcpOrigin {
 // the options serverOpts returns (nil: none).
 func newGCPOriginWith(t testing.TB, serverOpts func() []grpc.ServerOption) *gcpOrigin {
 	t.Helper()
-	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache), serverOpts: serverOpts}
+	o := linearOrigin()
+	o.serverOpts = serverOpts
+	return serveOrigin(t, o, nil)
+}
+
+// linearOrigin is a gcpOrigin over one LinearCache per type, not serving yet.
+func linearOrigin() *gcpOrigin {
+	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache)}
 	for _, typ := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType} {
 		o.caches[typ] = cachev3.NewLinearCache(typ)
 	}
@@ -78,7 +85,7 @@ func newGCPOriginWith(t testing.TB, serverOpts func() []grpc.ServerOption) *gcpO
 		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
 		Caches:        caches,
 	}
-	return serveOrigin(t, o)
+	return o
 }
 
 // newSnapshotOrigin is a gcpOrigin over an ADS SnapshotCache that answers
@@ -87,7 +94,7 @@ func newGCPOriginWith(t testing.TB, serverOpts func() []grpc.ServerOption) *gcpO
 func newSnapshotOrigin(t testing.TB) *gcpOrigin {
 	t.Helper()
 	snaps := cachev3.NewSnapshotCache(true, oneSnapshot{}, nil)
-	return serveOrigin(t, &gcpOrigin{snaps: snaps, xds: snaps})
+	return serveOrigin(t, &gcpOrigin{snaps: snaps, xds: snaps}, nil)
 }
 
 // oneSnapshot maps every node to the snapshot of snapshotKey.
@@ -97,11 +104,16 @@ const snapshotKey = "all"
 
 func (oneSnapshot) ID(*corev3.Node) string { return snapshotKey }
 
-// serveOrigin starts o (its caches set) on loopback until the test ends.
-func serveOrigin(t testing.TB, o *gcpOrigin) *gcpOrigin {
+// serveOrigin starts o (its caches set) on lis, or on loopback when lis is
+// nil, until the test ends.
+func serveOrigin(t testing.TB, o *gcpOrigin, lis net.Listener) *gcpOrigin {
 	t.Helper()
 	o.t, o.poke = t, make(chan struct{}, 1)
-	o.start("127.0.0.1:0")
+	if lis == nil {
+		o.start("127.0.0.1:0")
+	} else {
+		o.serve(lis)
+	}
 	t.Cleanup(o.stop)
 	return o
 }
@@ -114,6 +126,11 @@ func (o *gcpOrigin) start(addr string) {
 	if err != nil {
 		o.t.Fatalf("origin listen %s: %v", addr, err)
 	}
+	o.serve(lis)
+}
+
+// serve serves on lis until stop.
+func (o *gcpOrigin) serve(lis net.Listener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cb := serverv3.CallbackFuncs{
 		DeltaStreamOpenFunc: func(ctx context.Context, _ int64, _ string) error {
@@ -445,6 +462,13 @@ func (o *gcpOrigin) sotwRequests() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.sotwReqs)
+}
+
+// deltaRequests is how many delta requests the origin has received.
+func (o *gcpOrigin) deltaRequests() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.deltaReqs)
 }
 
 // waitSotWACK waits until, among the SotW requests after the first from,

@@ -20,8 +20,19 @@ type Stream[Req, Resp any] struct {
 	errc  chan error       // 1 slot: why Recv failed
 }
 
-// Open opens a stream with open and starts its pump.
+// Open opens a stream with open and starts its pump; the test's Cleanup
+// ends it.
 func Open[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) *Stream[Req, Resp] {
+	t.Helper()
+	s, stop := Start(t, open)
+	t.Cleanup(stop)
+	return s
+}
+
+// Start is Open for a stream the caller ends before the test does (a
+// client that leaves): stop ends the stream and waits for its pump; it is
+// idempotent.
+func Start[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStreamingClient[Req, Resp], error)) (*Stream[Req, Resp], func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := open(ctx)
@@ -47,26 +58,35 @@ func Open[Req, Resp any](t testing.TB, open func(context.Context) (grpc.BidiStre
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return s
+	return s, func() { cancel(); wg.Wait() }
 }
 
 // DeltaADS opens a delta ADS stream on conn.
 func DeltaADS(t testing.TB, conn grpc.ClientConnInterface) *Stream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse] {
 	t.Helper()
-	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	return Open(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
-		return c.DeltaAggregatedResources(ctx)
-	})
+	return Open(t, DeltaOpener(conn))
 }
 
 // SotWADS opens a SotW ADS stream on conn.
 func SotWADS(t testing.TB, conn grpc.ClientConnInterface) *Stream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse] {
 	t.Helper()
+	return Open(t, SotWOpener(conn))
+}
+
+// DeltaOpener opens delta ADS streams on conn (for Open or Start).
+func DeltaOpener(conn grpc.ClientConnInterface) func(context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
 	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
-	return Open(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+	return func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
+		return c.DeltaAggregatedResources(ctx)
+	}
+}
+
+// SotWOpener opens SotW ADS streams on conn (for Open or Start).
+func SotWOpener(conn grpc.ClientConnInterface) func(context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+	c := discoveryv3.NewAggregatedDiscoveryServiceClient(conn)
+	return func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
 		return c.StreamAggregatedResources(ctx)
-	})
+	}
 }
 
 // Send sends r; a failure fails the test.
