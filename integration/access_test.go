@@ -24,7 +24,6 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -189,20 +188,7 @@ func (p *accessPKI) restPoll(t testing.TB, addr, kind, body string, cert *tls.Ce
 // and secrets.
 func newAccessOrigin(t testing.TB) *gcpOrigin {
 	t.Helper()
-	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache)}
-	for _, typ := range []string{resource.ClusterType, resource.EndpointType, resource.SecretType} {
-		o.caches[typ] = cachev3.NewLinearCache(typ)
-	}
-	caches := make(map[string]cachev3.Cache, len(o.caches))
-	for k, v := range o.caches {
-		caches[k] = v
-	}
-	o.xds = &cachev3.MuxCache{
-		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
-		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
-		Caches:        caches,
-	}
-	return serveOrigin(t, o)
+	return serveOrigin(t, linearOrigin(resource.ClusterType, resource.EndpointType, resource.SecretType), nil)
 }
 
 var (

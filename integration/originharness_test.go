@@ -70,10 +70,14 @@ func newGCPOriginWith(t testing.TB, serverOpts func() []grpc.ServerOption) *gcpO
 	return serveOrigin(t, o, nil)
 }
 
-// linearOrigin is a gcpOrigin over one LinearCache per type, not serving yet.
-func linearOrigin() *gcpOrigin {
+// linearOrigin is a gcpOrigin over one LinearCache per type (none given:
+// clusters, listeners, endpoints and routes), not serving yet.
+func linearOrigin(types ...string) *gcpOrigin {
+	if len(types) == 0 {
+		types = []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType}
+	}
 	o := &gcpOrigin{caches: make(map[string]*cachev3.LinearCache)}
-	for _, typ := range []string{resource.ClusterType, resource.ListenerType, resource.EndpointType, resource.RouteType} {
+	for _, typ := range types {
 		o.caches[typ] = cachev3.NewLinearCache(typ)
 	}
 	caches := make(map[string]cachev3.Cache, len(o.caches))
