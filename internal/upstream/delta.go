@@ -22,11 +22,16 @@ import (
 // link's run goroutine.
 type deltaState struct {
 	nodeSent bool
-	// sent: type → names subscribed upstream on this attempt.
-	sent map[string]map[string]struct{}
+	// seq numbers the subscription requests of the attempt, one per type
+	// and sync (the parts of a split request share it).
+	seq int
+	// sent: type → names subscribed upstream on this attempt → the seq of
+	// the request that subscribed them.
+	sent map[string]map[string]int
 	// awaiting: type → collections (globs, Wildcard) subscribed whose first
-	// answer has not arrived; that answer completes them.
-	awaiting map[string]map[string]struct{}
+	// answer has not arrived → the seq of their request; their own answer
+	// (answered.go) completes them.
+	awaiting map[string]map[string]int
 	// wildcardAnswered: type → the origin answered the Wildcard on this
 	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
@@ -38,8 +43,8 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 	return runAttempt(ctx, l, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
 		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
 			st := &deltaState{
-				sent:             make(map[string]map[string]struct{}),
-				awaiting:         make(map[string]map[string]struct{}),
+				sent:             make(map[string]map[string]int),
+				awaiting:         make(map[string]map[string]int),
 				wildcardAnswered: make(map[string]bool),
 			}
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
@@ -90,7 +95,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		sent := st.sent[t]
 		first := sent == nil
 		if first {
-			sent = make(map[string]struct{})
+			sent = make(map[string]int)
 			st.sent[t] = sent
 		}
 		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t}
@@ -118,13 +123,14 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		}
 		aw := st.awaiting[t]
 		if aw == nil {
-			aw = make(map[string]struct{})
+			aw = make(map[string]int)
 			st.awaiting[t] = aw
 		}
+		st.seq++
 		for _, n := range req.ResourceNamesSubscribe {
-			sent[n] = struct{}{}
+			sent[n] = st.seq
 			if n == cache.Wildcard || isGlob(n) {
-				aw[n] = struct{}{}
+				aw[n] = st.seq
 			}
 		}
 		for _, n := range req.ResourceNamesUnsubscribe {
@@ -176,9 +182,12 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 		}
 		return nil
 	}
-	if aw := st.awaiting[t]; len(aw) > 0 {
+	// Only the collections this response answers are complete: a response
+	// of the type may answer another subscription of it (answered.go).
+	if answered := deltaAnswers(u, st.sent[t], st.awaiting[t]); len(answered) > 0 {
 		_, wants := l.snapshot()
-		for n := range aw {
+		for _, n := range answered {
+			delete(st.awaiting[t], n)
 			if n == cache.Wildcard {
 				st.wildcardAnswered[t] = true
 				if w := wants[t]; w != nil {
@@ -188,7 +197,6 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 			}
 			u.Complete = append(u.Complete, n)
 		}
-		clear(aw)
 	}
 	l.mgr.cache.Apply(u)
 	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce()}); err != nil {
