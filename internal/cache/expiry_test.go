@@ -229,7 +229,7 @@ func TestExpiryNotifies(t *testing.T) {
 			},
 			// a came only through the Wildcard: it leaves the type, and
 			// the cache says nothing of it by name (Get: pending).
-			wantEmpty: []Key{key(legacyStream, lds, Wildcard)},
+			wantEmpty:       []Key{key(legacyStream, lds, Wildcard)},
 			wantExpirations: 1,
 		},
 	} {
