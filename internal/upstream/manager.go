@@ -113,7 +113,7 @@ func New(opts Options) (*Manager, error) {
 			name:     a.Name,
 			origins:  append([]string(nil), a.Origins...),
 			sotw:     sotw,
-			emulated: sotw || a.GlobCollections == GlobEmulated,
+			emulated: a.GlobCollections == GlobEmulated || (sotw && a.GlobCollections == ""),
 		}
 		for _, o := range a.Origins {
 			if dir, ok := strings.CutPrefix(o, FileOriginPrefix); ok {

@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/xds-relay/xds-relay/config"
+	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
+)
+
+// Tiered relays: client → edge relay → central relay → origin. The
+// central relay is the edges' origin; each hop is one upstream stream per
+// authority, whatever the number of clients below it.
+
+const tierAuthority = "tier.example"
+
+func tierCluster(id string) string {
+	return xdstpName(tierAuthority, "envoy.config.cluster.v3.Cluster", id)
+}
+
+// centralRelay runs a relay in front of origin o (delta; go-control-plane
+// has no glob support, so globs are emulated there).
+func centralRelay(t *testing.T, o *gcpOrigin) *relayproc.Relay {
+	t.Helper()
+	return startRelay(t, func(c *config.Config) {
+		c.Log.Level = config.LogInfo
+		c.Authorities = []config.Authority{{Name: tierAuthority, Origins: []string{o.addr},
+			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
+	})
+}
+
+// edgeRelay runs a relay whose origin is the relay at central, over
+// transport; the central relay understands globs: native.
+func edgeRelay(t *testing.T, central, transport string) *relayproc.Relay {
+	t.Helper()
+	return startRelay(t, func(c *config.Config) {
+		c.Log.Level = config.LogInfo
+		c.Authorities = []config.Authority{{Name: tierAuthority, Origins: []string{central},
+			Transport: transport, GlobCollections: config.GlobNative}}
+	})
+}
+
+// timeoutSeconds is the connect timeout a client holds for cluster name;
+// -1 when it holds none.
+func (c *adsClient) timeoutSeconds(name string) int64 {
+	x := c.heldFor(resource.ClusterType)[name]
+	cl := &clusterv3.Cluster{}
+	if x == nil || x.GetResource().UnmarshalTo(cl) != nil {
+		return -1
+	}
+	return cl.GetConnectTimeout().GetSeconds()
+}
+
+// waitTimeout receives until the client holds cluster name with timeout
+// sec.
+func (c *adsClient) waitTimeout(name string, sec int64) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	for c.timeoutSeconds(name) != sec {
+		if _, ok := c.recvOne(ctx.Done()); !ok {
+			c.t.Fatalf("%s holds %s with timeout %d after %v, want %d", c.name, name, c.timeoutSeconds(name), xdstest.WaitTimeout, sec)
+		}
+	}
+}
+
+// TestTieredRelaysGlobs: two edge relays of 50 clients each (delta and
+// SotW clients alike) subscribe to a glob through a central relay, over a
+// delta and over a SotW hop. The go-control-plane origin sees exactly one
+// stream; every client gets the glob's members, then an origin change and
+// a deletion (a delta client in removed_resources, a SotW client by its
+// absence from the Cluster state).
+func TestTieredRelaysGlobs(t *testing.T) {
+	for _, hop := range []string{config.TransportDelta, config.TransportSotW} {
+		t.Run(hop, func(t *testing.T) {
+			o := newGCPOrigin(t)
+			c0, c1, c2 := tierCluster("svc/c0"), tierCluster("svc/c1"), tierCluster("svc/c2")
+			o.setAll(resource.ClusterType, map[string]types.Resource{
+				c0: cluster(c0, 1), c1: cluster(c1, 1), c2: cluster(c2, 1),
+				tierCluster("other/x"): cluster(tierCluster("other/x"), 1),
+			})
+			central := centralRelay(t, o)
+			glob := tierCluster("svc/*")
+			const perEdge = 50
+			var clients []*adsClient
+			for e := range 2 {
+				edge := edgeRelay(t, central.XDSAddr(), hop)
+				conn := dial(t, edge.XDSAddr())
+				for i := range perEdge {
+					variant := "delta"
+					if i%2 == 1 {
+						variant = "sotw"
+					}
+					c := newADSClient(t, conn, variant, fmt.Sprintf("edge%d-%s-%d", e, variant, i), "tier", nil)
+					c.subscribe(resource.ClusterType, glob)
+					clients = append(clients, c)
+				}
+			}
+			for _, c := range clients {
+				c.waitHolds(resource.ClusterType, c0, c1, c2)
+			}
+
+			start := time.Now()
+			o.set(resource.ClusterType, c1, cluster(c1, 7))
+			for _, c := range clients {
+				c.waitTimeout(c1, 7)
+			}
+			t.Logf("one origin change reached %d clients across two %s hops in %v", len(clients), hop, time.Since(start))
+
+			o.del(resource.ClusterType, c2)
+			for _, c := range clients {
+				c.waitHolds(resource.ClusterType, c0, c1)
+			}
+			o.mu.Lock()
+			delta, sotw := o.deltaOpens, o.sotwOpens
+			o.mu.Unlock()
+			if delta != 1 || sotw != 0 {
+				t.Errorf("origin saw %d delta and %d SotW streams, want 1 delta stream for %d clients", delta, sotw, len(clients))
+			}
+			if got := relayMetric(t, central, "xds_relay_upstream_streams", "authority", tierAuthority); got != 1 {
+				t.Errorf("central relay's upstream streams = %v, want 1", got)
+			}
+		})
+	}
+}
