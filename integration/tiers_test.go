@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,6 +127,68 @@ func TestTieredRelaysGlobs(t *testing.T) {
 			}
 			if got := relayMetric(t, central, "xds_relay_upstream_streams", "authority", tierAuthority); got != 1 {
 				t.Errorf("central relay's upstream streams = %v, want 1", got)
+			}
+		})
+	}
+}
+
+// TestTierCostPerHop measures what a hop costs: the time for one origin
+// change to reach 100 clients through 0 hops (clients on the origin), 1
+// (a relay) and 2 (edge and central relay, over a delta or a SotW hop),
+// and the streams the origin serves. It asserts that every client gets
+// every change and that behind a relay the origin serves one stream; the
+// times are logged (go test -v -run TestTierCostPerHop ./integration/),
+// not asserted.
+func TestTierCostPerHop(t *testing.T) {
+	const clients, changes = 100, 5
+	for _, tc := range []struct {
+		name string
+		hops int
+		hop  string // the edge → central transport, with 2 hops
+	}{
+		{"0 hops", 0, ""},
+		{"1 hop", 1, ""},
+		{"2 hops, delta", 2, config.TransportDelta},
+		{"2 hops, sotw", 2, config.TransportSotW},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newGCPOrigin(t)
+			name := tierCluster("cost/c")
+			o.set(resource.ClusterType, name, cluster(name, 1))
+			addr := o.addr
+			if tc.hops >= 1 {
+				addr = centralRelay(t, o).XDSAddr()
+			}
+			if tc.hops == 2 {
+				addr = edgeRelay(t, addr, tc.hop).XDSAddr()
+			}
+			conn := dial(t, addr)
+			var cs []*adsClient
+			for i := range clients {
+				c := newADSClient(t, conn, "delta", fmt.Sprintf("c%d", i), "tier", nil)
+				c.subscribe(resource.ClusterType, name)
+				cs = append(cs, c)
+			}
+			for _, c := range cs {
+				c.waitTimeout(name, 1)
+			}
+			var took []time.Duration
+			for v := int64(2); v < 2+changes; v++ {
+				start := time.Now()
+				o.set(resource.ClusterType, name, cluster(name, v))
+				for _, c := range cs {
+					c.waitTimeout(name, v)
+				}
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
+			o.mu.Lock()
+			streams := o.deltaOpens
+			o.mu.Unlock()
+			t.Logf("%s: one origin change reached %d clients in median %v (min %v, max %v); origin streams %d",
+				tc.name, clients, took[len(took)/2], took[0], took[len(took)-1], streams)
+			if tc.hops > 0 && streams != 1 {
+				t.Errorf("origin streams = %d behind %d hops, want 1", streams, tc.hops)
 			}
 		})
 	}
