@@ -193,3 +193,37 @@ func TestTierCostPerHop(t *testing.T) {
 		})
 	}
 }
+
+// TestTieredRelaysGlobAfterName: across a delta and a SotW hop, a glob
+// whose only member the edge already holds by name is answered (the
+// central relay resends a new glob's members; over SotW the edge asks
+// again, without a version, for what the answer could not speak for), and
+// an empty glob reaches an edge client as empty.
+func TestTieredRelaysGlobAfterName(t *testing.T) {
+	for _, hop := range []string{config.TransportDelta, config.TransportSotW} {
+		t.Run(hop, func(t *testing.T) {
+			o := newGCPOrigin(t)
+			c0 := tierCluster("one/c0")
+			o.set(resource.ClusterType, c0, cluster(c0, 1))
+			central := centralRelay(t, o)
+			edge := edgeRelay(t, central.XDSAddr(), hop)
+			conn := dial(t, edge.XDSAddr())
+			byName := newADSClient(t, conn, "delta", "by-name", "x", nil)
+			byName.subscribe(resource.ClusterType, c0)
+			byName.waitHolds(resource.ClusterType, c0)
+			byGlob := newADSClient(t, conn, "delta", "by-glob", "x", nil)
+			byGlob.subscribe(resource.ClusterType, tierCluster("one/*"))
+			byGlob.waitHolds(resource.ClusterType, c0)
+
+			empty := tierCluster("empty/*")
+			e := newADSClient(t, conn, "delta", "empty", "x", nil)
+			e.subscribe(resource.ClusterType, empty)
+			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+			defer cancel()
+			got, ok := e.recvOne(ctx.Done())
+			if !ok || len(got.resources) != 0 || len(got.removed) != 1 || got.removed[0] != empty {
+				t.Fatalf("empty glob answered with %d resources, removed %v (ok %v), want removed [%s]", len(got.resources), got.removed, ok, empty)
+			}
+		})
+	}
+}

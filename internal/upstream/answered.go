@@ -16,16 +16,22 @@ import (
 // deltaAnswers returns, among the collections awaiting their first answer
 // (name → the number of the request that subscribed it), those the delta
 // response u answers. sent maps every name subscribed on the attempt to
-// the number of the request that subscribed it.
+// the number of the request that subscribed it, answeredAt the names of
+// those already answered to the number of the last request sent then.
 //
 //   - A glob is answered by a resource (or a removal) of its own, unless
-//     that name was subscribed by name before the glob (then it may be
-//     the answer to that earlier request), or by its own URL in
-//     removed_resources (known empty).
+//     that name was subscribed by name before the glob and not answered
+//     before the glob was subscribed (then it may be the answer to that
+//     earlier request), or by its own URL in removed_resources (known
+//     empty). A name answered before is taken as the glob's answer: it
+//     could also be an update the origin sent before it saw the glob, and
+//     the glob is then known with part of its members until the rest
+//     arrive (never known empty: a glob is known empty only by its URL in
+//     removed_resources).
 //   - The Wildcard is answered likewise by a name no glob or earlier named
 //     subscription accounts for, or by an empty response (what an origin
 //     sends to a wildcard with nothing in it).
-func deltaAnswers(u cache.Update, sent, awaiting map[string]int) []string {
+func deltaAnswers(u cache.Update, sent, answeredAt, awaiting map[string]int) []string {
 	if len(awaiting) == 0 {
 		return nil
 	}
@@ -40,16 +46,25 @@ func deltaAnswers(u cache.Update, sent, awaiting map[string]int) []string {
 	if len(u.Resources) == 0 && len(u.Removed) == 0 {
 		answer(cache.Wildcard)
 	}
+	// counts: name, in this response, answers a collection subscribed by
+	// request number c.
+	counts := func(name string, c int) bool {
+		seq, named := sent[name]
+		if !named || seq >= c {
+			return true
+		}
+		at, answered := answeredAt[name]
+		return answered && at < c
+	}
 	note := func(name string) {
 		glob := cache.GlobOf(name)
-		seq, named := sent[name]
-		if g, ok := awaiting[glob]; ok && glob != "" && (!named || seq >= g) {
+		if g, ok := awaiting[glob]; ok && glob != "" && counts(name, g) {
 			answer(glob)
 		}
 		if _, globSent := sent[glob]; glob != "" && globSent {
 			return // its glob accounts for it
 		}
-		if w, ok := awaiting[cache.Wildcard]; ok && (!named || seq >= w) {
+		if w, ok := awaiting[cache.Wildcard]; ok && counts(name, w) {
 			answer(cache.Wildcard)
 		}
 	}

@@ -28,6 +28,9 @@ type deltaState struct {
 	// sent: type → names subscribed upstream on this attempt → the seq of
 	// the request that subscribed them.
 	sent map[string]map[string]int
+	// answeredAt: type → names of sent that a response held (resource or
+	// removal) → the seq of the last request sent when the first did.
+	answeredAt map[string]map[string]int
 	// awaiting: type → collections (globs, Wildcard) subscribed whose first
 	// answer has not arrived → the seq of their request; their own answer
 	// (answered.go) completes them.
@@ -37,16 +40,21 @@ type deltaState struct {
 	wildcardAnswered map[string]bool
 }
 
+func newDeltaState() *deltaState {
+	return &deltaState{
+		sent:             make(map[string]map[string]int),
+		answeredAt:       make(map[string]map[string]int),
+		awaiting:         make(map[string]map[string]int),
+		wildcardAnswered: make(map[string]bool),
+	}
+}
+
 // deltaAttempt runs one delta ADS stream to origin until it fails or ctx
 // ends.
 func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 	return runAttempt(ctx, l, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
 		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
-			st := &deltaState{
-				sent:             make(map[string]map[string]int),
-				awaiting:         make(map[string]map[string]int),
-				wildcardAnswered: make(map[string]bool),
-			}
+			st := newDeltaState()
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
 				sync:   func() error { return l.deltaSync(ads, st) },
 				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return l.deltaHandle(ads, st, r) },
@@ -69,6 +77,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		for _, n := range resub[t] {
 			if _, ok := sent[n]; ok {
 				delete(sent, n)
+				delete(st.answeredAt[t], n)
 				delete(st.awaiting[t], n)
 				if n == cache.Wildcard {
 					st.wildcardAnswered[t] = false
@@ -135,6 +144,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		}
 		for _, n := range req.ResourceNamesUnsubscribe {
 			delete(sent, n)
+			delete(st.answeredAt[t], n)
 			delete(aw, n)
 			if n == cache.Wildcard {
 				st.wildcardAnswered[t] = false
@@ -184,7 +194,9 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 	}
 	// Only the collections this response answers are complete: a response
 	// of the type may answer another subscription of it (answered.go).
-	if answered := deltaAnswers(u, st.sent[t], st.awaiting[t]); len(answered) > 0 {
+	answered := deltaAnswers(u, st.sent[t], st.answeredAt[t], st.awaiting[t])
+	st.noteAnswered(t, u)
+	if len(answered) > 0 {
 		_, wants := l.snapshot()
 		for _, n := range answered {
 			delete(st.awaiting[t], n)
@@ -203,6 +215,32 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 		return fmt.Errorf("upstream %s: send ACK: %w", l.id.Authority, err)
 	}
 	return nil
+}
+
+// noteAnswered records the subscribed names response u held (answeredAt).
+func (st *deltaState) noteAnswered(t string, u cache.Update) {
+	sent := st.sent[t]
+	at := st.answeredAt[t]
+	if at == nil {
+		at = make(map[string]int)
+		st.answeredAt[t] = at
+	}
+	note := func(name string) {
+		if _, ok := sent[name]; !ok {
+			return
+		}
+		if _, ok := at[name]; !ok {
+			at[name] = st.seq
+		}
+	}
+	for _, r := range u.Resources {
+		if c, err := cache.CanonicalName(r.Name); err == nil {
+			note(c)
+		}
+	}
+	for _, n := range u.Removed {
+		note(n)
+	}
 }
 
 // splitDelta returns req, or, when its encoding would exceed max bytes,
