@@ -92,7 +92,9 @@ type Authority struct {
 	Transport string `yaml:"transport"`
 	// GlobCollections is "native" when the origins serve glob collections,
 	// "emulated" when the relay must subscribe to the type's wildcard and
-	// compute glob membership itself. Default "native".
+	// compute glob membership itself. Default "native" with transport
+	// delta, "emulated" with sotw (say "native" for a SotW origin that
+	// serves globs, such as another relay).
 	GlobCollections string `yaml:"glob_collections"`
 	// Types are the type URLs the relay asks this authority's origins for;
 	// a client's name of another type is answered as not existing and
@@ -444,6 +446,9 @@ func (c *Config) applyAuthorityDefaults() {
 		}
 		if a.GlobCollections == "" {
 			a.GlobCollections = GlobNative
+			if a.Transport == TransportSotW {
+				a.GlobCollections = GlobEmulated
+			}
 		}
 	}
 }

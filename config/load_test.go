@@ -293,8 +293,8 @@ func TestParseMergeKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Authority{
-		{Name: "a", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobNative},
-		{Name: "b", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobNative},
+		{Name: "a", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobEmulated},
+		{Name: "b", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobEmulated},
 	}
 	if diff := cmp.Diff(want, c.Authorities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -141,7 +141,7 @@ func TestAuthorityLookup(t *testing.T) {
 		wantOK bool
 	}{
 		{name: "a", want: Authority{Name: "a", Origins: []string{"h:1"}, Transport: TransportDelta, GlobCollections: GlobNative}, wantOK: true},
-		{name: "b", want: Authority{Name: "b", Origins: []string{"h:2"}, Transport: TransportSotW, GlobCollections: GlobNative}, wantOK: true},
+		{name: "b", want: Authority{Name: "b", Origins: []string{"h:2"}, Transport: TransportSotW, GlobCollections: GlobEmulated}, wantOK: true},
 		{name: "c"},
 	}
 	for _, tt := range tests {

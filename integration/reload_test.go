@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,25 +94,6 @@ func adminDo(t *testing.T, method, url, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// waitTimeout receives until the client holds name as a cluster whose
-// connect timeout is sec seconds.
-func (c *adsClient) waitTimeout(name string, sec int64) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-	defer cancel()
-	for {
-		if x := c.heldFor(resource.ClusterType)[name]; x != nil {
-			var cl clusterv3.Cluster
-			if err := x.GetResource().UnmarshalTo(&cl); err == nil && cl.GetConnectTimeout().GetSeconds() == sec {
-				return
-			}
-		}
-		if _, ok := c.recvOne(ctx.Done()); !ok {
-			c.t.Fatalf("%s: %s never had connect timeout %ds", c.name, name, sec)
-		}
-	}
 }
 
 // TestReloadChangesOnlyWhatItAffects is issue #12's reload test: a reload

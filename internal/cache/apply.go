@@ -106,6 +106,9 @@ func (c *Cache) Apply(u Update) {
 		}
 	}
 	if u.FullState {
+		for _, n := range u.Unanswered {
+			inUpdate[n] = struct{}{} // not spoken for: left as it is
+		}
 		c.applyFullStateLocked(&a, st, inUpdate)
 	}
 	c.finishUnlock(&a, now)
@@ -223,7 +226,7 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	a.change(e.key, wasPresent)
 	if !e.subscribed && c.watchers[e.key].size() == 0 {
 		// Only a collection brought it; nobody asked for it by name. Get
-		// still reads it as absent while a known collection covers it.
+		// still reads it as absent while its known glob covers it.
 		c.dropLocked(e)
 		return
 	}
@@ -231,11 +234,13 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 }
 
 // applyFullStateLocked: the update held every resource of the stream and
-// type, so anything else is absent and every collection is known.
-func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, inUpdate map[string]struct{}) {
+// type, so anything else is absent and every collection is known; keep
+// lists what it does not touch (its resources, and what it leaves
+// unanswered).
+func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string]struct{}) {
 	var gone []*entry
 	for name, e := range c.byType[st] {
-		if _, ok := inUpdate[name]; ok || e.state == StateAbsent {
+		if _, ok := keep[name]; ok || e.state == StateAbsent {
 			continue
 		}
 		gone = append(gone, e)
@@ -243,7 +248,10 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, inUpdate map[st
 	for _, e := range gone {
 		c.removeResourceLocked(a, e)
 	}
-	for _, e := range c.colls[st] {
+	for name, e := range c.colls[st] {
+		if _, ok := keep[name]; ok {
+			continue
+		}
 		c.touchLocked(a, e.key)
 		e.state = StatePresent
 	}

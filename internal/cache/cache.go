@@ -257,8 +257,8 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 
 // Get returns the current revision of a resource key and its state. The
 // *Resource is nil unless the state is StatePresent. A key the cache holds
-// nothing for reads as StateAbsent when a known collection (its type's
-// Wildcard or its glob) covers it, StatePending otherwise.
+// nothing for reads as StateAbsent when its known glob covers it,
+// StatePending otherwise (a known Wildcard says nothing of a name).
 func (c *Cache) Get(k Key) (*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -303,8 +303,8 @@ func (c *Cache) Members(k Key) ([]*Resource, State) {
 }
 
 // newEntryLocked creates the entry of a key a client watches for the first
-// time. A resource that a known collection would hold, but does not, is
-// known absent at once.
+// time. A resource that its known glob would hold, but does not, is known
+// absent at once; one a known Wildcard lacks is pending (asked upstream).
 func (c *Cache) newEntryLocked(k Key) *entry {
 	e := &entry{key: k, state: StatePending}
 	if isCollectionName(k.Name) {
@@ -348,10 +348,12 @@ func (c *Cache) removeCollectionLocked(e *entry) {
 	}
 }
 
-// coveredByKnownLocked: a collection the origin answered in full (k's
-// type's Wildcard, or k's glob) would hold resource k if it existed.
+// coveredByKnownLocked: k's glob, answered by the origin, would hold
+// resource k if it existed. A known Wildcard is not enough: an origin may
+// serve a name outside its wildcard, so a named key it lacks is asked of
+// the origin, never inferred absent from it.
 func (c *Cache) coveredByKnownLocked(k Key, glob string) bool {
-	return c.knownLocked(k.streamType().wildcard()) || (glob != "" && c.knownLocked(c.globKey(k, glob)))
+	return glob != "" && c.knownLocked(c.globKey(k, glob))
 }
 
 // knownLocked: k is a collection the origin has answered.

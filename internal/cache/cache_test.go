@@ -446,14 +446,24 @@ func TestWildcard(t *testing.T) {
 	if st != StatePresent || len(ms) != 1 || ms[0].Name != "c2" {
 		t.Errorf("Members = %v %v, want [c2] present", ms, st)
 	}
-	if _, st := f.c.Get(key(legacyStream, cds, "c1")); st != StateAbsent {
-		t.Errorf("c1 state = %v, want absent", st)
+	// c1 came only through the wildcard: the cache forgets it, and says
+	// nothing of it by name.
+	if _, st := f.c.Get(key(legacyStream, cds, "c1")); st != StatePending {
+		t.Errorf("c1 state = %v, want pending (not known by name)", st)
 	}
-	// A named watch of a resource the known wildcard does not hold is a hit (absent).
+	// A named watch of a resource the known wildcard does not hold is asked
+	// of the origin (which may serve names outside its wildcard): pending,
+	// subscribed, nobody told it does not exist.
 	w2 := &fakeWatcher{}
 	f.c.Watch(w2, nil, key(legacyStream, cds, "nope"))
-	if diff := cmp.Diff([]string{"nope"}, w2.take()); diff != "" {
-		t.Errorf("named watch under known wildcard (-want +got):\n%s", diff)
+	if got := w2.take(); len(got) != 0 {
+		t.Errorf("named watch under known wildcard notified %v, want nothing until the origin answers", got)
+	}
+	if _, st := f.c.Get(key(legacyStream, cds, "nope")); st != StatePending {
+		t.Errorf("nope state = %v, want pending", st)
+	}
+	if diff := cmp.Diff([]string{"+envoy.config.cluster.v3.Cluster nope"}, f.sub.take()); diff != "" {
+		t.Errorf("subscriber (-want +got):\n%s", diff)
 	}
 }
 
@@ -481,6 +491,13 @@ func TestFullStateAndComplete(t *testing.T) {
 			u:     Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("b", "2", 1)}},
 			want:  map[string]State{"a": StatePresent, "b": StatePresent, "p": StatePending},
 			wantN: []string{"b"},
+		},
+		{
+			name: "full state leaves unanswered names alone",
+			u: Update{Stream: legacyStream, TypeURL: lds, FullState: true, Unanswered: []string{"p"},
+				Resources: []*Resource{res("b", "2", 1)}},
+			want:  map[string]State{"a": StateAbsent, "b": StatePresent, "p": StatePending},
+			wantN: []string{"a", "b"},
 		},
 		{
 			name:  "other stream untouched",

@@ -50,3 +50,7 @@ func globOf(canonical string) string {
 	}
 	return n.GlobOf().String()
 }
+
+// GlobOf returns the canonical glob collection a canonical resource name is
+// a member of, or "" (see globOf).
+func GlobOf(canonical string) string { return globOf(canonical) }

@@ -146,8 +146,14 @@ type Update struct {
 	Complete []string
 	// FullState says Resources is every resource of TypeURL on Stream (SotW
 	// Listener/Cluster, or a wildcard answer): anything else cached for the
-	// stream and type becomes StateAbsent.
+	// stream and type becomes StateAbsent, and every collection of it
+	// becomes known, except what Unanswered lists.
 	FullState bool
+	// Unanswered lists canonical names and collections (glob URLs,
+	// Wildcard) that a FullState response does not speak for: subscribed
+	// after the request it answers. They keep their state: absence is
+	// inferred only for a name the answered request held.
+	Unanswered []string
 	// Arrived is when the relay received the change (zero: when Apply
 	// starts); the fan-out duration is measured from it.
 	Arrived time.Time

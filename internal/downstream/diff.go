@@ -50,10 +50,11 @@ func (d *diff) reset() {
 // collection members), and returns what changed. Names subscribed directly
 // come first, then collections and their members, then forced names no
 // longer subscribed (the delta wildcard unsubscribe rule), then names that
-// cannot be served. The variants differ in two rules: in SotW a collection
-// answered for the first time (forced) resends every member; in delta an
-// empty glob is answered with its own name, and members a reconnected
-// client declared (initial_resource_versions) that are gone are removed.
+// cannot be served. A collection answered for the first time (forced)
+// resends every member (in delta, a glob's only, but those a reconnected
+// client declared at their version). The variants differ in two rules: in delta an empty
+// glob is answered with its own name, and members a reconnected client
+// declared (initial_resource_versions) that are gone are removed.
 func (w *work) diffLocked(variant string) *diff {
 	ts := w.ts
 	d := &w.diff
@@ -123,8 +124,13 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 	for _, r := range p.members {
 		d.notePresent(r.Name, r)
 		_, forceMember := ts.force[r.Name]
-		if variant == variantSotW {
-			forceMember = force // a new subscription resends every member
+		if force && (variant == variantSotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
+			// A new subscription resends every member (the server sends
+			// every name subscribed; a glob's are its members: a relay
+			// below learns so that the glob is answered), but not, in
+			// delta, what a reconnecting client declared it holds, nor
+			// the legacy wildcard's.
+			forceMember = true
 		}
 		d.updateLocked(r.Name, r, forceMember)
 	}
@@ -141,6 +147,13 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 		d.changed = true // answer a new subscription even when empty
 	}
 	delete(ts.force, p.name)
+}
+
+// declared: the client told its version of name on reconnect
+// (initial_resource_versions) and was not answered about it since.
+func declared(ts *typeState, name string) bool {
+	h, ok := ts.sent[name]
+	return ok && h.res == nil && !h.absent && h.version != ""
 }
 
 // vanishedLocked removes the members of s a reconnected client declared

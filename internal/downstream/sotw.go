@@ -46,7 +46,16 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	}
 	if ts.explicit && sameNames(ts, names) {
 		// An ACK (or a repeat) of the current subscription: nothing to
-		// change, and nothing to allocate.
+		// change, and nothing to allocate. A repeat without a version
+		// after a response says the client holds nothing of the type
+		// (how a relay above asks again): answer with everything it
+		// subscribes to, as for a new subscription.
+		if nonce != "" && req.GetVersionInfo() == "" && req.GetErrorDetail() == nil {
+			for n := range ts.subs {
+				ts.force[n] = struct{}{}
+			}
+			ts.evalAll = true
+		}
 		ss.mu.Unlock()
 		return nil
 	}

@@ -22,14 +22,31 @@ import (
 // link's run goroutine.
 type deltaState struct {
 	nodeSent bool
-	// sent: type → names subscribed upstream on this attempt.
-	sent map[string]map[string]struct{}
+	// seq numbers the subscription requests of the attempt, one per type
+	// and sync (the parts of a split request share it).
+	seq int
+	// sent: type → names subscribed upstream on this attempt → the seq of
+	// the request that subscribed them.
+	sent map[string]map[string]int
+	// answeredAt: type → names of sent that a response held (resource or
+	// removal) → the seq of the last request sent when the first did.
+	answeredAt map[string]map[string]int
 	// awaiting: type → collections (globs, Wildcard) subscribed whose first
-	// answer has not arrived; that answer completes them.
-	awaiting map[string]map[string]struct{}
+	// answer has not arrived → the seq of their request; their own answer
+	// (answered.go) completes them.
+	awaiting map[string]map[string]int
 	// wildcardAnswered: type → the origin answered the Wildcard on this
 	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
+}
+
+func newDeltaState() *deltaState {
+	return &deltaState{
+		sent:             make(map[string]map[string]int),
+		answeredAt:       make(map[string]map[string]int),
+		awaiting:         make(map[string]map[string]int),
+		wildcardAnswered: make(map[string]bool),
+	}
 }
 
 // deltaAttempt runs one delta ADS stream to origin until it fails or ctx
@@ -37,11 +54,7 @@ type deltaState struct {
 func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 	return runAttempt(ctx, l, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
 		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
-			st := &deltaState{
-				sent:             make(map[string]map[string]struct{}),
-				awaiting:         make(map[string]map[string]struct{}),
-				wildcardAnswered: make(map[string]bool),
-			}
+			st := newDeltaState()
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
 				sync:   func() error { return l.deltaSync(ads, st) },
 				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return l.deltaHandle(ads, st, r) },
@@ -64,6 +77,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		for _, n := range resub[t] {
 			if _, ok := sent[n]; ok {
 				delete(sent, n)
+				delete(st.answeredAt[t], n)
 				delete(st.awaiting[t], n)
 				if n == cache.Wildcard {
 					st.wildcardAnswered[t] = false
@@ -90,7 +104,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		sent := st.sent[t]
 		first := sent == nil
 		if first {
-			sent = make(map[string]struct{})
+			sent = make(map[string]int)
 			st.sent[t] = sent
 		}
 		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t}
@@ -118,17 +132,19 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 		}
 		aw := st.awaiting[t]
 		if aw == nil {
-			aw = make(map[string]struct{})
+			aw = make(map[string]int)
 			st.awaiting[t] = aw
 		}
+		st.seq++
 		for _, n := range req.ResourceNamesSubscribe {
-			sent[n] = struct{}{}
+			sent[n] = st.seq
 			if n == cache.Wildcard || isGlob(n) {
-				aw[n] = struct{}{}
+				aw[n] = st.seq
 			}
 		}
 		for _, n := range req.ResourceNamesUnsubscribe {
 			delete(sent, n)
+			delete(st.answeredAt[t], n)
 			delete(aw, n)
 			if n == cache.Wildcard {
 				st.wildcardAnswered[t] = false
@@ -176,9 +192,14 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 		}
 		return nil
 	}
-	if aw := st.awaiting[t]; len(aw) > 0 {
+	// Only the collections this response answers are complete: a response
+	// of the type may answer another subscription of it (answered.go).
+	answered := deltaAnswers(u, st.sent[t], st.answeredAt[t], st.awaiting[t])
+	st.noteAnswered(t, u)
+	if len(answered) > 0 {
 		_, wants := l.snapshot()
-		for n := range aw {
+		for _, n := range answered {
+			delete(st.awaiting[t], n)
 			if n == cache.Wildcard {
 				st.wildcardAnswered[t] = true
 				if w := wants[t]; w != nil {
@@ -188,13 +209,38 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 			}
 			u.Complete = append(u.Complete, n)
 		}
-		clear(aw)
 	}
 	l.mgr.cache.Apply(u)
 	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce()}); err != nil {
 		return fmt.Errorf("upstream %s: send ACK: %w", l.id.Authority, err)
 	}
 	return nil
+}
+
+// noteAnswered records the subscribed names response u held (answeredAt).
+func (st *deltaState) noteAnswered(t string, u cache.Update) {
+	sent := st.sent[t]
+	at := st.answeredAt[t]
+	if at == nil {
+		at = make(map[string]int)
+		st.answeredAt[t] = at
+	}
+	note := func(name string) {
+		if _, ok := sent[name]; !ok {
+			return
+		}
+		if _, ok := at[name]; !ok {
+			at[name] = st.seq
+		}
+	}
+	for _, r := range u.Resources {
+		if c, err := cache.CanonicalName(r.Name); err == nil {
+			note(c)
+		}
+	}
+	for _, n := range u.Removed {
+		note(n)
+	}
 }
 
 // splitDelta returns req, or, when its encoding would exceed max bytes,

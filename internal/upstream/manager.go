@@ -216,7 +216,7 @@ func newAuthority(a Authority) *authority {
 		name:     a.Name,
 		origins:  append([]string(nil), a.Origins...),
 		sotw:     sotw,
-		emulated: sotw || a.GlobCollections == GlobEmulated,
+		emulated: a.GlobCollections == GlobEmulated || (sotw && a.GlobCollections == ""),
 		creds:    a.Credentials,
 	}
 	if a.PerRPC != nil {

@@ -35,8 +35,10 @@ type Authority struct {
 	Origins []string
 	// Transport is TransportDelta (default, "") or TransportSotW.
 	Transport string
-	// GlobCollections is GlobNative (default, "") or GlobEmulated. SotW
-	// transports always emulate globs.
+	// GlobCollections is GlobNative or GlobEmulated; "" is GlobNative over
+	// delta and GlobEmulated over SotW. Native over SotW sends the glob URL
+	// itself in resource_names (TP1 globs are valid in SotW too), as to
+	// another relay.
 	GlobCollections string
 	// Credentials secure the connections to this authority's origins
 	// (TLSCredentials); nil: the Manager's, plaintext unless

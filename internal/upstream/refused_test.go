@@ -49,7 +49,7 @@ func TestRefusedSubscription(t *testing.T) {
 	l.mgr.cache.Watch(w, nil, cache.Key{Stream: l.id, TypeURL: eds, Name: bad})
 	l.refuse(eds, bad, errors.New("refused"))
 	ads := &fakeADS[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]{}
-	st := &deltaState{sent: map[string]map[string]struct{}{}, awaiting: map[string]map[string]struct{}{}, wildcardAnswered: map[string]bool{}}
+	st := newDeltaState()
 	if err := l.deltaSync(ads, st); err != nil {
 		t.Fatal(err)
 	}

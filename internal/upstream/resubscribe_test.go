@@ -45,7 +45,7 @@ func TestResubscribe(t *testing.T) {
 	t.Run("delta", func(t *testing.T) {
 		l := testLink(true)
 		ads := &fakeADS[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]{}
-		st := &deltaState{sent: map[string]map[string]struct{}{}, awaiting: map[string]map[string]struct{}{}, wildcardAnswered: map[string]bool{}}
+		st := newDeltaState()
 		l.update(nil, eds, []string{x, g}, true)
 		if err := l.deltaSync(ads, st); err != nil {
 			t.Fatal(err)

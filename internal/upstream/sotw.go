@@ -24,6 +24,8 @@ type sotwType struct {
 	names []string // the full list last sent, sorted; nil with only Wildcard
 	set   map[string]struct{}
 	nonce string // nonce of the last response
+	// answerable: what the next response answers (answered.go).
+	answerable sotwAnswerable
 }
 
 // sotwAttempt runs one SotW ADS stream to origin until it fails or ctx
@@ -73,8 +75,8 @@ func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 			if !anyIn(resub[t], cur.set) {
 				continue
 			}
-			if err := ads.Send(&discoveryv3.DiscoveryRequest{TypeUrl: t, ResourceNames: cur.names, ResponseNonce: cur.nonce}); err != nil {
-				return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
+			if err := l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{TypeUrl: t, ResourceNames: cur.names, ResponseNonce: cur.nonce}); err != nil {
+				return err
 			}
 			continue
 		}
@@ -102,8 +104,8 @@ func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 			req.Node = node
 			*nodeSent = true
 		}
-		if err := ads.Send(req); err != nil {
-			return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
+		if err := l.sotwSend(ads, cur, req); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -120,38 +122,100 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 		types[t] = cur
 	}
 	cur.nonce = r.GetNonce()
+	answers := cur.answerable.take()
 	u, err := sotwUpdate(l.id, r, time.Now())
 	if err != nil {
 		l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t)).Inc()
 		l.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
-		return l.sotwSend(ads, &discoveryv3.DiscoveryRequest{
+		return l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{
 			TypeUrl: t, ResourceNames: cur.names, VersionInfo: l.sotwVersions[t], ResponseNonce: r.GetNonce(),
 			ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()},
 		})
 	}
-	// LDS and CDS answers hold every subscribed resource; a wildcard-only
-	// answer holds every resource of the type.
-	_, wildcard := cur.set[cache.Wildcard]
-	if cachev3.ResourceRequiresFullStateInSotw(t) || (wildcard && len(cur.set) == 1) {
-		u.FullState = true
-		if wildcard {
-			_, wants := l.snapshot()
-			if w := wants[t]; w != nil {
-				u.Complete = w.completeForWildcard()
-			}
-		}
-	}
+	_, wants := l.snapshot()
+	reask := l.sotwAnswers(&u, t, wants[t], answers)
 	l.mgr.cache.Apply(u)
 	l.sotwVersions[t] = r.GetVersionInfo()
-	return l.sotwSend(ads, &discoveryv3.DiscoveryRequest{
+	if err := l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{
 		TypeUrl: t, ResourceNames: cur.names, VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(),
-	})
+	}); err != nil || !reask {
+		return err
+	}
+	// The response spoke for the type's full state, but not for names
+	// subscribed after the request it answered, and left some of them out:
+	// ask again without a version, so the origin answers the list as it
+	// is now (one more response, only when a name may be missing).
+	return l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{TypeUrl: t, ResourceNames: cur.names, ResponseNonce: r.GetNonce()})
 }
 
-func (l *link) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, req *discoveryv3.DiscoveryRequest) error {
+// sotwAnswers fills in what the SotW response u of type t says beyond its
+// resources, given answers, the names of the request it answers
+// (answered.go): LDS and CDS answers hold every subscribed resource, and
+// an answer to the wildcard alone every resource of the type (FullState),
+// but only for the names that request held (Unanswered lists the others);
+// the wildcard (with the globs emulated over it) is complete when that
+// request held it, and a native glob when it held the glob and the answer
+// is full state or holds a member of it. It reports whether a name the
+// answer could not speak for is missing from it (ask again).
+func (l *link) sotwAnswers(u *cache.Update, t string, w *want, answers map[string]struct{}) (reask bool) {
+	if w == nil {
+		w = &want{}
+	}
+	if answers == nil {
+		return false // no request of ours is answered: it says nothing more
+	}
+	_, wildcard := answers[cache.Wildcard]
+	full := cachev3.ResourceRequiresFullStateInSotw(t) || (wildcard && len(answers) == 1)
+	if !full {
+		// Native globs answered by a member of their own (not one also
+		// subscribed by name: it may answer that name).
+		for _, r := range u.Resources {
+			c, err := cache.CanonicalName(r.Name)
+			if err != nil {
+				continue
+			}
+			g := cache.GlobOf(c)
+			_, named := answers[c]
+			if _, asked := answers[g]; g != "" && asked && !named && !slices.Contains(u.Complete, g) {
+				u.Complete = append(u.Complete, g)
+			}
+		}
+		return false
+	}
+	u.FullState = true
+	in := make(map[string]struct{}, len(u.Resources))
+	for _, r := range u.Resources {
+		if c, err := cache.CanonicalName(r.Name); err == nil {
+			in[c] = struct{}{}
+		}
+	}
+	for n := range w.names {
+		if _, ok := answers[n]; ok {
+			if n == cache.Wildcard {
+				u.Complete = append(u.Complete, w.completeForWildcard()...)
+			} else if isGlob(n) {
+				u.Complete = append(u.Complete, n)
+			}
+			continue
+		}
+		u.Unanswered = append(u.Unanswered, n)
+		if n == cache.Wildcard {
+			u.Unanswered = append(u.Unanswered, w.emulatedGlobs...)
+			reask = true // which members it lacks is unknowable
+		} else if _, ok := in[n]; !ok {
+			reask = true
+		}
+	}
+	sort.Strings(u.Unanswered)
+	return reask
+}
+
+// sotwSend sends req, a request of cur's type holding cur.set.
+func (l *link) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, cur *sotwType, req *discoveryv3.DiscoveryRequest) error {
 	if err := ads.Send(req); err != nil {
 		return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
 	}
+	cur.answerable.sent(cur.set)
 	return nil
 }
 

@@ -80,7 +80,7 @@ func TestDeltaSyncSplits(t *testing.T) {
 	}
 	l.update(nil, resourcev3.EndpointType, names, true)
 	ads := &fakeADS[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]{}
-	st := &deltaState{sent: map[string]map[string]struct{}{}, awaiting: map[string]map[string]struct{}{}, wildcardAnswered: map[string]bool{}}
+	st := newDeltaState()
 	if err := l.deltaSync(ads, st); err != nil {
 		t.Fatal(err)
 	}
