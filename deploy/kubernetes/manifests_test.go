@@ -260,8 +260,8 @@ func TestDeploymentsAreProductionReady(t *testing.T) {
 			t.Errorf("%s: admin %q, want every interface on the admin container port %d (probes)", where, cfg.Admin, ports["admin"])
 		}
 		grace := spec.TerminationGracePeriodSeconds
-		if need := cfg.ShutdownGracePeriod.Seconds(); grace == nil || float64(*grace) <= need {
-			t.Errorf("%s: terminationGracePeriodSeconds %v is not longer than the relay's shutdown (%.0fs)", where, grace, need)
+		if need := (cfg.Downstream.DrainDelay + cfg.ShutdownGracePeriod).Seconds(); grace == nil || float64(*grace) <= need {
+			t.Errorf("%s: terminationGracePeriodSeconds %v is not longer than the relay's drain delay and shutdown grace (%.0fs)", where, grace, need)
 		}
 
 		// Something routes to it and bounds its disruption.
