@@ -38,6 +38,37 @@ type deltaState struct {
 	// wildcardAnswered: type → the origin answered the Wildcard on this
 	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
+	// told: type → names whose version this attempt sent the origin
+	// (initial_resource_versions): it answers their subscription only if
+	// they changed.
+	told map[string]map[string]struct{}
+}
+
+// expectsAnswer records the initial_resource_versions of a subscription's
+// parts and says whether the origin must answer it: it subscribes a
+// collection, or a name whose version the origin was not told. A restarted
+// relay whose snapshot is up to date is answered with silence, which is no
+// sign of a stalled origin.
+func (st *deltaState) expectsAnswer(t string, parts []*discoveryv3.DeltaDiscoveryRequest) bool {
+	for _, p := range parts {
+		for n := range p.GetInitialResourceVersions() {
+			if st.told == nil {
+				st.told = make(map[string]map[string]struct{})
+			}
+			if st.told[t] == nil {
+				st.told[t] = make(map[string]struct{})
+			}
+			st.told[t][n] = struct{}{}
+		}
+	}
+	for _, p := range parts {
+		for _, n := range p.GetResourceNamesSubscribe() {
+			if _, ok := st.told[t][n]; !ok || n == cache.Wildcard || isGlob(n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func newDeltaState() *deltaState {
@@ -151,8 +182,12 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 			}
 		}
 		parts := splitDelta(req, l.mgr.maxRequest)
+		send := ads.Send
+		if q, ok := ads.(quietSender[discoveryv3.DeltaDiscoveryRequest]); ok && !st.expectsAnswer(t, parts) {
+			send = q.SendQuiet
+		}
 		for _, part := range parts {
-			if err := ads.Send(part); err != nil {
+			if err := send(part); err != nil {
 				return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
 			}
 		}
