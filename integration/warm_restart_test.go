@@ -451,3 +451,30 @@ func writeSnapshotBytes(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestWarmRestartGlob: a glob collection the origin had answered is
+// restored whole: delta and SotW clients of the glob get every member at
+// once from a relay restarted from its snapshot while the origin is down.
+func TestWarmRestartGlob(t *testing.T) {
+	w := newWarmSetup(t)
+	glob := dsEndpoints("*")
+	a := w.relay(t, true, nil)
+	before := newADSClient(t, dial(t, a.XDSAddr()), "delta", "before", "", nil)
+	before.subscribe(resource.EndpointType, glob)
+	before.waitHolds(resource.EndpointType, w.endpoints...)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.o.stop()
+
+	b := w.relay(t, true, nil)
+	for _, variant := range []string{"delta", "sotw"} {
+		c := newADSClient(t, dial(t, b.XDSAddr()), variant, variant+"-after", "", nil)
+		c.subscribe(resource.EndpointType, glob)
+		c.waitHolds(resource.EndpointType, w.endpoints...)
+		if diff := cmp.Diff(before.versions(resource.EndpointType), c.versions(resource.EndpointType)); variant == "delta" && diff != "" {
+			t.Errorf("%s: versions after restart (-before +after):\n%s", variant, diff)
+		}
+	}
+	waitReadyz(t, b, "glob served from the snapshot", http.StatusOK)
+}
