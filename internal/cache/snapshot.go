@@ -81,13 +81,23 @@ type Snapshot struct {
 // make the member read as absent): truncated reports that. The result is
 // deterministic for the same arguments.
 func EncodeSnapshot(fp Fingerprint, written time.Time, entries []SnapshotEntry, maxBytes int64) (data []byte, resources int, truncated bool) {
-	buf := make([]byte, 0, 4096)
+	est := snapshotHeaderLen + snapshotSumLen
+	for _, e := range entries {
+		est += 64 + len(e.Key.Stream.Authority) + len(e.Key.Stream.Group) + len(e.Key.TypeURL) + len(e.Key.Name)
+		if r := e.Res; r != nil {
+			est += len(r.Name) + len(r.Version) + len(r.OriginVersion) + len(e.OriginVersion) + len(r.Body.GetTypeUrl()) + len(r.Body.GetValue())
+		}
+	}
+	if maxBytes > 0 {
+		est = int(min(int64(est), maxBytes))
+	}
+	buf := make([]byte, 0, est)
 	buf = append(buf, snapshotMagic...)
 	buf = binary.BigEndian.AppendUint32(buf, SnapshotFormatVersion)
 	buf = append(buf, fp[:]...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(written.UnixNano()))
 	fits := func(rec []byte) bool {
-		n := int64(len(buf)) + int64(binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(rec)))) + int64(len(rec)) + snapshotSumLen
+		n := int64(len(buf)) + int64(uvarintLen(uint64(len(rec)))) + int64(len(rec)) + snapshotSumLen
 		return maxBytes <= 0 || n <= maxBytes
 	}
 	var rec []byte
@@ -131,7 +141,8 @@ func appendResourceRecord(b []byte, e SnapshotEntry) []byte {
 	b = appendString(b, r.OriginVersion)
 	b = appendString(b, e.OriginVersion)
 	b = appendString(b, r.Body.GetTypeUrl())
-	b = appendString(b, string(r.Body.GetValue()))
+	b = binary.AppendUvarint(b, uint64(len(r.Body.GetValue())))
+	b = append(b, r.Body.GetValue()...)
 	var ttl int64
 	if r.TTL != nil {
 		ttl = int64(r.TTL.AsDuration())
@@ -139,6 +150,14 @@ func appendResourceRecord(b []byte, e SnapshotEntry) []byte {
 	b = binary.AppendVarint(b, ttl)
 	b = binary.AppendVarint(b, unixNano(e.Expires))
 	return binary.AppendVarint(b, unixNano(r.Arrived))
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
 }
 
 func appendKey(b []byte, k Key) []byte {
