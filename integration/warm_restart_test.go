@@ -315,13 +315,15 @@ func timeoutChan(t *testing.T) <-chan struct{} {
 
 // TestWarmRestartResumingClient: a client that reconnects with what it
 // held (initial_resource_versions), to a relay restarted from its snapshot
-// while the origin changed one resource, receives exactly that one.
+// while the origin changed one resource and deleted another, receives
+// exactly that change and that removal.
 func TestWarmRestartResumingClient(t *testing.T) {
 	w := newWarmSetup(t)
 	held := w.firstRun(t, true)
-	changed := w.endpoints[7]
+	changed, gone := w.endpoints[7], w.endpoints[11]
 	w.o.stop()
 	w.o.set(resource.EndpointType, changed, cla(changed, 2))
+	w.o.del(resource.EndpointType, gone)
 	w.o.restart()
 	_, reqs, resps := w.o.marks()
 
@@ -329,20 +331,26 @@ func TestWarmRestartResumingClient(t *testing.T) {
 	c := newADSClient(t, dial(t, b.XDSAddr()), "delta", "resumed", "", nil)
 	c.resume(resource.EndpointType, held[resource.EndpointType], w.endpoints...)
 	c.resume(resource.ClusterType, held[resource.ClusterType], w.clusters...)
-	got, ok := c.recvOne(timeoutChan(t))
-	if !ok {
-		t.Fatal("no response")
-	}
-	var names []string
-	for _, x := range got.resources {
-		names = append(names, x.GetName())
-	}
-	if diff := cmp.Diff([]string{changed}, names); diff != "" || got.typeURL != resource.EndpointType || claRev(got.resources[0]) != 2 {
-		t.Errorf("first response: %s %v rev %d, want only %s at rev 2 (-want +got):\n%s", got.typeURL, names, claRev(got.resources[0]), changed, diff)
+	var names, removed []string
+	responses := 0
+	done := timeoutChan(t)
+	for claRev(c.held[resource.EndpointType][changed]) != 2 || c.held[resource.EndpointType][gone] != nil {
+		got, ok := c.recvOne(done)
+		if !ok {
+			t.Fatalf("the change and the removal never reached the client; received %v, removed %v", names, removed)
+		}
+		responses++
+		for _, x := range got.resources {
+			names = append(names, x.GetName())
+		}
+		removed = append(removed, got.removed...)
 	}
 	c.quiet()
+	if !slices.Equal(names, []string{changed}) || !slices.Equal(removed, []string{gone}) {
+		t.Errorf("client received %v and removals %v, want only %s and the removal of %s", names, removed, changed, gone)
+	}
 	oc := w.o.countsSince(0, reqs, resps)
-	t.Logf("resumed client: 1 response with 1 resource; origin sent %v", oc.sentNames)
+	t.Logf("resumed client: %d responses, resources %v, removed %v; origin sent %v", responses, names, removed, oc.sentNames)
 }
 
 // TestWarmRestartBadSnapshot: a snapshot that is corrupt, truncated, or
