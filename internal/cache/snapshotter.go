@@ -190,18 +190,20 @@ func (s *Snapshotter) Write() error {
 		s.lg.Error("snapshot not written", zap.String("path", s.path), zap.Error(err))
 		return err
 	}
-	s.m.writeDuration.Observe(s.now().Sub(start).Seconds())
-	s.m.bytes.Set(float64(len(data)))
-	s.m.resources.Set(float64(n))
-	s.at.Store(start.UnixNano())
 	s.lastGen, s.current = gen, true
+	s.at.Store(start.UnixNano())
+	s.m.writeDuration.Observe(s.now().Sub(start).Seconds())
+	// The count first, the gauges of what was written last: a reader that
+	// sees them sees the write counted.
 	if truncated {
 		s.m.writes.WithLabelValues("truncated").Inc()
 		s.lg.Error("snapshot truncated to cache.snapshot_max_bytes: the least recently used resources and every collection left out",
 			zap.String("path", s.path), zap.Int("resources", n), zap.Int("bytes", len(data)), zap.Int64("max_bytes", s.maxBytes))
-		return nil
+	} else {
+		s.m.writes.WithLabelValues("ok").Inc()
+		s.lg.Debug("snapshot written", zap.String("path", s.path), zap.Int("resources", n), zap.Int("bytes", len(data)))
 	}
-	s.m.writes.WithLabelValues("ok").Inc()
-	s.lg.Debug("snapshot written", zap.String("path", s.path), zap.Int("resources", n), zap.Int("bytes", len(data)))
+	s.m.bytes.Set(float64(len(data)))
+	s.m.resources.Set(float64(n))
 	return nil
 }
