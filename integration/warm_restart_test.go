@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -485,4 +486,42 @@ func TestWarmRestartGlob(t *testing.T) {
 		}
 	}
 	waitReadyz(t, b, "glob served from the snapshot", http.StatusOK)
+}
+
+// TestWarmRestartAfterReload: a reload that moves an authority to another
+// origin changes what the snapshot is written under, so a relay started
+// from the reloaded file loads it (and serves it with both origins down)
+// instead of calling it another config's.
+func TestWarmRestartAfterReload(t *testing.T) {
+	a1 := xdstpName("a.example", "envoy.config.cluster.v3.Cluster", "a1")
+	o1, o2 := newGCPOrigin(t), newGCPOrigin(t)
+	o1.set(resource.ClusterType, a1, cluster(a1, 1))
+	o2.set(resource.ClusterType, a1, cluster(a1, 1))
+	dir := t.TempDir()
+	path, snap := filepath.Join(dir, "relay.yaml"), filepath.Join(dir, "relay.snap")
+	extra := "cache: {snapshot_path: " + strconv.Quote(snap) + "}\n"
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", o1.addr}}, extra))
+	a, _ := fileRelay(t, path)
+	c := newADSClient(t, dial(t, a.XDSAddr()), "delta", "before", "", nil)
+	c.subscribe(resource.ClusterType, a1)
+	c.waitHolds(resource.ClusterType, a1)
+
+	replaceFile(t, path, reloadConfig([][2]string{{"a.example", o2.addr}}, extra))
+	if err := a.Reload(); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o1.stop()
+	o2.stop()
+
+	b, reg := fileRelay(t, path)
+	if n := gathered(t, reg, "xds_relay_cache_snapshot_loads_total", "result", "loaded"); n != 1 {
+		t.Errorf("snapshot_loads_total{result=loaded} = %v after a reload, want 1 (foreign_config: %v)", n,
+			gathered(t, reg, "xds_relay_cache_snapshot_loads_total", "result", "foreign_config"))
+	}
+	after := newADSClient(t, dial(t, b.XDSAddr()), "delta", "after", "", nil)
+	after.subscribe(resource.ClusterType, a1)
+	after.waitHolds(resource.ClusterType, a1)
 }

@@ -404,4 +404,18 @@ func TestSnapshotterWrites(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 2 {
 		t.Errorf("writes ok %v after a change, want 2", n)
 	}
+	// A reload that changes the config's fingerprint: rewritten under it.
+	other := Fingerprint{4, 5}
+	s.SetFingerprint(other)
+	s.Final()
+	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 3 {
+		t.Errorf("writes ok %v after a new fingerprint, want 3", n)
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeSnapshot(data, other); err != nil {
+		t.Errorf("snapshot after SetFingerprint: %v", err)
+	}
 }

@@ -59,19 +59,21 @@ type Snapshotter struct {
 	path     string           // read-only after New
 	interval time.Duration    // read-only after New
 	maxBytes int64            // read-only after New
-	fp       Fingerprint      // read-only after New
 	lg       *zap.Logger      // read-only after New
 	m        *snapshotMetrics // read-only after New
 	now      func() time.Time // read-only after New
 
+	// fp is the running config's fingerprint (SetFingerprint on reload).
+	fp atomic.Pointer[Fingerprint]
 	// at is when the snapshot at path was written (Unix ns; 0: none known).
 	at atomic.Int64
 	// started: Run began, so Final writes.
 	started atomic.Bool
 	// lastGen is the cache Generation the last snapshot written or loaded
-	// holds; current says the file at path holds it. Owned by the writer
-	// (Load, then Run's goroutine, then Final).
+	// holds, under fingerprint lastFP; current says the file at path holds
+	// it. Owned by the writer (Load, then Run's goroutine, then Final).
 	lastGen uint64
+	lastFP  Fingerprint
 	current bool
 }
 
@@ -87,11 +89,23 @@ func NewSnapshotter(c *Cache, opts SnapshotOptions) *Snapshotter {
 		now = time.Now
 	}
 	s := &Snapshotter{
-		c: c, path: opts.Path, interval: opts.Interval, maxBytes: opts.MaxBytes, fp: opts.Fingerprint,
+		c: c, path: opts.Path, interval: opts.Interval, maxBytes: opts.MaxBytes,
 		lg: lg.Named("cache").Named("snapshot"), now: now,
 	}
+	s.SetFingerprint(opts.Fingerprint)
 	s.m = newSnapshotMetrics(opts.Registry, s.age)
 	return s
+}
+
+// SetFingerprint sets the running config's fingerprint (a config reload
+// that changes what keys mean); the next write rewrites the snapshot under
+// it, whether or not the cache changed.
+func (s *Snapshotter) SetFingerprint(fp Fingerprint) { s.fp.Store(&fp) }
+
+// upToDate: the file at the path holds the cache as it is, under the
+// running config's fingerprint.
+func (s *Snapshotter) upToDate() bool {
+	return s.current && s.c.Generation() == s.lastGen && *s.fp.Load() == s.lastFP
 }
 
 // age is xds_relay_cache_snapshot_age_seconds.
@@ -127,7 +141,7 @@ func (s *Snapshotter) load() (LoadResult, RestoreResult) {
 		s.lg.Warn("snapshot not loaded; starting empty", zap.String("path", s.path), zap.String("result", string(result)), zap.Error(err))
 		return result, RestoreResult{}
 	}
-	snap, err := DecodeSnapshot(data, s.fp)
+	snap, err := DecodeSnapshot(data, *s.fp.Load())
 	if err != nil {
 		result := LoadCorrupt
 		switch {
@@ -144,6 +158,7 @@ func (s *Snapshotter) load() (LoadResult, RestoreResult) {
 	s.m.skipped.WithLabelValues("expired").Add(float64(rr.Expired))
 	s.m.skipped.WithLabelValues("over_bounds").Add(float64(rr.OverBounds))
 	s.at.Store(snap.Written.UnixNano())
+	s.lastFP = snap.Fingerprint
 	s.current = rr.Expired == 0 && rr.OverBounds == 0 && rr.Existing == 0
 	s.lg.Info("snapshot loaded", zap.String("path", s.path), zap.Time("written", snap.Written),
 		zap.Int("resources", rr.Resources), zap.Int("collections", rr.Collections),
@@ -162,7 +177,7 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if s.current && s.c.Generation() == s.lastGen {
+			if s.upToDate() {
 				continue
 			}
 			_ = s.Write()
@@ -173,7 +188,7 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 // Final writes the snapshot at shutdown, unless the file already holds the
 // cache as it is, or Run never ran (a relay closed before it started).
 func (s *Snapshotter) Final() {
-	if !s.started.Load() || (s.current && s.c.Generation() == s.lastGen) {
+	if !s.started.Load() || s.upToDate() {
 		return
 	}
 	_ = s.Write()
@@ -183,14 +198,15 @@ func (s *Snapshotter) Final() {
 // encodes them and replaces the file atomically, outside any lock.
 func (s *Snapshotter) Write() error {
 	start := s.now()
+	fp := *s.fp.Load()
 	entries, gen := s.c.SnapshotEntries()
-	data, n, truncated := EncodeSnapshot(s.fp, start, entries, s.maxBytes)
+	data, n, truncated := EncodeSnapshot(fp, start, entries, s.maxBytes)
 	if err := WriteSnapshotFile(s.path, data); err != nil {
 		s.m.writes.WithLabelValues("error").Inc()
 		s.lg.Error("snapshot not written", zap.String("path", s.path), zap.Error(err))
 		return err
 	}
-	s.lastGen, s.current = gen, true
+	s.lastGen, s.lastFP, s.current = gen, fp, true
 	s.at.Store(start.UnixNano())
 	s.m.writeDuration.Observe(s.now().Sub(start).Seconds())
 	// The count first, the gauges of what was written last: a reader that

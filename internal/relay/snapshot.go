@@ -18,6 +18,8 @@ import (
 // written once more at Close, after the upstream stopped and before the
 // cache closes (an onStop registered right after c.Close's, so it runs
 // just before it). A snapshot that cannot be read never stops the relay.
+// A reload that changes what keys mean (authorities, rules, node) changes
+// the fingerprint the next snapshot is written under.
 func (r *Relay) snapshots(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache) {
 	if cfg.Cache.SnapshotPath == "" {
 		return
@@ -33,6 +35,12 @@ func (r *Relay) snapshots(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 	s.Load()
 	r.goRun(s.Run)
 	r.onStop(s.Final)
+	// Claims no field (cache.snapshot_* need a restart); follows every
+	// reload, so a snapshot is always written under the running config.
+	r.onReload(func(_, next *config.Config) error {
+		s.SetFingerprint(configFingerprint(next))
+		return nil
+	})
 }
 
 // configFingerprint hashes the parts of cfg that decide what a cache key
