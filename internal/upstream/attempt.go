@@ -132,18 +132,6 @@ func (c *countingSender[Req, Resp]) Send(r *Req) error {
 	return c.BidiStreamingClient.Send(r)
 }
 
-// SendQuiet sends a request the origin need not answer (a delta
-// subscription to names whose versions it was told: it sends nothing when
-// they did not change), so origin liveness does not wait for an answer.
-func (c *countingSender[Req, Resp]) SendQuiet(r *Req) error {
-	return c.BidiStreamingClient.Send(r)
-}
-
-// quietSender is what SendQuiet offers; a transport falls back to Send.
-type quietSender[Req any] interface {
-	SendQuiet(*Req) error
-}
-
 // recvLoop calls recv in its own goroutine, the only caller of recv, until
 // recv fails (the error goes to the second channel) or ctx ends. What recv
 // returns goes to the first channel, unbuffered. The caller owns the

@@ -38,37 +38,42 @@ type deltaState struct {
 	// wildcardAnswered: type → the origin answered the Wildcard on this
 	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
-	// told: type → names whose version this attempt sent the origin
-	// (initial_resource_versions): it answers their subscription only if
-	// they changed.
-	told map[string]map[string]struct{}
+	// probed: this attempt's first subscription was sent; if the origin
+	// was told every version it asked for, one was a probe (probe).
+	probed bool
 }
 
-// expectsAnswer records the initial_resource_versions of a subscription's
-// parts and says whether the origin must answer it: it subscribes a
-// collection, or a name whose version the origin was not told. A restarted
-// relay whose snapshot is up to date is answered with silence, which is no
-// sign of a stalled origin.
-func (st *deltaState) expectsAnswer(t string, parts []*discoveryv3.DeltaDiscoveryRequest) bool {
-	for _, p := range parts {
-		for n := range p.GetInitialResourceVersions() {
-			if st.told == nil {
-				st.told = make(map[string]map[string]struct{})
-			}
-			if st.told[t] == nil {
-				st.told[t] = make(map[string]struct{})
-			}
-			st.told[t][n] = struct{}{}
+// probeVersion is the initial_resource_versions value of the one name a
+// liveness probe asks for: no origin has it, so the origin answers with
+// the resource (or its removal).
+const probeVersion = "xds-relay-liveness-probe"
+
+// probe makes the attempt's first subscription one the origin must
+// answer. A delta origin told the version of every name it is asked for
+// rightly sends nothing when none changed (a reconnect, a warm restart),
+// and silence is what a stalled origin sends too (upstream
+// response_timeout). So when every subscribed name is a resource the
+// request holds a version for, the first of them gets probeVersion: the
+// origin resends that one resource (identical: no client is told) or says
+// it was removed, and liveness holds.
+func (st *deltaState) probe(req *discoveryv3.DeltaDiscoveryRequest) {
+	if st.probed {
+		return
+	}
+	st.probed = true
+	irv := req.GetInitialResourceVersions()
+	probe := ""
+	for _, n := range req.GetResourceNamesSubscribe() { // sorted
+		if _, told := irv[n]; !told || n == cache.Wildcard || isGlob(n) {
+			return // the origin answers this one anyway
+		}
+		if probe == "" {
+			probe = n
 		}
 	}
-	for _, p := range parts {
-		for _, n := range p.GetResourceNamesSubscribe() {
-			if _, ok := st.told[t][n]; !ok || n == cache.Wildcard || isGlob(n) {
-				return true
-			}
-		}
+	if probe != "" {
+		irv[probe] = probeVersion
 	}
-	return false
 }
 
 func newDeltaState() *deltaState {
@@ -181,13 +186,12 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 				st.wildcardAnswered[t] = false
 			}
 		}
-		parts := splitDelta(req, l.mgr.maxRequest)
-		send := ads.Send
-		if q, ok := ads.(quietSender[discoveryv3.DeltaDiscoveryRequest]); ok && !st.expectsAnswer(t, parts) {
-			send = q.SendQuiet
+		if len(req.ResourceNamesSubscribe) > 0 {
+			st.probe(req)
 		}
+		parts := splitDelta(req, l.mgr.maxRequest)
 		for _, part := range parts {
-			if err := send(part); err != nil {
+			if err := ads.Send(part); err != nil {
 				return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
 			}
 		}
