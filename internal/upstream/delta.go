@@ -38,42 +38,12 @@ type deltaState struct {
 	// wildcardAnswered: type → the origin answered the Wildcard on this
 	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
-	// probed: this attempt's first subscription was sent; if the origin
-	// was told every version it asked for, one was a probe (probe).
-	probed bool
-}
-
-// probeVersion is the initial_resource_versions value of the one name a
-// liveness probe asks for: no origin has it, so the origin answers with
-// the resource (or its removal).
-const probeVersion = "xds-relay-liveness-probe"
-
-// probe makes the attempt's first subscription one the origin must
-// answer. A delta origin told the version of every name it is asked for
-// rightly sends nothing when none changed (a reconnect, a warm restart),
-// and silence is what a stalled origin sends too (upstream
-// response_timeout). So when every subscribed name is a resource the
-// request holds a version for, the first of them gets probeVersion: the
-// origin resends that one resource (identical: no client is told) or says
-// it was removed, and liveness holds.
-func (st *deltaState) probe(req *discoveryv3.DeltaDiscoveryRequest) {
-	if st.probed {
-		return
-	}
-	st.probed = true
-	irv := req.GetInitialResourceVersions()
-	probe := ""
-	for _, n := range req.GetResourceNamesSubscribe() { // sorted
-		if _, told := irv[n]; !told || n == cache.Wildcard || isGlob(n) {
-			return // the origin answers this one anyway
-		}
-		if probe == "" {
-			probe = n
-		}
-	}
-	if probe != "" {
-		irv[probe] = probeVersion
-	}
+	// told: type → names whose version the attempt's first request of the
+	// type carried (initial_resource_versions); untold: some subscription
+	// asked for a collection or a name the origin was not told of. Silence
+	// after only told names is an up-to-date origin's (probe.go).
+	told   map[string]map[string]bool
+	untold bool
 }
 
 func newDeltaState() *deltaState {
@@ -94,6 +64,7 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
 				sync:   func() error { return l.deltaSync(ads, st) },
 				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return l.deltaHandle(ads, st, r) },
+				probe:  func() (bool, error) { return l.deltaProbe(ads, st) },
 			}
 		})
 }
@@ -186,9 +157,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 				st.wildcardAnswered[t] = false
 			}
 		}
-		if len(req.ResourceNamesSubscribe) > 0 {
-			st.probe(req)
-		}
+		st.record(req)
 		parts := splitDelta(req, l.mgr.maxRequest)
 		for _, part := range parts {
 			if err := ads.Send(part); err != nil {

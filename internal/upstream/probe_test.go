@@ -4,41 +4,54 @@ import (
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/google/go-cmp/cmp"
 )
 
-// TestDeltaLivenessProbe: an attempt's first subscription that tells the
-// origin the version of every name it asks for carries one wrong version
-// (the first name's), so the origin must answer; any other first
-// subscription, and every later one, is left as it is.
-func TestDeltaLivenessProbe(t *testing.T) {
-	const eds = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+// TestDeltaProbeName: a silent origin is probed only when every
+// subscription of the attempt named resources whose version it was told,
+// and then with the first of them.
+func TestDeltaProbeName(t *testing.T) {
+	const (
+		cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+		eds = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	)
+	req := func(typeURL string, irv map[string]string, sub ...string) *discoveryv3.DeltaDiscoveryRequest {
+		return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, InitialResourceVersions: irv, ResourceNamesSubscribe: sub}
+	}
 	for _, tc := range []struct {
-		name      string
-		irv       map[string]string
-		subscribe []string
-		want      map[string]string
+		name     string
+		reqs     []*discoveryv3.DeltaDiscoveryRequest
+		wantType string
+		wantName string
 	}{
-		{name: "every name told", irv: map[string]string{"a": "1", "b": "2", "z": "9"}, subscribe: []string{"a", "b"},
-			want: map[string]string{"a": probeVersion, "b": "2", "z": "9"}},
-		{name: "a name not told", irv: map[string]string{"a": "1"}, subscribe: []string{"a", "b"}, want: map[string]string{"a": "1"}},
-		{name: "nothing told", subscribe: []string{"a"}},
-		{name: "wildcard", irv: map[string]string{"*": "1", "a": "1"}, subscribe: []string{"*", "a"}, want: map[string]string{"*": "1", "a": "1"}},
-		{name: "glob", irv: map[string]string{"a": "1"}, subscribe: []string{"a", "xdstp://x/envoy.config.endpoint.v3.ClusterLoadAssignment/d/*"},
-			want: map[string]string{"a": "1"}},
+		{name: "every name told", reqs: []*discoveryv3.DeltaDiscoveryRequest{
+			req(eds, map[string]string{"e2": "1", "e1": "1"}, "e2", "e1"),
+			req(cds, map[string]string{"c1": "1", "other": "1"}, "c1"),
+		}, wantType: cds, wantName: "c1"},
+		{name: "a name not told", reqs: []*discoveryv3.DeltaDiscoveryRequest{
+			req(eds, map[string]string{"e1": "1"}, "e1"),
+			req(cds, nil, "c1"),
+		}},
+		{name: "a later request of a told type", reqs: []*discoveryv3.DeltaDiscoveryRequest{
+			req(eds, map[string]string{"e1": "1"}, "e1"),
+			req(eds, nil, "e2"),
+		}},
+		{name: "wildcard", reqs: []*discoveryv3.DeltaDiscoveryRequest{req(cds, map[string]string{"*": "1", "c1": "1"}, "*")}},
+		{name: "glob", reqs: []*discoveryv3.DeltaDiscoveryRequest{req(eds, nil, "xdstp://x/envoy.config.endpoint.v3.ClusterLoadAssignment/d/*")}},
+		{name: "nothing subscribed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &deltaState{}
-			req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: eds, InitialResourceVersions: tc.irv, ResourceNamesSubscribe: tc.subscribe}
-			st.probe(req)
-			if diff := cmp.Diff(tc.want, req.GetInitialResourceVersions()); diff != "" {
-				t.Errorf("initial_resource_versions (-want +got):\n%s", diff)
+			st := newDeltaState()
+			for _, r := range tc.reqs {
+				st.record(r)
+				if st.sent[r.GetTypeUrl()] == nil {
+					st.sent[r.GetTypeUrl()] = map[string]int{}
+				}
+				for _, n := range r.GetResourceNamesSubscribe() {
+					st.sent[r.GetTypeUrl()][n] = 1
+				}
 			}
-			// Only the attempt's first subscription is a probe.
-			again := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: eds, InitialResourceVersions: map[string]string{"c": "1"}, ResourceNamesSubscribe: []string{"c"}}
-			st.probe(again)
-			if again.GetInitialResourceVersions()["c"] != "1" {
-				t.Errorf("a later subscription was probed: %v", again.GetInitialResourceVersions())
+			if typ, name := st.probeName(); typ != tc.wantType || name != tc.wantName {
+				t.Errorf("probeName = %q %q, want %q %q", typ, name, tc.wantType, tc.wantName)
 			}
 		})
 	}
