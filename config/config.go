@@ -124,6 +124,15 @@ type Cache struct {
 	MaxResources int `yaml:"max_resources"`
 	// MaxBytes bounds their serialized size; 0 keeps none. Default 256MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
+	// SnapshotPath is the file the relay keeps a snapshot of its cache in
+	// and restores it from at start (warm restart). Default "": off.
+	SnapshotPath string `yaml:"snapshot_path"`
+	// SnapshotInterval: the snapshot is written at most this often, when
+	// the cache changed, and at shutdown. Default 5s.
+	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
+	// SnapshotMaxBytes bounds the snapshot file; what does not fit (the
+	// least recently used resources) is left out. Default 256MiB.
+	SnapshotMaxBytes ByteSize `yaml:"snapshot_max_bytes"`
 }
 
 // Aggregation holds the rules that group legacy names. The rule schema is
@@ -346,6 +355,8 @@ const (
 	DefaultNodeID                = "xds-relay"
 	DefaultMaxResources          = 100000
 	DefaultMaxBytes              = 256 * MiB
+	DefaultSnapshotInterval      = 5 * time.Second
+	DefaultSnapshotMaxBytes      = 256 * MiB
 	DefaultShutdownGracePeriod   = 10 * time.Second
 	DefaultSendTimeout           = 30 * time.Second
 	DefaultDownstreamMaxRecv     = 16 * MiB
@@ -389,6 +400,9 @@ func Default() *Config {
 		Cache: Cache{
 			MaxResources: DefaultMaxResources,
 			MaxBytes:     DefaultMaxBytes,
+
+			SnapshotInterval: DefaultSnapshotInterval,
+			SnapshotMaxBytes: DefaultSnapshotMaxBytes,
 		},
 		Log: Log{Level: LogInfo, Format: LogJSON},
 		Downstream: Downstream{

@@ -38,6 +38,7 @@ func (c *Config) Validate() error {
 	if c.Cache.MaxBytes < 0 {
 		v.add("cache.max_bytes", "must not be negative, got %d", c.Cache.MaxBytes)
 	}
+	v.snapshot()
 	v.aggregation()
 	v.access()
 	v.oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError)

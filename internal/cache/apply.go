@@ -124,6 +124,7 @@ func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 		a.cs.revisions = a.revised
 	}
 	nb := c.notesLocked(a, now)
+	c.gen++
 	c.enforceBoundsLocked()
 	c.armLocked(now)
 	c.mu.Unlock()

@@ -122,6 +122,9 @@ type Cache struct {
 	// totals mirrors the size gauges and hit/miss counters for Stats
 	// (inspect.go). guarded by mu
 	totals Stats
+	// gen counts changes to what the cache holds (applies, expiries,
+	// drops): a snapshot is rewritten only when it moved. guarded by mu
+	gen uint64
 }
 
 // New returns an empty cache.

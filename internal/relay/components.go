@@ -27,6 +27,8 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:     reg,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
+	// Warm restart (snapshot.go): restores now; its final write runs just before c.Close.
+	r.snapshots(cfg, lg, reg, c)
 
 	dial, err := upstreamDialOptions(cfg.Upstream)
 	if err != nil {

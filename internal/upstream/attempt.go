@@ -44,6 +44,11 @@ type attemptOps[Resp any] struct {
 	// handle validates one response, applies it to the cache and ACKs or
 	// NACKs it.
 	handle func(*Resp) error
+	// probe, when the origin has not answered within response_timeout,
+	// sends a request it must answer if its silence may be that of an
+	// origin with nothing new (probe.go); false: nothing to probe, the
+	// origin is stalled. nil: never.
+	probe func() (bool, error)
 }
 
 // runAttempt dials origin, opens one stream of transport on it and serves
@@ -78,6 +83,7 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 	sends := &countingSender[Req, Resp]{BidiStreamingClient: ads}
 	var timer *time.Timer
 	var deadline <-chan time.Time
+	probed := false // the silence was probed once (ops.probe)
 	arm := func() {
 		if timer == nil && !healthy && sends.n > 0 {
 			timer = time.NewTimer(l.mgr.responseTimeout)
@@ -102,6 +108,18 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 		case err := <-errc:
 			return healthy, fmt.Errorf("upstream %s: %s stream to %s: %w", l.id.Authority, transport, origin, err)
 		case <-deadline:
+			if !probed && ops.probe != nil {
+				probed = true
+				ok, err := ops.probe()
+				if err != nil {
+					return false, err
+				}
+				if ok {
+					timer = time.NewTimer(l.mgr.responseTimeout)
+					deadline = timer.C
+					continue
+				}
+			}
 			l.mgr.metrics.responseTimeouts.WithLabelValues(l.id.Authority).Inc()
 			return false, fmt.Errorf("upstream %s: %s stream to %s: %w (%v)", l.id.Authority, transport, origin, ErrNoResponse, l.mgr.responseTimeout)
 		case <-l.poke:

@@ -38,6 +38,12 @@ type deltaState struct {
 	// wildcardAnswered: type → the origin answered the Wildcard on this
 	// attempt, so a new emulated glob is complete at once.
 	wildcardAnswered map[string]bool
+	// told: type → names whose version the attempt's first request of the
+	// type carried (initial_resource_versions); untold: some subscription
+	// asked for a collection or a name the origin was not told of. Silence
+	// after only told names is an up-to-date origin's (probe.go).
+	told   map[string]map[string]bool
+	untold bool
 }
 
 func newDeltaState() *deltaState {
@@ -58,6 +64,7 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
 				sync:   func() error { return l.deltaSync(ads, st) },
 				handle: func(r *discoveryv3.DeltaDiscoveryResponse) error { return l.deltaHandle(ads, st, r) },
+				probe:  func() (bool, error) { return l.deltaProbe(ads, st) },
 			}
 		})
 }
@@ -150,6 +157,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 				st.wildcardAnswered[t] = false
 			}
 		}
+		st.record(req)
 		parts := splitDelta(req, l.mgr.maxRequest)
 		for _, part := range parts {
 			if err := ads.Send(part); err != nil {

@@ -1,0 +1,421 @@
+package cache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+var testFP = Fingerprint{1, 2, 3}
+
+const globName = "xdstp://auth/envoy.config.listener.v3.Listener/dir/*"
+
+// snapFixture is a cache holding: a watched legacy resource with a TTL,
+// two unwatched ones (b used more recently than c), an xdstp resource in
+// a glob the origin answered, and the legacy stream's known Wildcard.
+func snapFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, unbounded)
+	w := &fakeWatcher{}
+	a, b, c := key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "c")
+	g := key(xdstpStream, lds, globName)
+	f.c.Watch(w, nil, a, b, c, g, key(legacyStream, lds, Wildcard))
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, FullState: true, Resources: []*Resource{
+		withTTL(res("a", "1", 10), time.Minute, f.now), res("b", "2", 20), res("c", "3", 30),
+	}})
+	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Complete: []string{globName}, Resources: []*Resource{
+		res("xdstp://auth/envoy.config.listener.v3.Listener/dir/x", "4", 40),
+	}})
+	f.c.Unwatch(w, c, key(legacyStream, lds, Wildcard))
+	f.c.Unwatch(w, b) // b newer in the LRU than c
+	return f
+}
+
+func encodeFixture(t *testing.T, f *fixture) []byte {
+	t.Helper()
+	es, _ := f.c.SnapshotEntries()
+	data, n, truncated := EncodeSnapshot(testFP, f.now, es, 0)
+	if n != 4 || truncated {
+		t.Fatalf("EncodeSnapshot: %d resources, truncated %v; want 4, false", n, truncated)
+	}
+	return data
+}
+
+func TestSnapshotOrder(t *testing.T) {
+	f := snapFixture(t)
+	es, _ := f.c.SnapshotEntries()
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Key.Name)
+	}
+	// Watched (a, the glob member) by key, then the LRU newest first (b,
+	// c), then the known collections by key.
+	want := []string{"xdstp://auth/envoy.config.listener.v3.Listener/dir/x", "a", "b", "c", globName, "*"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	f := snapFixture(t)
+	data := encodeFixture(t, f)
+	snap, err := DecodeSnapshot(data, testFP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Written.Equal(f.now) {
+		t.Errorf("written %v, want %v", snap.Written, f.now)
+	}
+
+	g := newFixture(t, unbounded)
+	g.now = f.now.Add(30 * time.Second)
+	rr := g.c.Restore(snap.Entries)
+	if diff := cmp.Diff(RestoreResult{Resources: 4, Collections: 2}, rr); diff != "" {
+		t.Errorf("restore (-want +got):\n%s", diff)
+	}
+	for _, k := range []Key{key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "c"), key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/x")} {
+		want, _ := f.c.Get(k)
+		got, st := g.c.Get(k)
+		if st != StatePresent {
+			t.Errorf("%s: %v after restore", k.Name, st)
+			continue
+		}
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Errorf("%s (-before +restored):\n%s", k.Name, diff)
+		}
+	}
+	if diff := cmp.Diff(f.c.Versions(legacyStream, lds), g.c.Versions(legacyStream, lds)); diff != "" {
+		t.Errorf("Versions (initial_resource_versions) (-before +restored):\n%s", diff)
+	}
+	// Nothing restored is subscribed or watched: a watch subscribes and is
+	// a hit, answered at once; the known Wildcard answers with its members.
+	w := &fakeWatcher{}
+	g.c.Watch(w, nil, key(legacyStream, lds, Wildcard))
+	if diff := cmp.Diff([]string{"a", "b", "c"}, w.take()); diff != "" {
+		t.Errorf("wildcard watch notified (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener *"}, g.sub.take()); diff != "" {
+		t.Errorf("subscriptions (-want +got):\n%s", diff)
+	}
+	if hits(g, lds) != 1 || misses(g, lds) != 0 {
+		t.Errorf("hits %v misses %v, want 1 0", hits(g, lds), misses(g, lds))
+	}
+	// a's TTL lapses when it would have: 1 minute after it arrived.
+	g.now = f.now.Add(time.Minute)
+	if _, st := g.c.Get(key(legacyStream, lds, "a")); st != StateAbsent {
+		t.Errorf("a after its TTL: %v, want absent", st)
+	}
+}
+
+func TestSnapshotRestoreExpiredAndBounds(t *testing.T) {
+	f := snapFixture(t)
+	snap, err := DecodeSnapshot(encodeFixture(t, f), testFP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("expired", func(t *testing.T) {
+		g := newFixture(t, unbounded)
+		g.now = f.now.Add(2 * time.Minute)
+		rr := g.c.Restore(snap.Entries)
+		if diff := cmp.Diff(RestoreResult{Resources: 3, Collections: 2, Expired: 1}, rr); diff != "" {
+			t.Errorf("restore (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("bounds", func(t *testing.T) {
+		// Room for two keys: the first two entries, no collection.
+		g := newFixture(t, Options{MaxResources: 2, MaxBytes: -1})
+		rr := g.c.Restore(snap.Entries)
+		if diff := cmp.Diff(RestoreResult{Resources: 2, OverBounds: 4}, rr); diff != "" {
+			t.Errorf("restore (-want +got):\n%s", diff)
+		}
+		if _, st := g.c.Get(key(legacyStream, lds, "a")); st != StatePresent {
+			t.Errorf("a: %v, want present (first in the snapshot)", st)
+		}
+		if _, st := g.c.Get(key(legacyStream, lds, "b")); st != StatePending {
+			t.Errorf("b: %v, want pending (not restored)", st)
+		}
+	})
+}
+
+func TestSnapshotEncodeBound(t *testing.T) {
+	f := snapFixture(t)
+	es, _ := f.c.SnapshotEntries()
+	full, _, _ := EncodeSnapshot(testFP, f.now, es, 0)
+	for _, max := range []int64{int64(len(full)), int64(len(full)) - 1, 200, 1} {
+		data, n, truncated := EncodeSnapshot(testFP, f.now, es, max)
+		if int64(len(data)) > max && n > 0 {
+			t.Errorf("max %d: %d bytes", max, len(data))
+		}
+		again, _, _ := EncodeSnapshot(testFP, f.now, es, max)
+		if !bytes.Equal(data, again) {
+			t.Errorf("max %d: not deterministic", max)
+		}
+		if truncated != (max < int64(len(full))) {
+			t.Errorf("max %d: truncated %v", max, truncated)
+		}
+		snap, err := DecodeSnapshot(data, testFP)
+		if err != nil {
+			t.Fatalf("max %d: %v", max, err)
+		}
+		colls := 0
+		for i, e := range snap.Entries {
+			if e.Collection {
+				colls++
+				continue
+			}
+			if e.Key != es[i].Key {
+				t.Errorf("max %d: entry %d is %s, want the prefix of the entries", max, i, e.Key.Name)
+			}
+		}
+		if truncated && colls > 0 {
+			t.Errorf("max %d: truncated snapshot holds %d collections", max, colls)
+		}
+		if len(snap.Entries)-colls != n {
+			t.Errorf("max %d: %d resources decoded, %d reported", max, len(snap.Entries)-colls, n)
+		}
+	}
+}
+
+func TestSnapshotCorruptionRejected(t *testing.T) {
+	f := snapFixture(t)
+	data := encodeFixture(t, f)
+	versionAt := len(snapshotMagic)
+	for i := range data {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x5a
+		snap, err := DecodeSnapshot(bad, testFP)
+		if err == nil || snap != nil {
+			t.Fatalf("byte %d flipped: decoded (%v)", i, err)
+		}
+		want := ErrSnapshotCorrupt
+		if i >= versionAt && i < versionAt+4 {
+			want = ErrSnapshotVersion
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("byte %d flipped: %v, want %v", i, err, want)
+		}
+	}
+	for n := range len(data) {
+		if snap, err := DecodeSnapshot(data[:n], testFP); !errors.Is(err, ErrSnapshotCorrupt) || snap != nil {
+			t.Fatalf("truncated to %d bytes: %v, want corrupt", n, err)
+		}
+	}
+	if _, err := DecodeSnapshot(append(bytes.Clone(data), 0), testFP); !errors.Is(err, ErrSnapshotCorrupt) {
+		t.Errorf("a byte appended: %v, want corrupt", err)
+	}
+}
+
+func TestSnapshotForeignAndVersion(t *testing.T) {
+	f := snapFixture(t)
+	data := encodeFixture(t, f)
+	if _, err := DecodeSnapshot(data, Fingerprint{9}); !errors.Is(err, ErrSnapshotForeign) {
+		t.Errorf("other fingerprint: %v, want foreign", err)
+	}
+	// A later format version, with a valid checksum.
+	body := bytes.Clone(data[:len(data)-snapshotSumLen])
+	binary.BigEndian.PutUint32(body[len(snapshotMagic):], SnapshotFormatVersion+1)
+	if _, err := DecodeSnapshot(resum(body), testFP); !errors.Is(err, ErrSnapshotVersion) {
+		t.Errorf("format version %d: %v, want incompatible", SnapshotFormatVersion+1, err)
+	}
+	// A record whose content version does not match its bytes, checksum valid.
+	body = bytes.Clone(data[:len(data)-snapshotSumLen])
+	i := bytes.Index(body, []byte(ContentVersion(mustGet(t, f, "a").Body)))
+	body[i] ^= 1
+	if _, err := DecodeSnapshot(resum(body), testFP); !errors.Is(err, ErrSnapshotCorrupt) {
+		t.Errorf("content version mismatch: %v, want corrupt", err)
+	}
+	if _, err := DecodeSnapshot([]byte("{\"json\": true}"), testFP); !errors.Is(err, ErrSnapshotCorrupt) {
+		t.Errorf("another file: %v, want corrupt", err)
+	}
+}
+
+func mustGet(t *testing.T, f *fixture, name string) *Resource {
+	t.Helper()
+	r, st := f.c.Get(key(legacyStream, lds, name))
+	if st != StatePresent {
+		t.Fatalf("%s: %v", name, st)
+	}
+	return r
+}
+
+func resum(body []byte) []byte {
+	return append(body, sumOf(body)...)
+}
+
+func sumOf(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+func FuzzDecodeSnapshot(f *testing.F) {
+	c := New(Options{MaxResources: -1, MaxBytes: -1})
+	defer c.Close()
+	c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "2", 5)}})
+	es, _ := c.SnapshotEntries()
+	data, _, _ := EncodeSnapshot(testFP, time.Unix(5, 0), es, 0)
+	f.Add(data)
+	f.Add(data[:len(data)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		snap, err := DecodeSnapshot(b, testFP)
+		if (err == nil) != (snap != nil) {
+			t.Fatalf("snapshot %v with error %v", snap, err)
+		}
+		if err == nil {
+			g := New(Options{MaxResources: -1, MaxBytes: -1})
+			g.Restore(snap.Entries)
+			g.Close()
+		}
+		// The checksum is over the body: a fuzzed body with a fixed-up
+		// checksum exercises the record decoder.
+		if len(b) > snapshotHeaderLen {
+			body := append(bytes.Clone(data[:snapshotHeaderLen]), b[snapshotHeaderLen:]...)
+			if snap, err := DecodeSnapshot(resum(body), testFP); err == nil {
+				g := New(Options{MaxResources: -1, MaxBytes: -1})
+				g.Restore(snap.Entries)
+				g.Close()
+			}
+		}
+	})
+}
+
+func TestSnapshotFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "snap")
+	if err := WriteSnapshotFile(path, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSnapshotFile(path, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSnapshotFile(path, 3)
+	if err != nil || string(got) != "two" {
+		t.Errorf("read %q, %v; want two", got, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("directory holds %d files, want only the snapshot (no temporary left)", len(ents))
+	}
+	if _, err := ReadSnapshotFile(path, 2); !errors.Is(err, ErrSnapshotTooLarge) {
+		t.Errorf("over the bound: %v, want too large", err)
+	}
+	if err := WriteSnapshotFile(filepath.Join(dir, "missing", "snap"), nil); err == nil {
+		t.Error("write into a missing directory: no error")
+	}
+}
+
+// TestSnapshotterLoadResults: every way a snapshot is not loaded leaves
+// the cache empty and is counted by its reason; a good one is loaded.
+func TestSnapshotterLoadResults(t *testing.T) {
+	f := snapFixture(t)
+	good := encodeFixture(t, f)
+	badVersion := bytes.Clone(good[:len(good)-snapshotSumLen])
+	binary.BigEndian.PutUint32(badVersion[len(snapshotMagic):], 99)
+	for _, tc := range []struct {
+		name  string
+		file  []byte // nil: no file
+		fp    Fingerprint
+		max   int64
+		want  LoadResult
+		wantN int
+	}{
+		{name: "absent", fp: testFP, want: LoadAbsent},
+		{name: "good", file: good, fp: testFP, want: LoadLoaded, wantN: 4},
+		{name: "corrupt", file: append(bytes.Clone(good[:100]), good[101:]...), fp: testFP, want: LoadCorrupt},
+		{name: "empty file", file: []byte{}, fp: testFP, want: LoadCorrupt},
+		{name: "other version", file: resum(badVersion), fp: testFP, want: LoadIncompatible},
+		{name: "other config", file: good, fp: Fingerprint{7}, want: LoadForeign},
+		{name: "too large", file: good, fp: testFP, max: 10, want: LoadTooLarge},
+		{name: "a directory", file: nil, fp: testFP, want: LoadError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "snap")
+			if tc.file != nil {
+				if err := os.WriteFile(path, tc.file, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.want == LoadError {
+				if err := os.Mkdir(path, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := newFixture(t, unbounded)
+			reg := prometheus.NewRegistry()
+			s := NewSnapshotter(g.c, SnapshotOptions{Path: path, Interval: time.Hour, MaxBytes: tc.max, Fingerprint: tc.fp, Registry: reg, Now: func() time.Time { return g.now }})
+			got, rr := s.Load()
+			if got != tc.want || rr.Resources != tc.wantN {
+				t.Errorf("Load: %s, %d resources; want %s, %d", got, rr.Resources, tc.want, tc.wantN)
+			}
+			if n := testutil.ToFloat64(s.m.loads.WithLabelValues(string(tc.want))); n != 1 {
+				t.Errorf("loads_total{result=%s} = %v, want 1", tc.want, n)
+			}
+			if tc.want != LoadLoaded && testutil.ToFloat64(g.c.m.resources) != 0 {
+				t.Errorf("cache holds %v resources after a failed load", testutil.ToFloat64(g.c.m.resources))
+			}
+			wantAge := -1.0
+			if tc.want == LoadLoaded {
+				wantAge = 0 // written at f.now, which is g.now
+			}
+			if a := s.age(); a != wantAge {
+				t.Errorf("age %v, want %v", a, wantAge)
+			}
+		})
+	}
+}
+
+// TestSnapshotterWrites: Final writes only once Run ran, and only what
+// changed; a write replaces the file whole.
+func TestSnapshotterWrites(t *testing.T) {
+	f := snapFixture(t)
+	path := filepath.Join(t.TempDir(), "snap")
+	s := NewSnapshotter(f.c, SnapshotOptions{Path: path, Interval: time.Hour, Fingerprint: testFP, Now: func() time.Time { return f.now }})
+	s.Load()
+	s.Final()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("Final before Run wrote a snapshot: %v", err)
+	}
+	s.started.Store(true) // as Run does
+	s.Final()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("Final: %v", err)
+	}
+	if !bytes.Equal(data, encodeFixture(t, f)) {
+		t.Error("Final wrote something else than the cache's snapshot")
+	}
+	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 1 {
+		t.Errorf("writes ok %v, want 1", n)
+	}
+	s.Final() // unchanged: not rewritten
+	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 1 {
+		t.Errorf("writes ok %v after an unchanged Final, want 1", n)
+	}
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("d", "5", 5)}})
+	s.Final()
+	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 2 {
+		t.Errorf("writes ok %v after a change, want 2", n)
+	}
+	// A reload that changes the config's fingerprint: rewritten under it.
+	other := Fingerprint{4, 5}
+	s.SetFingerprint(other)
+	s.Final()
+	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 3 {
+		t.Errorf("writes ok %v after a new fingerprint, want 3", n)
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeSnapshot(data, other); err != nil {
+		t.Errorf("snapshot after SetFingerprint: %v", err)
+	}
+}

@@ -1,0 +1,167 @@
+package cache
+
+import (
+	"slices"
+	"time"
+)
+
+// What a snapshot holds, taken from the cache and put back (the format is
+// snapshot.go's; files and timing are snapshotter.go's).
+
+// Generation counts changes to what the cache holds: it moves with every
+// Apply, expiry and eviction. Equal generations: nothing to rewrite.
+func (c *Cache) Generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// SnapshotEntries returns what a snapshot should hold, most valuable
+// first: the present resources some client watches (sorted by key), then
+// the unwatched ones from the most to the least recently used, then the
+// collections the origin has answered (sorted). Only pointers to immutable
+// revisions are copied under the lock; encoding happens outside it. gen is
+// the Generation the entries are of.
+func (c *Cache) SnapshotEntries() (entries []SnapshotEntry, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	entries = make([]SnapshotEntry, 0, len(c.entries))
+	var colls []SnapshotEntry
+	for _, e := range c.entries {
+		switch {
+		case e.collection:
+			if e.state == StatePresent {
+				colls = append(colls, SnapshotEntry{Key: e.key, Collection: true})
+			}
+		case e.inLRU:
+			// below, in LRU order
+		case e.visibleState(now) == StatePresent:
+			entries = append(entries, snapshotEntryOf(e))
+		}
+	}
+	slices.SortFunc(entries, func(a, b SnapshotEntry) int { return compareKeys(a.Key, b.Key) })
+	keys := c.lru.Keys() // oldest first
+	for i := len(keys) - 1; i >= 0; i-- {
+		e := c.entries[keys[i]]
+		if e != nil && !e.collection && e.visibleState(now) == StatePresent {
+			entries = append(entries, snapshotEntryOf(e))
+		}
+	}
+	slices.SortFunc(colls, func(a, b SnapshotEntry) int { return compareKeys(a.Key, b.Key) })
+	return append(entries, colls...), c.gen
+}
+
+func snapshotEntryOf(e *entry) SnapshotEntry {
+	return SnapshotEntry{Key: e.key, Res: e.res, OriginVersion: e.originVersion, Expires: e.expires}
+}
+
+// RestoreResult counts what Restore did with a snapshot's entries.
+type RestoreResult struct {
+	// Resources and Collections restored.
+	Resources, Collections int
+	// Expired: resources whose TTL had lapsed; not restored.
+	Expired int
+	// OverBounds: resources (and collections) left out because the
+	// unwatched-key bounds (Options.MaxResources, MaxBytes) were full.
+	OverBounds int
+	// Existing: keys the cache already held; left as they were.
+	Existing int
+}
+
+// Restore puts a decoded snapshot's entries back, before the first Watch.
+// Restored keys are present, unwatched and not subscribed upstream: they
+// sit in the LRU, so they count against its bounds. Entries are taken in
+// their order (SnapshotEntries': the most valuable first) while they fit
+// the bounds; from the first resource that does not fit on, none is
+// restored, and then no collection either (a collection missing members
+// would call them absent). The first entries are the most recently used,
+// the last evicted. A resource whose TTL has lapsed is dropped; the rest
+// keep their absolute TTL expiry. Nobody is notified: nobody watches yet.
+func (c *Cache) Restore(entries []SnapshotEntry) RestoreResult {
+	var res RestoreResult
+	c.mu.Lock()
+	now := c.now()
+	roomKeys, roomBytes := int64(-1), int64(-1)
+	if c.maxResources >= 0 {
+		roomKeys = max(int64(c.maxResources-c.lru.Len()), 0)
+	}
+	if c.maxBytes >= 0 {
+		roomBytes = max(c.maxBytes-c.lruBytes, 0)
+	}
+	fits := func(size int64) bool {
+		if (roomKeys >= 0 && roomKeys < 1) || (roomBytes >= 0 && roomBytes < size) {
+			return false
+		}
+		if roomKeys >= 0 {
+			roomKeys--
+		}
+		if roomBytes >= 0 {
+			roomBytes -= size
+		}
+		return true
+	}
+	var take, colls []SnapshotEntry
+	full := false
+	for _, e := range entries {
+		switch {
+		case e.Collection || e.Res == nil:
+			colls = append(colls, e)
+		case c.entries[e.Key] != nil:
+			res.Existing++
+		case !e.Expires.IsZero() && !now.Before(e.Expires):
+			res.Expired++
+		case full || !fits(int64(e.Res.Size())):
+			full = true
+			res.OverBounds++
+		default:
+			take = append(take, e)
+		}
+	}
+	if full {
+		res.OverBounds += len(colls)
+		colls = nil
+	} else {
+		var ok []SnapshotEntry
+		for _, e := range colls {
+			if c.entries[e.Key] != nil {
+				res.Existing++
+				continue
+			}
+			if !fits(0) {
+				res.OverBounds += len(colls)
+				ok = nil
+				break
+			}
+			ok = append(ok, e)
+		}
+		colls = ok
+	}
+	// Least valuable first, so the first entries are the newest in the LRU;
+	// collections last: evicting one of them drops its unsubscribed members.
+	for i := len(take) - 1; i >= 0; i-- {
+		c.restoreResourceLocked(take[i], now)
+		res.Resources++
+	}
+	for _, e := range colls {
+		ce := c.newEntryLocked(e.Key)
+		ce.state = StatePresent
+		c.reconcileLocked(ce)
+		res.Collections++
+	}
+	c.gen++
+	c.enforceBoundsLocked()
+	c.armLocked(now)
+	c.mu.Unlock()
+	c.flush()
+	return res
+}
+
+func (c *Cache) restoreResourceLocked(se SnapshotEntry, now time.Time) {
+	e := &entry{key: se.Key, state: StatePending, glob: globOf(se.Key.Name), originVersion: se.OriginVersion}
+	c.entries[se.Key] = e
+	c.addByTypeLocked(e)
+	c.setPresentLocked(e, se.Res, now)
+	c.setExpiresLocked(e, se.Expires) // as it was, not recomputed from arrival
+	c.reconcileLocked(e)
+}
