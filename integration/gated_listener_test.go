@@ -37,12 +37,19 @@ type arrival struct {
 // a gatedListener, open at first.
 func newGatedOrigin(t testing.TB) (*gcpOrigin, *gatedListener) {
 	t.Helper()
+	return gateOrigin(t, linearOrigin())
+}
+
+// gateOrigin serves o (not serving yet) behind a gatedListener, open at
+// first.
+func gateOrigin(t testing.TB, o *gcpOrigin) (*gcpOrigin, *gatedListener) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &gatedListener{Listener: lis, t: t, conns: make(map[net.Conn]struct{}), poke: make(chan struct{}, 1)}
-	return serveOrigin(t, linearOrigin(), g), g
+	return serveOrigin(t, o, g), g
 }
 
 // Accept returns the next connection that arrives while the gate is open;

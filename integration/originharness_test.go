@@ -42,6 +42,9 @@ type gcpOrigin struct {
 	// serverOpts, when set, gives the gRPC server options of each start
 	// (TLS, interceptors: upstream_tls_test.go); read-only.
 	serverOpts func() []grpc.ServerOption
+	// countOnly: count streams, keep no message (a soak's memory must be
+	// the relay's, not this record's); read-only once serving.
+	countOnly bool
 
 	mu         sync.Mutex
 	stopServer func()                                // nil while stopped; guarded by mu
@@ -156,20 +159,32 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 			return nil
 		},
 		StreamDeltaRequestFunc: func(_ int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+			if o.countOnly {
+				return nil
+			}
 			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryRequest)
 			o.record(func() { o.deltaReqs = append(o.deltaReqs, c) })
 			return nil
 		},
 		StreamDeltaResponseFunc: func(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, r *discoveryv3.DeltaDiscoveryResponse) {
+			if o.countOnly {
+				return
+			}
 			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryResponse)
 			o.record(func() { o.deltaResps = append(o.deltaResps, c) })
 		},
 		StreamRequestFunc: func(_ int64, r *discoveryv3.DiscoveryRequest) error {
+			if o.countOnly {
+				return nil
+			}
 			c := proto.Clone(r).(*discoveryv3.DiscoveryRequest)
 			o.record(func() { o.sotwReqs = append(o.sotwReqs, c) })
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, r *discoveryv3.DiscoveryResponse) {
+			if o.countOnly {
+				return
+			}
 			c := proto.Clone(r).(*discoveryv3.DiscoveryResponse)
 			o.record(func() { o.sotwResps = append(o.sotwResps, c) })
 		},

@@ -60,7 +60,9 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak for %v, seed %d", soak, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	o, gate := newGatedOrigin(t)
+	quiet := linearOrigin()
+	quiet.countOnly = true // the heap sampled below is the relay's
+	o, gate := gateOrigin(t, quiet)
 	names := endpointNames("soak", soakResources)
 	revs := revisions(names, 1)
 	o.setAll(resource.EndpointType, clas(revs))
