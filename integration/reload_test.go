@@ -18,6 +18,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -288,5 +289,56 @@ func TestReloadAccessRules(t *testing.T) {
 	again.subscribe(resource.ClusterType, b1)
 	if st := again.delta.Err(); st.Code() != codes.PermissionDenied {
 		t.Errorf("canary reconnecting: %v, want PermissionDenied", st)
+	}
+}
+
+// TestReloadUpstreamTLS: an authority whose origin needs a CA the config
+// forgot fails its handshakes (last_error says why); a reload that adds
+// the CA restarts only that authority's link, and the client waiting on
+// it is answered through the stream it has. Another authority's link and
+// client are untouched.
+func TestReloadUpstreamTLS(t *testing.T) {
+	ca := newTestCA(t, "reload-ca")
+	gate := newOriginGate(ca.server("origin"), ca)
+	oTLS, oPlain := newGCPOriginWith(t, gate.serverOpts), newGCPOrigin(t)
+	s1 := xdstpName("s.example", "envoy.config.cluster.v3.Cluster", "s1")
+	p1 := xdstpName("p.example", "envoy.config.cluster.v3.Cluster", "p1")
+	oTLS.set(resource.ClusterType, s1, cluster(s1, 1))
+	oPlain.set(resource.ClusterType, p1, cluster(p1, 1))
+	files := newTLSFiles(t, ca, ca.client("relay"))
+	withTLS := func(caFile string) string {
+		return reloadConfig([][2]string{{"p.example", oPlain.addr}}, fmt.Sprintf(
+			"  - name: s.example\n    origins: [%q]\n    tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}\n",
+			oTLS.addr, caFile, files.cert, files.key))
+	}
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	replaceFile(t, path, withTLS("")) // the system roots: the origin's CA is not among them
+	r, _ := fileRelay(t, path)
+
+	conn := dial(t, r.XDSAddr())
+	plain := newADSClient(t, conn, "delta", "plain", "c", nil)
+	plain.subscribe(resource.ClusterType, p1)
+	plain.waitTimeout(p1, 1)
+	secure := newADSClient(t, conn, "delta", "secure", "c", nil)
+	secure.subscribe(resource.ClusterType, s1)
+	l := upstreamLink(t, r, "s.example", func(l upstream.LinkStatus) bool { return l.LastError != "" })
+	if !strings.Contains(l.LastError, "certificate signed by unknown authority") {
+		t.Errorf("s.example without its CA: last_error %q, want the unknown authority named", l.LastError)
+	}
+	oPlain.mu.Lock()
+	plainStreams := oPlain.deltaOpens
+	oPlain.mu.Unlock()
+
+	replaceFile(t, path, withTLS(files.ca))
+	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayproc.ReloadPath, ""); code != http.StatusOK {
+		t.Fatalf("POST reload = %d %s, want 200", code, body)
+	}
+	secure.waitTimeout(s1, 1) // answered through the stream it had
+	oPlain.set(resource.ClusterType, p1, cluster(p1, 2))
+	plain.waitTimeout(p1, 2)
+	oPlain.mu.Lock()
+	defer oPlain.mu.Unlock()
+	if oPlain.deltaOpens != plainStreams {
+		t.Errorf("the other authority's origin saw %d new streams, want 0", oPlain.deltaOpens-plainStreams)
 	}
 }
