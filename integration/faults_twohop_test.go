@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
@@ -45,7 +46,8 @@ func newTwoHops(t *testing.T, o *gcpOrigin, hop, prefix string, edges int) *twoH
 
 // connect opens perEdge clients (delta and SotW in turn, over conns
 // connections) on every edge, subscribes them to the chain's names and
-// waits until every one holds what the origin serves.
+// waits until every one holds what the origin serves and nothing more
+// arrives.
 func (c *twoHops) connect(t *testing.T, perEdge, conns int) *fleet {
 	t.Helper()
 	var fs []*fleet
@@ -55,6 +57,7 @@ func (c *twoHops) connect(t *testing.T, perEdge, conns int) *fleet {
 	f := join(fs...)
 	f.subscribe(resource.EndpointType, c.names...)
 	f.waitRevisions(c.revs)
+	f.settle()
 	return f
 }
 
@@ -74,6 +77,28 @@ func (c *twoHops) edgesMetric(name string, labels ...string) float64 {
 		sum += relayMetric(c.t, e, name, labels...)
 	}
 	return sum
+}
+
+// edgeReconnects is each edge's count of lost upstream streams and
+// refused attempts.
+func (c *twoHops) edgeReconnects() []float64 {
+	c.t.Helper()
+	out := make([]float64, len(c.edges))
+	for i, e := range c.edges {
+		out[i] = relayMetric(c.t, e, "xds_relay_upstream_reconnects_total", "authority", tierAuthority)
+	}
+	return out
+}
+
+// wantEdgeStreamsKept checks that no edge has lost an upstream stream or
+// been refused one since it counted before (edgeReconnects).
+func (c *twoHops) wantEdgeStreamsKept(before []float64, when string) {
+	c.t.Helper()
+	for i, n := range c.edgeReconnects() {
+		if n != before[i] {
+			c.t.Errorf("edge %d lost its stream to the central relay or was refused %v times %s, want never", i, n-before[i], when)
+		}
+	}
 }
 
 // originStreams is how many streams the origin has opened so far.
@@ -101,12 +126,11 @@ func TestTwoHopOriginKilled(t *testing.T) {
 	forEachHop(t, func(t *testing.T, hop string) {
 		c := newTwoHops(t, newGCPOrigin(t), hop, "killed", 2)
 		f := c.connect(t, 50, 2)
-		f.settle()
 
 		from := c.o.deltaRequests()
 		streams, _ := c.originStreams()
 		misses := c.edgesMetric("xds_relay_cache_misses_total", claType...)
-		lost := c.edgesMetric("xds_relay_upstream_reconnects_total", "authority", tierAuthority)
+		lost := c.edgeReconnects()
 		c.o.stop()
 		f.wantNothingResent(f.settle(), "origin killed")
 
@@ -129,9 +153,7 @@ func TestTwoHopOriginKilled(t *testing.T) {
 			t.Errorf("origin saw %d new delta and %d SotW streams after it returned, want 1 delta stream for %d clients behind %d edges",
 				delta-streams, sotw, len(everyone.clients), len(c.edges))
 		}
-		if got := c.edgesMetric("xds_relay_upstream_reconnects_total", "authority", tierAuthority) - lost; got != 0 {
-			t.Errorf("edges' upstream streams lost or refused while the origin was down: %v, want none (the central relay stayed up)", got)
-		}
+		c.wantEdgeStreamsKept(lost, "while the origin was down")
 	})
 }
 
@@ -148,13 +170,9 @@ func TestTwoHopCentralRestart(t *testing.T) {
 	forEachHop(t, func(t *testing.T, hop string) {
 		c := newTwoHops(t, newGCPOrigin(t), hop, "central", 2)
 		f := c.connect(t, 50, 2)
-		f.settle()
 
 		addr := c.central.XDSAddr()
-		lost := make([]float64, len(c.edges))
-		for i, e := range c.edges {
-			lost[i] = relayMetric(t, e, "xds_relay_upstream_reconnects_total", "authority", tierAuthority)
-		}
+		lost := c.edgeReconnects()
 		if err := c.central.Close(); err != nil {
 			t.Fatalf("central relay close: %v", err)
 		}
@@ -172,14 +190,115 @@ func TestTwoHopCentralRestart(t *testing.T) {
 		f.waitRevisions(c.revs)
 		f.wantStreamsOpen()
 
-		retries := c.edgesMetric("xds_relay_upstream_reconnects_total", "authority", tierAuthority)
-		for _, n := range lost {
-			retries -= n
+		retries := 0.0
+		for i, n := range c.edgeReconnects() {
+			retries += n - lost[i]
 		}
 		sent := relayMetric(t, c.central, "xds_relay_downstream_resources_sent_total", claType...)
 		t.Logf("%s hop: edges counted %v lost streams and refused attempts; the new central relay sent the edges %v resources", hop, retries, sent)
 		if hop == config.TransportDelta && sent != float64(len(c.edges)) {
 			t.Errorf("new central relay sent the edges %v resources, want %d (the changed one each): the edges did not resume with initial_resource_versions", sent, len(c.edges))
+		}
+	})
+}
+
+// TestTwoHopReconnectStorm: 2 edges × 250 clients (delta and SotW, 4
+// connections an edge) hold ten resources; their connections drop and as
+// many clients connect again at once. Above the edges nothing is asked:
+// the central relay receives no request, the origin no stream and no
+// request, no edge loses its upstream stream and no subscription is a
+// cache miss at an edge; every client is whole again, and the time that
+// takes is logged.
+func TestTwoHopReconnectStorm(t *testing.T) {
+	const perEdge, conns = 250, 4
+	forEachHop(t, func(t *testing.T, hop string) {
+		c := newTwoHops(t, newGCPOrigin(t), hop, "storm", 2)
+		// The first fleet's connections close when its subtest ends.
+		if !t.Run("before", func(t *testing.T) { c.connect(t, perEdge, conns) }) {
+			return
+		}
+		before := c.above()
+		lost := c.edgeReconnects()
+		start := time.Now()
+		f := c.connect(t, perEdge, conns)
+		t.Logf("%s hop: reconnect storm at the edges: %d clients whole again in %v (settled); above the edges before it: %+v",
+			hop, len(f.clients), time.Since(start), before)
+		if after := c.above(); after != before {
+			t.Errorf("during the storm, above the edges: %+v, before %+v, want no change", after, before)
+		}
+		c.wantEdgeStreamsKept(lost, "during the storm")
+	})
+}
+
+// aboveEdges is what the edges have asked of the chain above them, and
+// their cache misses, so far.
+type aboveEdges struct {
+	OriginStreams, OriginRequests int
+	CentralRequests, EdgeMisses   float64
+}
+
+func (c *twoHops) above() aboveEdges {
+	c.t.Helper()
+	delta, sotw := c.originStreams()
+	return aboveEdges{
+		OriginStreams:   delta + sotw,
+		OriginRequests:  c.o.deltaRequests() + c.o.sotwRequests(),
+		CentralRequests: relayMetric(c.t, c.central, "xds_relay_downstream_requests_total", claType...),
+		EdgeMisses:      c.edgesMetric("xds_relay_cache_misses_total", claType...),
+	}
+}
+
+// TestTwoHopOriginFlapping: the origin behind the central relay goes down
+// and comes back five times, each outage lasting two refused connection
+// attempts, and changes one resource while it is down (the last time it
+// deletes one). After each return every edge client holds the origin's
+// state; at the end nothing is resent, no client stream ended, no edge
+// lost its stream to the central relay, and the origin has served
+// exactly one stream per return (one stream at the end). A deletion
+// reaches the delta clients of an edge behind a delta hop; SotW cannot
+// say that a ClusterLoadAssignment was deleted, so SotW clients, and every
+// client behind a SotW hop, keep it.
+func TestTwoHopOriginFlapping(t *testing.T) {
+	const flaps = 5
+	forEachHop(t, func(t *testing.T, hop string) {
+		o, gate := newGatedOrigin(t)
+		c := newTwoHops(t, o, hop, "flap", 2)
+		f := c.connect(t, 20, 1)
+		lost := c.edgeReconnects()
+		for i := range flaps {
+			from, reqs := gate.count(), o.deltaRequests()
+			gate.down()
+			last := i == flaps-1
+			if last {
+				o.del(resource.EndpointType, c.names[0])
+			} else {
+				c.change(i+1, uint32(i+2))
+			}
+			gate.waitRefused(from, 2)
+			gate.up()
+			o.waitDeltaSubscribed(reqs, resource.EndpointType, c.names)
+			if !last {
+				f.waitRevisions(c.revs)
+				continue
+			}
+			deltas, sotws := f.byVariant()
+			if hop == config.TransportSotW {
+				sotws = f
+			}
+			sotws.waitRevisions(c.revs)
+			delete(c.revs, c.names[0])
+			if hop == config.TransportDelta {
+				deltas.waitRevisions(c.revs)
+			}
+		}
+		f.wantNothingResent(f.settle(), "after the last flap")
+		f.wantStreamsOpen()
+		c.wantEdgeStreamsKept(lost, "while the origin flapped")
+		if delta, sotw := c.originStreams(); delta != flaps+1 || sotw != 0 {
+			t.Errorf("origin served %d delta and %d SotW streams over %d outages, want %d delta streams (one each time it came back)", delta, sotw, flaps, flaps+1)
+		}
+		if got := relayMetric(t, c.central, "xds_relay_upstream_streams", "authority", tierAuthority); got != 1 {
+			t.Errorf("central relay's upstream streams at the end = %v, want 1", got)
 		}
 	})
 }
