@@ -25,11 +25,17 @@ func dsEndpoints(id string) string {
 	return xdstpName(dsAuthority, "envoy.config.endpoint.v3.ClusterLoadAssignment", id)
 }
 
-// endpointNames is n endpoint names prefix-0 ... prefix-(n-1).
+// endpointNames is n endpoint names prefix-0 ... prefix-(n-1) under
+// dsAuthority.
 func endpointNames(prefix string, n int) []string {
+	return endpointNamesIn(dsAuthority, prefix, n)
+}
+
+// endpointNamesIn is endpointNames under authority.
+func endpointNamesIn(authority, prefix string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = dsEndpoints(fmt.Sprintf("%s-%d", prefix, i))
+		out[i] = xdstpName(authority, "envoy.config.endpoint.v3.ClusterLoadAssignment", fmt.Sprintf("%s-%d", prefix, i))
 	}
 	return out
 }

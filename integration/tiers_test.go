@@ -27,13 +27,17 @@ func tierCluster(id string) string {
 }
 
 // centralRelay runs a relay in front of origin o (delta; go-control-plane
-// has no glob support, so globs are emulated there).
-func centralRelay(t *testing.T, o *gcpOrigin) *relayproc.Relay {
+// has no glob support, so globs are emulated there); edits, in order,
+// adjust its config after that.
+func centralRelay(t *testing.T, o *gcpOrigin, edits ...func(*config.Config)) *relayproc.Relay {
 	t.Helper()
 	return startRelay(t, func(c *config.Config) {
 		c.Log.Level = config.LogInfo
 		c.Authorities = []config.Authority{{Name: tierAuthority, Origins: []string{o.addr},
 			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
+		for _, edit := range edits {
+			edit(c)
+		}
 	})
 }
 
