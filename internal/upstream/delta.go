@@ -77,7 +77,7 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 	// origin must forget them (an unsubscribe now) to send them again
 	// (the subscribe below).
 	l.answerRefused()
-	resub := l.takeResubscribe()
+	resub, node, wants := l.syncView()
 	for _, t := range slices.Sorted(maps.Keys(resub)) {
 		sent := st.sent[t]
 		var again []string
@@ -99,7 +99,6 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 			return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
 		}
 	}
-	node, wants := l.snapshot()
 	types := make([]string, 0, len(wants))
 	for t := range wants {
 		types = append(types, t)

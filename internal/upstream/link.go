@@ -141,6 +141,23 @@ type want struct {
 func (l *link) snapshot() (*corev3.Node, map[string]*want) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.snapshotLocked()
+}
+
+// syncView is takeResubscribe and snapshot under one lock, as a sync needs
+// them: taken apart, a name unsubscribed before the first and subscribed
+// again before the second would be in neither (its removal forgotten, its
+// return no change to the desired set), and the origin, never told to
+// forget it, would never send again what the cache evicted.
+func (l *link) syncView() (resub map[string][]string, node *corev3.Node, wants map[string]*want) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	resub = l.takeResubscribeLocked()
+	node, wants = l.snapshotLocked()
+	return resub, node, wants
+}
+
+func (l *link) snapshotLocked() (*corev3.Node, map[string]*want) {
 	out := make(map[string]*want, len(l.desired))
 	now := time.Now()
 	for t, set := range l.desired {
@@ -168,13 +185,11 @@ func (l *link) snapshot() (*corev3.Node, map[string]*want) {
 	return l.node, out
 }
 
-// takeResubscribe returns, per type, the upstream names (an emulated glob
+// takeResubscribeLocked returns, per type, the upstream names (an emulated glob
 // is the type's Wildcard) that were unsubscribed and subscribed again
 // since the last call, and starts over: what the next sync must make the
 // origin send again although the desired set did not change.
-func (l *link) takeResubscribe() map[string][]string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *link) takeResubscribeLocked() map[string][]string {
 	var out map[string][]string
 	for t, names := range l.resub {
 		seen := make(map[string]struct{}, len(names))

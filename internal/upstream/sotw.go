@@ -65,8 +65,7 @@ func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 	// list is unchanged, so ask again without a version, which makes the
 	// origin answer with what it holds (unchanged bytes notify no client).
 	l.answerRefused()
-	resub := l.takeResubscribe()
-	node, wants := l.snapshot()
+	resub, node, wants := l.syncView()
 	keys := slices.Sorted(maps.Keys(wants))
 	for _, t := range keys {
 		w := wants[t]
