@@ -88,16 +88,17 @@ func (r *Relay) drainStreams(srv any, ss grpc.ServerStream, _ *grpc.StreamServer
 
 // endInWaves ends the open streams in waves: the streams open when it
 // starts, split into waves equal parts, one part every spread/waves, the
-// first at once. Streams opened meanwhile (before the GOAWAY reached their
+// first at once; never more waves than streams, and none once no stream
+// is left. Streams opened meanwhile (before the GOAWAY reached their
 // client) end with the last wave. ctx ends it early.
 func (r *Relay) endInWaves(ctx context.Context, waves int, spread time.Duration) {
-	waves = max(waves, 1)
 	total := r.streams.len()
-	per := (total + waves - 1) / waves
-	interval := spread / time.Duration(waves)
 	if total == 0 {
 		return
 	}
+	waves = min(max(waves, 1), total)
+	per := (total + waves - 1) / waves
+	interval := spread / time.Duration(waves)
 	r.lg.Info("ending streams in waves", zap.Int("streams", total), zap.Int("waves", waves), zap.Duration("interval", interval))
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -113,6 +114,9 @@ func (r *Relay) endInWaves(ctx context.Context, waves int, spread time.Duration)
 		}
 		for _, cancel := range r.streams.take(n) {
 			cancel(errDrained)
+		}
+		if r.streams.len() == 0 {
+			return
 		}
 		t.Reset(interval)
 	}
