@@ -12,9 +12,12 @@ build:
 run: build
 	$(BIN) demo
 
-# Every test, race detector on. Kept under 10 minutes on a 2-core machine.
+# Every test, race detector on, then every Go benchmark once (so a change
+# that breaks a benchmark fails here, not at the next make bench). Kept
+# under 10 minutes on a 2-core machine.
 test: test-deps
 	$(GO) test -race -count=1 -timeout 9m ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
 # What tests need beyond Go: chromium for the status page test (installed
 # with apt-get when missing and possible; otherwise that test skips, saying why).

@@ -23,7 +23,7 @@ func BenchmarkEnvelope(b *testing.B) {
 	for _, size := range []int{1 << 10, 64 << 10} {
 		for _, variant := range []string{variantDelta, variantSotW} {
 			b.Run(fmt.Sprintf("variant=%s/size=%d", variant, size), func(b *testing.B) {
-				srv := &Server{lg: zap.NewNop(), m: newMetrics(nil)}
+				srv := &Server{lg: zap.NewNop(), m: newMetrics(nil), counts: newClientCounts()}
 				ss := newSession(srv, variant, "", "bench", access.Identity{}, nil)
 				ts := ss.typeLocked(edsType)
 				k := cache.Key{Stream: cache.StreamID{Authority: authority}, TypeURL: edsType, Name: "r"}
