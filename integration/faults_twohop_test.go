@@ -101,13 +101,6 @@ func (c *twoHops) wantEdgeStreamsKept(before []float64, when string) {
 	}
 }
 
-// originStreams is how many streams the origin has opened so far.
-func (c *twoHops) originStreams() (delta, sotw int) {
-	c.o.mu.Lock()
-	defer c.o.mu.Unlock()
-	return c.o.deltaOpens, c.o.sotwOpens
-}
-
 // forEachHop runs test over a delta and over a SotW edge → central hop.
 func forEachHop(t *testing.T, test func(t *testing.T, hop string)) {
 	for _, hop := range []string{config.TransportDelta, config.TransportSotW} {
@@ -128,7 +121,7 @@ func TestTwoHopOriginKilled(t *testing.T) {
 		f := c.connect(t, 50, 2)
 
 		from := c.o.deltaRequests()
-		streams, _ := c.originStreams()
+		streams, _ := c.o.streams()
 		misses := c.edgesMetric("xds_relay_cache_misses_total", claType...)
 		lost := c.edgeReconnects()
 		c.o.stop()
@@ -148,7 +141,7 @@ func TestTwoHopOriginKilled(t *testing.T) {
 		everyone.waitRevisions(c.revs)
 		everyone.wantStreamsOpen()
 
-		delta, sotw := c.originStreams()
+		delta, sotw := c.o.streams()
 		if delta-streams != 1 || sotw != 0 {
 			t.Errorf("origin saw %d new delta and %d SotW streams after it returned, want 1 delta stream for %d clients behind %d edges",
 				delta-streams, sotw, len(everyone.clients), len(c.edges))
@@ -239,7 +232,7 @@ type aboveEdges struct {
 
 func (c *twoHops) above() aboveEdges {
 	c.t.Helper()
-	delta, sotw := c.originStreams()
+	delta, sotw := c.o.streams()
 	return aboveEdges{
 		OriginStreams:   delta + sotw,
 		OriginRequests:  c.o.deltaRequests() + c.o.sotwRequests(),
@@ -294,7 +287,7 @@ func TestTwoHopOriginFlapping(t *testing.T) {
 		f.wantNothingResent(f.settle(), "after the last flap")
 		f.wantStreamsOpen()
 		c.wantEdgeStreamsKept(lost, "while the origin flapped")
-		if delta, sotw := c.originStreams(); delta != flaps+1 || sotw != 0 {
+		if delta, sotw := c.o.streams(); delta != flaps+1 || sotw != 0 {
 			t.Errorf("origin served %d delta and %d SotW streams over %d outages, want %d delta streams (one each time it came back)", delta, sotw, flaps, flaps+1)
 		}
 		if got := relayMetric(t, c.central, "xds_relay_upstream_streams", "authority", tierAuthority); got != 1 {

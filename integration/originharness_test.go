@@ -476,6 +476,13 @@ func (w *watcher) waitNotified(t testing.TB, name string, n int) {
 	w.waitFor(t, fmt.Sprintf("%d notifications of %s", n, name), func() bool { return w.count(name) >= n })
 }
 
+// streams is how many delta and SotW streams the origin has opened.
+func (o *gcpOrigin) streams() (delta, sotw int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.deltaOpens, o.sotwOpens
+}
+
 // sotwRequests is how many SotW requests the origin has received.
 func (o *gcpOrigin) sotwRequests() int {
 	o.mu.Lock()

@@ -38,20 +38,15 @@ func TestOriginRefusesAType(t *testing.T) {
 
 	// The rest of the link is whole: an update arrives, and the origin
 	// sees no reconnect loop.
-	opens := func() int {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.deltaOpens
-	}
 	o.set(resource.ClusterType, c, cluster(c, 2))
 	recvDelta(t, d, v, func() bool { return timeoutOf(v, c) == 2 })
 	// Counted only now: the refusal ended the origin's stream, and the
 	// one reconnect it takes may reach the origin after the client's
 	// answer; the update above came through it.
-	before := opens()
+	before, _ := o.streams()
 	quiet := time.NewTimer(xdstest.QuietPeriod)
 	<-quiet.C // what must not happen: more streams opened meanwhile
-	if after := opens(); after != before {
+	if after, _ := o.streams(); after != before {
 		t.Errorf("origin saw %d more streams after the link was whole again, want 0 (a reconnect loop)", after-before)
 	}
 }

@@ -80,6 +80,15 @@ func replaceFile(t *testing.T, path, content string) {
 	}
 }
 
+// postReload asks r to reload its config file and fails the test unless
+// it answers 200.
+func postReload(t *testing.T, r *relayproc.Relay) {
+	t.Helper()
+	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayproc.ReloadPath, ""); code != http.StatusOK {
+		t.Fatalf("POST reload = %d %s, want 200", code, body)
+	}
+}
+
 // adminDo makes an admin request and returns its status and body.
 func adminDo(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
@@ -124,24 +133,18 @@ func TestReloadChangesOnlyWhatItAffects(t *testing.T) {
 	cb := newADSClient(t, conn, "delta", "client-b", "c", nil)
 	cb.subscribe(resource.ClusterType, b1)
 	cb.waitTimeout(b1, 1)
-	oA.mu.Lock()
-	aStreams := oA.deltaOpens
-	oA.mu.Unlock()
+	aStreams, _ := oA.streams()
 
 	// b moves to another origin; max_names_per_stream is lowered.
 	replaceFile(t, path, reloadConfig([][2]string{{"a.example", oA.addr}, {"b.example", oB2.addr}},
 		"downstream: {drain_delay: 0s, limits: {max_names_per_stream: 2}}\n"))
-	if code, body := adminDo(t, http.MethodPost, reload, ""); code != http.StatusOK {
-		t.Fatalf("POST reload = %d %s, want 200", code, body)
-	}
+	postReload(t, r)
 	cb.waitTimeout(b1, 2) // the new origin's b1, through the same stream
 	oA.set(resource.ClusterType, a1, cluster(a1, 3))
 	ca.waitTimeout(a1, 3) // a's client keeps its stream and its updates
-	oA.mu.Lock()
-	if oA.deltaOpens != aStreams {
-		t.Errorf("a's origin saw %d new streams, want 0: a's link was restarted", oA.deltaOpens-aStreams)
+	if now, _ := oA.streams(); now != aStreams {
+		t.Errorf("a's origin saw %d new streams, want 0: a's link was restarted", now-aStreams)
 	}
-	oA.mu.Unlock()
 
 	// The lowered bound applies to new requests.
 	over := openDelta(t, conn)
@@ -173,9 +176,7 @@ func TestReloadChangesOnlyWhatItAffects(t *testing.T) {
 
 	// b removed: its client is told b1 does not exist; a goes on.
 	replaceFile(t, path, reloadConfig([][2]string{{"a.example", oA.addr}}, ""))
-	if code, body := adminDo(t, http.MethodPost, reload, ""); code != http.StatusOK {
-		t.Fatalf("POST reload = %d %s, want 200", code, body)
-	}
+	postReload(t, r)
 	gone, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	for len(cb.names(resource.ClusterType)) > 0 {
@@ -270,9 +271,7 @@ func TestReloadAccessRules(t *testing.T) {
 	other.waitTimeout(a1, 1)
 
 	replaceFile(t, path, withAllow("prod-*"))
-	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayproc.ReloadPath, ""); code != http.StatusOK {
-		t.Fatalf("POST reload = %d %s, want 200", code, body)
-	}
+	postReload(t, r)
 	if st := canary.delta.Err(); st.Code() != codes.PermissionDenied || strings.Contains(st.Message(), "b1") {
 		t.Errorf("canary after its cluster lost access: %v, want PermissionDenied that does not name the resource", st)
 	}
@@ -325,20 +324,14 @@ func TestReloadUpstreamTLS(t *testing.T) {
 	if !strings.Contains(l.LastError, "certificate signed by unknown authority") {
 		t.Errorf("s.example without its CA: last_error %q, want the unknown authority named", l.LastError)
 	}
-	oPlain.mu.Lock()
-	plainStreams := oPlain.deltaOpens
-	oPlain.mu.Unlock()
+	plainStreams, _ := oPlain.streams()
 
 	replaceFile(t, path, withTLS(files.ca))
-	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayproc.ReloadPath, ""); code != http.StatusOK {
-		t.Fatalf("POST reload = %d %s, want 200", code, body)
-	}
+	postReload(t, r)
 	secure.waitTimeout(s1, 1) // answered through the stream it had
 	oPlain.set(resource.ClusterType, p1, cluster(p1, 2))
 	plain.waitTimeout(p1, 2)
-	oPlain.mu.Lock()
-	defer oPlain.mu.Unlock()
-	if oPlain.deltaOpens != plainStreams {
-		t.Errorf("the other authority's origin saw %d new streams, want 0", oPlain.deltaOpens-plainStreams)
+	if now, _ := oPlain.streams(); now != plainStreams {
+		t.Errorf("the other authority's origin saw %d new streams, want 0", now-plainStreams)
 	}
 }
