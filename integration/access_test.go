@@ -369,9 +369,7 @@ func TestAccessMTLS(t *testing.T) {
 
 	// Nothing above disturbed the allowed client: it gets the next change.
 	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 7))
-	for timeoutOf(deltaView(allowed.held[resource.ClusterType]), accessCluster1) != 7 {
-		allowed.recvOne(nil)
-	}
+	allowed.waitTimeout(accessCluster1, 7)
 }
 
 // TestAccessNodeClaims: in a plaintext deployment the allow list matches the

@@ -103,6 +103,16 @@ func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(fl
 	}
 }
 
+// waitStreamsGone waits until r holds no client stream of either variant:
+// clients that left are gone from the relay, not only from their side.
+func waitStreamsGone(t testing.TB, r *relayproc.Relay) {
+	t.Helper()
+	for _, v := range []string{"delta", "sotw"} {
+		waitRelayMetric(t, r, "every "+v+" client stream ended", func(n float64) bool { return n == 0 },
+			"xds_relay_downstream_streams", "variant", v)
+	}
+}
+
 // dial connects a plaintext client to addr.
 func dial(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()

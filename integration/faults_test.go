@@ -211,16 +211,15 @@ func TestFaultReconnectStorm(t *testing.T) {
 	if !t.Run("before", func(t *testing.T) { t.Logf("%d clients synced in %v", clients, connect(t)) }) {
 		return
 	}
-	o.mu.Lock()
-	opens, reqs := o.deltaOpens, len(o.deltaReqs)
-	o.mu.Unlock()
+	waitStreamsGone(t, r) // the storm finds no client watching
+	opens, _ := o.streams()
+	reqs := o.deltaRequests()
 	misses := relayMetric(t, r, "xds_relay_cache_misses_total", claType...)
 
 	took := connect(t)
 	t.Logf("reconnect storm: %d clients whole again in %v", clients, took)
-	o.mu.Lock()
-	opens, reqs = o.deltaOpens-opens, len(o.deltaReqs)-reqs
-	o.mu.Unlock()
+	nowOpens, _ := o.streams()
+	opens, reqs = nowOpens-opens, o.deltaRequests()-reqs
 	if opens != 0 || reqs != 0 {
 		t.Errorf("origin saw %d new streams and %d requests during the storm, want none", opens, reqs)
 	}

@@ -210,6 +210,9 @@ func TestTwoHopReconnectStorm(t *testing.T) {
 		if !t.Run("before", func(t *testing.T) { c.connect(t, perEdge, conns) }) {
 			return
 		}
+		for _, e := range c.edges {
+			waitStreamsGone(t, e) // the storm finds no client watching
+		}
 		before := c.above()
 		lost := c.edgeReconnects()
 		start := time.Now()

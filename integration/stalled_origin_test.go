@@ -101,7 +101,11 @@ func TestReadyzFollowsUpstream(t *testing.T) {
 	o.restart()
 	d.Recv()
 	waitReadyz("origin answered", http.StatusOK, "ready")
+	lost := relayMetric(t, r, "xds_relay_upstream_reconnects_total", "authority", dsAuthority)
 	o.stop()
+	// Read once the relay has seen the loss, or 200 would prove nothing.
+	waitRelayMetric(t, r, "the origin's loss seen", func(v float64) bool { return v > lost },
+		"xds_relay_upstream_reconnects_total", "authority", dsAuthority)
 	if code, body := readyz(); code != http.StatusOK {
 		t.Errorf("/readyz with the origin gone but state cached: %d %q, want 200", code, body)
 	}
