@@ -215,9 +215,9 @@ func TestWarmRestart(t *testing.T) {
 			start := time.Now()
 			b := w.relay(t, tc.snapshot, func(cfg *config.Config) {
 				if tc.originUp && !tc.change {
-					// Short, so that the quiet periods below outlast it:
-					// an origin with nothing to send must not be taken for
-					// a stalled one.
+					// Short, so that the probe below comes soon: an origin
+					// with nothing to send must not be taken for a
+					// stalled one.
 					cfg.Upstream.ResponseTimeout = 100 * time.Millisecond
 				}
 			})
@@ -246,10 +246,14 @@ func TestWarmRestart(t *testing.T) {
 					}
 				}
 			}
-			c.quiet()
 			if tc.originUp && !tc.change {
-				c.quiet()
+				// The origin has nothing to send until the relay probes
+				// its silence (after upstream.response_timeout): wait for
+				// the probe's answer, then the quiet period below shows
+				// it reached no client.
+				w.o.waitFor("the liveness probe answered", func() bool { return len(w.o.deltaResps) > resps })
 			}
+			c.quiet()
 			waitReadyz(t, b, "after reconnecting", tc.wantReady)
 
 			// What the client holds: every resource, at the versions it
