@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,13 +70,7 @@ func fileRelay(t *testing.T, path string) (*relayproc.Relay, *prometheus.Registr
 // replaceFile replaces path by rename, as config management does.
 func replaceFile(t *testing.T, path, content string) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	writeFileAtomic(t, path, []byte(content))
 }
 
 // postReload asks r to reload its config file and fails the test unless

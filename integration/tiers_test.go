@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
@@ -55,12 +54,7 @@ func edgeRelay(t *testing.T, central, transport string) *relayproc.Relay {
 // timeoutSeconds is the connect timeout a client holds for cluster name;
 // -1 when it holds none.
 func (c *adsClient) timeoutSeconds(name string) int64 {
-	x := c.heldFor(resource.ClusterType)[name]
-	cl := &clusterv3.Cluster{}
-	if x == nil || x.GetResource().UnmarshalTo(cl) != nil {
-		return -1
-	}
-	return cl.GetConnectTimeout().GetSeconds()
+	return timeoutOf(c.heldFor(resource.ClusterType), name)
 }
 
 // waitTimeout receives until the client holds cluster name with timeout
