@@ -18,6 +18,7 @@ import (
 // A ChangeSet is shared by every watcher of the change; its methods are
 // safe for concurrent use.
 type ChangeSet struct {
+	seq     uint64              // read-only after newChangeSet; see Seq
 	typeURL string              // read-only after newChangeSet
 	arrived time.Time           // read-only after newChangeSet
 	obs     prometheus.Observer // read-only after newChangeSet; nil: not measured
@@ -43,10 +44,17 @@ type Revision struct {
 }
 
 func newChangeSet(typeURL string, arrived time.Time, obs prometheus.Observer) *ChangeSet {
-	cs := &ChangeSet{typeURL: typeURL, arrived: arrived, obs: obs}
+	cs := &ChangeSet{seq: changeSeq.Add(1), typeURL: typeURL, arrived: arrived, obs: obs}
 	cs.pending.Store(1) // the cache's hold while it announces the set
 	return cs
 }
+
+// changeSeq numbers change sets, from 1.
+var changeSeq atomic.Uint64
+
+// Seq identifies the set (never 0), so a watcher can tell a repeat of a
+// set it took without keeping the set, and what it holds, alive.
+func (cs *ChangeSet) Seq() uint64 { return cs.seq }
 
 // Take registers a watcher that will call Done once. Safe on a nil set.
 func (cs *ChangeSet) Take() {

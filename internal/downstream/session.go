@@ -54,9 +54,11 @@ type session struct {
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
-	// lastSet the latest taken (Flush repeats for one change take it once).
+	// lastSet: the Seq of the latest taken (Flush repeats for one change
+	// take it once); a number, not the set, so an idle session does not
+	// keep an old change's resources and encodings alive.
 	sets    []*cache.ChangeSet // guarded by mu
-	lastSet *cache.ChangeSet   // guarded by mu
+	lastSet uint64             // guarded by mu
 	// decisions caches access decisions made under the policy decidedBy;
 	// nodeCheckedBy is the policy the node was last checked under
 	// (access.go). Guarded by mu.
@@ -109,13 +111,13 @@ func (ss *session) Flush(cs *cache.ChangeSet) {
 		ss.mu.Unlock()
 		return
 	}
-	take := cs != nil && ss.lastSet != cs && len(ss.sets) < maxPendingSets
+	take := cs != nil && ss.lastSet != cs.Seq() && len(ss.sets) < maxPendingSets
 	if announced := ss.writer.flushLocked(); !announced && !take {
 		ss.mu.Unlock()
 		return
 	}
 	if take {
-		ss.lastSet = cs
+		ss.lastSet = cs.Seq()
 		cs.Take()
 		ss.sets = append(ss.sets, cs)
 	}
