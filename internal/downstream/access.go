@@ -65,15 +65,12 @@ func (ss *session) recheck(pol *access.Policy) error {
 		}
 	}
 	for k := range seen {
-		if pol.Restricted(k.authority, k.typeURL) && !pol.Allowed(k.authority, k.typeURL, &id) {
+		if !pol.Allowed(k.authority, k.typeURL, &id) {
 			return ss.srv.denied(lg, k.authority, k.typeURL, "")
 		}
 	}
 	return nil
 }
-
-// Access returns the policy in use.
-func (s *Server) Access() *access.Policy { return s.access.Load() }
 
 // accessKey is one cached decision of a session.
 type accessKey struct{ authority, typeURL string }

@@ -533,9 +533,16 @@ func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(re
 				}
 				return false, r.err
 			}
+			pol := ss.srv.access.Load()
 			ss.beginRequest()
 			err := handle(r)
 			ss.endRequest(err == nil)
+			if now := ss.srv.access.Load(); err == nil && now != pol {
+				// SetAccess swapped the policy while this request was
+				// applied: its recheck may have run before what this
+				// request subscribed was in place.
+				err = ss.recheck(now)
+			}
 			if err != nil {
 				ss.logger().Info("ending client stream", zap.Error(err))
 				return false, err
