@@ -118,16 +118,18 @@ func (c *Cache) Apply(u Update) {
 // whom to notify, enforces the bounds and re-arms the expiry timer, then
 // releases mu and makes the Subscriber calls and notifications.
 func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
-	if a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order) {
-		// Nothing but new revisions: watchers may share one encoding.
-		slices.SortFunc(a.revised, func(x, y Revision) int { return strings.Compare(x.Key.Name, y.Key.Name) })
-		a.cs.revisions = a.revised
-	}
+	shared := a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order)
 	nb := c.notesLocked(a, now)
 	c.gen++
 	c.enforceBoundsLocked()
 	c.armLocked(now)
 	c.mu.Unlock()
+	if shared {
+		// Nothing but new revisions: watchers may share one encoding.
+		// Sorted without the lock: nobody sees the set before send.
+		slices.SortFunc(a.revised, func(x, y Revision) int { return strings.Compare(x.Key.Name, y.Key.Name) })
+		a.cs.revisions = a.revised
+	}
 	c.flush()
 	nb.send()
 }
