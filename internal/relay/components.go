@@ -11,7 +11,6 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/access"
-	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/upstream"
@@ -64,9 +63,9 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", up.StatusHandler())
 	r.onStop(up.Close)
 
-	rules, err := aggregation.Compile(cfg.Aggregation.Rules)
+	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
 	if err != nil {
-		return fmt.Errorf("aggregation: %w", err)
+		return err
 	}
 	pol, err := access.New(cfg.AccessOptions())
 	if err != nil {
@@ -74,19 +73,14 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	}
 	ds, err := downstream.New(downstream.Options{
 		Cache:       c,
-		Resolver:    downstream.NewResolver(cfg.AuthorityNames(), rules).CarryTypes(cfg.AuthorityTypes()),
+		Resolver:    res,
 		SendTimeout: cfg.Downstream.SendTimeout,
 		Logger:      lg,
 		Registry:    reg,
 		// serverOptions installs downstream.Codec.
 		SharedEncoding: true,
 		Access:         pol,
-		Limits: downstream.Limits{
-			MaxStreams:        cfg.Downstream.Limits.MaxStreams,
-			MaxNamesPerStream: cfg.Downstream.Limits.MaxNamesPerStream,
-			MaxNameLength:     cfg.Downstream.Limits.MaxNameLength,
-			MaxTypesPerStream: cfg.Downstream.Limits.MaxTypesPerStream,
-		},
+		Limits:         downstreamLimits(cfg),
 	})
 	if err != nil {
 		return err
@@ -95,7 +89,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
-	r.addStatusPages(cfg, c, up, ds)
+	r.addStatusPages(c, up, ds)
 	r.reloadComponents(c, up, ds) // reloadhooks.go
 	return nil
 }

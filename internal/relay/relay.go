@@ -36,7 +36,6 @@ type Relay struct {
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
 	rest   restListener                  // rest_listen (rest.go)
-	status *statusSources                // read-only after New; the status page's (status.go)
 	// upCreds are the upstream credentials by setting (upstreamauth.go);
 	// used by New and by reloads (serialised by reloadMu).
 	upCreds *upstreamCreds

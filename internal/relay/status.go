@@ -3,7 +3,6 @@ package relay
 import (
 	"maps"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -69,19 +68,19 @@ type CacheStatus struct {
 // statusSources is where the status data comes from; built in
 // buildComponents.
 type statusSources struct {
-	started time.Time                     // read-only after New
-	cache   *cache.Cache                  // read-only after New
-	up      *upstream.Manager             // read-only after New
-	ds      *downstream.Server            // read-only after New
-	ready   func() error                  // read-only after New
-	config  atomic.Pointer[config.Config] // the running config; set again on reload
+	started time.Time             // read-only after New
+	cache   *cache.Cache          // read-only after New
+	up      *upstream.Manager     // read-only after New
+	ds      *downstream.Server    // read-only after New
+	ready   func() error          // read-only after New
+	config  func() *config.Config // the running config (Relay.config: follows reloads)
 }
 
 // status gathers Status. Its cost is O(authorities + upstream links + the
 // served types), whatever the number of clients or resources.
 func (s *statusSources) status() Status {
 	now := time.Now()
-	cfg := s.config.Load()
+	cfg := s.config()
 	st := Status{Time: now, UptimeS: now.Sub(s.started).Seconds(), Ready: "ready",
 		Authorities: []AuthorityStatus{}, Links: []upstream.LinkStatus{}}
 	if err := s.ready(); err != nil {

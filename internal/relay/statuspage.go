@@ -51,10 +51,8 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 // addStatusPages mounts the status page (/), its JSON (StatusPath) and
 // assets, and the JSON pages beside it: /debug/cache, /debug/nacks,
 // /debug/config.
-func (r *Relay) addStatusPages(cfg *config.Config, c *cache.Cache, up *upstream.Manager, ds *downstream.Server) {
-	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, ready: r.readiness}
-	s.config.Store(cfg)
-	r.status = s
+func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server) {
+	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, ready: r.readiness, config: r.config}
 	lg := r.lg.Named("status")
 	a := r.admin
 	a.handle("/", "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -79,7 +77,7 @@ func (r *Relay) addStatusPages(cfg *config.Config, c *cache.Cache, up *upstream.
 	a.handle(cache.CachePath, "cached keys: versions, watchers, bytes; ?prefix= ?authority= ?type= ?limit= (default 1000, at most 10000) (JSON)", c.InspectHandler())
 	a.handle(downstream.NacksPath, "the latest 50 client NACKs with their error (JSON)", ds.NacksHandler())
 	a.handle(ConfigPath, "the running config, secrets redacted (YAML; ?format=json)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		cfg := s.config.Load()
+		cfg := s.config()
 		var out []byte
 		var err error
 		ctype := "text/plain; charset=utf-8" // YAML, shown inline by browsers
