@@ -180,7 +180,7 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 			if s.upToDate() {
 				continue
 			}
-			_ = s.Write()
+			_ = s.write()
 		}
 	}
 }
@@ -191,12 +191,14 @@ func (s *Snapshotter) Final() {
 	if !s.started.Load() || s.upToDate() {
 		return
 	}
-	_ = s.Write()
+	_ = s.write()
 }
 
-// Write collects the cache's entries (under its lock: pointers only),
-// encodes them and replaces the file atomically, outside any lock.
-func (s *Snapshotter) Write() error {
+// write collects the cache's entries (under its lock: pointers only),
+// encodes them and replaces the file atomically, outside any lock. Only
+// the writer calls it (Run's goroutine, then Final): it updates the
+// writer's unlocked state.
+func (s *Snapshotter) write() error {
 	start := s.now()
 	fp := *s.fp.Load()
 	entries, gen := s.c.SnapshotEntries()
