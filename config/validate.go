@@ -89,8 +89,8 @@ func (v *validator) authorities() {
 		v.oneOf(p+".transport", a.Transport, TransportDelta, TransportSotW)
 		v.oneOf(p+".glob_collections", a.GlobCollections, GlobNative, GlobEmulated)
 		for j, t := range a.Types {
-			if !xdstype.IsServed(t) {
-				v.add(joinIndex(p+".types", j), "%q is not a type the relay serves (%s)", t, strings.Join(xdstype.Served(), ", "))
+			if err := xdstype.CheckTypeURL(t); err != nil {
+				v.add(joinIndex(p+".types", j), "%v", err)
 			}
 		}
 		v.authorityUpstream(p, a)

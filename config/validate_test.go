@@ -73,7 +73,12 @@ func TestValidate(t *testing.T) {
 		{name: "recv size zero", extra: "downstream:\n  max_recv_msg_size: 0\n", want: []problem{{"downstream.max_recv_msg_size", 5, "must be between 1B and 2147483647 bytes, got 0B"}}},
 		{name: "send size too large", extra: "downstream:\n  max_send_msg_size: 2GiB\n", want: []problem{{"downstream.max_send_msg_size", 5, "got 2GiB"}}},
 		{name: "send_timeout zero", extra: "downstream:\n  send_timeout: 0s\n", want: []problem{{"downstream.send_timeout", 5, "must be a positive duration"}}},
-		{name: "a type the relay does not serve", extra: "    types: [type.googleapis.com/envoy.config.cluster.v3.Cluster, type.googleapis.com/made.up.Type]\n", want: []problem{{"authorities[0].types[1]", 4, "is not a type the relay serves"}}},
+		{name: "a type the relay does not serve is carried", extra: "    types: [type.googleapis.com/envoy.config.cluster.v3.Cluster, type.googleapis.com/mesh.example.v1.Workload]\n"},
+		{name: "a type URL without the prefix", extra: "    types: [envoy.config.cluster.v3.Cluster]\n", want: []problem{{"authorities[0].types[0]", 4, `must start with "type.googleapis.com/"`}}},
+		{name: "a type URL without a message name", extra: "    types: [\"type.googleapis.com/not a name\", type.googleapis.com/Bare]\n", want: []problem{
+			{"authorities[0].types[0]", 4, "is not a full protobuf message name"},
+			{"authorities[0].types[1]", 4, "is not a full protobuf message name"}}},
+		{name: "the resource wrapper is not a type", extra: "    types: [type.googleapis.com/envoy.service.discovery.v3.Resource]\n", want: []problem{{"authorities[0].types[0]", 4, "is the SotW resource wrapper"}}},
 		{name: "connection age off with no grace is valid", extra: "downstream:\n  max_connection_age: 0s\n  max_connection_age_grace: 0s\n  drain_delay: 0s\n"},
 		{name: "connection age negative", extra: "downstream:\n  max_connection_age: -1s\n", want: []problem{{"downstream.max_connection_age", 5, "must not be negative"}}},
 		{name: "connection age without grace", extra: "downstream:\n  max_connection_age: 1m\n  max_connection_age_grace: 0s\n", want: []problem{{"downstream.max_connection_age_grace", 6, "must be a positive duration"}}},

@@ -237,7 +237,7 @@ func (ss *session) typeLocked(typeURL string) *typeState {
 	if !ok {
 		ts = newTypeState(typeURL)
 		ss.types[typeURL] = ts
-		ss.srv.counts.typ(ss.variant, typeURL, 1)
+		ss.srv.counts.typ(ss.variant, ts.label, 1)
 	}
 	return ts
 }
