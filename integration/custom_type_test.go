@@ -98,14 +98,7 @@ func TestCustomTypeOverADS(t *testing.T) {
 	held := deltaView{}
 	recvWorkloads := func(want map[string]string) {
 		t.Helper()
-		for !sameWorkloads(t, held, want) {
-			resp := d.Recv()
-			if resp.GetTypeUrl() != workloadType {
-				t.Fatalf("delta response of type %s", resp.GetTypeUrl())
-			}
-			held.apply(resp)
-			d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: workloadType, ResponseNonce: resp.GetNonce()})
-		}
+		recvDelta(t, d, held, func() bool { return sameWorkloads(t, held, want) })
 	}
 	recvWorkloads(map[string]string{w1: "10.0.0.1", w2: "10.0.0.2", other: "10.0.0.3"})
 

@@ -15,6 +15,11 @@ import (
 // for a heartbeat, without the resource).
 const ResourceWrapperURL = resourcev3.APITypePrefix + "envoy.service.discovery.v3.Resource"
 
+// LbEndpointType is the type URL of LEDS resources
+// (envoy.config.endpoint.v3.LbEndpoint), served through xdstp glob
+// collections; go-control-plane's resource package has no constant for it.
+const LbEndpointType = resourcev3.APITypePrefix + "envoy.config.endpoint.v3.LbEndpoint"
+
 // OtherLabel is the type label of every type URL that is not a known xDS
 // resource type.
 const OtherLabel = "other"
@@ -25,6 +30,7 @@ var known = map[string]bool{
 	resourcev3.ListenerType: true, resourcev3.RouteType: true, resourcev3.ScopedRouteType: true,
 	resourcev3.VirtualHostType: true, resourcev3.ClusterType: true, resourcev3.EndpointType: true,
 	resourcev3.SecretType: true, resourcev3.RuntimeType: true, resourcev3.ExtensionConfigType: true,
+	LbEndpointType: true,
 }
 
 // listed are the other type URLs an operator listed (authorities[].types,
@@ -70,7 +76,7 @@ func Label(typeURL string) string {
 }
 
 // IsServed reports whether typeURL is one of the resource types the relay
-// serves on every variant (its own per-type services included).
+// serves on ADS and on its own per-type service.
 func IsServed(typeURL string) bool { return known[typeURL] }
 
 // Served returns the type URLs of the resource types the relay serves,
