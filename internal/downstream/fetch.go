@@ -55,6 +55,9 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if err := s.checkNames("resource_names", typeURL, names); err != nil {
 		return nil, err
 	}
+	if err := s.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
+		return nil, err
+	}
 	if len(names) == 0 {
 		names = []string{cache.Wildcard}
 	}

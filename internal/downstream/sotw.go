@@ -22,6 +22,9 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	if err := ss.srv.checkNames("resource_names", typeURL, names); err != nil {
 		return err
 	}
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
+		return err
+	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
