@@ -95,7 +95,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(typeURL, items)
+		resp, pending := s.fetchResponse(typeURL, items, supportsTTL(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
@@ -123,10 +123,11 @@ type fetchItem struct {
 	res  Resolution
 }
 
-// fetchResponse builds a fetch's response from what the cache holds now;
-// pending reports that some of it is not known yet. Its version_info (and
+// fetchResponse builds a fetch's response from what the cache holds now
+// (ttl: the client takes TTLs, features.go); pending reports that some of
+// it is not known yet. Its version_info (and
 // nonce) is a hash of the names and versions it lists.
-func (s *Server) fetchResponse(typeURL string, items []fetchItem) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+func (s *Server) fetchResponse(typeURL string, items []fetchItem, ttl bool) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	type entry struct {
 		name string
 		r    *cache.Resource
@@ -159,7 +160,7 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem) (resp *discove
 	resources := make([]*anypb.Any, 0, len(entries))
 	for _, e := range entries {
 		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-		if a := sotwEnvelope(s.wrappers, e.name, e.r, false); a != nil {
+		if a := sotwEnvelope(s.wrappers, e.name, e.r, false, ttl); a != nil {
 			resources = append(resources, a)
 		}
 	}

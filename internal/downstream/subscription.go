@@ -62,6 +62,8 @@ type typeState struct {
 	// ClientCounts counts it until the session ends (a reload that lists
 	// the type changes its label, not what this session counted).
 	label string
+	// ttl: the client takes TTLs and heartbeats (features.go).
+	ttl bool
 
 	// SotW / delta bookkeeping.
 	lastNonce  string // nonce of the latest response of this type

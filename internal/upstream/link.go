@@ -8,7 +8,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -95,8 +94,9 @@ func (l *link) update(node *corev3.Node, typeURL string, names []string, add boo
 	if node != nil && !l.nodeFromSubscribe && (l.id.Group != "" || l.node == nil) {
 		// The group's node (its rule's, or only the group key's node
 		// fields: the same whichever client comes first); an empty id is
-		// the relay's own. Cloned: a rule's node is shared.
-		n := proto.Clone(node).(*corev3.Node)
+		// the relay's own. Cloned (a rule's node is shared), with the
+		// relay's client features.
+		n := withClientFeatures(node)
 		if n.GetId() == "" {
 			n.Id = l.mgr.node.GetId()
 		}

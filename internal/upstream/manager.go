@@ -98,7 +98,7 @@ func New(opts Options) (*Manager, error) {
 		lg:       lg.Named("upstream"),
 		metrics:  newMetrics(opts.Registry),
 		cache:    opts.Cache,
-		node:     opts.Node,
+		node:     withClientFeatures(opts.Node),
 		backoff:  b,
 		dialOpts: append(dial, opts.DialOptions...),
 		connect:  opts.ConnectTimeout,

@@ -20,6 +20,16 @@ const ResourceWrapperURL = resourcev3.APITypePrefix + "envoy.service.discovery.v
 // collections; go-control-plane's resource package has no constant for it.
 const LbEndpointType = resourcev3.APITypePrefix + "envoy.config.endpoint.v3.LbEndpoint"
 
+// FeatureResourceTTL is the client feature (node.client_features) of an
+// xDS client that takes per-resource TTLs and heartbeats, over SotW in the
+// Resource wrapper (Envoy's API docs, "Well Known Client Features"). The
+// relay follows it downstream and advertises it upstream.
+const FeatureResourceTTL = "xds.config.supports-resource-ttl"
+
+// FeatureResourceInSotW is the client feature of an xDS client that
+// unwraps the Resource wrapper in SotW responses (gRPC's clients, Envoy).
+const FeatureResourceInSotW = "xds.config.resource-in-sotw"
+
 // OtherLabel is the type label of every type URL that is not a known xDS
 // resource type.
 const OtherLabel = "other"
