@@ -4,6 +4,7 @@
 package config
 
 import (
+	"os"
 	"time"
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
@@ -27,6 +28,10 @@ type Config struct {
 	AdminPprof bool `yaml:"admin_pprof"`
 	// Node is the identity the relay presents to origins on xdstp streams.
 	Node Node `yaml:"node"`
+	// ControlPlaneID is what every response to a client carries in
+	// control_plane.identifier, so an operator can tell which relay served
+	// a proxy. Default "": the host name.
+	ControlPlaneID string `yaml:"control_plane_id"`
 	// Authorities lists the authorities the relay serves and where their
 	// resources come from. At least one is required; no default.
 	Authorities []Authority `yaml:"authorities"`
@@ -478,6 +483,18 @@ func (c *Config) Authority(name string) (Authority, bool) {
 }
 
 // AuthorityNames lists the configured authority names in order.
+// ControlPlaneIdentifier is control_plane_id, or by default the host name
+// ("xds-relay" if the system has none to give).
+func (c *Config) ControlPlaneIdentifier() string {
+	if c.ControlPlaneID != "" {
+		return c.ControlPlaneID
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return DefaultNodeID
+}
+
 // AuthorityTypes returns, for each authority that lists its types, those
 // type URLs (authorities without a list carry every served type).
 func (c *Config) AuthorityTypes() map[string][]string {

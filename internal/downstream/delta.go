@@ -122,6 +122,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 			Resources:        resources,
 			RemovedResources: d.removed,
 			Nonce:            nonce,
+			ControlPlane:     ss.srv.controlPlane,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources) + len(d.removed),

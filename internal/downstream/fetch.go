@@ -165,5 +165,5 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, ttl bool) (res
 		}
 	}
 	v := strconv.FormatUint(h.Sum64(), 16)
-	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v}, pending
+	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v, ControlPlane: s.controlPlane}, pending
 }

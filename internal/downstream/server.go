@@ -53,6 +53,9 @@ type Options struct {
 	// Access decides who may subscribe to what (access.go); nil: every
 	// client may subscribe to everything. SetAccess replaces it.
 	Access *access.Policy
+	// ControlPlaneID is set as control_plane.identifier on every response
+	// (config control_plane_id). Default "": none.
+	ControlPlaneID string
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -88,6 +91,10 @@ type Server struct {
 	// the latest client NACKs (nacks.go). Both safe for concurrent use.
 	counts *clientCounts
 	nacks  nackRing
+	// controlPlane is every response's control_plane (nil: none): one
+	// message for every client, only ever read (marshalled), never
+	// changed. read-only after New
+	controlPlane *corev3.ControlPlane
 }
 
 // New returns a Server.
@@ -121,6 +128,9 @@ func New(opts Options) (*Server, error) {
 		counts:    newClientCounts(),
 
 		sharedEncoding: opts.SharedEncoding,
+	}
+	if opts.ControlPlaneID != "" {
+		s.controlPlane = &corev3.ControlPlane{Identifier: opts.ControlPlaneID}
 	}
 	s.resolverNow.Store(&resolverBox{opts.Resolver})
 	lim := opts.Limits

@@ -121,7 +121,8 @@ func appendString(b []byte, n protowire.Number, v string) []byte {
 }
 
 // sharedResources returns the encoding of a change's revisions as the
-// resources of a response of variant, under their canonical names: built
+// resources of a response of variant, under their canonical names, with
+// the control_plane every response carries: built
 // once per change and variant (SotW: and ttl), then shared by every
 // client. nil when it cannot be built.
 func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, ttl bool) []byte {
@@ -136,7 +137,7 @@ func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, ttl bool) 
 			for _, r := range revs {
 				rs = append(rs, deltaEnvelope(r.Key.Name, r.Res, false))
 			}
-			msg = &discoveryv3.DeltaDiscoveryResponse{Resources: rs}
+			msg = &discoveryv3.DeltaDiscoveryResponse{Resources: rs, ControlPlane: s.controlPlane}
 		} else {
 			rs := make([]*anypb.Any, 0, len(revs))
 			for _, r := range revs {
@@ -146,7 +147,7 @@ func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, ttl bool) 
 				}
 				rs = append(rs, a)
 			}
-			msg = &discoveryv3.DiscoveryResponse{Resources: rs}
+			msg = &discoveryv3.DiscoveryResponse{Resources: rs, ControlPlane: s.controlPlane}
 		}
 		b, err := proto.Marshal(msg)
 		if err != nil {

@@ -125,10 +125,11 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts.lastNonce = nonce
 	return outMsg{
 		msg: &discoveryv3.DiscoveryResponse{
-			VersionInfo: strconv.FormatUint(ts.version, 10),
-			Resources:   resources,
-			TypeUrl:     ts.typeURL,
-			Nonce:       nonce,
+			VersionInfo:  strconv.FormatUint(ts.version, 10),
+			Resources:    resources,
+			TypeUrl:      ts.typeURL,
+			Nonce:        nonce,
+			ControlPlane: ss.srv.controlPlane,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources),
