@@ -533,7 +533,7 @@ func TestAccessMembersOwnAuthority(t *testing.T) {
 	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
 	o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, 1))
 	o.set(resource.ClusterType, openLegacy, cluster(openLegacy, 1))
-	relay, _ := runAccessRelay(t, p, o, func(c *config.Config) {
+	relay, cfg := runAccessRelay(t, p, o, func(c *config.Config) {
 		c.Authorities = append(c.Authorities, config.Authority{Name: "open.example", Origins: c.Authorities[0].Origins,
 			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated})
 		c.Aggregation.Rules = decodeAggRules(t, `
@@ -619,6 +619,21 @@ func TestAccessMembersOwnAuthority(t *testing.T) {
 				t.Errorf("%s REST wildcard poll lists %v, want %v", tc.name, got, tc.want)
 			}
 		}
+	})
+	// A reload that closes ds.example to the prod app ends its stream,
+	// which holds ds.example's members through the open wildcard; on
+	// reconnecting it gets only what the new rules allow.
+	t.Run("reload", func(t *testing.T) {
+		next := *cfg
+		next.Authorities = slices.Clone(cfg.Authorities)
+		next.Authorities[0].Allow = []config.AccessRule{{URISAN: spiffeProdGateway}}
+		if err := relay.ReloadConfig(&next); err != nil {
+			t.Fatal(err)
+		}
+		permissionDenied(t, "prod wildcard after the reload", prod.delta.Err().Err(), resource.ClusterType, "c1")
+		again := newADSClient(t, p.dial(t, xds, p.prodApp), "sotw", "prod-again", "prod", nil)
+		again.subscribe(resource.ClusterType)
+		receiveOnly(t, again, resource.ClusterType, hidden, openLegacy)
 	})
 }
 
