@@ -519,21 +519,17 @@ func fetchedNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string {
 	return out
 }
 
-// TestAccessMembersOwnAuthority: two authorities behind one origin, one
-// restricted (ds.example), one open (open.example, where the legacy
-// wildcard goes). The origin's wildcard answer lists ds.example's xdstp
-// clusters and a legacy name the rules give to ds.example; a client
-// ds.example denies subscribes to the open wildcard and receives neither,
-// over delta, SotW, unary Fetch and REST, at first and on later changes;
-// an allowed client receives all three.
-func TestAccessMembersOwnAuthority(t *testing.T) {
-	const openLegacy, restrictedLegacy = "open-legacy", "restricted-legacy"
-	p := newAccessPKI(t)
-	o := newAccessOrigin(t)
-	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
-	o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, 1))
-	o.set(resource.ClusterType, openLegacy, cluster(openLegacy, 1))
-	relay, cfg := runAccessRelay(t, p, o, func(c *config.Config) {
+// The resources of TestAccessMembersOwnAuthority: a legacy name the rules
+// give to the open authority, one they give to ds.example.
+const openLegacy, restrictedLegacy = "open-legacy", "restricted-legacy"
+
+// twoAuthorities edits an access relay's config (startAccessRelay) to
+// serve a second, open authority (open.example) from ds.example's origin:
+// legacy names starting "restricted-" go to ds.example, the rest, the
+// wildcard included, to open.example. snapshot, when set, is
+// cache.snapshot_path.
+func twoAuthorities(t *testing.T, snapshot string) func(*config.Config) {
+	return func(c *config.Config) {
 		c.Authorities = append(c.Authorities, config.Authority{Name: "open.example", Origins: c.Authorities[0].Origins,
 			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated})
 		c.Aggregation.Rules = decodeAggRules(t, `
@@ -544,7 +540,24 @@ func TestAccessMembersOwnAuthority(t *testing.T) {
   default: true
   result: {authority: open.example, group: [{literal: all}]}
 `)
-	})
+		c.Cache.SnapshotPath = snapshot
+	}
+}
+
+// TestAccessMembersOwnAuthority: two authorities behind one origin, one
+// restricted (ds.example), one open (open.example, where the legacy
+// wildcard goes). The origin's wildcard answer lists ds.example's xdstp
+// clusters and a legacy name the rules give to ds.example; a client
+// ds.example denies subscribes to the open wildcard and receives neither,
+// over delta, SotW, unary Fetch and REST, at first and on later changes;
+// an allowed client receives all three.
+func TestAccessMembersOwnAuthority(t *testing.T) {
+	p := newAccessPKI(t)
+	o := newAccessOrigin(t)
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
+	o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, 1))
+	o.set(resource.ClusterType, openLegacy, cluster(openLegacy, 1))
+	relay, cfg := runAccessRelay(t, p, o, twoAuthorities(t, ""))
 	xds, rest := relay.XDSAddr(), relay.RESTAddr()
 	hidden := []string{accessCluster1, restrictedLegacy}
 	all := []string{openLegacy, restrictedLegacy, accessCluster1} // sorted
@@ -708,4 +721,40 @@ func TestAccessReloadEndsLongPolls(t *testing.T) {
 	if r.err != nil || r.code != http.StatusOK || protojson.Unmarshal([]byte(r.body), dr) != nil || len(dr.GetResources()) != 1 || dr.GetVersionInfo() == version {
 		t.Errorf("waiting REST poll the reload still allows: %d %q %v; want 200 with the change", r.code, r.body, r.err)
 	}
+}
+
+// TestAccessMembersFromSnapshot: resources a restarted relay serves from
+// its warm-restart snapshot, with the origin down, are checked like any
+// other: the denied client's wildcard of the open authority gets none of
+// ds.example's.
+func TestAccessMembersFromSnapshot(t *testing.T) {
+	p := newAccessPKI(t)
+	o := newAccessOrigin(t)
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
+	o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, 1))
+	o.set(resource.ClusterType, openLegacy, cluster(openLegacy, 1))
+	snapshot := filepath.Join(t.TempDir(), "relay.snap")
+	all := []string{openLegacy, restrictedLegacy, accessCluster1}
+
+	a, _ := runAccessRelay(t, p, o, twoAuthorities(t, snapshot))
+	before := newADSClient(t, p.dial(t, a.XDSAddr(), p.prodApp), "delta", "before", "prod", nil)
+	before.subscribe(resource.ClusterType)
+	before.waitHolds(resource.ClusterType, all...)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.stop()
+
+	b, _ := runAccessRelay(t, p, o, twoAuthorities(t, snapshot))
+	if n := relayMetric(t, b, "xds_relay_cache_snapshot_loads_total", "result", "loaded"); n != 1 {
+		t.Fatalf("snapshot_loads_total{result=loaded} = %v, want 1", n)
+	}
+	for _, variant := range []string{"delta", "sotw"} {
+		c := newADSClient(t, p.dial(t, b.XDSAddr(), p.staging), variant, "staging-"+variant, "staging", nil)
+		c.subscribe(resource.ClusterType)
+		receiveOnly(t, c, resource.ClusterType, []string{accessCluster1, restrictedLegacy}, openLegacy)
+	}
+	prod := newADSClient(t, p.dial(t, b.XDSAddr(), p.prodApp), "sotw", "prod-after", "prod", nil)
+	prod.subscribe(resource.ClusterType)
+	prod.waitHolds(resource.ClusterType, all...)
 }
