@@ -544,6 +544,18 @@ func twoAuthorities(t *testing.T, snapshot string) func(*config.Config) {
 	}
 }
 
+// newMembersOrigin is an access origin holding the clusters of
+// TestAccessMembersOwnAuthority: one xdstp cluster of ds.example and both
+// legacy names.
+func newMembersOrigin(t *testing.T) *gcpOrigin {
+	t.Helper()
+	o := newAccessOrigin(t)
+	for _, n := range []string{accessCluster1, restrictedLegacy, openLegacy} {
+		o.set(resource.ClusterType, n, cluster(n, 1))
+	}
+	return o
+}
+
 // TestAccessMembersOwnAuthority: two authorities behind one origin, one
 // restricted (ds.example), one open (open.example, where the legacy
 // wildcard goes). The origin's wildcard answer lists ds.example's xdstp
@@ -552,11 +564,7 @@ func twoAuthorities(t *testing.T, snapshot string) func(*config.Config) {
 // over delta, SotW, unary Fetch and REST, at first and on later changes;
 // an allowed client receives all three.
 func TestAccessMembersOwnAuthority(t *testing.T) {
-	p := newAccessPKI(t)
-	o := newAccessOrigin(t)
-	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
-	o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, 1))
-	o.set(resource.ClusterType, openLegacy, cluster(openLegacy, 1))
+	p, o := newAccessPKI(t), newMembersOrigin(t)
 	relay, cfg := runAccessRelay(t, p, o, twoAuthorities(t, ""))
 	xds, rest := relay.XDSAddr(), relay.RESTAddr()
 	hidden := []string{accessCluster1, restrictedLegacy}
@@ -728,11 +736,7 @@ func TestAccessReloadEndsLongPolls(t *testing.T) {
 // other: the denied client's wildcard of the open authority gets none of
 // ds.example's.
 func TestAccessMembersFromSnapshot(t *testing.T) {
-	p := newAccessPKI(t)
-	o := newAccessOrigin(t)
-	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
-	o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, 1))
-	o.set(resource.ClusterType, openLegacy, cluster(openLegacy, 1))
+	p, o := newAccessPKI(t), newMembersOrigin(t)
 	snapshot := filepath.Join(t.TempDir(), "relay.snap")
 	all := []string{openLegacy, restrictedLegacy, accessCluster1}
 
