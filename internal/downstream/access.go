@@ -85,7 +85,7 @@ func (ss *session) recheck(pol *access.Policy) error {
 	}
 	authority, typeURL, denied := ss.deniedHeldLocked(pol)
 	if nodeErr != nil || denied {
-		ss.revoked = true
+		ss.revoked.Store(true)
 	}
 	lg := ss.loggerLocked()
 	ss.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -65,9 +66,10 @@ type session struct {
 	decisions     map[accessKey]bool
 	decidedBy     *access.Policy
 	nodeCheckedBy *access.Policy
-	// revoked: SetAccess ended the stream (recheck); its writer starts no
-	// Send any more. Guarded by mu.
-	revoked bool
+	// revoked: SetAccess ended the stream (recheck, which sets it under
+	// mu); its writer starts no Send any more. Atomic: read before every
+	// Send without the lock.
+	revoked atomic.Bool
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }

@@ -196,12 +196,9 @@ func (ss *session) sendAll(msgs []outMsg) error {
 		if ss.srv.sendHook != nil {
 			ss.srv.sendHook(m.typeURL)
 		}
-		// The last check before Send: SetAccess revokes under mu, so
-		// nothing starts on a stream it ended once it has returned.
-		ss.mu.Lock()
-		revoked := ss.revoked
-		ss.mu.Unlock()
-		if revoked {
+		// The last check before Send: SetAccess revokes a stream it ends
+		// before it returns, so no Send starts on it afterwards.
+		if ss.revoked.Load() {
 			return errStreamDone
 		}
 		if err := ss.sendWithTimeout(m.msg); err != nil {
@@ -241,7 +238,7 @@ type outMsg struct {
 // The caller releases the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.writer.heldLocked() || ss.revoked {
+	if ss.writer.heldLocked() || ss.revoked.Load() {
 		// A request is being applied, or a change announced: its
 		// endRequest or Flush wakes the writer. Revoked: the stream is
 		// ending.
