@@ -9,6 +9,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -32,8 +33,9 @@ func onlyCluster(pattern string) *access.Policy {
 // TestSetAccessStopsRunningWriter: a writer that built a response under
 // the old rules and reaches Send only after SetAccess returned does not
 // send it: the stream ends with PermissionDenied and nothing else. Both
-// for a name subscribed explicitly and for a member of the legacy
-// wildcard whose own authority the new rules close.
+// for a name subscribed explicitly (its response built on the fan-out
+// fast path, shared.go) and for a member of the legacy wildcard whose own
+// authority the new rules close (the general path).
 func TestSetAccessStopsRunningWriter(t *testing.T) {
 	member := xdstp(cdsType, "m1") // an xdstp member of the legacy wildcard
 	for _, tc := range []struct {
@@ -41,9 +43,10 @@ func TestSetAccessStopsRunningWriter(t *testing.T) {
 		typeURL string
 		key     cache.Key
 		sub     string
+		shared  bool // the response is built on the fast path
 	}{
-		{"explicit name", edsType, key(edsType, xdstp(edsType, "e1")), xdstp(edsType, "e1")},
-		{"wildcard member", cdsType, cache.Key{Stream: legacyStream, TypeURL: cdsType, Name: member}, "*"},
+		{"explicit name", edsType, key(edsType, xdstp(edsType, "e1")), xdstp(edsType, "e1"), true},
+		{"wildcard member", cdsType, cache.Key{Stream: legacyStream, TypeURL: cdsType, Name: member}, "*", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 0)
@@ -73,6 +76,9 @@ func TestSetAccessStopsRunningWriter(t *testing.T) {
 			case <-atSend:
 			case <-time.After(xdstest.WaitTimeout):
 				t.Fatal("the writer never reached Send with the change")
+			}
+			if got := testutil.ToFloat64(e.srv.m.sharedResponses.WithLabelValues(typeLabel(tc.typeURL))) == 1; got != tc.shared {
+				t.Errorf("built on the fast path: %v, want %v", got, tc.shared)
 			}
 			if n := e.srv.SetAccess(onlyCluster("canary-*")); n != 1 {
 				t.Errorf("SetAccess ended %d streams, want 1", n)
