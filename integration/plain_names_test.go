@@ -14,6 +14,7 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -209,4 +210,41 @@ func TestPlainNamesKubernetes(t *testing.T) {
 			origin.waitStreams([]string{tc.originIDs + "/api", tc.originIDs + "/grpc", tc.originIDs + "/web"})
 		})
 	}
+}
+
+// plain_names is reloadable: with two authorities and none marked, a plain
+// name is refused; once a reload marks one, new requests are served from it
+// (its upstream untouched: only the rule set changes).
+func TestPlainNamesReload(t *testing.T) {
+	origin := newSnapOrigin(t)
+	ch, err := newPlainChain("web-svc", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin.setChain("web", "v1", ch)
+	cfg := func(mark string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+admin: 127.0.0.1:0
+downstream: {drain_delay: 0s}
+authorities:
+  - {name: a.example, origins: [%q]}
+  - {name: b.example, origins: [%q]%s}
+`, origin.addr, origin.addr, mark)
+	}
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	writeFileAtomic(t, path, []byte(cfg("")))
+	r, _ := fileRelay(t, path)
+	conn := dial(t, r.XDSAddr())
+
+	refused := newADSClient(t, conn, "delta", "envoy-1", "web", nil)
+	refused.subscribe(resource.ClusterType)
+	if st := refused.delta.Err(); st.Code() != codes.FailedPrecondition {
+		t.Fatalf("plain name with no authority marked: status %v, want FailedPrecondition", st)
+	}
+
+	replaceFile(t, path, cfg(", plain_names: true"))
+	postReload(t, r)
+	served := newADSClient(t, conn, "delta", "envoy-2", "web", nil)
+	served.subscribe(resource.ClusterType)
+	served.waitHolds(resource.ClusterType, ch.clusterName)
 }
