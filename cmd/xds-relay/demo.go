@@ -47,7 +47,7 @@ written for you; it serves HTTP on 127.0.0.1:10000, routed to 127.0.0.1:50051):
   envoy -c {{.EnvoyBootstrap}}
 
 To see an update flow, edit (and save)
-  {{.Endpoints}}
+  {{.Endpoints}}   (plain-endpoints.yaml: the plain names')
 e.g. change a port_value: subscribed clients get the new ClusterLoadAssignment.
 `))
 
