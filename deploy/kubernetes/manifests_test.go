@@ -259,6 +259,9 @@ func TestDeploymentsAreProductionReady(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the relay refuses its config: %v", where, err)
 		}
+		if cfg.PlainNamesAuthority() < 0 {
+			t.Errorf("%s: no authority serves plain names: an Envoy fleet's wildcard LDS and CDS would be refused", where)
+		}
 		if _, port, _ := strings.Cut(cfg.Listen, ":"); port != fmt.Sprint(ports["xds"]) || !strings.HasPrefix(cfg.Listen, ":") {
 			t.Errorf("%s: listen %q, want every interface on the xds container port %d", where, cfg.Listen, ports["xds"])
 		}
