@@ -99,3 +99,20 @@ func TestPlainNamesProblems(t *testing.T) {
 		})
 	}
 }
+
+// The shipped configs serve an Envoy fleet's plain names as they are.
+func TestShippedConfigsServePlainNames(t *testing.T) {
+	example, err := Load("example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, err := Demo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*Config{"example.yaml": example, "demo/relay.yaml": demo} {
+		if i := c.PlainNamesAuthority(); i < 0 {
+			t.Errorf("%s: no authority serves plain names", name)
+		}
+	}
+}
