@@ -2,9 +2,11 @@ package xdstype
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -46,32 +48,33 @@ var known = map[string]bool{
 // listed are the other type URLs an operator listed (authorities[].types,
 // through List): they are labelled by their own name too. The set only
 // grows, and only from configuration, so it stays bounded whatever clients
-// and origins send.
-var listed struct {
-	mu    sync.RWMutex
-	types map[string]bool // guarded by mu
-}
+// and origins send. Copied on write: Label, on every metric update, reads
+// it without a lock.
+var (
+	listed   atomic.Pointer[map[string]bool]
+	listedMu sync.Mutex // serialises List's copies
+)
 
 // List adds typeURLs, each one CheckTypeURL accepts, to the types that
 // Label names: the types an operator configured an authority to carry.
 func List(typeURLs ...string) {
-	listed.mu.Lock()
-	defer listed.mu.Unlock()
-	for _, t := range typeURLs {
-		if known[t] || CheckTypeURL(t) != nil {
-			continue
-		}
-		if listed.types == nil {
-			listed.types = make(map[string]bool)
-		}
-		listed.types[t] = true
+	listedMu.Lock()
+	defer listedMu.Unlock()
+	next := make(map[string]bool)
+	if cur := listed.Load(); cur != nil {
+		maps.Copy(next, *cur)
 	}
+	for _, t := range typeURLs {
+		if !known[t] && CheckTypeURL(t) == nil {
+			next[t] = true
+		}
+	}
+	listed.Store(&next)
 }
 
 func isListed(typeURL string) bool {
-	listed.mu.RLock()
-	defer listed.mu.RUnlock()
-	return listed.types[typeURL]
+	cur := listed.Load()
+	return cur != nil && (*cur)[typeURL]
 }
 
 // Label is the metric label of a type URL: a served or listed type without
