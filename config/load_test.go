@@ -197,6 +197,21 @@ func TestParseTypeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "decimal for integer",
+			yaml: minimalAuthorities + "downstream:\n  drain_waves: 2.5\n",
+			want: []problem{{Path: "downstream.drain_waves", Line: 5, Has: `want an integer, got "2.5"`}},
+		},
+		{
+			name: "whole decimal for integer",
+			yaml: minimalAuthorities + "downstream:\n  drain_waves: 2.0\n",
+			want: []problem{{Path: "downstream.drain_waves", Line: 5, Has: `want an integer, got "2.0"`}},
+		},
+		{
+			name: "exponent for integer",
+			yaml: minimalAuthorities + "downstream:\n  limits:\n    max_streams: 1e3\n",
+			want: []problem{{Path: "downstream.limits.max_streams", Line: 6, Has: `want an integer, got "1e3"`}},
+		},
+		{
 			name: "bool",
 			yaml: minimalAuthorities + "upstream:\n  tls:\n    enabled: maybe\n",
 			want: []problem{{Path: "upstream.tls.enabled", Line: 6, Has: `want true or false, got "maybe"`}},
