@@ -51,14 +51,19 @@ func WriteSnapshotFile(path string, data []byte) (err error) {
 }
 
 // ReadSnapshotFile reads path whole, refusing a file larger than maxBytes
-// (maxBytes <= 0: no bound). A missing file is an error wrapping
-// fs.ErrNotExist.
+// (maxBytes <= 0: no bound), and anything but a regular file of this
+// process's user that no other user may write (ErrSnapshotUntrusted; see
+// openTrusted). Opening it never blocks. A missing file is an error
+// wrapping fs.ErrNotExist.
 func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, fi, err := openTrusted(path)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	defer f.Close()
+	if maxBytes > 0 && fi.Size() > maxBytes {
+		return nil, fmt.Errorf("snapshot %s: %w: %d bytes, more than %d", path, ErrSnapshotTooLarge, fi.Size(), maxBytes)
+	}
 	r := io.Reader(f)
 	if maxBytes > 0 {
 		r = io.LimitReader(f, maxBytes+1)
