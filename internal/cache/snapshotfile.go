@@ -78,5 +78,27 @@ func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
 	return data, nil
 }
 
+// openTrusted opens path for reading without blocking (a FIFO or a device
+// at the path cannot hold the start up) and checks the opened file (fstat:
+// what is checked is what is read) with trusted. Anything else is refused
+// with ErrSnapshotUntrusted: the checksum and the config fingerprint are
+// not authentication, anyone who can write the file could make the relay
+// serve what they wrote.
+func openTrusted(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = trusted(fi)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
 // isNotExist is errors.Is(err, fs.ErrNotExist).
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
