@@ -25,6 +25,12 @@ type Config struct {
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`
+	// AdminAllowedHosts are the names, besides IP literals and localhost,
+	// that the admin listener answers as a request's Host (any port): a
+	// request naming another host gets 403, so a web page cannot read the
+	// admin pages through DNS rebinding. E.g. the admin Service's DNS
+	// name. Default []: IP literals and localhost only.
+	AdminAllowedHosts []string `yaml:"admin_allowed_hosts"`
 	// Node is the identity the relay presents to origins on xdstp streams.
 	Node Node `yaml:"node"`
 	// Authorities lists the authorities the relay serves and where their
