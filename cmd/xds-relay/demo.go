@@ -46,6 +46,9 @@ An Envoy (ADS) snippet for its bootstrap:
 To see an update flow, edit (and save)
   {{.Endpoints}}
 e.g. change a port_value: subscribed clients get the new ClusterLoadAssignment.
+
+The relay's own config is {{.Config}}; after editing it:
+  xds-relay reload --admin {{.Admin}}
 `))
 
 // printDemoGuide writes the grpc-go bootstrap into dir and the guide to w.
@@ -77,5 +80,6 @@ func printDemoGuide(w io.Writer, dir, listen, admin, rest string) error {
 		"Admin":      admin,
 		"REST":       rest,
 		"Bootstrap":  bootstrapPath,
+		"Config":     filepath.Join(dir, "config", "demo", "relay.yaml"),
 	})
 }

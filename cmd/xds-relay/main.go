@@ -178,20 +178,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := config.Demo(dir)
+	// The flags are written into the demo's config file, which a reload
+	// re-reads.
+	cfg, err := config.DemoWith(dir, config.DemoAddrs{Listen: *listen, Admin: *admin, REST: *rest})
 	if err != nil {
-		return err
-	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *admin != "" {
-		cfg.Admin = *admin
-	}
-	if *rest != "" {
-		cfg.RESTListen = *rest
-	}
-	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen); err != nil {
