@@ -146,6 +146,12 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		r.grpc.Stop()
 		return nil, fmt.Errorf("relay: %w", err)
 	}
+	if err := r.watchConfig(cfg, lg); err != nil {
+		r.runStops()
+		r.drain()
+		r.grpc.Stop()
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 
 	return r, nil
 }
