@@ -253,6 +253,16 @@ func TestDeploymentsAreProductionReady(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the relay refuses its config: %v", where, err)
 		}
+		// A ConfigMap update reaches the relay: it watches the file, and
+		// the volume is mounted whole (a subPath mount is never updated).
+		if !cfg.ConfigWatch {
+			t.Errorf("%s: config_watch is off: a ConfigMap update would need a restart or a signal", where)
+		}
+		for _, m := range c.VolumeMounts {
+			if filepath.Dir(cfgPath) == m.MountPath && m.SubPath != "" {
+				t.Errorf("%s: the config is mounted with subPath %q, which Kubernetes never updates", where, m.SubPath)
+			}
+		}
 		if _, port, _ := strings.Cut(cfg.Listen, ":"); port != fmt.Sprint(ports["xds"]) || !strings.HasPrefix(cfg.Listen, ":") {
 			t.Errorf("%s: listen %q, want every interface on the xds container port %d", where, cfg.Listen, ports["xds"])
 		}
