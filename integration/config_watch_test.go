@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/xds-relay/xds-relay/internal/configwatch"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // TestConfigWatch: with config_watch, the relay reloads its config file
@@ -93,6 +96,14 @@ func TestConfigWatch(t *testing.T) {
 				"xds_relay_config_reloads_total", "result", "ok")
 			if _, got := adminDo(t, http.MethodGet, levelURL, ""); got != "error\n" {
 				t.Errorf("log level after the fixed file = %q, want error", got)
+			}
+
+			// One reload per change, however many events it took.
+			<-time.After(configwatch.DefaultDebounce + xdstest.QuietPeriod)
+			ok := relayMetric(t, r, "xds_relay_config_reloads_total", "result", "ok")
+			invalid := relayMetric(t, r, "xds_relay_config_reloads_total", "result", "invalid")
+			if ok != 2 || invalid != 1 {
+				t.Errorf("reloads: %v ok, %v invalid; want 2 and 1 (one per change of content)", ok, invalid)
 			}
 		})
 	}
