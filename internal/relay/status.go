@@ -50,8 +50,11 @@ type AuthorityStatus struct {
 	States map[string]int `json:"states"`
 	// InUse: the origins its links use now.
 	InUse []string `json:"in_use"`
-	// LastError: the latest error of a link (the xdstp link's first).
-	LastError string `json:"last_error,omitempty"`
+	// LastError: the error of a link that has not recovered (the xdstp
+	// link's first), and LastErrorAt when it happened; both clear once its
+	// origin answers again.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	// LastResponseAgeS: the newest response of any of its links, seconds
 	// ago; absent when none came yet.
 	LastResponseAgeS *float64 `json:"last_response_age_s,omitempty"`
@@ -106,7 +109,7 @@ func (s *statusSources) status() Status {
 			a.InUse = append(a.InUse, l.Origin)
 		}
 		if a.LastError == "" {
-			a.LastError = l.LastError
+			a.LastError, a.LastErrorAt = l.LastError, l.LastErrorAt
 		}
 		if l.LastResponseAgeS != nil && (a.LastResponseAgeS == nil || *l.LastResponseAgeS < *a.LastResponseAgeS) {
 			age := *l.LastResponseAgeS

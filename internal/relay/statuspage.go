@@ -42,6 +42,7 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 	"typeCounts": func(m map[string]int) string { return formatCounts(m, true) },
 	"short":      shortType,
 	"age":        formatAge,
+	"errAt":      formatErrAt,
 	"uptime":     func(s float64) string { return time.Duration(s * float64(time.Second)).Truncate(time.Second).String() },
 	"clock":      func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"bytes":      formatBytes,
@@ -152,6 +153,14 @@ func formatCounts(m map[string]int, shorten bool) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, out[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// formatErrAt is an error with the time it happened (status.js: errAt).
+func formatErrAt(err string, at *time.Time) string {
+	if err == "" || at == nil {
+		return err
+	}
+	return at.UTC().Format("15:04:05") + " UTC: " + err
 }
 
 func formatAge(s *float64) string {

@@ -22,10 +22,14 @@ type LinkStatus struct {
 	// Origin is the origin in use (or being tried).
 	Origin string `json:"origin,omitempty"`
 	// State: "connecting" (an attempt is opening), "open" (the origin has
-	// answered on the current stream), "waiting" (the stream is open, no
-	// answer yet), "backoff" (between attempts).
-	State     string `json:"state"`
-	LastError string `json:"last_error,omitempty"`
+	// answered on the current stream, or a liveness probe while silent
+	// about the names asked for: it may not have them), "waiting" (the
+	// stream is open, no answer yet), "backoff" (between attempts).
+	State string `json:"state"`
+	// LastError is why the last attempt ended, and LastErrorAt when; both
+	// clear once an origin answers again.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	// Subscriptions counts the names the link asks for, by type URL.
 	Subscriptions map[string]int `json:"subscriptions"`
 	// LastResponseAgeS is the time since the last response from an origin,
@@ -39,6 +43,7 @@ type linkState struct {
 	origin       string
 	state        string
 	lastErr      string
+	lastErrAt    time.Time
 	lastResponse time.Time
 }
 
@@ -50,13 +55,24 @@ func (l *link) setState(origin, state string) {
 
 func (l *link) setError(err error) {
 	l.mu.Lock()
-	l.status.state, l.status.lastErr = "backoff", err.Error()
+	l.status.state, l.status.lastErr, l.status.lastErrAt = "backoff", err.Error(), time.Now()
 	l.mu.Unlock()
 }
 
+// answered records a response: the link is served, its error is over.
 func (l *link) answered() {
 	l.mu.Lock()
 	l.status.state, l.status.lastResponse = "open", time.Now()
+	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
+	l.mu.Unlock()
+}
+
+// originAlive records an answered liveness probe (probe.go): the origin
+// serves, though it said nothing of the names asked for.
+func (l *link) originAlive() {
+	l.mu.Lock()
+	l.status.state = "open"
+	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
 	l.mu.Unlock()
 }
 
@@ -72,6 +88,10 @@ func (l *link) describe(now time.Time) LinkStatus {
 		if len(names) > 0 {
 			st.Subscriptions[t] = len(names)
 		}
+	}
+	if !l.status.lastErrAt.IsZero() {
+		at := l.status.lastErrAt.UTC().Truncate(time.Millisecond)
+		st.LastErrorAt = &at
 	}
 	if !l.status.lastResponse.IsZero() {
 		age := now.Sub(l.status.lastResponse).Seconds()

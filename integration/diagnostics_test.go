@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/xds-relay/xds-relay/config"
+	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/upstream"
+)
+
+// Honest diagnostics (issue 18): what the relay says about an origin rests
+// on evidence about the origin itself.
+
+// TestUnknownNamesAreNotAStall: a client asks only for a name the origin
+// does not have, and the origin (go-control-plane) says nothing about it,
+// as an origin may. The origin answers a liveness probe, so the link stays
+// on it: open, no error, no failover, /readyz 200; and when the name
+// appears at the origin, the client gets it on the same stream. Before,
+// the relay read the silence as a stalled origin: "origin did not answer",
+// failover, /readyz 503, and the link never settled.
+func TestUnknownNamesAreNotAStall(t *testing.T) {
+	o := newGCPOrigin(t)
+	o.set(resource.ClusterType, dsCluster("present"), cluster(dsCluster("present"), 1))
+	r := startRelay(t, func(cfg *config.Config) {
+		cfg.Log.Level = config.LogInfo
+		cfg.Upstream.ResponseTimeout = time.Second
+	}, o.addr)
+	missing := dsCluster("missing")
+	d := openDelta(t, dial(t, r.XDSAddr()))
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{missing}})
+
+	l := upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool { return l.State == "open" })
+	if l.Origin != o.addr || l.LastError != "" || l.LastErrorAt != nil {
+		t.Errorf("/debug/upstreams link: %+v, want open on %s with no error", l, o.addr)
+	}
+	for _, m := range []string{"xds_relay_upstream_response_timeouts_total", "xds_relay_upstream_reconnects_total"} {
+		if n := relayMetric(t, r, m, "authority", dsAuthority); n != 0 {
+			t.Errorf("%s = %v, want 0: the origin is alive", m, n)
+		}
+	}
+	if code, body := readyz(t, r); code != http.StatusOK {
+		t.Errorf("/readyz: %d %q, want 200: the origin answers", code, body)
+	}
+
+	o.set(resource.ClusterType, missing, cluster(missing, 2))
+	v := deltaView{}
+	recvDelta(t, d, v, has(v, missing))
+	if opens, _ := o.streams(); opens != 2 {
+		t.Errorf("origin saw %d delta streams, want 2: the link's and one liveness probe's", opens)
+	}
+}
+
+// TestErrorsCarryTimeAndClear: while the origin is down, /debug/upstreams
+// and the status page (/debug/status, and the HTML page) show the link's
+// error with the time it happened; once the origin answers again the error
+// is gone from all three. Before, the error had no time and stayed, in red,
+// after recovery.
+func TestErrorsCarryTimeAndClear(t *testing.T) {
+	o := newGCPOrigin(t)
+	c := dsCluster("flaps")
+	o.set(resource.ClusterType, c, cluster(c, 1))
+	o.stop()
+	start := time.Now()
+	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, o.addr)
+	d := openDelta(t, dial(t, r.XDSAddr()))
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c}})
+
+	l := upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool { return l.LastError != "" })
+	if l.LastErrorAt == nil || l.LastErrorAt.Before(start.Add(-time.Second)) || l.LastErrorAt.After(time.Now()) {
+		t.Errorf("/debug/upstreams: last_error_at %v, want the time of %q", l.LastErrorAt, l.LastError)
+	}
+	st := fetchStatus(t, "http://"+r.AdminAddr())
+	if len(st.Authorities) != 1 || st.Authorities[0].LastError == "" || st.Authorities[0].LastErrorAt == nil {
+		t.Errorf("/debug/status authorities: %+v, want the error with its time", st.Authorities)
+	}
+	page := statusPage(t, r)
+	if at := st.Authorities[0].LastErrorAt; at != nil && !strings.Contains(page, at.UTC().Format("15:04:05")+" UTC: ") {
+		t.Errorf("status page does not show the error's time %v:\n%s", at, page)
+	}
+
+	o.restart()
+	v := deltaView{}
+	recvDelta(t, d, v, has(v, c))
+	l = upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool { return l.State == "open" })
+	if l.LastError != "" || l.LastErrorAt != nil {
+		t.Errorf("/debug/upstreams after recovery: %+v, want no error", l)
+	}
+	st = fetchStatus(t, "http://"+r.AdminAddr())
+	if a := st.Authorities[0]; a.LastError != "" || a.LastErrorAt != nil {
+		t.Errorf("/debug/status after recovery: %+v, want no error", a)
+	}
+	if page := statusPage(t, r); strings.Contains(page, "connection refused") {
+		t.Errorf("status page still shows the old error after recovery:\n%s", page)
+	}
+}
+
+// statusPage reads the HTML status page (/).
+func statusPage(t *testing.T, r *relayproc.Relay) string {
+	t.Helper()
+	resp, err := http.Get("http://" + r.AdminAddr() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
