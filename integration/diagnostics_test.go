@@ -2,7 +2,9 @@ package integration
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +116,59 @@ func statusPage(t *testing.T, r *relayproc.Relay) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestOriginChecksAtStart: a misspelt origin (its name does not resolve)
+// and an unreachable one (nothing listens) are reported at start, before
+// any client, in words: /debug/upstreams (an "unused" row for the
+// authority, with its origins), the status page and
+// xds_relay_upstream_origin_check_failures_total; start is not held up
+// (/readyz 200). A link on the misspelt origin then says why it fails in
+// the same words, not gRPC's "produced zero addresses". Before, the relay
+// said nothing until the first client.
+func TestOriginChecksAtStart(t *testing.T) {
+	o := newGCPOrigin(t)
+	const misspelt = "no-such-origin.invalid:18000"
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, misspelt, refused, o.addr)
+
+	l := upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool {
+		return len(l.Origins) == 3 && !slices.ContainsFunc(l.Origins, func(c upstream.OriginCheck) bool { return c.State == "checking" })
+	})
+	if l.State != "unused" {
+		t.Errorf("/debug/upstreams row before any client: state %q, want unused", l.State)
+	}
+	wantErr := []string{"resolve no-such-origin.invalid: ", "connect " + refused + ": connection refused", ""}
+	for i, c := range l.Origins {
+		if c.At == nil || !strings.HasPrefix(c.Error, wantErr[i]) || (wantErr[i] == "") != (c.State == "ok") {
+			t.Errorf("origin check %d: %+v, want an error starting %q", i, c, wantErr[i])
+		}
+	}
+	if n := relayMetric(t, r, "xds_relay_upstream_origin_check_failures_total", "authority", dsAuthority); n != 2 {
+		t.Errorf("origin_check_failures_total = %v, want 2", n)
+	}
+	if code, body := readyz(t, r); code != http.StatusOK {
+		t.Errorf("/readyz: %d %q, want 200: checks do not hold start up", code, body)
+	}
+	st := fetchStatus(t, "http://"+r.AdminAddr())
+	if len(st.Authorities) != 1 || len(st.Authorities[0].OriginChecks) != 3 || st.Authorities[0].OriginChecks[0].State != "failed" {
+		t.Errorf("/debug/status authorities: %+v, want the origin checks", st.Authorities)
+	}
+	if page := statusPage(t, r); !strings.Contains(page, "origin "+misspelt+": resolve no-such-origin.invalid") {
+		t.Errorf("status page does not show the misspelt origin:\n%s", page)
+	}
+
+	// A link on the misspelt origin alone says why it fails.
+	r2 := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, misspelt)
+	d := openDelta(t, dial(t, r2.XDSAddr()))
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{dsCluster("x")}})
+	l = upstreamLink(t, r2, dsAuthority, func(l upstream.LinkStatus) bool { return l.LastError != "" })
+	if !strings.Contains(l.LastError, "resolve no-such-origin.invalid: ") {
+		t.Errorf("link on a misspelt origin: last_error %q, want it to say the name does not resolve", l.LastError)
+	}
 }

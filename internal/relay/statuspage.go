@@ -43,6 +43,7 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 	"short":      shortType,
 	"age":        formatAge,
 	"errAt":      formatErrAt,
+	"authErrors": formatAuthorityErrors,
 	"uptime":     func(s float64) string { return time.Duration(s * float64(time.Second)).Truncate(time.Second).String() },
 	"clock":      func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"bytes":      formatBytes,
@@ -161,6 +162,21 @@ func formatErrAt(err string, at *time.Time) string {
 		return err
 	}
 	return at.UTC().Format("15:04:05") + " UTC: " + err
+}
+
+// formatAuthorityErrors is an authority's link error and its failed
+// origin checks, with their times (status.js: authErrors).
+func formatAuthorityErrors(a AuthorityStatus) string {
+	var out []string
+	if a.LastError != "" {
+		out = append(out, formatErrAt(a.LastError, a.LastErrorAt))
+	}
+	for _, c := range a.OriginChecks {
+		if c.State == "failed" {
+			out = append(out, formatErrAt("origin "+c.Origin+": "+c.Error, c.At))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func formatAge(s *float64) string {

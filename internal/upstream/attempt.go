@@ -147,6 +147,7 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 			// The origin answers: it is alive, and silent only about the
 			// names asked for (it may not have them). No failover.
 			healthy, deadline = true, nil
+			l.mgr.checks.set(l.id.Authority, origin, nil)
 			l.lg.Info("origin answered a liveness probe; it has not answered the names asked for (it may not have them)",
 				zap.String("origin", origin))
 			l.originAlive()
@@ -156,6 +157,9 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 			}
 			arm()
 		case r := <-recv:
+			if !healthy {
+				l.mgr.checks.set(l.id.Authority, origin, nil)
+			}
 			healthy = true
 			deadline = nil // the origin answers: alive
 			l.answered()

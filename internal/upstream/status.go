@@ -21,7 +21,9 @@ type LinkStatus struct {
 	Group     string `json:"group,omitempty"`
 	// Origin is the origin in use (or being tried).
 	Origin string `json:"origin,omitempty"`
-	// State: "connecting" (an attempt is opening), "open" (the origin has
+	// State: "unused" (a row of /debug/upstreams for an authority no
+	// client has asked anything of yet: it has no link), "connecting" (an
+	// attempt is opening), "open" (the origin has
 	// answered on the current stream, or a liveness probe while silent
 	// about the names asked for: it may not have them), "waiting" (the
 	// stream is open, no answer yet), "backoff" (between attempts).
@@ -35,6 +37,9 @@ type LinkStatus struct {
 	// LastResponseAgeS is the time since the last response from an origin,
 	// in seconds; absent when none came yet.
 	LastResponseAgeS *float64 `json:"last_response_age_s,omitempty"`
+	// Origins: what is known of each of the authority's origins
+	// (origincheck.go).
+	Origins []OriginCheck `json:"origins,omitempty"`
 }
 
 // linkState is what a link's run goroutine records for LinkStatus.
@@ -111,7 +116,9 @@ func (m *Manager) Status() []LinkStatus {
 	now := time.Now()
 	out := make([]LinkStatus, 0, len(links))
 	for _, l := range links {
-		out = append(out, l.describe(now))
+		st := l.describe(now)
+		st.Origins = m.checks.get(st.Authority)
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b LinkStatus) int {
 		if c := strings.Compare(a.Authority, b.Authority); c != 0 {
@@ -122,13 +129,30 @@ func (m *Manager) Status() []LinkStatus {
 	return out
 }
 
-// StatusHandler serves Status as JSON; mount it at UpstreamsPath.
+// StatusHandler serves Status as JSON, with an "unused" row (its origin
+// checks) for each authority that has no link yet; mount it at
+// UpstreamsPath.
 func (m *Manager) StatusHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		out := m.Status()
+		m.mu.Lock()
+		auths := sortedAuthorities(m.auths)
+		m.mu.Unlock()
+		linked := make(map[string]bool, len(auths))
+		for _, st := range out {
+			linked[st.Authority] = true
+		}
+		for _, a := range auths {
+			if !linked[a.name] {
+				out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
+					Origins: m.checks.get(a.name)})
+			}
+		}
+		slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(m.Status()) // the client hung up: nothing to do
+		_ = enc.Encode(out) // the client hung up: nothing to do
 	})
 }
 
