@@ -4,7 +4,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +173,39 @@ func TestOriginChecksAtStart(t *testing.T) {
 	if !strings.Contains(l.LastError, "resolve no-such-origin.invalid: ") {
 		t.Errorf("link on a misspelt origin: last_error %q, want it to say the name does not resolve", l.LastError)
 	}
+}
+
+// TestFileSourceErrorsShown: a file of a file:// origin that does not
+// parse is shown in /debug/upstreams (the origin's file_problems) and on
+// the status page with its file and its YAML line, and the entry goes
+// once the file is mended. Before, it was only in the log, with a position
+// in the JSON the relay made of the YAML.
+func TestFileSourceErrorsShown(t *testing.T) {
+	dir := t.TempDir()
+	good := dsCluster("good")
+	writeFile(t, dir, "good.yaml", clusterYAML(strconv.Quote(good), "1s"))
+	bad := "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n" +
+		"name: " + strconv.Quote(dsCluster("bad")) + "\n" +
+		"connect_timeout: 1s\n" +
+		"no_such_field: 3\n"
+	writeFile(t, dir, "bad.yaml", bad)
+	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, upstream.FileOriginPrefix+dir)
+	d := openDelta(t, dial(t, r.XDSAddr()))
+	subscribeClusters(t, d, good) // the file source runs once a link uses it
+
+	l := upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool {
+		return len(l.Origins) == 1 && len(l.Origins[0].FileProblems) > 0
+	})
+	p := l.Origins[0].FileProblems[0]
+	if p.File != filepath.Join(dir, "bad.yaml") || !strings.HasPrefix(p.Error, `line 4: `) || !strings.Contains(p.Error, "no_such_field") {
+		t.Errorf("/debug/upstreams file problem: %+v, want bad.yaml, line 4, no_such_field", p)
+	}
+	if page := statusPage(t, r); !strings.Contains(page, "bad.yaml: line 4: ") {
+		t.Errorf("status page does not show bad.yaml's line:\n%s", page)
+	}
+
+	writeFile(t, dir, "bad.yaml", strings.Replace(bad, "no_such_field: 3\n", "", 1))
+	upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool {
+		return len(l.Origins) == 1 && len(l.Origins[0].FileProblems) == 0
+	})
 }

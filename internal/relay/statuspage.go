@@ -175,6 +175,13 @@ func formatAuthorityErrors(a AuthorityStatus) string {
 		if c.State == "failed" {
 			out = append(out, formatErrAt("origin "+c.Origin+": "+c.Error, c.At))
 		}
+		for _, p := range c.FileProblems {
+			at, where := p.At, "origin "+c.Origin+": "
+			if p.File != "" {
+				where += p.File + ": "
+			}
+			out = append(out, formatErrAt(where+p.Error, &at))
+		}
 	}
 	return strings.Join(out, "; ")
 }

@@ -38,6 +38,9 @@ type OriginCheck struct {
 	// Error says why it failed; At is when State was set.
 	Error string     `json:"error,omitempty"`
 	At    *time.Time `json:"at,omitempty"`
+	// FileProblems: for a file source, what is wrong with its files now
+	// (skipped; their last good content is served), with file and line.
+	FileProblems []FileProblem `json:"file_problems,omitempty"`
 }
 
 // originChecks holds every authority's OriginChecks.
@@ -92,8 +95,17 @@ func (c *originChecks) get(authority string) []OriginCheck {
 }
 
 // OriginChecks returns what is known of each origin of authority, in
-// failover order; nil for an unknown authority.
-func (m *Manager) OriginChecks(authority string) []OriginCheck { return m.checks.get(authority) }
+// failover order, with a file source's file problems; nil for an unknown
+// authority.
+func (m *Manager) OriginChecks(authority string) []OriginCheck {
+	out := m.checks.get(authority)
+	for i := range out {
+		if fs := m.fileSource(out[i].Origin); fs != nil {
+			out[i].FileProblems = fs.problemList()
+		}
+	}
+	return out
+}
 
 // checkOrigins checks every origin of auths once, in a goroutine the
 // Manager owns; it returns at once.

@@ -115,9 +115,15 @@ func (m *Manager) Status() []LinkStatus {
 	m.mu.Unlock()
 	now := time.Now()
 	out := make([]LinkStatus, 0, len(links))
+	origins := make(map[string][]OriginCheck)
 	for _, l := range links {
 		st := l.describe(now)
-		st.Origins = m.checks.get(st.Authority)
+		o, ok := origins[st.Authority]
+		if !ok {
+			o = m.OriginChecks(st.Authority)
+			origins[st.Authority] = o
+		}
+		st.Origins = o
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b LinkStatus) int {
@@ -145,7 +151,7 @@ func (m *Manager) StatusHandler() http.Handler {
 		for _, a := range auths {
 			if !linked[a.name] {
 				out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
-					Origins: m.checks.get(a.name)})
+					Origins: m.OriginChecks(a.name)})
 			}
 		}
 		slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })

@@ -30,6 +30,7 @@
     if (a.last_error) out.push(errAt(a.last_error, a.last_error_at));
     for (const c of a.origin_checks || []) {
       if (c.state === "failed") out.push(errAt("origin " + c.origin + ": " + c.error, c.at));
+      for (const p of c.file_problems || []) out.push(errAt("origin " + c.origin + ": " + (p.file ? p.file + ": " : "") + p.error, p.at));
     }
     return out.join("; ");
   }
