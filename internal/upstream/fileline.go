@@ -72,7 +72,7 @@ func jsonOffset(js []byte, line, col int) int {
 func jsonPathAt(js []byte, off int) []any {
 	type frame struct {
 		obj    bool
-		key    any // the current key (string) or index (int)
+		key    any  // the current key (string) or index (int)
 		wanted bool // obj: the next token is a key
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
