@@ -209,3 +209,55 @@ func TestFileSourceErrorsShown(t *testing.T) {
 		return len(l.Origins) == 1 && len(l.Origins[0].FileProblems) == 0
 	})
 }
+
+// restPoll posts a REST-JSON poll for clusters names to r.
+func restPoll(t *testing.T, r *relayproc.Relay, names ...string) (int, string) {
+	t.Helper()
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	body := `{"node": {"id": "rest-node", "cluster": "rest"}, "resource_names": [` + strings.Join(q, ",") + `]}`
+	resp, err := http.Post("http://"+r.RESTAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestRESTSaysWhy: a REST poll that finds nothing tells "origin down"
+// (503 with the authority's state, after downstream.fetch_wait) from
+// "does not exist" (404, at once, for names the origin said do not
+// exist); a name that exists is 200. Before, both were 200 with an empty
+// list after a fixed, undocumented 5 s.
+func TestRESTSaysWhy(t *testing.T) {
+	rest := func(cfg *config.Config) {
+		cfg.Log.Level = config.LogInfo
+		cfg.RESTListen = "127.0.0.1:0"
+		cfg.Downstream.FetchWait = 300 * time.Millisecond
+	}
+	t.Run("origin down", func(t *testing.T) {
+		o := newGCPOrigin(t)
+		o.stop()
+		r := startRelay(t, rest, o.addr)
+		code, body := restPoll(t, r, dsCluster("x"))
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "upstream "+dsAuthority+": no origin has answered") {
+			t.Errorf("REST poll with the origin down: %d %q, want 503 naming the authority's state", code, body)
+		}
+	})
+	t.Run("does not exist", func(t *testing.T) {
+		dir := t.TempDir()
+		present := dsCluster("present")
+		writeFile(t, dir, "c.yaml", clusterYAML(strconv.Quote(present), "1s"))
+		r := startRelay(t, rest, upstream.FileOriginPrefix+dir)
+		if code, body := restPoll(t, r, present); code != http.StatusOK || !strings.Contains(body, present) {
+			t.Errorf("REST poll for %s: %d %q, want 200 with it", present, code, body)
+		}
+		missing := dsCluster("missing")
+		if code, body := restPoll(t, r, missing); code != http.StatusNotFound || !strings.Contains(body, "does not exist") {
+			t.Errorf("REST poll for %s: %d %q, want 404", missing, code, body)
+		}
+	})
+}

@@ -172,15 +172,40 @@ func (m *Manager) Ready() error {
 		if st.State == "open" || m.cache.Cached(cache.StreamID{Authority: st.Authority, Group: st.Group}) {
 			continue
 		}
-		where := "upstream " + st.Authority
-		if st.Group != "" {
-			where += " group " + st.Group
-		}
-		reason := st.State
-		if st.LastError != "" {
-			reason += ", last error: " + st.LastError
-		}
-		errs = append(errs, fmt.Errorf("%s: no origin has answered (%s) and nothing is cached", where, reason))
+		errs = append(errs, fmt.Errorf("%w and nothing is cached", notAnswered(st)))
 	}
 	return errors.Join(errs...)
+}
+
+// OriginState returns why no origin answers on the link of s (its state
+// and last error, for a REST poll or Fetch that found nothing); nil when
+// one does, or s has no link.
+func (m *Manager) OriginState(s cache.StreamID) error {
+	m.mu.Lock()
+	l := m.links[s]
+	m.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	if st := l.describe(time.Now()); st.State != "open" {
+		return notAnswered(st)
+	}
+	return nil
+}
+
+// notAnswered says that st's link has no answering origin, and why.
+func notAnswered(st LinkStatus) error {
+	where := "upstream " + st.Authority
+	if st.Group != "" {
+		where += " group " + st.Group
+	}
+	reason := st.State
+	if st.LastError != "" {
+		reason += ", last error"
+		if st.LastErrorAt != nil {
+			reason += " at " + st.LastErrorAt.Format(time.TimeOnly) + " UTC"
+		}
+		reason += ": " + st.LastError
+	}
+	return fmt.Errorf("%s: no origin has answered (%s)", where, reason)
 }
