@@ -24,9 +24,10 @@ import (
 // What fails is logged, counted (xds_relay_upstream_origin_check_failures_total)
 // and shown in /debug/upstreams and on the status page, in words
 // ("resolve origin.example: no such host"). A link attempt that fails
-// without an answer checks its origin again, so the link's error says
-// why in the same words rather than gRPC's ("produced zero addresses");
-// an origin that answers an attempt is "ok" again.
+// without an answer resolves its origin again (quick: no connection, which
+// gRPC's error already describes), so the link's error says why in the
+// same words rather than gRPC's ("produced zero addresses"); an origin
+// that answers an attempt is "ok" again.
 
 // OriginCheck is what the relay knows of one origin of an authority,
 // besides its links.
@@ -155,18 +156,8 @@ func (m *Manager) checkOrigin(ctx context.Context, origin string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.connect)
 	defer cancel()
-	host, _, err := net.SplitHostPort(origin)
-	if err != nil {
-		return fmt.Errorf("origin %q: %w", origin, err)
-	}
-	if net.ParseIP(host) == nil {
-		addrs, err := net.DefaultResolver.LookupHost(ctx, host)
-		if err != nil {
-			return fmt.Errorf("resolve %s: %s", host, reason(err, m.connect))
-		}
-		if len(addrs) == 0 {
-			return fmt.Errorf("resolve %s: no addresses", host)
-		}
+	if err := m.resolveOrigin(ctx, origin); err != nil {
+		return err
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", origin)
@@ -174,6 +165,28 @@ func (m *Manager) checkOrigin(ctx context.Context, origin string) error {
 		return fmt.Errorf("connect %s: %s", origin, reason(err, m.connect))
 	}
 	_ = conn.Close() // it answered; nothing more to say
+	return nil
+}
+
+// resolveOrigin resolves origin's host (nothing to do for an IP
+// address) within the connect timeout.
+func (m *Manager) resolveOrigin(ctx context.Context, origin string) error {
+	host, _, err := net.SplitHostPort(origin)
+	if err != nil {
+		return fmt.Errorf("origin %q: %w", origin, err)
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.connect)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %s", host, reason(err, m.connect))
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("resolve %s: no addresses", host)
+	}
 	return nil
 }
 
