@@ -19,8 +19,10 @@ import (
 // with the line of the file it comes from: the JSON position is turned
 // into a path of keys and indexes, and the path is looked up in the YAML.
 
-// protojsonPos matches the position protojson puts in its errors.
-var protojsonPos = regexp.MustCompile(`\s*\(line (\d+):(\d+)\):?`)
+// protojsonPos matches the position protojson puts in its errors, with
+// the spaces around it (protobuf varies them on purpose, a space or a
+// no-break space, so that nobody matches its messages exactly).
+var protojsonPos = regexp.MustCompile(`[\s\x{00a0}]*\(line (\d+):(\d+)\):?[\s\x{00a0}]*`)
 
 // yamlLineError returns err with its JSON position replaced by "line N: "
 // of raw, the file js was converted from; err itself when it has no
@@ -46,7 +48,7 @@ func yamlLineError(err error, raw, js []byte) error {
 	if n == 0 {
 		return err
 	}
-	return fmt.Errorf("line %d: %s", n, msg[:m[0]]+msg[m[1]:])
+	return fmt.Errorf("line %d: %s", n, msg[:m[0]]+" "+msg[m[1]:])
 }
 
 // jsonOffset is the byte offset of line:col (col counts runes from 1).
