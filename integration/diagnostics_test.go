@@ -12,6 +12,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -30,34 +31,64 @@ import (
 // the relay read the silence as a stalled origin: "origin did not answer",
 // failover, /readyz 503, and the link never settled.
 func TestUnknownNamesAreNotAStall(t *testing.T) {
-	o := newGCPOrigin(t)
-	o.set(resource.ClusterType, dsCluster("present"), cluster(dsCluster("present"), 1))
-	r := startRelay(t, func(cfg *config.Config) {
-		cfg.Log.Level = config.LogInfo
-		cfg.Upstream.ResponseTimeout = time.Second
-	}, o.addr)
-	missing := dsCluster("missing")
-	d := openDelta(t, dial(t, r.XDSAddr()))
-	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{missing}})
+	present, missing := dsCluster("present"), dsCluster("missing")
+	for _, tc := range []struct {
+		transport string
+		// origin: one silent about names it does not have (go-control-plane's
+		// delta server, its ADS SnapshotCache over SotW); add, when set: the
+		// name appears at the origin and reaches the client.
+		origin func(t *testing.T) (o *gcpOrigin, add func())
+	}{
+		{config.TransportDelta, func(t *testing.T) (*gcpOrigin, func()) {
+			o := newGCPOrigin(t)
+			o.set(resource.ClusterType, present, cluster(present, 1))
+			return o, func() { o.set(resource.ClusterType, missing, cluster(missing, 2)) }
+		}},
+		{config.TransportSotW, func(t *testing.T) (*gcpOrigin, func()) {
+			o := newSnapshotOrigin(t)
+			o.setSnapshot("1", map[resource.Type][]types.Resource{resource.ClusterType: {cluster(present, 1)}})
+			// Not added later: this origin does not send a name added to
+			// its snapshot to a SotW stream already waiting for it, with
+			// or without the probe (seen while writing this test).
+			return o, nil
+		}},
+	} {
+		transport := tc.transport
+		t.Run(transport, func(t *testing.T) {
+			o, add := tc.origin(t)
+			r := startRelay(t, func(cfg *config.Config) {
+				cfg.Log.Level = config.LogInfo
+				cfg.Authorities[0].Transport = transport
+				// Long enough for a loaded machine's origin to answer the
+				// probe: the test waits for the answer, not for the timeout.
+				cfg.Upstream.ResponseTimeout = 2 * time.Second
+			}, o.addr)
+			d := openDelta(t, dial(t, r.XDSAddr()))
+			d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{missing}})
 
-	l := upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool { return l.State == "open" })
-	if l.Origin != o.addr || l.LastError != "" || l.LastErrorAt != nil {
-		t.Errorf("/debug/upstreams link: %+v, want open on %s with no error", l, o.addr)
-	}
-	for _, m := range []string{"xds_relay_upstream_response_timeouts_total", "xds_relay_upstream_reconnects_total"} {
-		if n := relayMetric(t, r, m, "authority", dsAuthority); n != 0 {
-			t.Errorf("%s = %v, want 0: the origin is alive", m, n)
-		}
-	}
-	if code, body := readyz(t, r); code != http.StatusOK {
-		t.Errorf("/readyz: %d %q, want 200: the origin answers", code, body)
-	}
+			l := upstreamLink(t, r, dsAuthority, func(l upstream.LinkStatus) bool { return l.State == "open" })
+			if l.Origin != o.addr || l.LastError != "" || l.LastErrorAt != nil {
+				t.Errorf("/debug/upstreams link: %+v, want open on %s with no error", l, o.addr)
+			}
+			for _, m := range []string{"xds_relay_upstream_response_timeouts_total", "xds_relay_upstream_reconnects_total"} {
+				if n := relayMetric(t, r, m, "authority", dsAuthority); n != 0 {
+					t.Errorf("%s = %v, want 0: the origin is alive", m, n)
+				}
+			}
+			if code, body := readyz(t, r); code != http.StatusOK {
+				t.Errorf("/readyz: %d %q, want 200: the origin answers", code, body)
+			}
 
-	o.set(resource.ClusterType, missing, cluster(missing, 2))
-	v := deltaView{}
-	recvDelta(t, d, v, has(v, missing))
-	if opens, _ := o.streams(); opens != 2 {
-		t.Errorf("origin saw %d delta streams, want 2: the link's and one liveness probe's", opens)
+			if add != nil {
+				add()
+				v := deltaView{}
+				recvDelta(t, d, v, has(v, missing))
+			}
+			delta, sotw := o.streams()
+			if delta+sotw != 2 {
+				t.Errorf("origin saw %d delta and %d SotW streams, want 2 in all: the link's and one liveness probe's", delta, sotw)
+			}
+		})
 	}
 }
 
