@@ -28,6 +28,13 @@ func (c *Config) Validate() error {
 	if sameAddress(c.Listen, c.Admin) {
 		v.add("admin", "same address as listen (%s)", c.Admin)
 	}
+	for i, h := range c.AdminAllowedHosts {
+		if h == "" || strings.ContainsFunc(h, func(r rune) bool {
+			return strings.ContainsRune(":/[]*@", r) || unicode.IsSpace(r) || unicode.IsControl(r)
+		}) {
+			v.add(joinIndex("admin_allowed_hosts", i), "%q is not a host name (no port, scheme or wildcard)", h)
+		}
+	}
 	if c.Node.ID == "" {
 		v.add("node.id", "must not be empty")
 	}
