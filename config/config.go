@@ -200,6 +200,12 @@ type Downstream struct {
 	// SendTimeout is how long a client may fail to drain its stream before
 	// it is cut off with ResourceExhausted. Default 30s.
 	SendTimeout time.Duration `yaml:"send_timeout"`
+	// FetchWait is how long a REST-JSON poll or unary Fetch waits for
+	// resources the relay has not received yet before it answers with
+	// what is known (or 503 while no origin answers); also how long a
+	// long poll with a current version_info waits for a change (then
+	// 304). Default 5s. Needs a restart to change.
+	FetchWait time.Duration `yaml:"fetch_wait"`
 	// Limits bound what one client can make the relay hold.
 	Limits Limits `yaml:"limits"`
 	// MaxConnectionAge: a client connection older than this is sent a
@@ -384,6 +390,7 @@ const (
 	DefaultSnapshotMaxBytes      = 256 * MiB
 	DefaultShutdownGracePeriod   = 10 * time.Second
 	DefaultSendTimeout           = 30 * time.Second
+	DefaultFetchWait             = 5 * time.Second
 	DefaultDownstreamMaxRecv     = 16 * MiB
 	DefaultDownstreamMaxSend     = 64 * MiB
 	DefaultUpstreamMaxRecv       = 64 * MiB
@@ -439,6 +446,7 @@ func Default() *Config {
 			MaxRecvMsgSize: DefaultDownstreamMaxRecv,
 			MaxSendMsgSize: DefaultDownstreamMaxSend,
 			SendTimeout:    DefaultSendTimeout,
+			FetchWait:      DefaultFetchWait,
 
 			MaxConnectionAge:      DefaultMaxConnectionAge,
 			MaxConnectionAgeGrace: DefaultMaxConnectionAgeGrace,

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -100,6 +101,9 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		resp, pending := s.fetchResponse(typeURL, items, fa, supportsTTL(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
+			if len(resp.GetResources()) == 0 && s.allAbsent(items) {
+				return nil, status.Errorf(codes.NotFound, "%s: the origin says %s does not exist", typeURL, namesOf(items))
+			}
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
 			s.m.responseResource.WithLabelValues(typeLabel(typeURL)).Add(float64(len(resp.GetResources())))
 			return resp, nil
@@ -121,11 +125,61 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			if current {
 				return nil, fmt.Errorf("%w: version %s of %s", ErrNotModified, resp.GetVersionInfo(), typeURL)
 			}
+			if len(resp.GetResources()) == 0 {
+				if err := s.unserved(items); err != nil {
+					return nil, status.Errorf(codes.Unavailable, "%s: nothing known after %v: %v", typeURL, s.fetchWait, err)
+				}
+			}
 			// Answer with what is known; the rest is still pending.
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
 			return resp, nil
 		}
 	}
+}
+
+// allAbsent: every item is a name (no collection) the origin said does
+// not exist.
+func (s *Server) allAbsent(items []fetchItem) bool {
+	for _, it := range items {
+		if it.res.Collection {
+			return false
+		}
+		if _, st := s.cache.Get(it.res.Key); st != cache.StateAbsent {
+			return false
+		}
+	}
+	return len(items) > 0
+}
+
+// unserved returns why no origin answers for the stream of a still
+// pending item (OriginState); nil when one does or none is known.
+func (s *Server) unserved(items []fetchItem) error {
+	if s.originState == nil {
+		return nil
+	}
+	for _, it := range items {
+		if err := s.originState(it.res.Key.Stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namesOf lists items' names for a message, the first few only.
+func namesOf(items []fetchItem) string {
+	const most = 5
+	var b strings.Builder
+	for i, it := range items {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(items)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteShort(it.name))
+	}
+	return b.String()
 }
 
 // fetchItem is one name a fetch asked for, resolved.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -59,6 +60,9 @@ func newDeltaState() *deltaState {
 // ends.
 func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 	return runAttempt(ctx, l, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
+		func(node *corev3.Node, t string) *discoveryv3.DeltaDiscoveryRequest {
+			return &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: t, ResourceNamesSubscribe: []string{cache.Wildcard}}
+		},
 		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
 			st := newDeltaState()
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{

@@ -2,7 +2,10 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -272,6 +275,14 @@ func (l *link) run(ctx context.Context) {
 			idx = 0
 		} else {
 			idx = (idx + 1) % len(l.auth.origins)
+			if err != nil && !errors.Is(err, ErrNoResponse) && !strings.HasPrefix(origin, FileOriginPrefix) {
+				// Say why in words, not gRPC's ("produced zero addresses").
+				if cerr := l.mgr.resolveOrigin(ctx, origin); cerr != nil && ctx.Err() == nil {
+					l.mgr.checks.set(l.id.Authority, origin, cerr) // logged below, with the attempt
+					l.mgr.metrics.originCheckFailures.WithLabelValues(l.id.Authority).Inc()
+					err = fmt.Errorf("upstream %s: %w (%v)", l.id.Authority, cerr, err)
+				}
+			}
 		}
 		if err != nil {
 			l.setError(err)

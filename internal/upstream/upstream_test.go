@@ -201,7 +201,30 @@ resources:
 			wantNames: []string{"a", "b"},
 		},
 		{name: "not yaml", content: "{{{", wantErr: "not YAML"},
-		{name: "unknown field", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c1\nbogus: 1\n", wantErr: "bogus"},
+		{name: "unknown field", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c1\nbogus: 1\n",
+			wantErr: `line 3: resource: proto: unknown field "bogus"`},
+		{
+			// The YAML line, not the JSON position the relay made of it.
+			name: "bad value deep in a discovery response",
+			content: `version_info: "1"
+type_url: type.googleapis.com/envoy.config.cluster.v3.Cluster
+resources:
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: a
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: b
+  load_assignment:
+    cluster_name: b
+    endpoints:
+    - lb_endpoints:
+      - endpoint:
+          address:
+            socket_address: {address: 10.0.0.1, port_value: "not a port"}
+`,
+			wantErr: "line 14: neither a resource",
+		},
+		{name: "json file", content: "{\"@type\": \"type.googleapis.com/envoy.config.cluster.v3.Cluster\",\n \"name\": \"c\",\n \"nope\": 1}",
+			wantErr: `line 3: resource: proto: unknown field "nope"`},
 		{name: "no name", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n", wantErr: "has no name"},
 		{name: "neither", content: "foo: bar\n", wantErr: "neither a resource"},
 	} {
