@@ -53,6 +53,9 @@ type Options struct {
 	// Access decides who may subscribe to what (access.go); nil: every
 	// client may subscribe to everything. SetAccess replaces it.
 	Access *access.Policy
+	// Authorities are the configured authorities' names: their metric
+	// series exist from start, at zero. SetAuthorities replaces them.
+	Authorities []string
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -88,6 +91,9 @@ type Server struct {
 	// the latest client NACKs (nacks.go). Both safe for concurrent use.
 	counts *clientCounts
 	nacks  nackRing
+	// authorities: the names whose metric series exist (SetAuthorities).
+	authorities []string // guarded by authMu
+	authMu      sync.Mutex
 }
 
 // New returns a Server.
@@ -127,6 +133,7 @@ func New(opts Options) (*Server, error) {
 	s.limitsNow.Store(&lim)
 	s.sendTimeoutNs.Store(int64(opts.SendTimeout))
 	s.access.Store(opts.Access)
+	s.SetAuthorities(opts.Authorities)
 	return s, nil
 }
 

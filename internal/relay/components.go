@@ -81,6 +81,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		SharedEncoding: true,
 		Access:         pol,
 		Limits:         downstreamLimits(cfg),
+		Authorities:    cfg.AuthorityNames(),
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,11 @@
 package upstream
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // metrics are the upstream Prometheus instruments. xds_relay_upstream_streams
@@ -59,8 +63,47 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Upstream streams failed over because the origin did not answer within upstream.response_timeout, by authority.",
 		}, []string{"authority"}),
 	}
+	// Every type's series exists from start, at zero; the authorities'
+	// come with setAuthorities.
+	for _, t := range xdstype.Labels() {
+		m.responses.WithLabelValues(t)
+		m.nacks.WithLabelValues(t)
+	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts)
 	}
 	return m
+}
+
+// byAuthority are the instruments with an authority label.
+func (m *metrics) byAuthority() []interface {
+	DeletePartialMatch(prometheus.Labels) int
+} {
+	return []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.streams, m.reconnects, m.failbacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts}
+}
+
+// setAuthorities makes the series of the authorities in next exist, at
+// zero, and deletes those of the authorities of prev not in next. Call it
+// once a removed authority's links have stopped (they update its series
+// until then).
+func (m *metrics) setAuthorities(prev, next []string) {
+	for _, a := range prev {
+		if slices.Contains(next, a) {
+			continue
+		}
+		for _, v := range m.byAuthority() {
+			v.DeletePartialMatch(prometheus.Labels{"authority": a})
+		}
+	}
+	for _, a := range next {
+		m.streams.WithLabelValues(a)
+		for _, c := range []*prometheus.CounterVec{m.reconnects, m.failbacks, m.fileErrors, m.idleCloses, m.responseTimeouts} {
+			c.WithLabelValues(a)
+		}
+		for _, t := range xdstype.Labels() {
+			m.refusedTypes.WithLabelValues(a, t)
+		}
+	}
 }

@@ -49,3 +49,14 @@ func Served() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Labels returns every value Label can return: the served types' labels,
+// sorted, then OtherLabel. Metrics create their type series from it at
+// start, so each exists at zero before the first event.
+func Labels() []string {
+	out := make([]string, 0, len(known)+1)
+	for _, t := range Served() {
+		out = append(out, Label(t))
+	}
+	return append(out, OtherLabel)
+}
