@@ -106,7 +106,7 @@ const (
 	relayConfig blockKind = iota
 	kubernetes            // apiVersion: a Kubernetes object
 	envoy                 // static_resources, dynamic_resources: an Envoy bootstrap
-	promConfig            // groups (rules) or scrape_configs
+	promConfig            // groups (rules), rule_files, scrape_configs: Prometheus's
 )
 
 func kindOf(top map[string]any) blockKind {
@@ -115,7 +115,7 @@ func kindOf(top map[string]any) blockKind {
 		return kubernetes
 	case top["static_resources"] != nil || top["dynamic_resources"] != nil:
 		return envoy
-	case top["groups"] != nil || top["scrape_configs"] != nil:
+	case top["groups"] != nil || top["scrape_configs"] != nil || top["rule_files"] != nil:
 		return promConfig
 	}
 	return relayConfig
@@ -157,12 +157,12 @@ func checkRelayConfig(t *testing.T, b block, text string) {
 // Every YAML block in the docs parses. A relay config block loads and
 // validates as `xds-relay validate` would. The rule, by a block's
 // top-level keys: apiVersion is a Kubernetes object, static_resources or
-// dynamic_resources an Envoy bootstrap, groups or scrape_configs
-// Prometheus's, and all of those must only parse; anything else is a relay
-// config, or a fragment of one: a fragment without authorities is
-// completed with one authority named "legacy" (what aggregation examples
-// send plain names to). A block holding several configs separates them
-// with "---".
+// dynamic_resources an Envoy bootstrap, groups, rule_files or
+// scrape_configs Prometheus's, and all of those must only parse; anything
+// else is a relay config, or a fragment of one: a fragment without
+// authorities is completed with one authority named "legacy" (what
+// aggregation examples send plain names to). A block holding several
+// configs separates them with "---".
 func TestDocsYAMLBlocks(t *testing.T) {
 	n := 0
 	for _, file := range yamlDocs(t) {

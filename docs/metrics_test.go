@@ -374,14 +374,14 @@ func checkQueries(t *testing.T, file string, exprs map[string]string, reg map[st
 	}
 }
 
-// collectExprs gathers every "expr" string of a decoded JSON or YAML
-// document, named by its path.
+// collectExprs gathers every query of a decoded Grafana dashboard (its
+// panels' "expr", its variables' "definition"), named by its path.
 func collectExprs(v any, path string, out map[string]string) {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			if s, ok := e.(string); ok && k == "expr" {
-				out[path+".expr"] = s
+			if s, ok := e.(string); ok && (k == "expr" || k == "definition") {
+				out[path+"."+k] = s
 				continue
 			}
 			collectExprs(e, path+"."+k, out)
