@@ -202,7 +202,8 @@ func TestMetricsTable(t *testing.T) {
 	for _, name := range sortedKeys(doc) {
 		if _, ok := reg[name]; !ok {
 			t.Errorf("docs/metrics.md lists %s, which a fresh relay (cache.snapshot_path set, one admin request) does not export: "+
-				"remove its row, or, if it is registered, create its series at zero at start (see \"Series from start\" in docs/metrics.md)", name)
+				"remove its row; or, if it is registered, create its series at zero at start (see \"Series from start\" in docs/metrics.md); "+
+				"or, if it is registered only with a feature on, turn that feature on in relayCfg (docs/metrics_test.go)", name)
 		}
 	}
 }
