@@ -315,3 +315,51 @@ func TestDocsLinks(t *testing.T) {
 		t.Fatal("no relative links found")
 	}
 }
+
+// testName is a Go test, benchmark or fuzz target named in prose.
+var testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
+
+// Every test, benchmark and fuzz target a Markdown file names (as the
+// proof of a claim) exists in some _test.go file.
+func TestDocsNameRealTests(t *testing.T) {
+	defined := make(map[string]bool)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "func "); ok {
+				if m := testName.FindString(name); m != "" && strings.HasPrefix(name, m+"(") {
+					defined[m] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range markdownFiles(t) {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, name := range testName.FindAllString(line, -1) {
+				if !defined[name] {
+					t.Errorf("%s:%d: names %s, which no _test.go file defines: name the test that proves it", file, i+1, name)
+				}
+			}
+		}
+	}
+}
