@@ -75,13 +75,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// byAuthority are the instruments with an authority label.
-func (m *metrics) byAuthority() []interface {
-	DeletePartialMatch(prometheus.Labels) int
-} {
-	return []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}{m.streams, m.reconnects, m.failbacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts}
+// authorityCounters are the counters whose only label is authority.
+func (m *metrics) authorityCounters() []*prometheus.CounterVec {
+	return []*prometheus.CounterVec{m.reconnects, m.failbacks, m.fileErrors, m.idleCloses, m.responseTimeouts}
 }
 
 // setAuthorities makes the series of the authorities in next exist, at
@@ -93,13 +89,16 @@ func (m *metrics) setAuthorities(prev, next []string) {
 		if slices.Contains(next, a) {
 			continue
 		}
-		for _, v := range m.byAuthority() {
-			v.DeletePartialMatch(prometheus.Labels{"authority": a})
+		gone := prometheus.Labels{"authority": a}
+		m.streams.DeletePartialMatch(gone)
+		m.refusedTypes.DeletePartialMatch(gone)
+		for _, c := range m.authorityCounters() {
+			c.DeletePartialMatch(gone)
 		}
 	}
 	for _, a := range next {
 		m.streams.WithLabelValues(a)
-		for _, c := range []*prometheus.CounterVec{m.reconnects, m.failbacks, m.fileErrors, m.idleCloses, m.responseTimeouts} {
+		for _, c := range m.authorityCounters() {
 			c.WithLabelValues(a)
 		}
 		for _, t := range xdstype.Labels() {
