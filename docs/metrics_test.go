@@ -225,7 +225,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 	own := map[string][]string{
 		"xds_relay_config_reloads_total/result":            {"ok", "invalid", "error"},
 		"xds_relay_downstream_request_errors_total/reason": {"malformed_name", "no_rule", "resolve", "unknown_authority", "type_not_carried"},
-		"xds_relay_cache_snapshot_loads_total/result":      {"loaded", "absent", "corrupt", "incompatible", "foreign_config", "too_large", "error"},
+		"xds_relay_cache_snapshot_loads_total/result":      {"loaded", "absent", "corrupt", "incompatible", "foreign_config", "too_large", "untrusted", "error"},
 		"xds_relay_cache_snapshot_writes_total/result":     {"ok", "truncated", "error"},
 		"xds_relay_cache_snapshot_skipped_total/reason":    {"expired", "over_bounds"},
 	}

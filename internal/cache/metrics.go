@@ -100,7 +100,7 @@ func newSnapshotMetrics(reg prometheus.Registerer, age func() float64) *snapshot
 	m := &snapshotMetrics{
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "snapshot_loads_total",
-			Help: "Snapshot loads at start, by result: loaded, absent, corrupt, incompatible, foreign_config, too_large, error.",
+			Help: "Snapshot loads at start, by result: loaded, absent, corrupt, incompatible, foreign_config, too_large, untrusted, error.",
 		}, []string{"result"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "snapshot_writes_total",
@@ -133,7 +133,7 @@ func newSnapshotMetrics(reg prometheus.Registerer, age func() float64) *snapshot
 		Help: "Age of the snapshot at the path: since the last successful write, or since the loaded one was written; -1 while there is none.",
 	}, age)
 	// Every result's and reason's series exists from start, at zero.
-	for _, r := range []LoadResult{LoadLoaded, LoadAbsent, LoadCorrupt, LoadIncompatible, LoadForeign, LoadTooLarge, LoadError} {
+	for _, r := range []LoadResult{LoadLoaded, LoadAbsent, LoadCorrupt, LoadIncompatible, LoadForeign, LoadTooLarge, LoadUntrusted, LoadError} {
 		m.loads.WithLabelValues(string(r))
 	}
 	for _, r := range []string{writeOK, writeTruncated, writeError} {
