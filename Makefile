@@ -19,8 +19,9 @@ test: test-deps
 	$(GO) test -race -count=1 -timeout 9m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
-# What tests need beyond Go: chromium for the status page test (installed
-# with apt-get when missing and possible; otherwise that test skips, saying why).
+# What tests need beyond Go: chromium for the status page test, promtool
+# (Debian's prometheus) for the alert rules' tests (installed with apt-get
+# when missing and possible; otherwise those tests skip, saying why).
 test-deps:
 	@sh scripts/test-deps.sh
 

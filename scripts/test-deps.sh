@@ -1,31 +1,46 @@
 #!/bin/sh
-# Installs what `make test` needs beyond Go: Debian's chromium, for
-# integration/TestStatusPageInChromium (the admin status page in a headless
-# browser). It never fails the build: where chromium cannot be installed it
-# says why, and that test skips with the same reason.
+# Installs what `make test` needs beyond Go, from Debian's packages:
+#   - chromium, for integration/TestStatusPageInChromium (the admin status
+#     page in a headless browser);
+#   - prometheus, for its promtool: deploy/prometheus's tests check the
+#     alert rules and run their unit tests.
+# It never fails the build: where a package cannot be installed it says
+# why, and the tests that need it skip with the same reason.
 set -u
 
-for b in chromium chromium-browser; do
-	if command -v "$b" >/dev/null 2>&1; then
-		exit 0
+# need BINARY PACKAGE TESTS: BINARY is on PATH, or PACKAGE is to install.
+missing=""
+need() {
+	if ! command -v "$1" >/dev/null 2>&1; then
+		missing="$missing $2"
+		echo "test-deps: $1 is not installed; without it $3 will be skipped" >&2
 	fi
-done
+}
+if ! command -v chromium-browser >/dev/null 2>&1; then
+	need chromium chromium "TestStatusPageInChromium"
+fi
+need promtool prometheus "deploy/prometheus's TestAlertRules*"
+[ -z "$missing" ] && exit 0
 
 skip() {
-	echo "test-deps: $1; TestStatusPageInChromium will be skipped (install Debian's chromium package to run it)" >&2
+	echo "test-deps: $1; install Debian's$missing to run those tests" >&2
 	exit 0
 }
 
-command -v apt-get >/dev/null 2>&1 || skip "chromium is not installed and apt-get is not available"
+command -v apt-get >/dev/null 2>&1 || skip "apt-get is not available"
 if [ "$(id -u)" != 0 ]; then
-	skip "chromium is not installed and installing it needs root (apt-get install chromium)"
+	skip "installing needs root (apt-get install$missing)"
 fi
-echo "test-deps: installing chromium (apt-get install --no-install-recommends chromium)" >&2
+echo "test-deps: installing$missing (apt-get install --no-install-recommends)" >&2
 export DEBIAN_FRONTEND=noninteractive
 # Lock timeout: another apt-get on the machine finishes first.
+# shellcheck disable=SC2086 # $missing is a list of package names
 if ! apt-get -o DPkg::Lock::Timeout=300 update -q >/dev/null ||
-	! apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends chromium >/dev/null; then
-	skip "apt-get could not install chromium"
+	! apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends $missing >/dev/null; then
+	skip "apt-get could not install$missing"
 fi
-command -v chromium >/dev/null 2>&1 || skip "apt-get ran but no chromium binary is on PATH"
-echo "test-deps: chromium installed: $(chromium --version 2>/dev/null)" >&2
+for b in chromium promtool; do
+	if command -v "$b" >/dev/null 2>&1; then
+		echo "test-deps: $b installed" >&2
+	fi
+done

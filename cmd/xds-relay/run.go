@@ -7,11 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -28,12 +25,7 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = lg.Sync() }()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfo(),
-	)
+	reg := relay.NewRegistry(version)
 	// Before New: from here on a SIGHUP is a reload request, never the
 	// default action (which ends the process).
 	hup := make(chan os.Signal, 1)
@@ -64,15 +56,4 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		}
 	}
 	return errors.Join(failed, r.Close())
-}
-
-// buildInfo is xds_relay_build_info{version, go_version} 1.
-func buildInfo() prometheus.Collector {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "xds_relay",
-		Name:      "build_info",
-		Help:      "Always 1; labels give the relay's version and the Go version it was built with.",
-	}, []string{"version", "go_version"})
-	g.WithLabelValues(version, runtime.Version()).Set(1)
-	return g
 }

@@ -134,7 +134,7 @@ func TestFanoutDuration(t *testing.T) {
 		return m.GetHistogram().GetSampleCount()
 	}
 	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("nobody", "1", 1)}})
-	if n := count(); n != 1 { // the series exists, with no sample
+	if n := count(); n != len(xdstype.Labels()) { // every type's series exists from start, with no sample
 		t.Fatalf("series = %d", n)
 	}
 	if got := sampleCount(); got != 0 {

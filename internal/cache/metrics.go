@@ -2,6 +2,8 @@ package cache
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // metrics are the cache's Prometheus instruments. Their names are fixed:
@@ -53,6 +55,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"type"}),
 	}
+	// Every type's series exists from start, at zero.
+	for _, t := range xdstype.Labels() {
+		m.hits.WithLabelValues(t)
+		m.misses.WithLabelValues(t)
+		m.expirations.WithLabelValues(t)
+		m.fanout.WithLabelValues(t)
+	}
 	if reg != nil {
 		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.fanout)
 	}
@@ -76,6 +85,16 @@ type snapshotMetrics struct {
 	// writeDuration: collect, encode, write, sync and rename.
 	writeDuration prometheus.Histogram
 }
+
+// The result label values of xds_relay_cache_snapshot_writes_total and the
+// reason label values of xds_relay_cache_snapshot_skipped_total.
+const (
+	writeOK           = "ok"
+	writeTruncated    = "truncated"
+	writeError        = "error"
+	skippedExpired    = "expired"
+	skippedOverBounds = "over_bounds"
+)
 
 func newSnapshotMetrics(reg prometheus.Registerer, age func() float64) *snapshotMetrics {
 	m := &snapshotMetrics{
@@ -113,6 +132,16 @@ func newSnapshotMetrics(reg prometheus.Registerer, age func() float64) *snapshot
 		Namespace: "xds_relay", Subsystem: "cache", Name: "snapshot_age_seconds",
 		Help: "Age of the snapshot at the path: since the last successful write, or since the loaded one was written; -1 while there is none.",
 	}, age)
+	// Every result's and reason's series exists from start, at zero.
+	for _, r := range []LoadResult{LoadLoaded, LoadAbsent, LoadCorrupt, LoadIncompatible, LoadForeign, LoadTooLarge, LoadUntrusted, LoadError} {
+		m.loads.WithLabelValues(string(r))
+	}
+	for _, r := range []string{writeOK, writeTruncated, writeError} {
+		m.writes.WithLabelValues(r)
+	}
+	for _, r := range []string{skippedExpired, skippedOverBounds} {
+		m.skipped.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(m.loads, m.writes, m.restored, m.skipped, m.bytes, m.resources, m.writeDuration, ageFn)
 	}

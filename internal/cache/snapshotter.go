@@ -159,8 +159,8 @@ func (s *Snapshotter) load() (LoadResult, RestoreResult) {
 	}
 	rr := s.c.Restore(snap.Entries)
 	s.m.restored.Set(float64(rr.Resources))
-	s.m.skipped.WithLabelValues("expired").Add(float64(rr.Expired))
-	s.m.skipped.WithLabelValues("over_bounds").Add(float64(rr.OverBounds))
+	s.m.skipped.WithLabelValues(skippedExpired).Add(float64(rr.Expired))
+	s.m.skipped.WithLabelValues(skippedOverBounds).Add(float64(rr.OverBounds))
 	s.at.Store(snap.Written.UnixNano())
 	s.lastFP = snap.Fingerprint
 	s.current = rr.Expired == 0 && rr.OverBounds == 0 && rr.Existing == 0
@@ -208,7 +208,7 @@ func (s *Snapshotter) write() error {
 	entries, gen := s.c.SnapshotEntries()
 	data, n, truncated := EncodeSnapshot(fp, start, entries, s.maxBytes)
 	if err := WriteSnapshotFile(s.path, data); err != nil {
-		s.m.writes.WithLabelValues("error").Inc()
+		s.m.writes.WithLabelValues(writeError).Inc()
 		s.lg.Error("snapshot not written", zap.String("path", s.path), zap.Error(err))
 		return err
 	}
@@ -218,11 +218,11 @@ func (s *Snapshotter) write() error {
 	// The count first, the gauges of what was written last: a reader that
 	// sees them sees the write counted.
 	if truncated {
-		s.m.writes.WithLabelValues("truncated").Inc()
+		s.m.writes.WithLabelValues(writeTruncated).Inc()
 		s.lg.Error("snapshot truncated to cache.snapshot_max_bytes: the least recently used resources and every collection left out",
 			zap.String("path", s.path), zap.Int("resources", n), zap.Int("bytes", len(data)), zap.Int64("max_bytes", s.maxBytes))
 	} else {
-		s.m.writes.WithLabelValues("ok").Inc()
+		s.m.writes.WithLabelValues(writeOK).Inc()
 		s.lg.Debug("snapshot written", zap.String("path", s.path), zap.Int("resources", n), zap.Int("bytes", len(data)))
 	}
 	s.m.bytes.Set(float64(len(data)))

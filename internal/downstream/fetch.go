@@ -76,7 +76,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		r, err := s.resolve(typeURL, n, req.GetNode())
 		if err != nil {
 			if isErr(err, ErrUnknownAuthority) {
-				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "unknown_authority").Inc()
+				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonUnknownAuthority).Inc()
 				continue
 			}
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)

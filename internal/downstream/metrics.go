@@ -1,6 +1,8 @@
 package downstream
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -69,12 +71,54 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
 		}),
 	}
+	// Every series whose label values are known at start exists from
+	// start, at zero; the authorities' come with setAuthorities.
+	for _, v := range []string{"sotw", "delta"} {
+		m.streams.WithLabelValues(v)
+	}
+	for _, t := range xdstype.Labels() {
+		for _, c := range []*prometheus.CounterVec{m.requests, m.responses, m.nacks, m.responseResource, m.sharedResponses} {
+			c.WithLabelValues(t)
+		}
+		for _, r := range requestErrorReasons {
+			m.requestErrors.WithLabelValues(t, r)
+		}
+	}
+	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes} {
+		m.limitRejections.WithLabelValues(l)
+	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
 			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
 			m.accessDenied, m.nodeDenied)
 	}
 	return m
+}
+
+// The reason label values of xds_relay_downstream_request_errors_total.
+const (
+	reasonMalformedName    = "malformed_name"
+	reasonNoRule           = "no_rule"
+	reasonResolve          = "resolve"
+	reasonUnknownAuthority = "unknown_authority"
+	reasonTypeNotCarried   = "type_not_carried"
+)
+
+var requestErrorReasons = []string{reasonMalformedName, reasonNoRule, reasonResolve, reasonUnknownAuthority, reasonTypeNotCarried}
+
+// setAuthorities makes the series of the configured authorities exist, at
+// zero, and deletes those of authorities no longer configured (prev).
+func (m *metrics) setAuthorities(prev, next []string) {
+	for _, a := range prev {
+		if !slices.Contains(next, a) {
+			m.accessDenied.DeletePartialMatch(prometheus.Labels{"authority": a})
+		}
+	}
+	for _, a := range next {
+		for _, t := range xdstype.Labels() {
+			m.accessDenied.WithLabelValues(t, a)
+		}
+	}
 }
 
 // typeLabel is the type label of every downstream metric (xdstype.Label:

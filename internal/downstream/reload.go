@@ -3,6 +3,7 @@ package downstream
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -18,6 +19,7 @@ import (
 //     that adds names is refused. Streams over a lowered max_streams stay;
 //     new ones are refused until enough have ended.
 //   - SetSendTimeout: the next Send of each stream.
+//   - SetAuthorities: the authorities' metric series.
 
 // resolverBox lets an interface value live in an atomic.Pointer.
 type resolverBox struct{ r Resolver }
@@ -62,3 +64,12 @@ func (s *Server) limits() *Limits { return s.limitsNow.Load() }
 
 // sendTimeout is the send timeout in use.
 func (s *Server) sendTimeout() time.Duration { return time.Duration(s.sendTimeoutNs.Load()) }
+
+// SetAuthorities makes the metric series of the authorities named exist,
+// at zero, and deletes those of authorities no longer named.
+func (s *Server) SetAuthorities(names []string) {
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	s.m.setAuthorities(s.authorities, names)
+	s.authorities = slices.Clone(names)
+}

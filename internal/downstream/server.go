@@ -62,6 +62,9 @@ type Options struct {
 	// ControlPlaneID is set as control_plane.identifier on every response
 	// (config control_plane_id). Default "": none.
 	ControlPlaneID string
+	// Authorities are the configured authorities' names: their metric
+	// series exist from start, at zero. SetAuthorities replaces them.
+	Authorities []string
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -108,6 +111,9 @@ type Server struct {
 	// message for every client, only ever read (marshalled), never
 	// changed. read-only after New
 	controlPlane *corev3.ControlPlane
+	// authorities: the names whose metric series exist (SetAuthorities).
+	authorities []string // guarded by authMu
+	authMu      sync.Mutex
 }
 
 // New returns a Server.
@@ -152,6 +158,7 @@ func New(opts Options) (*Server, error) {
 	s.sendTimeoutNs.Store(int64(opts.SendTimeout))
 	s.access.Store(opts.Access)
 	s.accessChanged.Store(newAccessChanged())
+	s.SetAuthorities(opts.Authorities)
 	return s, nil
 }
 

@@ -389,9 +389,9 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
 				return nil, st
 			}
-			reason := "unknown_authority"
+			reason := reasonUnknownAuthority
 			if isErr(err, ErrTypeNotCarried) {
-				reason = "type_not_carried"
+				reason = reasonTypeNotCarried
 			}
 			ss.srv.m.requestErrors.WithLabelValues(typeLabel(typeURL), reason).Inc()
 			ss.logger().Warn("requested name cannot be served here: its authority has no configuration, or does not carry its type",
@@ -427,14 +427,14 @@ func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) e
 	case isErr(err, ErrUnknownAuthority):
 		return nil
 	case isErr(err, ErrMalformedName):
-		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "malformed_name").Inc()
+		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonMalformedName).Inc()
 		return status.Errorf(codes.InvalidArgument, "type %s: %v", typeURL, err)
 	case isErr(err, ErrNoRule):
-		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "no_rule").Inc()
+		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonNoRule).Inc()
 		return status.Errorf(codes.FailedPrecondition, "type %s, name %s, node id %s cluster %s: %v",
 			typeURL, quoteShort(name), quoteShort(node.GetId()), quoteShort(node.GetCluster()), err)
 	default:
-		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "resolve").Inc()
+		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonResolve).Inc()
 		return status.Errorf(codes.Unavailable, "type %s, name %s: %v", typeURL, quoteShort(name), err)
 	}
 }

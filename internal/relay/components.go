@@ -84,6 +84,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Access:         pol,
 		Limits:         downstreamLimits(cfg),
 		ControlPlaneID: cfg.ControlPlaneIdentifier(),
+		Authorities:    cfg.AuthorityNames(),
 	})
 	if err != nil {
 		return err

@@ -1,8 +1,31 @@
 package relay
 
 import (
+	"runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
+
+// NewRegistry is the process's registry: the Go and process collectors
+// and xds_relay_build_info{version, go_version} 1. New registers every
+// component's metrics on it. Every xds_relay_ metric is in docs/metrics.md
+// (checked by docs/metrics_test.go).
+func NewRegistry(version string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "xds_relay",
+		Name:      "build_info",
+		Help:      "Always 1; labels give the relay's version and the Go version it was built with.",
+	}, []string{"version", "go_version"})
+	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo,
+	)
+	return reg
+}
 
 // metrics are the process-level series; components register their own.
 type metrics struct {

@@ -54,7 +54,11 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		if err != nil {
 			return err
 		}
-		return ds.SetResolver(res)
+		if err := ds.SetResolver(res); err != nil {
+			return err
+		}
+		ds.SetAuthorities(next.AuthorityNames()) // their metric series
+		return nil
 	}, "authorities", "aggregation")
 	// After the resolver: the access rules of the new authorities. Streams
 	// holding what the new rules deny end with PermissionDenied.

@@ -126,6 +126,7 @@ func New(opts Options) (*Manager, error) {
 		mgr.auths[a.Name] = newAuthority(a)
 		mgr.addFileSourcesLocked(a) // nothing runs yet: no lock needed
 	}
+	mgr.metrics.setAuthorities(nil, authorityNames(opts.Authorities))
 	mgr.wg.Add(1)
 	go func() {
 		defer mgr.wg.Done()

@@ -1,7 +1,11 @@
 package upstream
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // metrics are the upstream Prometheus instruments. xds_relay_upstream_streams
@@ -65,8 +69,46 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Checks of an origin (resolve and connect, or a file source's directory) that failed, at start, after a reload or after an attempt that got no answer, by authority.",
 		}, []string{"authority"}),
 	}
+	// Every type's series exists from start, at zero; the authorities'
+	// come with setAuthorities.
+	for _, t := range xdstype.Labels() {
+		m.responses.WithLabelValues(t)
+		m.nacks.WithLabelValues(t)
+	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts, m.originCheckFailures)
 	}
 	return m
+}
+
+// authorityCounters are the counters whose only label is authority.
+func (m *metrics) authorityCounters() []*prometheus.CounterVec {
+	return []*prometheus.CounterVec{m.reconnects, m.failbacks, m.fileErrors, m.idleCloses, m.responseTimeouts}
+}
+
+// setAuthorities makes the series of the authorities in next exist, at
+// zero, and deletes those of the authorities of prev not in next. Call it
+// once a removed authority's links have stopped (they update its series
+// until then).
+func (m *metrics) setAuthorities(prev, next []string) {
+	for _, a := range prev {
+		if slices.Contains(next, a) {
+			continue
+		}
+		gone := prometheus.Labels{"authority": a}
+		m.streams.DeletePartialMatch(gone)
+		m.refusedTypes.DeletePartialMatch(gone)
+		for _, c := range m.authorityCounters() {
+			c.DeletePartialMatch(gone)
+		}
+	}
+	for _, a := range next {
+		m.streams.WithLabelValues(a)
+		for _, c := range m.authorityCounters() {
+			c.WithLabelValues(a)
+		}
+		for _, t := range xdstype.Labels() {
+			m.refusedTypes.WithLabelValues(a, t)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"go.uber.org/zap"
@@ -94,7 +95,17 @@ func (m *Manager) SetAuthorities(auths []Authority) error {
 	for _, l := range restarting {
 		m.restart(l, next[l.id.Authority])
 	}
+	m.metrics.setAuthorities(slices.Collect(maps.Keys(prev)), authorityNames(auths))
 	return nil
+}
+
+// authorityNames are the names of auths.
+func authorityNames(auths []Authority) []string {
+	out := make([]string, len(auths))
+	for i, a := range auths {
+		out[i] = a.Name
+	}
+	return out
 }
 
 // sameAuthority: a and b would serve a link alike. Credentials compare

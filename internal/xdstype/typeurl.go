@@ -120,3 +120,20 @@ func CheckTypeURL(typeURL string) error {
 	}
 	return nil
 }
+
+// Labels returns every value Label can return: the served and listed
+// types' labels, sorted, then OtherLabel. Metrics create their type series from it at
+// start, so each exists at zero before the first event.
+func Labels() []string {
+	out := make([]string, 0, len(known)+1)
+	for _, t := range Served() {
+		out = append(out, Label(t))
+	}
+	if cur := listed.Load(); cur != nil {
+		for t := range *cur {
+			out = append(out, Label(t))
+		}
+	}
+	slices.Sort(out)
+	return append(out, OtherLabel)
+}

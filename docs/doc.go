@@ -1,0 +1,12 @@
+// Package docs holds the relay's documentation (the Markdown files beside
+// this one) and the tests that keep it true, so a doc that drifts from the
+// code fails `make test`:
+//   - metrics_test.go: docs/metrics.md is the one metrics table, row for
+//     row what a relay exports; every series whose label values are known
+//     at start exists at zero; the Grafana dashboard and the Prometheus
+//     alert rules in deploy/ name only exported metrics;
+//   - blocks_test.go: every YAML block of README.md, docs/*.md,
+//     bench/README.md and deploy/**/README.md parses, and a relay config
+//     block loads and validates; every relative link names a file that
+//     exists, and every test a doc names as proof is defined.
+package docs
