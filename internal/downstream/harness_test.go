@@ -71,6 +71,7 @@ var testLimits = Limits{
 	MaxNamesPerStream: config.DefaultMaxNamesPerStream,
 	MaxNameLength:     config.DefaultMaxNameLength,
 	MaxTypesPerStream: config.DefaultMaxTypesPerStream,
+	MaxVersionLength:  config.DefaultMaxVersionLength,
 }
 
 // quietLogs: newEnv's servers log nothing (benchmarks, fuzzing).

@@ -24,7 +24,7 @@ import (
 // place back.
 func TestLimits(t *testing.T) {
 	e := newEnv(t, 0)
-	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2}); err != nil {
+	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2, MaxVersionLength: 16}); err != nil {
 		t.Fatal(err)
 	}
 	goodName := xdstp(edsType, "good")
@@ -186,8 +186,9 @@ func TestLimits(t *testing.T) {
 	})
 }
 
-// TestClientTextInLogsIsBounded: a NACK with a 1 MiB error_detail, a 1 MiB
-// node id and nonce make log lines of a few KiB, not megabytes.
+// TestClientTextInLogsIsBounded: a NACK with a 1 MiB error_detail, and a
+// node id and a nonce as long as the limits let through, make log lines of
+// a few KiB, not megabytes.
 func TestClientTextInLogsIsBounded(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	e := newEnv(t, 0)
@@ -196,10 +197,12 @@ func TestClientTextInLogsIsBounded(t *testing.T) {
 	e.put(edsType, n, "1")
 	huge := strings.Repeat("x", 1<<20)
 	c := e.delta()
-	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: huge, Cluster: huge}, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	long := strings.Repeat("n", testLimits.MaxNameLength)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: long, Cluster: long}, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
 	got := c.Recv()
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: got.GetNonce(), ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
-	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: huge, ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: strings.Repeat("v", testLimits.MaxVersionLength),
+		ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
 	e.syncDelta(c)
 	nacks := 0
 	for _, entry := range logs.All() {
