@@ -15,11 +15,13 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -33,6 +35,18 @@ func namesOf(n int, name func(i int) string) []string {
 		out[i] = name(i)
 	}
 	return out
+}
+
+// quietRelayServing starts an origin serving one cluster, id, and a relay
+// in front of it logging at info; it returns the cluster's name, the relay
+// and a client connection to it.
+func quietRelayServing(t *testing.T, id string) (string, *relayproc.Relay, *grpc.ClientConn) {
+	t.Helper()
+	o := newGCPOrigin(t)
+	c := dsCluster(id)
+	o.set(resource.ClusterType, c, cluster(c, 1))
+	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, o.addr)
+	return c, r, dial(t, r.XDSAddr())
 }
 
 // TestNamesNotServedCountTowardTheLimit: names the relay answers as
@@ -136,11 +150,7 @@ func TestInitialVersionsCountAcrossTypes(t *testing.T) {
 // shows a bounded part of a client's names with a marker saying how many
 // it left out (before: a 60 MiB page from 10 streams).
 func TestSotWVersionAndDebugPageBounded(t *testing.T) {
-	o := newGCPOrigin(t)
-	c := dsCluster("acked")
-	o.set(resource.ClusterType, c, cluster(c, 1))
-	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, o.addr)
-	conn := dial(t, r.XDSAddr())
+	c, r, conn := quietRelayServing(t, "acked")
 
 	s := openSotW(t, conn)
 	s.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNames: []string{c}})
@@ -203,18 +213,14 @@ func TestSotWVersionAndDebugPageBounded(t *testing.T) {
 // TestNodeKeptIsOnlyWhatRulesRead: a client's Node is kept for its
 // stream's life only as far as the relay reads it (before: 6 MiB nodes
 // held 7.9 MiB per stream). Measured with the Go heap, around eight
-// streams whose nodes carry 4 MiB of metadata no rule reads; a node id
+// streams whose nodes carry 2 MiB of metadata no rule reads; a node id
 // longer than max_name_length is refused.
 func TestNodeKeptIsOnlyWhatRulesRead(t *testing.T) {
-	o := newGCPOrigin(t)
-	c := dsCluster("noded")
-	o.set(resource.ClusterType, c, cluster(c, 1))
-	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, o.addr)
-	conn := dial(t, r.XDSAddr())
+	c, _, conn := quietRelayServing(t, "noded")
 	// Warm up: one stream, so the relay's lazily built parts exist.
 	subscribeClusters(t, openDelta(t, conn), c)
 
-	const streams, metadata = 8, 4 << 20
+	const streams, metadata = 8, 2 << 20
 	before := liveHeap()
 	for i := range streams {
 		md, err := structpb.NewStruct(map[string]any{"padding": strings.Repeat(fmt.Sprint(i), metadata)})
