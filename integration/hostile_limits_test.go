@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -221,7 +220,7 @@ func TestNodeKeptIsOnlyWhatRulesRead(t *testing.T) {
 	subscribeClusters(t, openDelta(t, conn), c)
 
 	const streams, metadata = 8, 2 << 20
-	before := liveHeap()
+	before := xdstest.LiveHeap()
 	for i := range streams {
 		md, err := structpb.NewStruct(map[string]any{"padding": strings.Repeat(fmt.Sprint(i), metadata)})
 		if err != nil {
@@ -232,7 +231,7 @@ func TestNodeKeptIsOnlyWhatRulesRead(t *testing.T) {
 			TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c}})
 		s.Recv()
 	}
-	perStream := (int64(liveHeap()) - int64(before)) / streams
+	perStream := (int64(xdstest.LiveHeap()) - int64(before)) / streams
 	t.Logf("live heap per stream with a %d MiB node: %d bytes", metadata>>20, perStream)
 	if perStream > metadata/4 {
 		t.Fatalf("each stream holds %d bytes more live heap, want far under its %d-byte node", perStream, metadata)
@@ -244,15 +243,6 @@ func TestNodeKeptIsOnlyWhatRulesRead(t *testing.T) {
 	if st := s.Err(); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "max_name_length") {
 		t.Fatalf("node id of %d bytes: stream ended with %v, want InvalidArgument naming max_name_length", config.DefaultMaxNameLength+1, st)
 	}
-}
-
-// liveHeap is the live heap after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // stalledPoll opens a REST poll on addr that sends its headers and

@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // TestRetainedAtDefaultLimits: the most a stream can make the relay keep
@@ -38,7 +38,7 @@ func TestRetainedAtDefaultLimits(t *testing.T) {
 	t.Cleanup(func() { big.Close() })
 	e.conn = big // responses name every declared name
 	c := openFuzzClient(t, e, true)
-	before := liveHeap()
+	before := xdstest.LiveHeap()
 	sent := 0
 	for ti, typ := range []string{edsType, ldsType} {
 		n := l.MaxNamesPerStream / 2
@@ -65,7 +65,7 @@ func TestRetainedAtDefaultLimits(t *testing.T) {
 		node = nil
 	}
 	n := e.measureRetainedBytes(t, c, sent)
-	heap := int64(liveHeap()) - int64(before) // the relay's and this test's (client) side: a cross-check only
+	heap := int64(xdstest.LiveHeap()) - int64(before) // the relay's and this test's (client) side: a cross-check only
 	t.Logf("one stream at the default limits keeps %d bytes (%.1f MiB) by its state's walk, live heap +%.1f MiB; bound %d",
 		n, float64(n)/(1<<20), float64(heap)/(1<<20), retainedBound(l))
 	if n == 0 {
@@ -74,13 +74,4 @@ func TestRetainedAtDefaultLimits(t *testing.T) {
 	if n > retainedBound(l) {
 		t.Fatalf("one stream keeps %d bytes, over the bound of %d", n, retainedBound(l))
 	}
-}
-
-// liveHeap is the live heap after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }

@@ -77,17 +77,9 @@ func (w *sizeWalk) reached(v reflect.Value) int64 {
 		if v.IsNil() || w.once(v.Pointer()) {
 			return 0
 		}
-		n := int64(v.Cap()) * int64(t.Elem().Size())
-		for i := range v.Len() {
-			n += w.reached(v.Index(i))
-		}
-		return n
+		return int64(v.Cap())*int64(t.Elem().Size()) + w.elems(v)
 	case reflect.Array:
-		var n int64
-		for i := range v.Len() {
-			n += w.reached(v.Index(i))
-		}
-		return n
+		return w.elems(v)
 	case reflect.Map:
 		if v.IsNil() || w.once(v.Pointer()) {
 			return 0
@@ -107,6 +99,15 @@ func (w *sizeWalk) reached(v reflect.Value) int64 {
 		return n
 	}
 	return 0 // numbers, bools, funcs, channels, unsafe pointers: inline or not the client's
+}
+
+// elems returns the bytes the elements of slice or array v refer to.
+func (w *sizeWalk) elems(v reflect.Value) int64 {
+	var n int64
+	for i := range v.Len() {
+		n += w.reached(v.Index(i))
+	}
+	return n
 }
 
 // once reports whether p was counted already, and marks it.
