@@ -39,7 +39,7 @@ type fuzzClient struct {
 
 // openFuzzClient opens a raw ADS stream of either variant on e; the
 // test's Cleanup ends it and waits for its reader.
-func openFuzzClient(t *testing.T, e *env, delta bool) *fuzzClient {
+func openFuzzClient(t testing.TB, e *env, delta bool) *fuzzClient {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &fuzzClient{delta: delta, cancel: cancel}
 	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)

@@ -163,18 +163,19 @@ func fuzzRetained(t *testing.T, data []byte) {
 // measureRetained returns the bytes c's session keeps beyond
 // retainedBound(fuzzLimits), 0 when within it.
 func (e *env) measureRetained(t *testing.T, c *fuzzClient, sent int) int64 {
-	if n := e.measureRetainedBytes(t, c, sent); n > retainedBound(fuzzLimits) {
+	if n := e.measureRetainedBytes(t, c, sent, xdstest.WaitTimeout); n > retainedBound(fuzzLimits) {
 		return n
 	}
 	return 0
 }
 
-// measureRetainedBytes waits until the server has handled the sent
-// requests of c, the env's one stream (or ended it), then returns the
-// bytes its session keeps (0 once it ended).
-func (e *env) measureRetainedBytes(t *testing.T, c *fuzzClient, sent int) int64 {
+// measureRetainedBytes waits up to within until the server has handled
+// the sent requests of c, the env's one stream (or ended it), and its
+// writer is idle, then returns the bytes its session keeps (0 once it
+// ended).
+func (e *env) measureRetainedBytes(t testing.TB, c *fuzzClient, sent int, within time.Duration) int64 {
 	t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
+	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
@@ -197,7 +198,7 @@ func (e *env) measureRetainedBytes(t *testing.T, c *fuzzClient, sent int) int64 
 		if len(sessions) == 0 {
 			select {
 			case <-deadline.C:
-				t.Fatalf("no session for the stream within %v", xdstest.WaitTimeout)
+				t.Fatalf("no session for the stream within %v", within)
 			case <-tick.C:
 			}
 			continue
@@ -212,7 +213,7 @@ func (e *env) measureRetainedBytes(t *testing.T, c *fuzzClient, sent int) int64 
 		ss.mu.Unlock()
 		select {
 		case <-deadline.C:
-			t.Fatalf("the server handled %d of %d requests within %v", handled, sent, xdstest.WaitTimeout)
+			t.Fatalf("the server handled %d of %d requests (and its writer is not idle) within %v", handled, sent, within)
 		case <-tick.C:
 		}
 	}

@@ -15,29 +15,37 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
-// TestRetainedAtDefaultLimits: the most a stream can make the relay keep
-// at the default limits, measured (retainedBytes) on a stream that uses
-// each to the full: max_names_per_stream names of max_name_length bytes,
+// BenchmarkRetainedAtDefaultLimits measures the most a stream can make the
+// relay keep at the default limits (retainedBytes, reported as
+// retained-B/stream; the live heap's growth as heap-B/stream), on a stream
+// that uses each to the full: max_names_per_stream names of max_name_length bytes,
 // spelled non-canonically (so the relay keeps two spellings), each also
 // declared with a version of max_version_length bytes, over a second type
 // too, behind a Node of 4 MiB of metadata. docs/limits.md quotes the
-// figure; retainedBound(testLimits) bounds it.
-func TestRetainedAtDefaultLimits(t *testing.T) {
-	e := newEnv(t, 0, grpc.MaxRecvMsgSize(int(config.DefaultDownstreamMaxRecv))) // as the relay receives
+// figure; retainedBound(testLimits) bounds it. A benchmark, run once by
+// make test without the race detector: it measures, and takes seconds.
+func BenchmarkRetainedAtDefaultLimits(b *testing.B) {
+	for range b.N {
+		retainedAtDefaultLimits(b)
+	}
+}
+
+func retainedAtDefaultLimits(b *testing.B) {
+	e := newEnv(b, 0, grpc.MaxRecvMsgSize(int(config.DefaultDownstreamMaxRecv))) // as the relay receives
 	l := testLimits
 	md, err := structpb.NewStruct(map[string]any{"unread": strings.Repeat("m", 2<<20)})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	node := &corev3.Node{Id: strings.Repeat("i", l.MaxNameLength), Cluster: strings.Repeat("c", l.MaxNameLength), Metadata: md}
 	big, err := grpc.NewClient(e.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(config.DefaultDownstreamMaxSend))))
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	t.Cleanup(func() { big.Close() })
+	b.Cleanup(func() { big.Close() })
 	e.conn = big // responses name every declared name
-	c := openFuzzClient(t, e, true)
+	c := openFuzzClient(b, e, true)
 	before := xdstest.LiveHeap()
 	sent := 0
 	for ti, typ := range []string{edsType, ldsType} {
@@ -57,21 +65,21 @@ func TestRetainedAtDefaultLimits(t *testing.T) {
 				req.InitialResourceVersions = versions
 			}
 			if err := c.sendD(req); err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			names = names[part:]
 			sent++
 		}
 		node = nil
 	}
-	n := e.measureRetainedBytes(t, c, sent)
-	heap := int64(xdstest.LiveHeap()) - int64(before) // the relay's and this test's (client) side: a cross-check only
-	t.Logf("one stream at the default limits keeps %d bytes (%.1f MiB) by its state's walk, live heap +%.1f MiB; bound %d",
-		n, float64(n)/(1<<20), float64(heap)/(1<<20), retainedBound(l))
+	n := e.measureRetainedBytes(b, c, sent, 3*xdstest.WaitTimeout) // 40 MB of requests, 20 MB of responses
+	heap := int64(xdstest.LiveHeap()) - int64(before)              // the relay's and this test's (client) side: a cross-check only
+	b.ReportMetric(float64(n), "retained-B/stream")
+	b.ReportMetric(float64(heap), "heap-B/stream")
 	if n == 0 {
-		t.Fatal("the stream ended")
+		b.Fatal("the stream ended")
 	}
 	if n > retainedBound(l) {
-		t.Fatalf("one stream keeps %d bytes, over the bound of %d", n, retainedBound(l))
+		b.Fatalf("one stream keeps %d bytes, over the bound of %d", n, retainedBound(l))
 	}
 }
