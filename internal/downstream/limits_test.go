@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointv3s "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -224,5 +225,28 @@ func TestClientTextInLogsIsBounded(t *testing.T) {
 		if l := len(ci.Subscriptions[edsType].LastNack); l > 4096 {
 			t.Errorf("/debug/clients shows a last NACK of %d bytes", l)
 		}
+	}
+}
+
+// TestFetchTakesAStreamPlace: a unary Fetch holds one of max_streams'
+// places while it is served, as REST polls do: with the only place taken
+// by a stream, a Fetch is refused naming the limit (before, it was served
+// uncounted).
+func TestFetchTakesAStreamPlace(t *testing.T) {
+	e := newEnv(t, 0)
+	lim := testLimits
+	lim.MaxStreams = 1
+	if err := e.srv.SetLimits(lim); err != nil {
+		t.Fatal(err)
+	}
+	n := xdstp(edsType, "fetched")
+	e.put(edsType, n, "1")
+	s := e.delta()
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	s.Recv()
+	c := endpointv3s.NewEndpointDiscoveryServiceClient(e.conn)
+	_, err := c.FetchEndpoints(context.Background(), &discoveryv3.DiscoveryRequest{Node: testNode, ResourceNames: []string{n}})
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {
+		t.Fatalf("Fetch beside a stream holding the only place: %v, want ResourceExhausted naming max_streams", err)
 	}
 }
