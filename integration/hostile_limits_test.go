@@ -105,6 +105,30 @@ func TestNamesNotServedCountTowardTheLimit(t *testing.T) {
 	}
 }
 
+// TestDeniedGlobsCountTowardTheLimit: a glob the access rules deny is
+// answered as removed and remembered, so it counts toward
+// max_names_per_stream too (before: never counted, kept for the stream's
+// life).
+func TestDeniedGlobsCountTowardTheLimit(t *testing.T) {
+	o := newGCPOrigin(t)
+	const limit = 30
+	r := startRelay(t, func(cfg *config.Config) {
+		cfg.Log.Level = config.LogInfo
+		cfg.Downstream.Limits.MaxNamesPerStream = limit
+		cfg.Authorities[0].Allow = []config.AccessRule{{NodeID: "ds-*"}}
+	}, o.addr)
+	globs := func(b int) []string {
+		return namesOf(limit/2, func(i int) string { return dsCluster(fmt.Sprintf("dir-%d-%d/*", b, i)) })
+	}
+	s := openDelta(t, dial(t, r.XDSAddr()))
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "outsider"}, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: globs(0)})
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNamesSubscribe: globs(1)})
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNamesSubscribe: globs(2)})
+	if st := s.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_names_per_stream") {
+		t.Fatalf("stream keeping %d denied globs ended with %v, want ResourceExhausted naming max_names_per_stream", 3*limit/2, st)
+	}
+}
+
 // TestInitialVersionsCountAcrossTypes: initial_resource_versions spread
 // over several types count toward one stream's max_names_per_stream
 // (before: each type's were checked alone, +111 MiB on one stream), and a
