@@ -94,13 +94,7 @@ func TestNamesNotServedCountTowardTheLimit(t *testing.T) {
 			recvDelta(t, s, v, func() bool { return timeoutOf(v, c) == int64(2+len(tc.name)) })
 
 			// Kept: the third batch goes over.
-			hostile := openDelta(t, conn)
-			hostile.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: tc.typeURL, ResourceNamesSubscribe: tc.names(0)})
-			hostile.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: tc.typeURL, ResourceNamesSubscribe: tc.names(1)})
-			hostile.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: tc.typeURL, ResourceNamesSubscribe: tc.names(2)})
-			if st := hostile.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_names_per_stream") {
-				t.Fatalf("stream keeping %d names not served ended with %v, want ResourceExhausted naming max_names_per_stream", 3*limit/2, st)
-			}
+			wantNamesOver(t, openDelta(t, conn), testNodeDS, tc.typeURL, tc.names)
 		})
 	}
 }
@@ -120,12 +114,24 @@ func TestDeniedGlobsCountTowardTheLimit(t *testing.T) {
 	globs := func(b int) []string {
 		return namesOf(limit/2, func(i int) string { return dsCluster(fmt.Sprintf("dir-%d-%d/*", b, i)) })
 	}
-	s := openDelta(t, dial(t, r.XDSAddr()))
-	s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "outsider"}, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: globs(0)})
-	s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNamesSubscribe: globs(1)})
-	s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResourceNamesSubscribe: globs(2)})
+	wantNamesOver(t, openDelta(t, dial(t, r.XDSAddr())), &corev3.Node{Id: "outsider"}, resource.ClusterType, globs)
+}
+
+// wantNamesOver subscribes s (as node) to three batches of names of
+// typeURL, batch(0) to batch(2), and wants the stream ended with
+// ResourceExhausted naming max_names_per_stream: the names are kept, so
+// they count, and the limit is under three batches.
+func wantNamesOver(t *testing.T, s *deltaADS, node *corev3.Node, typeURL string, batch func(int) []string) {
+	t.Helper()
+	for b := range 3 {
+		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResourceNamesSubscribe: batch(b)}
+		if b == 0 {
+			req.Node = node
+		}
+		s.Send(req)
+	}
 	if st := s.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_names_per_stream") {
-		t.Fatalf("stream keeping %d denied globs ended with %v, want ResourceExhausted naming max_names_per_stream", 3*limit/2, st)
+		t.Fatalf("stream keeping three batches of %d names ended with %v, want ResourceExhausted naming max_names_per_stream", len(batch(0)), st)
 	}
 }
 
