@@ -290,6 +290,17 @@ func stalledPoll(t *testing.T, addr string) net.Conn {
 	return nc
 }
 
+// answered reports whether the relay has written anything on nc (a poll
+// that stalls its body expects nothing).
+func answered(t *testing.T, nc net.Conn) bool {
+	t.Helper()
+	if err := nc.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := nc.Read(make([]byte, 1))
+	return n > 0
+}
+
 // TestRESTStalledPollsAreBounded: a REST poll that sends its headers and
 // stalls its body takes one of max_streams' places while it lasts, and
 // downstream.rest.read_timeout ends it (before: held a goroutine and a
@@ -306,8 +317,7 @@ func TestRESTStalledPollsAreBounded(t *testing.T) {
 			cfg.Downstream.Limits.MaxStreams = 2
 			cfg.Downstream.REST.ReadTimeout = time.Minute
 		}, o.addr)
-		stalledPoll(t, r.RESTAddr())
-		stalledPoll(t, r.RESTAddr())
+		stalled := []net.Conn{stalledPoll(t, r.RESTAddr()), stalledPoll(t, r.RESTAddr())}
 		body := `{"node": {"id": "poller"}, "resource_names": ["` + c + `"]}`
 		deadline := time.Now().Add(xdstest.WaitTimeout)
 		tick := time.NewTicker(5 * time.Millisecond) // re-poll: the stalled polls are admitted asynchronously
@@ -325,10 +335,17 @@ func TestRESTStalledPollsAreBounded(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("a third poll beside two stalled ones: HTTP %d %s, want 503 naming max_streams", resp.StatusCode, raw)
 			}
+			// A poll served while a stalled one's headers were on the way
+			// took its place, and that one was refused: stall another.
+			for i, nc := range stalled {
+				if answered(t, nc) {
+					stalled[i] = stalledPoll(t, r.RESTAddr())
+				}
+			}
 			<-tick.C
 		}
+		// Refused as it opens: no request needed (a Send could meet its end).
 		s := openDelta(t, dial(t, r.XDSAddr()))
-		s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c}})
 		if st := s.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {
 			t.Fatalf("an xDS stream beside two stalled polls ended with %v, want ResourceExhausted naming max_streams", st)
 		}
