@@ -220,8 +220,10 @@ type Limits struct {
 	// MaxStreamsPerConnection is HTTP/2 MAX_CONCURRENT_STREAMS on each
 	// client connection (the client sees one more refused). Default 1000.
 	MaxStreamsPerConnection int `yaml:"max_streams_per_connection"`
-	// MaxNamesPerStream bounds the names subscribed on one stream, all
-	// types together (ResourceExhausted). Default 10000.
+	// MaxNamesPerStream bounds the names one stream makes the relay keep,
+	// all types together: subscribed ones of any authority and state
+	// (served, unknown, denied, type not carried) and those declared in
+	// initial_resource_versions (ResourceExhausted). Default 10000.
 	MaxNamesPerStream int `yaml:"max_names_per_stream"`
 	// MaxNameLength bounds one resource name in a request, in bytes
 	// (InvalidArgument). Default 2048.

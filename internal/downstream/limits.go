@@ -14,8 +14,8 @@ import (
 type Limits struct {
 	// MaxStreams bounds client streams in total (ResourceExhausted).
 	MaxStreams int
-	// MaxNamesPerStream bounds the names subscribed on one stream, all
-	// types together (ResourceExhausted).
+	// MaxNamesPerStream bounds the names one stream makes the Server keep,
+	// all types together (ResourceExhausted): see below.
 	MaxNamesPerStream int
 	// MaxNameLength bounds one name in a request, in bytes
 	// (InvalidArgument).
