@@ -25,6 +25,18 @@ type Config struct {
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`
+	// AdminAllowedHosts are the names, besides IP literals and localhost,
+	// that the admin listener answers as a request's Host (any port): a
+	// request naming another host gets 403, so a web page cannot read the
+	// admin pages through DNS rebinding. E.g. the admin Service's DNS
+	// name. Default []: IP literals and localhost only.
+	AdminAllowedHosts []string `yaml:"admin_allowed_hosts"`
+	// ConfigWatch: the relay watches its config file (and the file's
+	// directory, for renames and Kubernetes ConfigMap symlink swaps) and
+	// reloads it when its content changes, as SIGHUP does: a file that
+	// does not validate is refused and logged, the running config kept.
+	// Needs a restart to change. Default false.
+	ConfigWatch bool `yaml:"config_watch"`
 	// Node is the identity the relay presents to origins on xdstp streams.
 	Node Node `yaml:"node"`
 	// Authorities lists the authorities the relay serves and where their
@@ -114,6 +126,14 @@ type Authority struct {
 	// <token>" on each stream to this authority's origins, replacing
 	// upstream.bearer_token_file. Default "": upstream.bearer_token_file.
 	BearerTokenFile string `yaml:"bearer_token_file"`
+	// PlainNames: this authority serves the plain (non-xdstp) names no
+	// aggregation rule matches (Envoy's wildcard LDS and CDS, RDS and EDS
+	// by name), one upstream group per node cluster: the built-in rule
+	// aggregation.PlainNamesRule, after the configured rules. At most one
+	// authority says true; not allowed with a default rule. Default: true
+	// for the only authority (false refuses plain names no rule matches),
+	// false when there are several.
+	PlainNames *bool `yaml:"plain_names"`
 }
 
 // Cache bounds the resources that no client watches any more (kept warm for

@@ -28,6 +28,13 @@ func (c *Config) Validate() error {
 	if sameAddress(c.Listen, c.Admin) {
 		v.add("admin", "same address as listen (%s)", c.Admin)
 	}
+	for i, h := range c.AdminAllowedHosts {
+		if h == "" || strings.ContainsFunc(h, func(r rune) bool {
+			return strings.ContainsRune(":/[]*@", r) || unicode.IsSpace(r) || unicode.IsControl(r)
+		}) {
+			v.add(joinIndex("admin_allowed_hosts", i), "%q is not a host name (no port, scheme or wildcard)", h)
+		}
+	}
 	if c.Node.ID == "" {
 		v.add("node.id", "must not be empty")
 	}
@@ -129,6 +136,7 @@ func (v *validator) origin(path, o string) {
 }
 
 func (v *validator) aggregation() {
+	v.plainNames()
 	for _, fe := range aggregation.Validate(v.c.Aggregation.Rules, v.c.AuthorityNames()) {
 		v.add(joinKey("aggregation", fe.Path), "%s", fe.Problem)
 	}

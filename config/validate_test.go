@@ -34,6 +34,12 @@ func TestValidate(t *testing.T) {
 		{name: "listen port out of range", extra: "listen: a:99999\n", want: []problem{{"listen", 4, `port "99999" is not a number from 0 to 65535`}}},
 		{name: "admin not host:port", extra: "admin: localhost\n", want: []problem{{"admin", 4, `"localhost" is not host:port`}}},
 		{name: "admin same as listen", extra: "listen: 127.0.0.1:5\nadmin: 127.0.0.1:5\n", want: []problem{{"admin", 5, "same address as listen"}}},
+		{name: "admin_allowed_hosts names are valid", extra: "admin_allowed_hosts: [relay.example, xds-relay.ns.svc.cluster.local.]\n"},
+		{name: "admin_allowed_hosts with a port", extra: "admin_allowed_hosts: [ok.example, \"relay.example:18001\", \"*.example\", \"\"]\n", want: []problem{
+			{"admin_allowed_hosts[1]", 4, `"relay.example:18001" is not a host name`},
+			{"admin_allowed_hosts[2]", 4, `"*.example" is not a host name`},
+			{"admin_allowed_hosts[3]", 4, `"" is not a host name`},
+		}},
 		{name: "node id empty", extra: "node:\n  id: \"\"\n", want: []problem{{"node.id", 5, "must not be empty"}}},
 
 		{name: "duplicate authority", extra: "  - name: a\n    origins: [\"h:2\"]\n", want: []problem{{"authorities[1].name", 4, `duplicate authority name "a" (first at authorities[0].name, line 2)`}}},
