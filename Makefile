@@ -55,6 +55,7 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/xdsname
 	$(GO) test -run '^$$' -fuzz '^FuzzSessions$$' -fuzztime $(FUZZTIME) ./internal/downstream
+	$(GO) test -run '^$$' -fuzz '^FuzzRetained$$' -fuzztime $(FUZZTIME) ./internal/downstream
 
 # Config robustness: no YAML crashes or stalls Parse.
 fuzz-config:

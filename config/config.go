@@ -208,6 +208,8 @@ type Downstream struct {
 	FetchWait time.Duration `yaml:"fetch_wait"`
 	// Limits bound what one client can make the relay hold.
 	Limits Limits `yaml:"limits"`
+	// REST bounds the time of REST-JSON polls (rest_listen).
+	REST RESTPolling `yaml:"rest"`
 	// MaxConnectionAge: a client connection older than this is sent a
 	// GOAWAY, so a fleet rebalances across relay replicas; gRPC jitters
 	// it by ±10% per connection. 0 = off. Default 30m. Needs a restart to
@@ -249,8 +251,10 @@ type Limits struct {
 	// MaxStreamsPerConnection is HTTP/2 MAX_CONCURRENT_STREAMS on each
 	// client connection (the client sees one more refused). Default 1000.
 	MaxStreamsPerConnection int `yaml:"max_streams_per_connection"`
-	// MaxNamesPerStream bounds the names subscribed on one stream, all
-	// types together (ResourceExhausted). Default 10000.
+	// MaxNamesPerStream bounds the names one stream makes the relay keep,
+	// all types together: subscribed ones of any authority and state
+	// (served, unknown, denied, type not carried) and those declared in
+	// initial_resource_versions (ResourceExhausted). Default 10000.
 	MaxNamesPerStream int `yaml:"max_names_per_stream"`
 	// MaxNameLength bounds one resource name in a request, in bytes
 	// (InvalidArgument). Default 2048.
@@ -258,6 +262,23 @@ type Limits struct {
 	// MaxTypesPerStream bounds the type URLs one ADS stream uses
 	// (ResourceExhausted). Default 32.
 	MaxTypesPerStream int `yaml:"max_types_per_stream"`
+	// MaxVersionLength bounds one version string a client sends, in bytes:
+	// a SotW version_info, a value of initial_resource_versions, a
+	// response_nonce (InvalidArgument). Default 256.
+	MaxVersionLength int `yaml:"max_version_length"`
+}
+
+// RESTPolling bounds REST-JSON polls (rest_listen). A poll also takes one
+// of the max_streams places while it is served, its body read included.
+type RESTPolling struct {
+	// ReadTimeout bounds reading one request, headers and body. Default 10s.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds a poll from the end of its headers to the end of
+	// its response, the long-poll wait (5s) included. Default 30s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long between
+	// polls. Default 1m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
@@ -420,6 +441,11 @@ const (
 	DefaultMaxNamesPerStream       = 10000
 	DefaultMaxNameLength           = 2048
 	DefaultMaxTypesPerStream       = 32
+	DefaultMaxVersionLength        = 256
+
+	DefaultRESTReadTimeout  = 10 * time.Second
+	DefaultRESTWriteTimeout = 30 * time.Second
+	DefaultRESTIdleTimeout  = time.Minute
 )
 
 // Default returns a Config holding every default and no authorities (so it
@@ -459,6 +485,12 @@ func Default() *Config {
 				MaxNamesPerStream:       DefaultMaxNamesPerStream,
 				MaxNameLength:           DefaultMaxNameLength,
 				MaxTypesPerStream:       DefaultMaxTypesPerStream,
+				MaxVersionLength:        DefaultMaxVersionLength,
+			},
+			REST: RESTPolling{
+				ReadTimeout:  DefaultRESTReadTimeout,
+				WriteTimeout: DefaultRESTWriteTimeout,
+				IdleTimeout:  DefaultRESTIdleTimeout,
 			},
 		},
 		Upstream: Upstream{

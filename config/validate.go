@@ -159,6 +159,10 @@ func (v *validator) downstream() {
 	v.positiveCount("downstream.limits.max_names_per_stream", l.MaxNamesPerStream)
 	v.positiveCount("downstream.limits.max_name_length", l.MaxNameLength)
 	v.positiveCount("downstream.limits.max_types_per_stream", l.MaxTypesPerStream)
+	v.positiveCount("downstream.limits.max_version_length", l.MaxVersionLength)
+	v.positive("downstream.rest.read_timeout", d.REST.ReadTimeout)
+	v.positive("downstream.rest.write_timeout", d.REST.WriteTimeout)
+	v.positive("downstream.rest.idle_timeout", d.REST.IdleTimeout)
 }
 
 func (v *validator) positiveCount(path string, n int) {

@@ -281,6 +281,13 @@ func TestMatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := compileYAML(t, tt.rules)
 			got, err := r.Match(tt.req)
+			// What a session keeps of the node matches alike.
+			kept := tt.req
+			kept.Node = r.KeepNode(tt.req.Node)
+			keptGot, keptErr := r.Match(kept)
+			if errors.Is(keptErr, ErrNoMatch) != errors.Is(err, ErrNoMatch) || (err == nil && cmp.Diff(got, keptGot, protocmp.Transform()) != "") {
+				t.Errorf("Match with KeepNode's node = %+v, %v; with the whole node %+v, %v", keptGot, keptErr, got, err)
+			}
 			if tt.wantErr {
 				if !errors.Is(err, ErrNoMatch) {
 					t.Fatalf("Match = %+v, %v; want ErrNoMatch", got, err)
@@ -411,5 +418,34 @@ func BenchmarkMatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeepNode: of a client's Node, only id, cluster, locality and the
+// metadata values at the paths rules read are kept.
+func TestKeepNode(t *testing.T) {
+	r := compileYAML(t, `rules:
+- name: r
+  match: {node: {metadata: [{path: team.name, value: {prefix: "p"}}, {path: env, value: {regex: "(.*)"}}]}}
+  result: {authority: a, group: [{literal: g}, {node_field: metadata.shard}, {literal: "/"}, {capture: {from: node.metadata.env, group: 1}}]}`)
+	big := strings.Repeat("x", 1<<16)
+	loc := &corev3.Locality{Region: "eu", Zone: "eu-a", SubZone: "r1"}
+	n := testNode(t, "id-1", "c-1", loc, map[string]any{
+		"team":   map[string]any{"name": "payments", "notes": big},
+		"shard":  3,
+		"env":    map[string]any{"nested": "a struct: no rule reads it whole"},
+		"unread": big,
+	})
+	n.UserAgentName, n.ClientFeatures = "envoy", []string{big}
+	want := testNode(t, "id-1", "c-1", loc, map[string]any{"team": map[string]any{"name": "payments"}, "shard": 3})
+	if diff := cmp.Diff(want, r.KeepNode(n), protocmp.Transform()); diff != "" {
+		t.Errorf("KeepNode (-want +got):\n%s", diff)
+	}
+	if got := r.KeepNode(nil); got != nil {
+		t.Errorf("KeepNode(nil) = %v", got)
+	}
+	plain := testNode(t, "id-1", "c-1", nil, map[string]any{"unread": big})
+	if diff := cmp.Diff(testNode(t, "id-1", "c-1", nil, nil), KeepNodeFields(plain), protocmp.Transform()); diff != "" {
+		t.Errorf("KeepNodeFields (-want +got):\n%s", diff)
 	}
 }

@@ -2,12 +2,27 @@ package downstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 )
 
 // ClientsPath is where the debug list of connected clients is served.
 const ClientsPath = "/debug/clients"
+
+// What /debug/clients shows is cut, so that its size does not grow with
+// what clients send: every string a client chose is cut as clientText
+// cuts it (its first maxClientText bytes, then "…(N bytes)"); a type shows
+// its first maxNamesShown names in order and MoreNames counts the rest;
+// the page lists the first maxClientsShown clients by id, and its header
+// ClientsCutHeader then says how many there are.
+const (
+	maxNamesShown   = 100
+	maxClientsShown = 1000
+	// ClientsCutHeader is set on a /debug/clients page that does not list
+	// every client: "<shown> of <total>".
+	ClientsCutHeader = "X-Xds-Relay-Clients-Cut"
+)
 
 // ClientInfo describes one connected client stream (GET /debug/clients).
 type ClientInfo struct {
@@ -24,21 +39,34 @@ type ClientInfo struct {
 
 // TypeInfo is a client's state for one type.
 type TypeInfo struct {
-	Names      []string `json:"names"`
-	Nacks      int      `json:"nacks,omitempty"`
-	LastNack   string   `json:"last_nack,omitempty"`
-	AckVersion string   `json:"ack_version,omitempty"` // SotW
+	Names []string `json:"names"`
+	// MoreNames: subscribed names not shown (past the first maxNamesShown).
+	MoreNames  int    `json:"more_names,omitempty"`
+	Nacks      int    `json:"nacks,omitempty"`
+	LastNack   string `json:"last_nack,omitempty"`
+	AckVersion string `json:"ack_version,omitempty"` // SotW
 }
 
 // Clients returns every connected client, ordered by id.
 func (s *Server) Clients() []ClientInfo {
+	out, _ := s.clients(-1)
+	return out
+}
+
+// clients returns the first max connected clients by id (all when max is
+// negative), and how many there are.
+func (s *Server) clients(max int) ([]ClientInfo, int) {
 	sessions := s.snapshotSessions()
+	sort.Slice(sessions, func(i, j int) bool { return sessions[i].id < sessions[j].id })
+	total := len(sessions)
+	if max >= 0 && total > max {
+		sessions = sessions[:max]
+	}
 	out := make([]ClientInfo, 0, len(sessions))
 	for _, ss := range sessions {
 		out = append(out, ss.describe())
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return out, total
 }
 
 func (ss *session) describe() ClientInfo {
@@ -46,8 +74,8 @@ func (ss *session) describe() ClientInfo {
 	defer ss.mu.Unlock()
 	ci := ClientInfo{
 		ID:            ss.id,
-		NodeID:        ss.node.GetId(),
-		Cluster:       ss.node.GetCluster(),
+		NodeID:        clientText(ss.node.GetId()),
+		Cluster:       clientText(ss.node.GetCluster()),
 		Variant:       ss.variant,
 		Stream:        ss.fixedType,
 		Peer:          ss.peer,
@@ -58,11 +86,21 @@ func (ss *session) describe() ClientInfo {
 		ci.Stream = "ads"
 	}
 	for g := range ss.groups {
-		ci.Groups = append(ci.Groups, g)
+		ci.Groups = append(ci.Groups, clientText(g))
 	}
 	sort.Strings(ci.Groups)
 	for t, ts := range ss.types {
-		ci.Subscriptions[t] = TypeInfo{Names: ts.namesLocked(), Nacks: ts.nackCount, LastNack: ts.lastNack, AckVersion: ts.ackVersion}
+		names := ts.namesLocked()
+		ti := TypeInfo{Nacks: ts.nackCount, LastNack: ts.lastNack, AckVersion: clientText(ts.ackVersion)}
+		if len(names) > maxNamesShown {
+			ti.MoreNames = len(names) - maxNamesShown
+			names = names[:maxNamesShown]
+		}
+		for i, n := range names {
+			names[i] = clientText(n)
+		}
+		ti.Names = names
+		ci.Subscriptions[clientText(t)] = ti
 	}
 	return ci
 }
@@ -70,9 +108,13 @@ func (ss *session) describe() ClientInfo {
 // ClientsHandler serves the JSON list of clients; mount it at ClientsPath.
 func (s *Server) ClientsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clients, total := s.clients(maxClientsShown)
 		w.Header().Set("Content-Type", "application/json")
+		if len(clients) < total {
+			w.Header().Set(ClientsCutHeader, fmt.Sprintf("%d of %d", len(clients), total))
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.Clients())
+		_ = enc.Encode(clients)
 	})
 }

@@ -31,15 +31,22 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	if err := ss.srv.refuseLocators(typeURL, "resource_locators_unsubscribe", len(req.GetResourceLocatorsUnsubscribe())); err != nil {
 		return err
 	}
+	if err := ss.srv.checkVersion("response_nonce", req.GetResponseNonce()); err != nil {
+		return err
+	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
-	if err := ss.checkNamesLocked(ts, false, unsubscribe, subscribe); err != nil {
+	first := !ts.started
+	var declared map[string]string
+	if first {
+		declared = req.GetInitialResourceVersions()
+	}
+	if err := ss.checkNamesLocked(ts, false, unsubscribe, subscribe, declared); err != nil {
 		ss.mu.Unlock()
 		return err
 	}
 	node := ss.nodeLocked()
-	first := !ts.started
 	ts.started = true
 	if nonce := req.GetResponseNonce(); nonce != "" {
 		ss.recordNackLocked(ts, nonce, "", req.GetErrorDetail())
@@ -50,11 +57,10 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	} else if len(subscribe) > 0 {
 		ts.explicit = true
 	}
-	if first {
-		for n, v := range req.GetInitialResourceVersions() {
-			ts.sent[n] = held{version: v}
-		}
+	for n, v := range declared {
+		ts.sent[n] = held{version: v}
 	}
+	ts.declaredLeft = len(declared)
 	ss.mu.Unlock()
 
 	rs, err := ss.resolveAll(typeURL, subscribe, node)
@@ -65,8 +71,8 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	var ch change
 	ss.mu.Lock()
 	for _, n := range unsubscribe {
-		delete(ts.unknown, n)
 		ts.unsubscribeLocked(n, &ch)
+		ts.forgetUnknownLocked(n)
 	}
 	if ts.hasWildcardLocked() {
 		// Spec: a wildcard client unsubscribing a name gets it back in
@@ -82,6 +88,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			ts.unknown[r.name] = false
 			continue
 		}
+		delete(ts.unknown, r.name) // served now (a reload added its authority)
 		ts.subscribeLocked(r, &ch)
 		if h, ok := ts.sent[r.name]; !(first && ok && h.res == nil && !h.absent) {
 			// The server must send every name in resource_names_subscribe,

@@ -33,7 +33,47 @@ type fuzzClient struct {
 	sendD  func(*discoveryv3.DeltaDiscoveryRequest) error
 	sendS  func(*discoveryv3.DiscoveryRequest) error
 	mu     sync.Mutex
-	nonce  string // guarded by mu
+	nonce  string        // guarded by mu
+	ended  chan struct{} // closed when the stream ended (its reader returned)
+}
+
+// openFuzzClient opens a raw ADS stream of either variant on e; the
+// test's Cleanup ends it and waits for its reader.
+func openFuzzClient(t testing.TB, e *env, delta bool) *fuzzClient {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &fuzzClient{delta: delta, cancel: cancel}
+	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
+	var recv func() (string, error)
+	if delta {
+		st, err := ads.DeltaAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.sendD = st.Send
+		recv = func() (string, error) { r, err := st.Recv(); return r.GetNonce(), err }
+	} else {
+		st, err := ads.StreamAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.sendS = st.Send
+		recv = func() (string, error) { r, err := st.Recv(); return r.GetNonce(), err }
+	}
+	c.ended = make(chan struct{})
+	go func() {
+		defer close(c.ended)
+		for {
+			n, err := recv()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.nonce = n
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-c.ended })
+	return c
 }
 
 func (c *fuzzClient) lastNonce() string {
@@ -78,41 +118,8 @@ func FuzzSessions(f *testing.F) {
 			if c := clients[i]; c != nil {
 				return c
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			c := &fuzzClient{delta: delta, cancel: cancel}
-			ads := discoveryv3.NewAggregatedDiscoveryServiceClient(e.conn)
-			var recv func() (string, error)
-			if delta {
-				st, err := ads.DeltaAggregatedResources(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c.sendD = st.Send
-				recv = func() (string, error) { r, err := st.Recv(); return r.GetNonce(), err }
-			} else {
-				st, err := ads.StreamAggregatedResources(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c.sendS = st.Send
-				recv = func() (string, error) { r, err := st.Recv(); return r.GetNonce(), err }
-			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for {
-					n, err := recv()
-					if err != nil {
-						return
-					}
-					c.mu.Lock()
-					c.nonce = n
-					c.mu.Unlock()
-				}
-			}()
-			t.Cleanup(func() { cancel(); <-done })
-			clients[i] = c
-			return c
+			clients[i] = openFuzzClient(t, e, delta)
+			return clients[i]
 		}
 		for i := 0; i+1 < len(data); i += 2 {
 			op, arg := data[i], int(data[i+1])

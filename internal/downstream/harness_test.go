@@ -72,6 +72,7 @@ var testLimits = Limits{
 	MaxNamesPerStream: config.DefaultMaxNamesPerStream,
 	MaxNameLength:     config.DefaultMaxNameLength,
 	MaxTypesPerStream: config.DefaultMaxTypesPerStream,
+	MaxVersionLength:  config.DefaultMaxVersionLength,
 }
 
 // quietLogs: newEnv's servers log nothing (benchmarks, fuzzing).

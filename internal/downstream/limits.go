@@ -14,8 +14,8 @@ import (
 type Limits struct {
 	// MaxStreams bounds client streams in total (ResourceExhausted).
 	MaxStreams int
-	// MaxNamesPerStream bounds the names subscribed on one stream, all
-	// types together (ResourceExhausted).
+	// MaxNamesPerStream bounds the names one stream makes the Server keep,
+	// all types together (ResourceExhausted): see below.
 	MaxNamesPerStream int
 	// MaxNameLength bounds one name in a request, in bytes
 	// (InvalidArgument).
@@ -23,10 +23,39 @@ type Limits struct {
 	// MaxTypesPerStream bounds the type URLs one stream uses
 	// (ResourceExhausted).
 	MaxTypesPerStream int
+	// MaxVersionLength bounds one version string a client sends, in
+	// bytes: a SotW version_info, a value of initial_resource_versions, a
+	// response_nonce (InvalidArgument).
+	MaxVersionLength int
 }
 
+// What a stream keeps, and which limit bounds it (the names limit counts
+// every name a stream makes the relay keep, not only the served ones):
+//   - names subscribed, of any authority and state: served, of an
+//     authority with no configuration, of a type it does not carry, or
+//     denied (delta answers those as removed, and remembers that it did):
+//     MaxNamesPerStream, each at most MaxNameLength;
+//   - names declared in initial_resource_versions that are not subscribed
+//     (a wildcard or glob may still hold them): MaxNamesPerStream, with
+//     the above; each version at most MaxVersionLength;
+//   - a SotW ACK's version_info per type: MaxVersionLength; nonces are
+//     compared, never kept, and bounded alike;
+//   - type URLs: MaxTypesPerStream, each at most MaxNameLength;
+//   - the Node: only what the relay reads (node.go), each string at most
+//     MaxNameLength;
+//   - the last NACK's message per type and the log context: maxClientText
+//     each; aggregation group keys shown: maxGroupsKept.
+//
+// Members of wildcard and glob collections are kept too: the origin
+// decides those, not the client.
+
+// maxGroupsKept bounds the aggregation group keys a session remembers for
+// its log lines and /debug/clients (a rule that captures the resource name
+// makes one per name).
+const maxGroupsKept = 16
+
 func (l Limits) validate() error {
-	if l.MaxStreams <= 0 || l.MaxNamesPerStream <= 0 || l.MaxNameLength <= 0 || l.MaxTypesPerStream <= 0 {
+	if l.MaxStreams <= 0 || l.MaxNamesPerStream <= 0 || l.MaxNameLength <= 0 || l.MaxTypesPerStream <= 0 || l.MaxVersionLength <= 0 {
 		return fmt.Errorf("downstream: every limit must be positive (the config's downstream.limits): %+v", l)
 	}
 	return nil
@@ -38,6 +67,7 @@ const (
 	limitNames      = "names_per_stream"
 	limitNameLength = "name_length"
 	limitTypes      = "types_per_stream"
+	limitVersion    = "version_length"
 )
 
 // overLimit counts a rejection and returns the status that ends the stream.
@@ -94,30 +124,43 @@ func (ss *session) checkTypeLimit(typeURL string) error {
 		"this stream already uses %d type URLs, the limit (downstream.limits.max_types_per_stream); %s refused", n, quoteShort(typeURL))
 }
 
-// checkNamesLocked refuses a request that would leave the stream
-// subscribed to more than MaxNamesPerStream names: on ts it drops the
-// names drop (those subscribed; all of them when replace, as a SotW list
-// does) and adds the names add (those not yet). A request that adds none
-// (an ACK) cannot go over and costs nothing.
-func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []string) error {
-	if len(add) == 0 {
+// checkNamesLocked refuses a request that would leave the stream keeping
+// more than MaxNamesPerStream names (keptLocked, every type): on ts it
+// drops the names drop (all of them when replace, as a SotW list does),
+// adds the names add and, on a type's first request, the names declared
+// (initial_resource_versions) that are not added too. A request that adds
+// none (an ACK) cannot go over and costs nothing.
+func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []string, declared map[string]string) error {
+	if len(add) == 0 && len(declared) == 0 {
 		return nil
 	}
 	total := 0
 	for _, t := range ss.types {
-		total += len(t.subs)
+		total += t.keptLocked()
 	}
 	if replace {
-		total -= len(ts.subs)
+		total -= ts.keptLocked()
 		total += len(add) // a list without duplicates (checkNames)
 	} else {
 		for _, n := range drop {
-			if _, ok := ts.subs[n]; ok {
+			if ts.keepsLocked(n) {
 				total--
 			}
 		}
 		for _, n := range add {
-			if _, ok := ts.subs[n]; !ok {
+			if !ts.keepsLocked(n) {
+				total++
+			}
+		}
+		var adding map[string]struct{}
+		if len(declared) > 0 && len(add) > 0 {
+			adding = make(map[string]struct{}, len(add))
+			for _, n := range add {
+				adding[n] = struct{}{}
+			}
+		}
+		for n := range declared {
+			if _, ok := adding[n]; !ok && !ts.keepsLocked(n) {
 				total++
 			}
 		}
@@ -126,25 +169,39 @@ func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []str
 		return nil
 	}
 	return ss.srv.overLimit(limitNames, codes.ResourceExhausted,
-		"the request would subscribe this stream to %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
+		"the request would make this stream keep %d names (subscribed, unknown, denied or declared in initial_resource_versions), over the limit of %d (downstream.limits.max_names_per_stream)",
 		total, ss.srv.limits().MaxNamesPerStream)
 }
 
 // checkInitialVersions bounds a delta request's initial_resource_versions
-// like a subscription: as many names as a stream may subscribe, each no
-// longer than a name may be.
+// like a subscription: as many names as a stream may keep, each no longer
+// than a name may be, each version no longer than MaxVersionLength.
 func (ss *session) checkInitialVersions(versions map[string]string) error {
 	if n := len(versions); n > ss.srv.limits().MaxNamesPerStream {
 		return ss.srv.overLimit(limitNames, codes.ResourceExhausted,
 			"initial_resource_versions holds %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
 			n, ss.srv.limits().MaxNamesPerStream)
 	}
-	for n := range versions {
+	for n, v := range versions {
 		if len(n) > ss.srv.limits().MaxNameLength {
 			return ss.srv.overLimit(limitNameLength, codes.InvalidArgument,
 				"initial_resource_versions holds a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
 				len(n), quoteShort(n), ss.srv.limits().MaxNameLength)
 		}
+		if err := ss.srv.checkVersion("initial_resource_versions["+quoteShort(n)+"]", v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkVersion refuses a version string (version_info, a declared version,
+// a response_nonce) longer than MaxVersionLength.
+func (s *Server) checkVersion(field, v string) error {
+	if max := s.limits().MaxVersionLength; len(v) > max {
+		return s.overLimit(limitVersion, codes.InvalidArgument,
+			"%s of %d bytes (%s), over the limit of %d (downstream.limits.max_version_length)",
+			field, len(v), quoteShort(v), max)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointv3s "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -24,7 +25,7 @@ import (
 // place back.
 func TestLimits(t *testing.T) {
 	e := newEnv(t, 0)
-	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2}); err != nil {
+	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2, MaxVersionLength: 16}); err != nil {
 		t.Fatal(err)
 	}
 	goodName := xdstp(edsType, "good")
@@ -186,8 +187,9 @@ func TestLimits(t *testing.T) {
 	})
 }
 
-// TestClientTextInLogsIsBounded: a NACK with a 1 MiB error_detail, a 1 MiB
-// node id and nonce make log lines of a few KiB, not megabytes.
+// TestClientTextInLogsIsBounded: a NACK with a 1 MiB error_detail, and a
+// node id and a nonce as long as the limits let through, make log lines of
+// a few KiB, not megabytes.
 func TestClientTextInLogsIsBounded(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	e := newEnv(t, 0)
@@ -196,10 +198,12 @@ func TestClientTextInLogsIsBounded(t *testing.T) {
 	e.put(edsType, n, "1")
 	huge := strings.Repeat("x", 1<<20)
 	c := e.delta()
-	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: huge, Cluster: huge}, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	long := strings.Repeat("n", testLimits.MaxNameLength)
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: long, Cluster: long}, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
 	got := c.Recv()
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: got.GetNonce(), ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
-	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: huge, ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: strings.Repeat("v", testLimits.MaxVersionLength),
+		ErrorDetail: &rpcstatus.Status{Code: 3, Message: huge}})
 	e.syncDelta(c)
 	nacks := 0
 	for _, entry := range logs.All() {
@@ -221,5 +225,28 @@ func TestClientTextInLogsIsBounded(t *testing.T) {
 		if l := len(ci.Subscriptions[edsType].LastNack); l > 4096 {
 			t.Errorf("/debug/clients shows a last NACK of %d bytes", l)
 		}
+	}
+}
+
+// TestFetchTakesAStreamPlace: a unary Fetch holds one of max_streams'
+// places while it is served, as REST polls do: with the only place taken
+// by a stream, a Fetch is refused naming the limit (before, it was served
+// uncounted).
+func TestFetchTakesAStreamPlace(t *testing.T) {
+	e := newEnv(t, 0)
+	lim := testLimits
+	lim.MaxStreams = 1
+	if err := e.srv.SetLimits(lim); err != nil {
+		t.Fatal(err)
+	}
+	n := xdstp(edsType, "fetched")
+	e.put(edsType, n, "1")
+	s := e.delta()
+	s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	s.Recv()
+	c := endpointv3s.NewEndpointDiscoveryServiceClient(e.conn)
+	_, err := c.FetchEndpoints(context.Background(), &discoveryv3.DiscoveryRequest{Node: testNode, ResourceNames: []string{n}})
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {
+		t.Fatalf("Fetch beside a stream holding the only place: %v, want ResourceExhausted naming max_streams", err)
 	}
 }

@@ -15,7 +15,7 @@ func (s *Server) refuseLocators(typeURL, field string, n int) error {
 	if n == 0 {
 		return nil
 	}
-	s.m.requestErrors.WithLabelValues(typeLabel(typeURL), "dynamic_parameters").Inc()
+	s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonDynamicParams).Inc()
 	return status.Errorf(codes.InvalidArgument, "%v: %s holds %d locators (type %s); name resources in the resource_names fields",
 		ErrDynamicParameters, field, n, quoteShort(typeURL))
 }

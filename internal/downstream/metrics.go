@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			m.requestErrors.WithLabelValues(t, r)
 		}
 	}
-	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes} {
+	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion} {
 		m.limitRejections.WithLabelValues(l)
 	}
 	if reg != nil {
@@ -102,9 +102,10 @@ const (
 	reasonResolve          = "resolve"
 	reasonUnknownAuthority = "unknown_authority"
 	reasonTypeNotCarried   = "type_not_carried"
+	reasonDynamicParams    = "dynamic_parameters"
 )
 
-var requestErrorReasons = []string{reasonMalformedName, reasonNoRule, reasonResolve, reasonUnknownAuthority, reasonTypeNotCarried}
+var requestErrorReasons = []string{reasonMalformedName, reasonNoRule, reasonResolve, reasonUnknownAuthority, reasonTypeNotCarried, reasonDynamicParams}
 
 // setAuthorities makes the series of the configured authorities exist, at
 // zero, and deletes those of authorities no longer configured (prev).

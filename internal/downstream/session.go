@@ -53,7 +53,7 @@ type session struct {
 	dirty     map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
 	spare     map[cache.Key]struct{} // guarded by mu; the emptied previous dirty set, reused
 	types     map[string]*typeState  // guarded by mu; by type URL
-	groups    map[string]struct{}    // guarded by mu; aggregation group keys of legacy names
+	groups    map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept)
 	nonce     uint64                 // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
@@ -222,23 +222,35 @@ func (ss *session) addLogFieldsLocked(fs ...zap.Field) {
 	ss.lg = nil // rebuilt with them on next use
 }
 
-// setNode records the node of the first request that carries one.
-func (ss *session) setNode(n *corev3.Node) {
+// setNode records the node of the first request that carries one: only
+// the part of it the relay reads (keepNode), each string bounded.
+func (ss *session) setNode(n *corev3.Node) error {
 	if n == nil {
-		return
+		return nil
+	}
+	ss.mu.Lock()
+	known := ss.node != nil
+	ss.mu.Unlock()
+	if known {
+		return nil
+	}
+	kept, err := ss.srv.keepNode(n)
+	if err != nil {
+		return err
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.node != nil {
-		return
+		return nil
 	}
-	ss.node = n
-	ss.ttl = supportsTTL(n)
+	ss.node = kept
+	ss.ttl = supportsTTL(n) // client features are read here, not kept
 	for _, ts := range ss.types {
 		ts.ttl = ss.ttl
 	}
 	ss.forgetDecisionsLocked()
 	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
+	return nil
 }
 
 func (ss *session) nodeLocked() *corev3.Node { return ss.node }
@@ -264,7 +276,9 @@ func (ss *session) nextNonceLocked() string {
 // accept starts handling a request of either variant: it records the
 // node, checks the type and counts the request; it returns the type URL.
 func (ss *session) accept(node *corev3.Node, typeURL string) (string, error) {
-	ss.setNode(node)
+	if err := ss.setNode(node); err != nil {
+		return "", err
+	}
 	if err := ss.checkNode(); err != nil {
 		return "", err
 	}
@@ -410,7 +424,7 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 		out = append(out, resolved{name: n, res: r, err: err})
 		if err == nil && r.Key.Stream.Group != "" {
 			ss.mu.Lock()
-			if _, ok := ss.groups[r.Key.Stream.Group]; !ok {
+			if _, ok := ss.groups[r.Key.Stream.Group]; !ok && len(ss.groups) < maxGroupsKept {
 				ss.groups[r.Key.Stream.Group] = struct{}{}
 				ss.addLogFieldsLocked(zap.String("group", r.Key.Stream.Group))
 			}

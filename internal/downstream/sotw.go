@@ -25,6 +25,12 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	if err := ss.srv.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
 		return err
 	}
+	if err := ss.srv.checkVersion("version_info", req.GetVersionInfo()); err != nil {
+		return err
+	}
+	if err := ss.srv.checkVersion("response_nonce", req.GetResponseNonce()); err != nil {
+		return err
+	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
@@ -62,7 +68,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		ss.mu.Unlock()
 		return nil
 	}
-	if err := ss.checkNamesLocked(ts, true, nil, names); err != nil {
+	if err := ss.checkNamesLocked(ts, true, nil, names, nil); err != nil {
 		ss.mu.Unlock()
 		return err
 	}

@@ -57,6 +57,10 @@ type typeState struct {
 	// started: the first request of this type was seen (delta: its
 	// initial_resource_versions apply).
 	started bool
+	// declaredLeft bounds the entries of sent still known only by the
+	// version the client declared (initial_resource_versions): set on the
+	// first request, refreshed by declaredLocked; 0: none left.
+	declaredLeft int
 
 	// label: the type's label when the session took it up, under which
 	// ClientCounts counts it until the session ends (a reload that lists
@@ -294,4 +298,57 @@ func (ts *typeState) namesLocked() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// keptLocked is how many names the client made ts keep: subscribed,
+// unknown (not served: answered as removed, remembered), and declared in
+// initial_resource_versions without being subscribed. The names limit
+// counts them all (checkNamesLocked).
+func (ts *typeState) keptLocked() int {
+	return len(ts.subs) + len(ts.unknown) + ts.declaredLocked()
+}
+
+// keepsLocked reports whether name is one of the names keptLocked counts.
+func (ts *typeState) keepsLocked(name string) bool {
+	if _, ok := ts.subs[name]; ok {
+		return true
+	}
+	if _, ok := ts.unknown[name]; ok {
+		return true
+	}
+	return declared(ts, name)
+}
+
+// declaredLocked counts the names still known only by their declared
+// version that are not subscribed. Declared entries are only made on a
+// type's first request, so their number only falls: once none is left,
+// this costs nothing.
+func (ts *typeState) declaredLocked() int {
+	if ts.declaredLeft == 0 {
+		return 0
+	}
+	left, notSubscribed := 0, 0
+	for n := range ts.sent {
+		if !declared(ts, n) {
+			continue
+		}
+		left++
+		if _, ok := ts.subs[n]; !ok {
+			notSubscribed++
+		}
+	}
+	ts.declaredLeft = left
+	return notSubscribed
+}
+
+// forgetUnknownLocked drops name from the names that cannot be served
+// (the client unsubscribed it), and what the client was told of it.
+func (ts *typeState) forgetUnknownLocked(name string) {
+	if _, ok := ts.unknown[name]; !ok {
+		return
+	}
+	delete(ts.unknown, name)
+	if !ts.subscribedLocked(name) {
+		delete(ts.sent, name)
+	}
 }

@@ -36,7 +36,7 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		}
 		return ds.SetSendTimeout(next.Downstream.SendTimeout)
 	}, "downstream.send_timeout", "downstream.limits.max_streams", "downstream.limits.max_names_per_stream",
-		"downstream.limits.max_name_length", "downstream.limits.max_types_per_stream")
+		"downstream.limits.max_name_length", "downstream.limits.max_types_per_stream", "downstream.limits.max_version_length")
 	// Upstream before the resolver: an added authority has its upstream
 	// before any name resolves to it.
 	r.onReload(func(old, next *config.Config) error {
@@ -109,6 +109,7 @@ func downstreamLimits(cfg *config.Config) downstream.Limits {
 		MaxNamesPerStream: l.MaxNamesPerStream,
 		MaxNameLength:     l.MaxNameLength,
 		MaxTypesPerStream: l.MaxTypesPerStream,
+		MaxVersionLength:  l.MaxVersionLength,
 	}
 }
 

@@ -36,11 +36,17 @@ func (r *Relay) buildREST(lg *zap.Logger) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v3/", r.rest.handler) // POST /v3/discovery:<kind>; other paths 404
+	rt := r.config().Downstream.REST
 	r.rest.srv = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: adminReadHeaderTimeout,
-		TLSConfig:         tc,
-		ErrorLog:          zap.NewStdLog(lg),
+		ReadHeaderTimeout: min(adminReadHeaderTimeout, rt.ReadTimeout),
+		// A poll that stalls its body, its response or an idle keep-alive
+		// connection holds a goroutine and a socket: each is bounded.
+		ReadTimeout:  rt.ReadTimeout,
+		WriteTimeout: rt.WriteTimeout,
+		IdleTimeout:  rt.IdleTimeout,
+		TLSConfig:    tc,
+		ErrorLog:     zap.NewStdLog(lg),
 	}
 	return nil
 }

@@ -1,0 +1,83 @@
+package aggregation
+
+import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// KeepNode returns the part of n that rules can read: id, cluster,
+// locality, and the metadata scalars at the paths some rule tests or
+// builds a group key from. Nothing else of a client's Node needs to be
+// kept for as long as its stream lives (the relay's per-stream memory).
+// Matching the result gives what matching n gives.
+func (r *Rules) KeepNode(n *corev3.Node) *corev3.Node {
+	kept := KeepNodeFields(n)
+	if kept == nil || n.GetMetadata() == nil {
+		return kept
+	}
+	for _, cr := range r.rules {
+		for _, c := range cr.conds {
+			kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), c.field)
+		}
+		for _, p := range cr.parts {
+			if p.kind != partLiteral {
+				kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), p.field)
+			}
+		}
+	}
+	return kept
+}
+
+// KeepNodeFields returns n's id, cluster and locality, nil for nil: what
+// is kept of a client's Node when no rule reads its metadata.
+func KeepNodeFields(n *corev3.Node) *corev3.Node {
+	if n == nil {
+		return nil
+	}
+	kept := &corev3.Node{Id: n.GetId(), Cluster: n.GetCluster()}
+	if l := n.GetLocality(); l != nil {
+		kept.Locality = &corev3.Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+	}
+	return kept
+}
+
+// keepMetadata copies into dst (created when nil) the scalar at f's
+// metadata path in src, if f is a metadata field and the scalar is there.
+func keepMetadata(dst, src *structpb.Struct, f field) *structpb.Struct {
+	if f.kind != fieldMetadata {
+		return dst
+	}
+	v := src
+	for i, k := range f.path {
+		val := v.GetFields()[k]
+		if val == nil {
+			return dst
+		}
+		if i < len(f.path)-1 {
+			if v = val.GetStructValue(); v == nil {
+				return dst
+			}
+			continue
+		}
+		switch val.GetKind().(type) {
+		case *structpb.Value_StringValue, *structpb.Value_NumberValue, *structpb.Value_BoolValue:
+		default:
+			return dst
+		}
+		if dst == nil {
+			dst = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+		}
+		at := dst
+		for _, p := range f.path[:len(f.path)-1] {
+			next := at.GetFields()[p].GetStructValue()
+			if next == nil {
+				next = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+				at.Fields[p] = structpb.NewStructValue(next)
+			}
+			at = next
+		}
+		at.Fields[k] = proto.Clone(val).(*structpb.Value)
+	}
+	return dst
+}
