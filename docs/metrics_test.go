@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -99,9 +100,16 @@ func relayCfg(t *testing.T, snapshotDir string, authorities ...string) *config.C
 	c.Downstream.DrainDelay = 0
 	c.ShutdownGracePeriod = 5 * time.Second
 	c.Cache.SnapshotPath = filepath.Join(snapshotDir, "snapshot")
+	// A listener that accepts and serves nothing: the relay's origin check
+	// at start connects and passes (a refused one would count a failure on
+	// a fresh relay); no client subscribes, so no stream is opened.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("origin listener: %v", err)
+	}
+	t.Cleanup(func() { lis.Close() })
 	for _, a := range authorities {
-		// Nothing listens there; no client subscribes, so nothing dials.
-		c.Authorities = append(c.Authorities, config.Authority{Name: a, Origins: []string{"127.0.0.1:1"},
+		c.Authorities = append(c.Authorities, config.Authority{Name: a, Origins: []string{lis.Addr().String()},
 			Transport: config.TransportDelta, GlobCollections: config.GlobNative})
 	}
 	if err := c.Validate(); err != nil {

@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // authorityCounters are the counters whose only label is authority.
 func (m *metrics) authorityCounters() []*prometheus.CounterVec {
-	return []*prometheus.CounterVec{m.reconnects, m.failbacks, m.fileErrors, m.idleCloses, m.responseTimeouts}
+	return []*prometheus.CounterVec{m.reconnects, m.failbacks, m.fileErrors, m.idleCloses, m.responseTimeouts, m.originCheckFailures}
 }
 
 // setAuthorities makes the series of the authorities in next exist, at
