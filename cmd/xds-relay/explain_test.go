@@ -63,7 +63,7 @@ node:          id "envoy-7", cluster "payments-prod", locality ""/"eu-west-1a"/"
 rule:          eds-cds-per-cluster (aggregation.rules[1])
 authority:     legacy
 group key:     service=payments/env=prod/zone=eu-west-1a
-upstream node: id "xds-relay", cluster "payments-prod", locality ""/"eu-west-1a"/"" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "payments/prod", locality ""/"eu-west-1a"/"" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{
@@ -75,7 +75,7 @@ node:          id "", cluster "orders-staging", locality ""/"z"/""
 rule:          eds-cds-per-cluster (aggregation.rules[1])
 authority:     legacy
 group key:     service=orders/env=staging/zone=z
-upstream node: id "xds-relay", cluster "orders-staging", locality ""/"z"/"" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "orders/staging", locality ""/"z"/"" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{
@@ -99,7 +99,7 @@ node:          id "", cluster "payments-prod"
 rule:          per-cluster (aggregation.rules[2])
 authority:     legacy
 group key:     cluster=payments-prod
-upstream node: id "xds-relay", cluster "payments-prod" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "payments-prod" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{
