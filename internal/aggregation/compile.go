@@ -309,7 +309,7 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 
 	if n := t.Node; n != nil {
 		if n.ID == "" && n.Cluster == "" {
-			c.add(p+".node", "set id or cluster, or leave node out to present the group key's node fields")
+			c.add(p+".node", "set id or cluster, or leave node out to present the node built from the group key")
 		}
 		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
 	}
