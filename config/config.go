@@ -121,6 +121,14 @@ type Authority struct {
 	// <token>" on each stream to this authority's origins, replacing
 	// upstream.bearer_token_file. Default "": upstream.bearer_token_file.
 	BearerTokenFile string `yaml:"bearer_token_file"`
+	// PlainNames: this authority serves the plain (non-xdstp) names no
+	// aggregation rule matches (Envoy's wildcard LDS and CDS, RDS and EDS
+	// by name), one upstream group per node cluster: the built-in rule
+	// aggregation.PlainNamesRule, after the configured rules. At most one
+	// authority says true; not allowed with a default rule. Default: true
+	// for the only authority (false refuses plain names no rule matches),
+	// false when there are several.
+	PlainNames *bool `yaml:"plain_names"`
 }
 
 // Cache bounds the resources that no client watches any more (kept warm for

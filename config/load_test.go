@@ -47,7 +47,7 @@ func TestLoadExample(t *testing.T) {
 	want := Default()
 	want.Authorities = []Authority{
 		{Name: "auth.example", Origins: []string{"127.0.0.1:19000", "127.0.0.1:19001"}, Transport: TransportDelta, GlobCollections: GlobNative},
-		{Name: "legacy", Origins: []string{"127.0.0.1:19100"}, Transport: TransportSotW, GlobCollections: GlobEmulated},
+		{Name: "legacy", Origins: []string{"127.0.0.1:19100"}, Transport: TransportSotW, GlobCollections: GlobEmulated, PlainNames: new(true)},
 	}
 	want.Authorities[0].Allow = []AccessRule{{URISAN: "spiffe://fleet.example/ns/prod/*"}, {DNSSAN: "*.prod.example"}, {NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
 	want.Authorities[0].AllowByType = map[string][]AccessRule{secretTypeURL: {{URISAN: "spiffe://fleet.example/ns/prod/sa/gateway"}}}
@@ -55,8 +55,8 @@ func TestLoadExample(t *testing.T) {
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Config{}, "Aggregation")); diff != "" {
 		t.Errorf("example.yaml is not Default() plus its authorities and rules (-want +got):\n%s", diff)
 	}
-	if got := len(c.Aggregation.Rules); got != 3 {
-		t.Errorf("example.yaml has %d aggregation rules, want 3", got)
+	if got := len(c.Aggregation.Rules); got != 2 {
+		t.Errorf("example.yaml has %d aggregation rules, want 2", got)
 	}
 	if got := c.Source(); got != "example.yaml" {
 		t.Errorf("Source() = %q, want example.yaml", got)

@@ -129,6 +129,7 @@ func (v *validator) origin(path, o string) {
 }
 
 func (v *validator) aggregation() {
+	v.plainNames()
 	for _, fe := range aggregation.Validate(v.c.Aggregation.Rules, v.c.AuthorityNames()) {
 		v.add(joinKey("aggregation", fe.Path), "%s", fe.Problem)
 	}

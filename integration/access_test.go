@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/xds-relay/xds-relay/config"
+	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -203,7 +205,19 @@ var (
 // names may subscribe; Secrets only the prod gateway.
 func startAccessRelay(t *testing.T, p *accessPKI, o *gcpOrigin, edit func(*config.Config)) (xds, rest string, r func(name string, labels ...string) float64) {
 	t.Helper()
+	relay, _ := runAccessRelay(t, p, o, edit)
+	return relay.XDSAddr(), relay.RESTAddr(), func(name string, labels ...string) float64 {
+		return relayMetric(t, relay, name, labels...)
+	}
+}
+
+// runAccessRelay is startAccessRelay returning the relay and the config
+// it runs (for a test that reloads an edited copy).
+func runAccessRelay(t *testing.T, p *accessPKI, o *gcpOrigin, edit func(*config.Config)) (*relayproc.Relay, *config.Config) {
+	t.Helper()
+	var cfg *config.Config
 	relay := startRelay(t, func(c *config.Config) {
+		cfg = c
 		c.Downstream.TLS = config.ServerTLS{CertFile: p.serverCert, KeyFile: p.srvKey, CAFile: p.caFile}
 		c.RESTListen = "127.0.0.1:0"
 		c.Authorities[0].Allow = []config.AccessRule{
@@ -217,9 +231,7 @@ func startAccessRelay(t *testing.T, p *accessPKI, o *gcpOrigin, edit func(*confi
 			edit(c)
 		}
 	}, o.addr)
-	return relay.XDSAddr(), relay.RESTAddr(), func(name string, labels ...string) float64 {
-		return relayMetric(t, relay, name, labels...)
-	}
+	return relay, cfg
 }
 
 // permissionDenied checks that a stream ended with PermissionDenied naming
@@ -474,4 +486,279 @@ func TestAccessNodeIdentity(t *testing.T) {
 	if got := metric("xds_relay_downstream_node_identity_denied_total"); got != 1 {
 		t.Errorf("node_identity_denied_total = %v, want 1", got)
 	}
+}
+
+// receiveOnly receives until c holds exactly want of typeURL; a response
+// that carries one of hidden fails the test.
+func receiveOnly(t *testing.T, c *adsClient, typeURL string, hidden []string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	want = slices.Sorted(slices.Values(want))
+	for !slices.Equal(want, c.names(typeURL)) {
+		got, ok := c.recvOne(ctx.Done())
+		if !ok {
+			t.Fatalf("%s holds %v of %s, want %v", c.name, c.names(typeURL), typeURL, want)
+		}
+		for _, r := range got.resources {
+			if slices.Contains(hidden, r.GetName()) {
+				t.Fatalf("%s received %s, which the rules of its own authority deny it", c.name, r.GetName())
+			}
+		}
+	}
+}
+
+// fetchedNames are the names of a SotW response's resources, sorted.
+func fetchedNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string {
+	t.Helper()
+	out := []string{}
+	for _, a := range resp.GetResources() {
+		out = append(out, resourceName(t, a))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The resources of TestAccessMembersOwnAuthority: a legacy name the rules
+// give to the open authority, one they give to ds.example.
+const openLegacy, restrictedLegacy = "open-legacy", "restricted-legacy"
+
+// twoAuthorities edits an access relay's config (startAccessRelay) to
+// serve a second, open authority (open.example) from ds.example's origin:
+// legacy names starting "restricted-" go to ds.example, the rest, the
+// wildcard included, to open.example. snapshot, when set, is
+// cache.snapshot_path.
+func twoAuthorities(t *testing.T, snapshot string) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Authorities = append(c.Authorities, config.Authority{Name: "open.example", Origins: c.Authorities[0].Origins,
+			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated})
+		c.Aggregation.Rules = decodeAggRules(t, `
+- name: restricted
+  match: {resource_name: {prefix: "restricted-"}}
+  result: {authority: ds.example, group: [{literal: r}]}
+- name: open
+  default: true
+  result: {authority: open.example, group: [{literal: all}]}
+`)
+		c.Cache.SnapshotPath = snapshot
+	}
+}
+
+// newMembersOrigin is an access origin holding the clusters of
+// TestAccessMembersOwnAuthority: one xdstp cluster of ds.example and both
+// legacy names.
+func newMembersOrigin(t *testing.T) *gcpOrigin {
+	t.Helper()
+	o := newAccessOrigin(t)
+	for _, n := range []string{accessCluster1, restrictedLegacy, openLegacy} {
+		o.set(resource.ClusterType, n, cluster(n, 1))
+	}
+	return o
+}
+
+// TestAccessMembersOwnAuthority: two authorities behind one origin, one
+// restricted (ds.example), one open (open.example, where the legacy
+// wildcard goes). The origin's wildcard answer lists ds.example's xdstp
+// clusters and a legacy name the rules give to ds.example; a client
+// ds.example denies subscribes to the open wildcard and receives neither,
+// over delta, SotW, unary Fetch and REST, at first and on later changes;
+// an allowed client receives all three.
+func TestAccessMembersOwnAuthority(t *testing.T) {
+	p, o := newAccessPKI(t), newMembersOrigin(t)
+	relay, cfg := runAccessRelay(t, p, o, twoAuthorities(t, ""))
+	xds, rest := relay.XDSAddr(), relay.RESTAddr()
+	hidden := []string{accessCluster1, restrictedLegacy}
+	all := []string{openLegacy, restrictedLegacy, accessCluster1} // sorted
+
+	// The allowed client's wildcard lists all three: the origin's answer
+	// does carry what the denied client must not see.
+	prod := newADSClient(t, p.dial(t, xds, p.prodApp), "delta", "prod", "prod", nil)
+	prod.subscribe(resource.ClusterType)
+	prod.waitHolds(resource.ClusterType, all...)
+
+	for _, variant := range []string{"delta", "sotw"} {
+		t.Run(variant, func(t *testing.T) {
+			c := newADSClient(t, p.dial(t, xds, p.staging), variant, "staging-"+variant, "staging", nil)
+			c.subscribe(resource.ClusterType)
+			receiveOnly(t, c, resource.ClusterType, hidden, openLegacy)
+			// Later changes: the denied members change (each looked up
+			// alone), then the allowed one; only the allowed one arrives.
+			v := prod.timeoutSeconds(openLegacy) + 1
+			o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, v))
+			o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, v))
+			prod.waitTimeout(restrictedLegacy, v)
+			o.set(resource.ClusterType, openLegacy, cluster(openLegacy, v))
+			prod.waitTimeout(openLegacy, v)
+			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+			defer cancel()
+			for c.timeoutSeconds(openLegacy) != v {
+				got, ok := c.recvOne(ctx.Done())
+				if !ok {
+					t.Fatalf("%s: no update of %s", c.name, openLegacy)
+				}
+				for _, r := range got.resources {
+					if slices.Contains(hidden, r.GetName()) {
+						t.Fatalf("%s received %s after a change", c.name, r.GetName())
+					}
+				}
+			}
+			if got := c.names(resource.ClusterType); !slices.Equal(got, []string{openLegacy}) {
+				t.Errorf("%s holds %v, want only %s", c.name, got, openLegacy)
+			}
+		})
+	}
+
+	t.Run("unary Fetch", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+		defer cancel()
+		req := &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "fetch", Cluster: "staging"}}
+		resp, err := clusterservice.NewClusterDiscoveryServiceClient(p.dial(t, xds, p.staging)).FetchClusters(ctx, req)
+		if err != nil || !slices.Equal(fetchedNames(t, resp), []string{openLegacy}) {
+			t.Errorf("denied client's wildcard Fetch: %v, %v; want only %s", fetchedNames(t, resp), err, openLegacy)
+		}
+		resp, err = clusterservice.NewClusterDiscoveryServiceClient(p.dial(t, xds, p.prodApp)).FetchClusters(ctx, req)
+		if err != nil || !slices.Equal(fetchedNames(t, resp), all) {
+			t.Errorf("allowed client's wildcard Fetch: %v, %v; want %v", fetchedNames(t, resp), err, all)
+		}
+	})
+	t.Run("REST", func(t *testing.T) {
+		body := `{"node": {"id": "rest", "cluster": "staging"}}`
+		for _, tc := range []struct {
+			name string
+			cert *tls.Certificate
+			want []string
+		}{
+			{"denied", &p.staging, []string{openLegacy}},
+			{"allowed", &p.prodApp, all},
+		} {
+			code, raw, err := p.restPoll(t, rest, "clusters", body, tc.cert)
+			dr := &discoveryv3.DiscoveryResponse{}
+			if err != nil || code != http.StatusOK || protojson.Unmarshal([]byte(raw), dr) != nil {
+				t.Fatalf("%s REST poll: %d %s %v", tc.name, code, raw, err)
+			}
+			if got := fetchedNames(t, dr); !slices.Equal(got, tc.want) {
+				t.Errorf("%s REST wildcard poll lists %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	})
+	// A reload that closes ds.example to the prod app ends its stream,
+	// which holds ds.example's members through the open wildcard; on
+	// reconnecting it gets only what the new rules allow.
+	t.Run("reload", func(t *testing.T) {
+		next := *cfg
+		next.Authorities = slices.Clone(cfg.Authorities)
+		next.Authorities[0].Allow = []config.AccessRule{{URISAN: spiffeProdGateway}}
+		if err := relay.ReloadConfig(&next); err != nil {
+			t.Fatal(err)
+		}
+		permissionDenied(t, "prod wildcard after the reload", prod.delta.Err().Err(), resource.ClusterType, "c1")
+		again := newADSClient(t, p.dial(t, xds, p.prodApp), "sotw", "prod-again", "prod", nil)
+		again.subscribe(resource.ClusterType)
+		receiveOnly(t, again, resource.ClusterType, hidden, openLegacy)
+	})
+}
+
+// TestAccessReloadEndsLongPolls: REST and Fetch long polls already waiting
+// when a reload takes access away answer PermissionDenied (HTTP 403), never
+// the next change; a poll the new rules still allow gets the change.
+func TestAccessReloadEndsLongPolls(t *testing.T) {
+	p := newAccessPKI(t)
+	o := newAccessOrigin(t)
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 1))
+	relay, cfg := runAccessRelay(t, p, o, nil)
+	xds, rest := relay.XDSAddr(), relay.RESTAddr()
+	requests := func() float64 {
+		return relayMetric(t, relay, "xds_relay_downstream_requests_total", "type", "envoy.config.cluster.v3.Cluster")
+	}
+
+	// A first poll of each learns the current version.
+	body := func(version string) string {
+		return `{"node": {"id": "rest"}, "version_info": "` + version + `", "resource_names": ["` + accessCluster1 + `"]}`
+	}
+	code, raw, err := p.restPoll(t, rest, "clusters", body(""), &p.dnsOnly)
+	first := &discoveryv3.DiscoveryResponse{}
+	if err != nil || code != http.StatusOK || protojson.Unmarshal([]byte(raw), first) != nil {
+		t.Fatalf("first REST poll: %d %s %v", code, raw, err)
+	}
+	version := first.GetVersionInfo()
+	fetchClient := clusterservice.NewClusterDiscoveryServiceClient(p.dial(t, xds, p.dnsOnly))
+	fetchReq := &discoveryv3.DiscoveryRequest{Node: testNodeDS, ResourceNames: []string{accessCluster1}, VersionInfo: version}
+
+	// Three long polls wait on a change: REST and Fetch as the DNS-SAN
+	// client the reload will deny, REST as the prod app it keeps allowing.
+	base := requests()
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	restDenied, restAllowed, fetched := make(chan result, 1), make(chan result, 1), make(chan result, 1)
+	go func() {
+		code, raw, err := p.restPoll(t, rest, "clusters", body(version), &p.dnsOnly)
+		restDenied <- result{code, raw, err}
+	}()
+	go func() {
+		code, raw, err := p.restPoll(t, rest, "clusters", body(version), &p.prodApp)
+		restAllowed <- result{code, raw, err}
+	}()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+		defer cancel()
+		resp, err := fetchClient.FetchClusters(ctx, fetchReq)
+		fetched <- result{body: resp.String(), err: err}
+	}()
+	waitRelayMetric(t, relay, "three long polls arrived", func(v float64) bool { return v >= base+3 },
+		"xds_relay_downstream_requests_total", "type", "envoy.config.cluster.v3.Cluster")
+
+	next := *cfg
+	next.Authorities = slices.Clone(cfg.Authorities)
+	next.Authorities[0].Allow = []config.AccessRule{{URISAN: "spiffe://fleet.example/ns/prod/*"}}
+	if err := relay.ReloadConfig(&next); err != nil {
+		t.Fatal(err)
+	}
+	o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, 2))
+
+	r := <-restDenied
+	if r.err != nil || r.code != http.StatusForbidden || strings.Contains(r.body, "c1") {
+		t.Errorf("waiting REST poll the reload denies: %d %q %v; want 403 without the resource", r.code, r.body, r.err)
+	}
+	r = <-fetched
+	permissionDenied(t, "waiting Fetch the reload denies", r.err, resource.ClusterType, "c1")
+	r = <-restAllowed
+	dr := &discoveryv3.DiscoveryResponse{}
+	if r.err != nil || r.code != http.StatusOK || protojson.Unmarshal([]byte(r.body), dr) != nil || len(dr.GetResources()) != 1 || dr.GetVersionInfo() == version {
+		t.Errorf("waiting REST poll the reload still allows: %d %q %v; want 200 with the change", r.code, r.body, r.err)
+	}
+}
+
+// TestAccessMembersFromSnapshot: resources a restarted relay serves from
+// its warm-restart snapshot, with the origin down, are checked like any
+// other: the denied client's wildcard of the open authority gets none of
+// ds.example's.
+func TestAccessMembersFromSnapshot(t *testing.T) {
+	p, o := newAccessPKI(t), newMembersOrigin(t)
+	snapshot := filepath.Join(t.TempDir(), "relay.snap")
+	all := []string{openLegacy, restrictedLegacy, accessCluster1}
+
+	a, _ := runAccessRelay(t, p, o, twoAuthorities(t, snapshot))
+	before := newADSClient(t, p.dial(t, a.XDSAddr(), p.prodApp), "delta", "before", "prod", nil)
+	before.subscribe(resource.ClusterType)
+	before.waitHolds(resource.ClusterType, all...)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.stop()
+
+	b, _ := runAccessRelay(t, p, o, twoAuthorities(t, snapshot))
+	if n := relayMetric(t, b, "xds_relay_cache_snapshot_loads_total", "result", "loaded"); n != 1 {
+		t.Fatalf("snapshot_loads_total{result=loaded} = %v, want 1", n)
+	}
+	for _, variant := range []string{"delta", "sotw"} {
+		c := newADSClient(t, p.dial(t, b.XDSAddr(), p.staging), variant, "staging-"+variant, "staging", nil)
+		c.subscribe(resource.ClusterType)
+		receiveOnly(t, c, resource.ClusterType, []string{accessCluster1, restrictedLegacy}, openLegacy)
+	}
+	prod := newADSClient(t, p.dial(t, b.XDSAddr(), p.prodApp), "sotw", "prod-after", "prod", nil)
+	prod.subscribe(resource.ClusterType)
+	prod.waitHolds(resource.ClusterType, all...)
 }

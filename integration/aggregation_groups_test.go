@@ -221,6 +221,7 @@ func TestAggregationGroups(t *testing.T) {
 
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, aggRules)
+		c.Authorities[0].PlainNames = new(false) // refuse what no rule matches
 	}, origin.addr)
 	conn := dial(t, r.XDSAddr())
 

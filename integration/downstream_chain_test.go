@@ -32,6 +32,23 @@ func xdstpName(authority, typ, id string) string {
 }
 
 func newChain(authority, service, backend string) (*chain, error) {
+	return buildChain(&chain{
+		listenerName: xdstpName(authority, "envoy.config.listener.v3.Listener", service),
+		routeName:    xdstpName(authority, "envoy.config.route.v3.RouteConfiguration", service),
+		clusterName:  xdstpName(authority, "envoy.config.cluster.v3.Cluster", service),
+		claName:      xdstpName(authority, "envoy.config.endpoint.v3.ClusterLoadAssignment", service),
+	}, service, backend)
+}
+
+// newPlainChain is newChain under plain names, each resource named service,
+// as an Envoy fleet's origin serves them (RDS by route name, EDS by cluster
+// name) and grpc-go resolves "xds:///<service>" without xdstp templates.
+func newPlainChain(service, backend string) (*chain, error) {
+	return buildChain(&chain{listenerName: service, routeName: service, clusterName: service, claName: service}, service, backend)
+}
+
+// buildChain fills in c's resources under its names.
+func buildChain(c *chain, service, backend string) (*chain, error) {
 	host, portStr, err := net.SplitHostPort(backend)
 	if err != nil {
 		return nil, err
@@ -39,12 +56,6 @@ func newChain(authority, service, backend string) (*chain, error) {
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
 		return nil, err
-	}
-	c := &chain{
-		listenerName: xdstpName(authority, "envoy.config.listener.v3.Listener", service),
-		routeName:    xdstpName(authority, "envoy.config.route.v3.RouteConfiguration", service),
-		clusterName:  xdstpName(authority, "envoy.config.cluster.v3.Cluster", service),
-		claName:      xdstpName(authority, "envoy.config.endpoint.v3.ClusterLoadAssignment", service),
 	}
 	router, err := anypb.New(&routerv3.Router{})
 	if err != nil {

@@ -58,12 +58,19 @@ func TestDownstreamGRPCXDSClient(t *testing.T) {
 	o.set(resource.ClusterType, ch.clusterName, ch.cluster)
 	o.set(resource.EndpointType, ch.claName, ch.cla)
 	r := startRelay(t, nil, o.addr)
+	grpcXDSCheck(t, grpcBootstrap(r.XDSAddr(), dsAuthority), "xds:///backend")
+}
 
-	builder, err := xds.NewXDSResolverWithConfigForTesting(grpcBootstrap(r.XDSAddr(), dsAuthority))
+// grpcXDSCheck resolves target with grpc-go's xDS resolver under bootstrap
+// and makes a health RPC to the backend it resolves to, which must answer
+// SERVING.
+func grpcXDSCheck(t *testing.T, bootstrap []byte, target string) {
+	t.Helper()
+	builder, err := xds.NewXDSResolverWithConfigForTesting(bootstrap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := grpc.NewClient("xds:///backend", grpc.WithResolvers(builder), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(target, grpc.WithResolvers(builder), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +79,7 @@ func TestDownstreamGRPCXDSClient(t *testing.T) {
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
 	if err != nil {
-		t.Fatalf("health Check through xds:///backend: %v", err)
+		t.Fatalf("health Check through %s: %v", target, err)
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health status %v, want SERVING", resp.GetStatus())

@@ -46,6 +46,13 @@ func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *rel
 	if edit != nil {
 		edit(cfg)
 	}
+	return runRelay(t, cfg)
+}
+
+// runRelay runs the relay process on cfg, validated first, logging to the
+// test at cfg.Log.Level, until the test ends.
+func runRelay(t testing.TB, cfg *config.Config) *relayproc.Relay {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}

@@ -186,7 +186,9 @@ func TestDownstreamBadRequests(t *testing.T) {
 	o := newGCPOrigin(t)
 	c1 := dsCluster("ok")
 	o.set(resource.ClusterType, c1, cluster(c1, 1))
-	r := startRelay(t, nil, o.addr)
+	r := startRelay(t, func(c *config.Config) {
+		c.Authorities[0].PlainNames = new(false) // refuse plain names
+	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 	good := openDelta(t, conn)
 	gv := subscribeClusters(t, good, c1)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
 // explainTypes are the short names `explain --type` accepts besides full
@@ -45,8 +47,11 @@ func (m *metadataFlags) Set(v string) error {
 }
 
 // cmdExplain implements `xds-relay explain`: it prints which aggregation
-// rule a request matches and the authority, group key and upstream node it
-// resolves to, or "no rule matches" (exit 1).
+// rule a request matches (the built-in plain-names rule included) and the
+// authority, group key and upstream node it resolves to, or "no rule
+// matches" (exit 1). An xdstp name needs no rule: it prints its authority
+// and canonical key, and a name the relay would refuse (its type is not
+// --type, its authority is not configured) is an error.
 func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	var (
@@ -66,7 +71,11 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, f := range []string{"config", "type", "node-cluster"} {
+	required := []string{"config", "type"}
+	if !xdsname.IsXDSTP(*name) {
+		required = append(required, "node-cluster") // plain names are grouped by node
+	}
+	for _, f := range required {
 		if !set[f] {
 			return usageError{fmt.Sprintf("--%s is required", f)}
 		}
@@ -95,7 +104,11 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rules, err := aggregation.Compile(cfg.Aggregation.Rules)
+	if xdsname.IsXDSTP(*name) {
+		return explainXDSTP(stdout, cfg, typeURL, *name)
+	}
+	allRules := cfg.AggregationRules()
+	rules, err := aggregation.Compile(allRules)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *cfgPath, err)
 	}
@@ -108,13 +121,17 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "node:          %s\n", describeNode(node))
 	res, err := rules.Match(req)
 	if err != nil {
-		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (rules tried: %d; none is default)\n", len(cfg.Aggregation.Rules))
+		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (rules tried: %d; none is default, no authority serves plain names)\n", len(allRules))
 		return errReported
 	}
-	fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", res.Rule, ruleIndex(cfg.Aggregation.Rules, res.Rule))
+	if i := cfg.PlainNamesAuthority(); i >= 0 && res.Rule == aggregation.PlainNamesRuleName {
+		fmt.Fprintf(stdout, "rule:          %s (built in: authorities[%d] serves the plain names no rule matches)\n", res.Rule, i)
+	} else {
+		fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", res.Rule, ruleIndex(allRules, res.Rule))
+	}
 	fmt.Fprintf(stdout, "authority:     %s\n", res.Authority)
 	fmt.Fprintf(stdout, "group key:     %s\n", res.Group)
-	if i := ruleIndex(cfg.Aggregation.Rules, res.Rule); i >= 0 && cfg.Aggregation.Rules[i].Result.Node != nil {
+	if i := ruleIndex(allRules, res.Rule); i >= 0 && allRules[i].Result.Node != nil {
 		fmt.Fprintf(stdout, "upstream node: %s (set by the rule)\n", describeNode(res.Node))
 		return nil
 	}
@@ -123,6 +140,26 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		n.Id = cfg.Node.ID
 	}
 	fmt.Fprintf(stdout, "upstream node: %s (from the group key alone; id the relay's unless the key uses it)\n", describeNode(n))
+	return nil
+}
+
+// explainXDSTP explains an xdstp name: it needs no rule, its authority is
+// its own and its key its canonical form, exactly as the relay resolves it
+// (the same resolver); a name the relay would refuse is an error.
+func explainXDSTP(stdout io.Writer, cfg *config.Config, typeURL, name string) error {
+	res, err := downstream.NewResolver(cfg.AuthorityNames(), nil).CarryTypes(cfg.AuthorityTypes()).Resolve(typeURL, name, nil)
+	if err != nil {
+		return fmt.Errorf("--name: %w", err)
+	}
+	kind := "xdstp"
+	if res.Collection {
+		kind = "xdstp glob collection"
+	}
+	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", typeURL, name, kind)
+	fmt.Fprintf(stdout, "rule:          none (an xdstp name is its own key; the node does not matter)\n")
+	fmt.Fprintf(stdout, "authority:     %s\n", res.Key.Stream.Authority)
+	fmt.Fprintf(stdout, "cache key:     %s\n", res.Key.Name)
+	fmt.Fprintf(stdout, "upstream node: %s (the relay's node, on the authority's one stream)\n", describeNode(&corev3.Node{Id: cfg.Node.ID, Cluster: cfg.Node.Cluster}))
 	return nil
 }
 

@@ -10,16 +10,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// noDefaultConfig has one rule and no default: other clusters match nothing.
+// noDefaultConfig has one rule and no default, and its only authority
+// refuses plain names: other clusters match nothing.
 const noDefaultConfig = `
 authorities:
   - name: mesh
     origins: ["127.0.0.1:19000"]
+    plain_names: false
 aggregation:
   rules:
     - name: frontend
       match: {node: {cluster: {exact: frontend}}}
       result: {authority: mesh, group: [{literal: fe}]}
+`
+
+// plainConfig is the smallest config: one authority, no rules. Its plain
+// names are served by the built-in rule.
+const plainConfig = `
+authorities:
+  - name: mesh
+    origins: ["127.0.0.1:19000"]
 `
 
 // badRulesConfig has a regex that does not compile.
@@ -47,6 +57,7 @@ func TestExplain(t *testing.T) {
 	example := "../../config/example.yaml"
 	noDefault := writeExplainConfig(t, noDefaultConfig)
 	badRules := writeExplainConfig(t, badRulesConfig)
+	plain := writeExplainConfig(t, plainConfig)
 	tests := []struct {
 		name       string
 		args       []string
@@ -91,12 +102,12 @@ upstream node: id "relay-canary", cluster "canary" (set by the rule)
 `,
 		},
 		{
-			name:     "default rule",
+			name:     "built-in rule of the authority marked plain_names",
 			args:     []string{"--config", example, "--type", "lds", "--node-cluster", "payments-prod"},
 			wantCode: exitOK,
 			wantStdout: `request:       type type.googleapis.com/envoy.config.listener.v3.Listener, name "" (wildcard)
 node:          id "", cluster "payments-prod"
-rule:          per-cluster (aggregation.rules[2])
+rule:          plain-names (built in: authorities[1] serves the plain names no rule matches)
 authority:     legacy
 group key:     cluster=payments-prod
 upstream node: id "xds-relay", cluster "payments-prod" (from the group key alone; id the relay's unless the key uses it)
@@ -108,7 +119,7 @@ upstream node: id "xds-relay", cluster "payments-prod" (from the group key alone
 			wantCode: exitFail,
 			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "backend" (named)
 node:          id "b-1", cluster "backend"
-no rule matches: the relay refuses this request (rules tried: 1; none is default)
+no rule matches: the relay refuses this request (rules tried: 1; none is default, no authority serves plain names)
 `,
 		},
 		{
@@ -117,8 +128,54 @@ no rule matches: the relay refuses this request (rules tried: 1; none is default
 			wantCode: exitFail,
 			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "" (wildcard)
 node:          id "", cluster ""
-no rule matches: the relay refuses this request (rules tried: 1; none is default)
+no rule matches: the relay refuses this request (rules tried: 1; none is default, no authority serves plain names)
 `,
+		},
+		{
+			name:     "plain names of the only authority, by the built-in rule",
+			args:     []string{"--config", plain, "--type", "eds", "--name", "backend", "--node-id", "envoy-1", "--node-cluster", "payments"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "backend" (named)
+node:          id "envoy-1", cluster "payments"
+rule:          plain-names (built in: authorities[0] serves the plain names no rule matches)
+authority:     mesh
+group key:     cluster=payments
+upstream node: id "xds-relay", cluster "payments" (from the group key alone; id the relay's unless the key uses it)
+`,
+		},
+		{
+			name:     "xdstp name: its authority and canonical key, no rule",
+			args:     []string{"--config", example, "--type", "cds", "--name", "xdstp://auth.example/envoy.config.cluster.v3.Cluster/backend?zone=a&env=prod"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "xdstp://auth.example/envoy.config.cluster.v3.Cluster/backend?zone=a&env=prod" (xdstp)
+rule:          none (an xdstp name is its own key; the node does not matter)
+authority:     auth.example
+cache key:     xdstp://auth.example/envoy.config.cluster.v3.Cluster/backend?env=prod&zone=a
+upstream node: id "xds-relay", cluster "" (the relay's node, on the authority's one stream)
+`,
+		},
+		{
+			name:     "xdstp glob",
+			args:     []string{"--config", example, "--type", "eds", "--name", "xdstp://auth.example/envoy.config.endpoint.v3.ClusterLoadAssignment/demo/*", "--node-cluster", "ignored"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment, name "xdstp://auth.example/envoy.config.endpoint.v3.ClusterLoadAssignment/demo/*" (xdstp glob collection)
+rule:          none (an xdstp name is its own key; the node does not matter)
+authority:     auth.example
+cache key:     xdstp://auth.example/envoy.config.endpoint.v3.ClusterLoadAssignment/demo/*
+upstream node: id "xds-relay", cluster "" (the relay's node, on the authority's one stream)
+`,
+		},
+		{
+			name:       "xdstp name of another type",
+			args:       []string{"--config", example, "--type", "lds", "--name", "xdstp://auth.example/envoy.config.cluster.v3.Cluster/backend"},
+			wantCode:   exitFail,
+			wantStderr: []string{`names type "envoy.config.cluster.v3.Cluster", requested as "type.googleapis.com/envoy.config.listener.v3.Listener"`},
+		},
+		{
+			name:       "xdstp name of an unknown authority",
+			args:       []string{"--config", example, "--type", "cds", "--name", "xdstp://elsewhere.example/envoy.config.cluster.v3.Cluster/backend"},
+			wantCode:   exitFail,
+			wantStderr: []string{`authority "elsewhere.example"`},
 		},
 		{
 			name:       "invalid rules",

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,6 +37,7 @@ type objects struct {
 	configMaps  []*corev1.ConfigMap
 	pdbs        []*policyv1.PodDisruptionBudget
 	namespaces  []*corev1.Namespace
+	netpols     []*networkingv1.NetworkPolicy
 	where       map[any]string
 }
 
@@ -58,6 +60,8 @@ func decodeStrict(doc []byte) (any, error) {
 		obj = &corev1.Namespace{}
 	case "policy/v1/PodDisruptionBudget":
 		obj = &policyv1.PodDisruptionBudget{}
+	case "networking.k8s.io/v1/NetworkPolicy":
+		obj = &networkingv1.NetworkPolicy{}
 	default:
 		return nil, fmt.Errorf("unexpected apiVersion %q kind %q", tm.APIVersion, tm.Kind)
 	}
@@ -100,7 +104,7 @@ func loadAll(t *testing.T) *objects {
 	o := &objects{where: make(map[any]string)}
 	n := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" || d.Name() == kustomizationFile {
 			return err
 		}
 		data, err := os.ReadFile(path)
@@ -130,6 +134,8 @@ func loadAll(t *testing.T) *objects {
 				o.pdbs = append(o.pdbs, v)
 			case *corev1.Namespace:
 				o.namespaces = append(o.namespaces, v)
+			case *networkingv1.NetworkPolicy:
+				o.netpols = append(o.netpols, v)
 			}
 		}
 		return nil
@@ -147,9 +153,9 @@ func loadAll(t *testing.T) *objects {
 // API type with unknown fields refused.
 func TestManifestsDecodeStrictly(t *testing.T) {
 	o := loadAll(t)
-	if len(o.deployments) < 3 || len(o.services) < 3 || len(o.configMaps) < 3 || len(o.pdbs) < 3 || len(o.namespaces) != 1 {
-		t.Errorf("want the single-tier set and both two-tier sets: %d deployments, %d services, %d configmaps, %d PDBs, %d namespaces",
-			len(o.deployments), len(o.services), len(o.configMaps), len(o.pdbs), len(o.namespaces))
+	if len(o.deployments) < 3 || len(o.services) < 3 || len(o.configMaps) < 3 || len(o.pdbs) < 3 || len(o.namespaces) != 2 || len(o.netpols) < 3 {
+		t.Errorf("want the single-tier set and both two-tier sets, and a namespace for each directory: %d deployments, %d services, %d configmaps, %d PDBs, %d namespaces, %d network policies",
+			len(o.deployments), len(o.services), len(o.configMaps), len(o.pdbs), len(o.namespaces), len(o.netpols))
 	}
 }
 
@@ -252,6 +258,9 @@ func TestDeploymentsAreProductionReady(t *testing.T) {
 		cfg, err := config.Parse([]byte(data), o.where[cm])
 		if err != nil {
 			t.Fatalf("%s: the relay refuses its config: %v", where, err)
+		}
+		if cfg.PlainNamesAuthority() < 0 {
+			t.Errorf("%s: no authority serves plain names: an Envoy fleet's wildcard LDS and CDS would be refused", where)
 		}
 		if _, port, _ := strings.Cut(cfg.Listen, ":"); port != fmt.Sprint(ports["xds"]) || !strings.HasPrefix(cfg.Listen, ":") {
 			t.Errorf("%s: listen %q, want every interface on the xds container port %d", where, cfg.Listen, ports["xds"])

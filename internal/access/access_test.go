@@ -102,6 +102,28 @@ func TestPolicyAllowed(t *testing.T) {
 	if p.Restricted("open.example", clusterType) || !p.Restricted("auth.example", secretType) {
 		t.Error("Restricted: want false for an open authority, true for one with rules")
 	}
+	for _, tc := range []struct {
+		name    string
+		typeURL string
+		id      Identity
+		want    bool
+	}{
+		{"allowed by every authority", clusterType, Identity{URISANs: []string{"spiffe://fleet.example/ns/prod/sa/app"}}, true},
+		{"denied by one", clusterType, Identity{NodeCluster: "prod-east"}, true},
+		{"secret list denies", secretType, Identity{URISANs: []string{"spiffe://fleet.example/ns/prod/sa/app"}}, true},
+	} {
+		// closed.example denies everyone: every identity is denied something.
+		if got := p.DeniesAny(tc.typeURL, &tc.id); got != tc.want {
+			t.Errorf("DeniesAny(%s, %+v) = %v, want %v", tc.name, tc.id, got, tc.want)
+		}
+	}
+	open, err := New(Options{Authorities: map[string]Authority{"auth.example": {Allow: []Rule{{NodeCluster: "prod-*"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open.DeniesAny(clusterType, &Identity{NodeCluster: "prod-1"}) || !open.DeniesAny(clusterType, &Identity{NodeCluster: "staging"}) || nilPolicy.DeniesAny(clusterType, &Identity{}) {
+		t.Error("DeniesAny: want false for an allowed identity and a nil policy, true for a denied one")
+	}
 }
 
 func TestNewRejectsBadRules(t *testing.T) {

@@ -174,6 +174,21 @@ func (p *Policy) Allowed(authority, typeURL string, id *Identity) bool {
 	return false
 }
 
+// DeniesAny reports whether some authority's rules for typeURL deny id:
+// when not, id may receive every authority's names of typeURL, and the
+// members of a collection need no check of their own.
+func (p *Policy) DeniesAny(typeURL string, id *Identity) bool {
+	if p == nil {
+		return false
+	}
+	for name := range p.auths {
+		if !p.Allowed(name, typeURL, id) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m matcher) matches(id *Identity) bool {
 	switch m.kind {
 	case kindURISAN:

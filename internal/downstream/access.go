@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/access"
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
 // Access control: who may subscribe to what (internal/access decides).
@@ -25,14 +28,28 @@ import (
 // collection (a glob, the wildcard) is answered as if it did not exist:
 // the glob in removed_resources (delta), the wildcard left out. Unary
 // Fetch and REST polling answer PermissionDenied (HTTP 403).
+//
+// A member of a collection is checked against its own authority's rules,
+// not the collection's: an origin that serves two authorities lists both
+// in a wildcard answer. An xdstp member's authority is its name's; a
+// legacy member's, the one its aggregation rule resolves to for the
+// client's node (memberAuthority). A denied member is left out as if it
+// did not exist, on every path (streams, Fetch, REST). The check costs
+// nothing for a client that no authority of the type denies anything
+// (DeniesAny, cached per session and type); otherwise one cached decision
+// per (authority, type), plus a rule match for a legacy member.
 
 // SetAccess replaces the access policy (nil: every client may subscribe to
 // everything). Sessions look it up again for their next subscriptions,
 // and every open stream that holds a subscription the new policy denies,
-// or whose node the new policy's node check refuses, is ended with
-// PermissionDenied (the client reconnects and is answered as the new
-// rules say); streams the change does not affect go on untouched. It
-// returns how many streams it ended. Safe to call while serving.
+// a resource whose authority now denies it, or whose node the new
+// policy's node check refuses, is ended with PermissionDenied (the client
+// reconnects and is answered as the new rules say); streams the change
+// does not affect go on untouched. From the moment SetAccess returns, no
+// response starts on a stream it ended (a Send already under way
+// finishes), and Fetch and REST long polls still waiting are checked
+// again: denied, they answer PermissionDenied (HTTP 403). It returns how
+// many streams it ended. Safe to call while serving.
 func (s *Server) SetAccess(p *access.Policy) int {
 	s.access.Store(p)
 	ended := 0
@@ -42,38 +59,86 @@ func (s *Server) SetAccess(p *access.Policy) int {
 			ended++
 		}
 	}
+	// After the sessions: a long poll woken now finds p in place.
+	close(*s.accessChanged.Swap(newAccessChanged()))
 	return ended
 }
 
+func newAccessChanged() *chan struct{} {
+	ch := make(chan struct{})
+	return &ch
+}
+
+// accessChange returns a channel closed by the next SetAccess.
+func (s *Server) accessChange() <-chan struct{} { return *s.accessChanged.Load() }
+
 // recheck applies pol to what the session already holds: the status that
-// ends it when pol denies one of its subscriptions or its node, nil
-// otherwise.
+// ends it when pol denies one of its subscriptions, a resource it holds or
+// its node, nil otherwise. A session it ends is revoked before the lock is
+// let go, so its writer starts no Send afterwards (sendAll).
 func (ss *session) recheck(pol *access.Policy) error {
 	ss.mu.Lock()
 	id := ss.identityLocked()
-	seen := make(map[accessKey]bool)
-	for _, ts := range ss.types {
-		for k := range ts.byKey {
-			seen[accessKey{k.Stream.Authority, k.TypeURL}] = true
-		}
+	var nodeErr error
+	if pol.ChecksNode() && len(ss.types) > 0 {
+		nodeErr = pol.CheckNode(&id)
+	}
+	authority, typeURL, denied := ss.deniedHeldLocked(pol)
+	if nodeErr != nil || denied {
+		ss.revoked.Store(true)
 	}
 	lg := ss.loggerLocked()
 	ss.mu.Unlock()
-	if pol.ChecksNode() && len(seen) > 0 {
-		if err := pol.CheckNode(&id); err != nil {
-			return ss.srv.nodeDenied(lg, &id, err)
-		}
+	if nodeErr != nil {
+		return ss.srv.nodeDenied(lg, &id, nodeErr)
 	}
-	for k := range seen {
-		if !pol.Allowed(k.authority, k.typeURL, &id) {
-			return ss.srv.denied(lg, k.authority, k.typeURL, "")
-		}
+	if denied {
+		return ss.srv.denied(lg, authority, typeURL, "")
 	}
 	return nil
 }
 
-// accessKey is one cached decision of a session.
-type accessKey struct{ authority, typeURL string }
+// deniedHeldLocked finds an (authority, type) pol denies the session that
+// it subscribes to, or holds a resource of through a collection.
+func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
+	for _, ts := range ss.types {
+		for k := range ts.byKey {
+			if !ss.allowedLocked(pol, k.Stream.Authority, k.TypeURL) {
+				return k.Stream.Authority, k.TypeURL, true
+			}
+		}
+	}
+	for _, ts := range ss.types {
+		if len(ts.colls) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
+			continue
+		}
+		for name, h := range ts.sent {
+			if h.res == nil || h.absent {
+				continue // not sent by the relay: nothing to take back
+			}
+			if s, ok := ts.subs[name]; ok && !s.collection {
+				continue // subscribed by name: its key was checked above
+			}
+			for _, c := range ts.colls {
+				if _, member := c.members[name]; !member {
+					continue
+				}
+				if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, name, c.key.Stream); !ok {
+					return a, ts.typeURL, true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+// accessKey is one cached decision of a session: whether it may receive
+// typeURL names of authority, or (anyAuthority) whether some authority
+// denies it typeURL names.
+type accessKey struct {
+	authority, typeURL string
+	anyAuthority       bool
+}
 
 // certIdentity returns the SANs of the stream's verified client
 // certificate (none without mutual TLS).
@@ -102,9 +167,36 @@ func (ss *session) allowed(authority, typeURL string) bool {
 	if !pol.Restricted(authority, typeURL) {
 		return true
 	}
-	k := accessKey{authority, typeURL}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	return ss.allowedLocked(pol, authority, typeURL)
+}
+
+// allowedLocked is allowed under pol.
+func (ss *session) allowedLocked(pol *access.Policy, authority, typeURL string) bool {
+	if !pol.Restricted(authority, typeURL) {
+		return true
+	}
+	return ss.decideLocked(pol, accessKey{authority: authority, typeURL: typeURL}, func(id *access.Identity) bool {
+		return pol.Allowed(authority, typeURL, id)
+	})
+}
+
+// deniesAnyLocked reports whether pol denies the session some
+// authority's names of typeURL: only then are collection members checked
+// one by one.
+func (ss *session) deniesAnyLocked(pol *access.Policy, typeURL string) bool {
+	if pol == nil {
+		return false
+	}
+	return ss.decideLocked(pol, accessKey{typeURL: typeURL, anyAuthority: true}, func(id *access.Identity) bool {
+		return pol.DeniesAny(typeURL, id)
+	})
+}
+
+// decideLocked returns the cached decision k under pol, making it with
+// decide (given the session's identity) when there is none.
+func (ss *session) decideLocked(pol *access.Policy, k accessKey, decide func(*access.Identity) bool) bool {
 	if ss.decidedBy != pol {
 		ss.decisions = nil
 		ss.decidedBy = pol
@@ -113,12 +205,86 @@ func (ss *session) allowed(authority, typeURL string) bool {
 		return ok
 	}
 	id := ss.identityLocked()
-	ok := pol.Allowed(authority, typeURL, &id)
+	ok := decide(&id)
 	if ss.decisions == nil {
 		ss.decisions = make(map[accessKey]bool)
 	}
 	ss.decisions[k] = ok
 	return ok
+}
+
+// memberAuthorityLocked reports whether the session may receive name, a
+// member of a collection of typeURL on stream coll, under pol; it returns
+// the member's authority.
+func (ss *session) memberAuthorityLocked(pol *access.Policy, typeURL, name string, coll cache.StreamID) (string, bool) {
+	a, ok := ss.srv.memberAuthority(typeURL, name, coll, ss.node)
+	return a, ok && ss.allowedLocked(pol, a, typeURL)
+}
+
+// checkMembersLocked leaves out of w's lookups the collection members pol
+// does not let the session receive, so they are neither sent nor held:
+// the client learns nothing of them, not even that they exist.
+func (ss *session) checkMembersLocked(pol *access.Policy, w *work) {
+	typeURL := w.ts.typeURL
+	if len(w.ts.colls) == 0 || !ss.deniesAnyLocked(pol, typeURL) {
+		return
+	}
+	keep := w.probes[:0]
+	for _, p := range w.probes {
+		switch {
+		case !p.collection:
+		case p.member:
+			if p.state == cache.StatePresent {
+				if _, ok := ss.memberAuthorityLocked(pol, typeURL, p.res.Name, p.key.Stream); !ok {
+					continue
+				}
+			}
+		default:
+			p.members = filterMembers(p.members, func(r *cache.Resource) bool {
+				_, ok := ss.memberAuthorityLocked(pol, typeURL, r.Name, p.key.Stream)
+				return ok
+			})
+		}
+		keep = append(keep, p)
+	}
+	clear(w.probes[len(keep):])
+	w.probes = keep
+}
+
+// filterMembers returns the members ok keeps; rs itself (the cache's)
+// when it keeps them all, else a copy.
+func filterMembers(rs []*cache.Resource, ok func(*cache.Resource) bool) []*cache.Resource {
+	for i, r := range rs {
+		if ok(r) {
+			continue
+		}
+		out := append(make([]*cache.Resource, 0, len(rs)-1), rs[:i]...)
+		for _, r := range rs[i+1:] {
+			if ok(r) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return rs
+}
+
+// memberAuthority returns the authority whose rules govern name, a member
+// of a collection of typeURL on stream coll: an xdstp name's own
+// authority; a legacy name's, the one its aggregation rule resolves to for
+// node (the collection's when no rule takes it or that authority does not
+// carry the type: it is served only through the collection). ok is false
+// for an xdstp name whose authority does not parse.
+func (s *Server) memberAuthority(typeURL, name string, coll cache.StreamID, node *corev3.Node) (authority string, ok bool) {
+	if xdsname.IsXDSTP(name) {
+		a, err := xdsname.AuthorityOf(name)
+		return a, err == nil
+	}
+	r, err := s.resolve(typeURL, name, node)
+	if err != nil {
+		return coll.Authority, true
+	}
+	return r.Key.Stream.Authority, true
 }
 
 // forgetDecisionsLocked drops the cached decisions: the node changed.
@@ -167,12 +333,11 @@ func (s *Server) denied(lg *zap.Logger, authority, typeURL, name string) error {
 	return status.Errorf(codes.PermissionDenied, "%v: authority %s, type %s", ErrAccessDenied, quoteShort(authority), quoteShort(typeURL))
 }
 
-// checkFetch applies the node check and the access rules to one name of a
-// unary Fetch or REST poll (id: its certificate and its request's node):
-// a denied explicit name is PermissionDenied; skip reports a denied
-// collection, left out of the answer.
-func (s *Server) checkFetch(id *access.Identity, r Resolution, typeURL, name string) (skip bool, err error) {
-	pol := s.access.Load()
+// checkFetch applies pol's access rules to one name of a unary Fetch or
+// REST poll (id: its certificate and its request's node): a denied
+// explicit name is PermissionDenied; skip reports a denied collection,
+// left out of the answer.
+func (s *Server) checkFetch(pol *access.Policy, id *access.Identity, r Resolution, typeURL, name string) (skip bool, err error) {
 	if !pol.Restricted(r.Key.Stream.Authority, typeURL) || pol.Allowed(r.Key.Stream.Authority, typeURL, id) {
 		return false, nil
 	}
@@ -181,4 +346,61 @@ func (s *Server) checkFetch(id *access.Identity, r Resolution, typeURL, name str
 		return true, nil
 	}
 	return false, st
+}
+
+// fetchAccess is what one Fetch or REST poll is judged by: the policy in
+// use, the client's identity and node.
+type fetchAccess struct {
+	pol     *access.Policy
+	id      access.Identity
+	node    *corev3.Node
+	typeURL string
+	// denies: pol denies the client some authority's names of typeURL, so
+	// collection members are checked one by one.
+	denies bool
+}
+
+func (s *Server) fetchAccess(typeURL string, id access.Identity, node *corev3.Node) *fetchAccess {
+	pol := s.access.Load()
+	fa := &fetchAccess{pol: pol, id: id, node: node, typeURL: typeURL}
+	fa.denies = pol.DeniesAny(typeURL, &fa.id)
+	return fa
+}
+
+// checkNode applies downstream.node_identity to the poll's node.
+func (fa *fetchAccess) checkNode(s *Server) error {
+	if !fa.pol.ChecksNode() {
+		return nil
+	}
+	if err := fa.pol.CheckNode(&fa.id); err != nil {
+		return s.nodeDenied(s.lg, &fa.id, err)
+	}
+	return nil
+}
+
+// recheck judges a waiting poll's names again under fa's policy (a reload
+// changed it): PermissionDenied when it denies the node or any name the
+// poll waits on, its collections included, as a stream holding them is
+// ended.
+func (fa *fetchAccess) recheck(s *Server, items []fetchItem) error {
+	if err := fa.checkNode(s); err != nil {
+		return err
+	}
+	for _, it := range items {
+		a := it.res.Key.Stream.Authority
+		if !fa.pol.Allowed(a, fa.typeURL, &fa.id) {
+			return s.denied(s.lg, a, fa.typeURL, "")
+		}
+	}
+	return nil
+}
+
+// memberAllowed reports whether the client may receive name, a member of
+// a collection on stream coll (memberAuthority).
+func (fa *fetchAccess) memberAllowed(s *Server, coll cache.StreamID, name string) bool {
+	if !fa.denies {
+		return true
+	}
+	a, ok := s.memberAuthority(fa.typeURL, name, coll, fa.node)
+	return ok && fa.pol.Allowed(a, fa.typeURL, &fa.id)
 }

@@ -59,10 +59,12 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		names = []string{cache.Wildcard}
 	}
 	id := cert.WithNode(req.GetNode().GetId(), req.GetNode().GetCluster())
-	if pol := s.access.Load(); pol.ChecksNode() {
-		if err := pol.CheckNode(&id); err != nil {
-			return nil, s.nodeDenied(s.lg, &id, err)
-		}
+	// The channel first: a SetAccess after it closes it, and the poll
+	// checks again under the new policy.
+	accessChanged := s.accessChange()
+	fa := s.fetchAccess(typeURL, id, req.GetNode())
+	if err := fa.checkNode(s); err != nil {
+		return nil, err
 	}
 	var items []fetchItem
 	var watch change // keys, and the upstream nodes rules set for them
@@ -75,7 +77,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			}
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
 		}
-		if skip, err := s.checkFetch(&id, r, typeURL, n); err != nil {
+		if skip, err := s.checkFetch(fa.pol, &id, r, typeURL, n); err != nil {
 			return nil, err
 		} else if skip {
 			continue
@@ -92,7 +94,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(typeURL, items)
+		resp, pending := s.fetchResponse(typeURL, items, fa)
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
@@ -101,6 +103,15 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		}
 		select {
 		case <-w.ch:
+		case <-accessChanged:
+			// A reload changed the rules while the poll waited: what it
+			// asked for is judged again; denied, it answers
+			// PermissionDenied, never the data.
+			accessChanged = s.accessChange()
+			fa = s.fetchAccess(typeURL, id, req.GetNode())
+			if err := fa.recheck(s, items); err != nil {
+				return nil, err
+			}
 		case <-ctx.Done():
 			return nil, status.FromContextError(ctx.Err()).Err()
 		case <-deadline.C:
@@ -123,7 +134,8 @@ type fetchItem struct {
 // fetchResponse builds a fetch's response from what the cache holds now;
 // pending reports that some of it is not known yet. Its version_info (and
 // nonce) is a hash of the names and versions it lists.
-func (s *Server) fetchResponse(typeURL string, items []fetchItem) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+// Members fa does not let the client receive are left out.
+func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAccess) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	type entry struct {
 		name string
 		r    *cache.Resource
@@ -135,6 +147,9 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem) (resp *discove
 			members, st := s.cache.Members(it.res.Key)
 			pending = pending || st == cache.StatePending
 			for _, r := range members {
+				if !fa.memberAllowed(s, it.res.Key.Stream, r.Name) {
+					continue
+				}
 				if _, dup := seen[r.Name]; !dup {
 					seen[r.Name] = struct{}{}
 					entries = append(entries, entry{r.Name, r})

@@ -73,6 +73,9 @@ type Server struct {
 	mu            sync.Mutex          // guards sessions
 	sessions      map[uint64]*session // guarded by mu; open streams, for /debug/clients
 	slowHook      func()              // tests only; set before serving
+	// sendHook runs in the writer before each response's last check
+	// (sendAll). Tests only; set before serving.
+	sendHook func(typeURL string)
 	// sharedEncoding: Options.SharedEncoding. read-only after New
 	sharedEncoding bool
 	openStreams    atomic.Int64 // client streams admitted (admitStream)
@@ -82,8 +85,11 @@ type Server struct {
 	// names shares requested name strings across sessions (names.go);
 	// safe for concurrent use.
 	names *lru.Cache[string, string]
-	// access is the policy in use (access.go); replaced by SetAccess.
-	access atomic.Pointer[access.Policy]
+	// access is the policy in use (access.go); replaced by SetAccess,
+	// which then closes accessChanged's channel and puts a new one: long
+	// polls wait on it.
+	access        atomic.Pointer[access.Policy]
+	accessChanged atomic.Pointer[chan struct{}]
 	// counts are the open streams by variant and type (counts.go); nacks
 	// the latest client NACKs (nacks.go). Both safe for concurrent use.
 	counts *clientCounts
@@ -127,6 +133,7 @@ func New(opts Options) (*Server, error) {
 	s.limitsNow.Store(&lim)
 	s.sendTimeoutNs.Store(int64(opts.SendTimeout))
 	s.access.Store(opts.Access)
+	s.accessChanged.Store(newAccessChanged())
 	return s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -65,6 +66,10 @@ type session struct {
 	decisions     map[accessKey]bool
 	decidedBy     *access.Policy
 	nodeCheckedBy *access.Policy
+	// revoked: SetAccess ended the stream (recheck, which sets it under
+	// mu); its writer starts no Send any more. Atomic: read before every
+	// Send without the lock.
+	revoked atomic.Bool
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }
@@ -536,13 +541,14 @@ func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(re
 			pol := ss.srv.access.Load()
 			ss.beginRequest()
 			err := handle(r)
-			ss.endRequest(err == nil)
 			if now := ss.srv.access.Load(); err == nil && now != pol {
 				// SetAccess swapped the policy while this request was
 				// applied: its recheck may have run before what this
-				// request subscribed was in place.
+				// request subscribed was in place. Checked before the
+				// writer is let go, so nothing of it is sent first.
 				err = ss.recheck(now)
 			}
+			ss.endRequest(err == nil)
 			if err != nil {
 				ss.logger().Info("ending client stream", zap.Error(err))
 				return false, err

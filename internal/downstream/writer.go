@@ -193,6 +193,14 @@ func (ss *session) sendAll(msgs []outMsg) error {
 			return errStreamDone
 		default:
 		}
+		if ss.srv.sendHook != nil {
+			ss.srv.sendHook(m.typeURL)
+		}
+		// The last check before Send: SetAccess revokes a stream it ends
+		// before it returns, so no Send starts on it afterwards.
+		if ss.revoked.Load() {
+			return errStreamDone
+		}
 		if err := ss.sendWithTimeout(m.msg); err != nil {
 			return err
 		}
@@ -230,9 +238,10 @@ type outMsg struct {
 // The caller releases the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.writer.heldLocked() {
+	if ss.writer.heldLocked() || ss.revoked.Load() {
 		// A request is being applied, or a change announced: its
-		// endRequest or Flush wakes the writer.
+		// endRequest or Flush wakes the writer. Revoked: the stream is
+		// ending.
 		ss.mu.Unlock()
 		return nil, nil
 	}
@@ -261,6 +270,13 @@ func (ss *session) build() ([]outMsg, *round) {
 	}
 	var out []outMsg
 	ss.mu.Lock()
+	// Loaded under mu: a policy SetAccess put in place before its recheck
+	// of this session is the one members are checked with here, and what
+	// was sent under the one before is what that recheck sees held.
+	pol := ss.srv.access.Load()
+	for _, w := range works {
+		ss.checkMembersLocked(pol, w)
+	}
 	var lg *zap.Logger
 	if ss.srv.lg.Core().Enabled(zap.DebugLevel) {
 		lg = ss.loggerLocked()

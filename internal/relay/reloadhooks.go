@@ -88,7 +88,7 @@ func (r *Relay) reloadLogLevel(old, next *config.Config) error {
 
 // newResolver builds the downstream resolver of cfg's authorities and rules.
 func newResolver(cfg *config.Config) (*downstream.NameResolver, error) {
-	rules, err := aggregation.Compile(cfg.Aggregation.Rules)
+	rules, err := aggregation.Compile(cfg.AggregationRules())
 	if err != nil {
 		return nil, fmt.Errorf("aggregation: %w", err)
 	}

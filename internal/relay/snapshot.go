@@ -46,7 +46,8 @@ func (r *Relay) snapshots(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 // configFingerprint hashes the parts of cfg that decide what a cache key
 // means and what the origin answers for it: the node shown upstream, each
 // authority's name, origins, transport and glob mode, and the aggregation
-// rules. A snapshot written under another fingerprint is not loaded.
+// rules (the built-in plain-names rule included). A snapshot written under
+// another fingerprint is not loaded.
 func configFingerprint(cfg *config.Config) cache.Fingerprint {
 	type authority struct {
 		Name, Transport, GlobCollections string
@@ -56,7 +57,7 @@ func configFingerprint(cfg *config.Config) cache.Fingerprint {
 		Node        config.Node
 		Authorities []authority
 		Rules       []aggregation.Rule
-	}{Node: cfg.Node, Rules: cfg.Aggregation.Rules}
+	}{Node: cfg.Node, Rules: cfg.AggregationRules()}
 	for _, a := range cfg.Authorities {
 		v.Authorities = append(v.Authorities, authority{Name: a.Name, Transport: a.Transport, GlobCollections: a.GlobCollections, Origins: a.Origins})
 	}

@@ -42,6 +42,9 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		if a, err := AuthorityOf(s); err != nil || a != n.Authority {
+			t.Fatalf("AuthorityOf(%q) = %q, %v; Parse says %q", s, a, err, n.Authority)
+		}
 		canon := n.String()
 		back, err := Parse(canon)
 		if err != nil {

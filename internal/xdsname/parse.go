@@ -61,6 +61,27 @@ func Parse(s string) (Name, error) {
 	return n, nil
 }
 
+// AuthorityOf returns the decoded authority of xdstp name s, as Parse
+// would, without parsing the rest: what access rules are looked up by. It
+// allocates only for an authority with percent-escapes. An error wraps
+// ErrNotXDSTP, or says what is wrong with the authority.
+func AuthorityOf(s string) (string, error) {
+	if !IsXDSTP(s) {
+		return "", ErrNotXDSTP
+	}
+	rest := s[len(scheme):]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 || rest[end] != '/' {
+		return "", parseErr(s, ErrNoType, "no type: want xdstp://[authority]/type/id")
+	}
+	for i := 0; i < end; i++ {
+		if isControl(rest[i]) {
+			return "", parseErr(s, ErrControlChar, fmt.Sprintf("control character %q in authority", rest[i]))
+		}
+	}
+	return parseAuthority(s, rest[:end])
+}
+
 // parseAuthority validates and decodes the authority: the bytes net/url
 // accepts in a host, non-ASCII bytes, and percent-escapes.
 func parseAuthority(s, raw string) (string, error) {

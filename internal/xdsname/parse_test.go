@@ -241,3 +241,29 @@ func TestParseNestedAltIsLinear(t *testing.T) {
 		t.Errorf("allocations: %v at depth 3, %v at depth 5000: the work grows with the depth", a, b)
 	}
 }
+
+func TestAuthorityOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		err            error
+	}{
+		{"plain", "xdstp://auth.example/envoy.config.cluster.v3.Cluster/c1", "auth.example", nil},
+		{"empty authority", "xdstp:///T/x", "", nil},
+		{"escaped", "xdstp://a%C3%A9/T/x", "a\u00e9", nil},
+		{"query before slash", "xdstp://a?x=1/T/x", "", ErrNoType},
+		{"no type", "xdstp://a", "", ErrNoType},
+		{"bad escape", "xdstp://a%zz/T/x", "", ErrBadEscape},
+		{"bad character", "xdstp://a b/T/x", "", ErrBadAuthority},
+		{"legacy", "cluster-1", "", ErrNotXDSTP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := AuthorityOf(tc.in)
+			if !errors.Is(err, tc.err) || got != tc.want {
+				t.Errorf("AuthorityOf(%q) = %q, %v; want %q, %v", tc.in, got, err, tc.want, tc.err)
+			}
+		})
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = AuthorityOf("xdstp://auth.example/T/x") }); n != 0 {
+		t.Errorf("AuthorityOf allocates %v times, want 0", n)
+	}
+}
