@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // TestUpstreamPerType: transports delta-per-type and sotw-per-type speak to
@@ -48,6 +49,21 @@ func TestUpstreamPerType(t *testing.T) {
 				return got != nil && cmp.Diff(mustAny(t, cluster("c1", 2)), got.Body, protocmp.Transform()) == ""
 			})
 
+			// The origin restarts: every type's stream starts over and no
+			// type is refused for it (its error names none).
+			o.stop()
+			o.restart()
+			o.set(resource.ClusterType, "c1", cluster("c1", 3))
+			w.waitFor(t, "c1 update after the restart", func() bool {
+				got, _ := r.c.Get(cdsKey("c1"))
+				return got != nil && cmp.Diff(mustAny(t, cluster("c1", 3)), got.Body, protocmp.Transform()) == ""
+			})
+			for _, typ := range []string{resource.ClusterType, resource.EndpointType, resource.ListenerType} {
+				if got := metricValue(t, r, "xds_relay_upstream_refused_types_total", "authority", "origin", "type", xdstype.Label(typ)); got != 0 {
+					t.Errorf("%s refused %v times after a restart, want 0", typ, got)
+				}
+			}
+
 			// A type without a per-type service on the origin: answered
 			// absent; the others stay.
 			r.c.Watch(w, node, key(resource.SecretType, "s1"))
@@ -57,6 +73,9 @@ func TestUpstreamPerType(t *testing.T) {
 			w.waitState(t, r.c, key(resource.ListenerType, "l2"), cache.StatePresent)
 			if got, _ := r.c.Get(cdsKey("c1")); got == nil {
 				t.Error("c1 lost after the secret stream was refused")
+			}
+			if got := metricValue(t, r, "xds_relay_upstream_refused_types_total", "authority", "origin", "type", xdstype.Label(resource.SecretType)); got < 1 {
+				t.Errorf("secrets refused %v times, want at least 1", got)
 			}
 
 			o.mu.Lock()

@@ -17,7 +17,9 @@ import (
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // Per-type transports (delta-per-type, sotw-per-type) carry a link over one
@@ -27,8 +29,11 @@ import (
 // differs. perTypeStreams is one stream to the attempt: Send routes each
 // request to its type's stream (opened by the first request of the type,
 // which carries the node), Recv yields the responses of all of them, and
-// the first error of any ends the attempt, naming its type (so that an
-// origin refusing one type costs only that type: refused.go).
+// the first error of any ends the attempt. An error that says the origin
+// has no service for a type (Unimplemented, or no per-type service at all)
+// names the type, so that it costs only that type (refused.go); any other
+// (the origin went away, say) names none, and the attempt's streams start
+// over together with every type, as an ADS stream's would.
 
 // streamOpener opens one stream of a transport on a connection.
 type streamOpener[Req, Resp any] func(grpc.ClientConnInterface, context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[Req, Resp], error)
@@ -129,7 +134,7 @@ func (p *perTypeStreams[Req, Resp]) Send(r *Req) error {
 		}
 		var err error
 		if s, err = open(p.conn, p.ctx, p.opts...); err != nil {
-			return fmt.Errorf("open per-type stream of %s: %w", t, err)
+			return perTypeError(t, "open per-type stream", err)
 		}
 		p.streams[t] = s
 		p.wg.Add(1)
@@ -139,9 +144,19 @@ func (p *perTypeStreams[Req, Resp]) Send(r *Req) error {
 		}
 	}
 	if err := s.Send(r); err != nil {
-		return fmt.Errorf("per-type stream of %s: %w", t, err)
+		return perTypeError(t, "per-type stream", err)
 	}
 	return nil
+}
+
+// perTypeError wraps err of the stream of type t: naming t when the origin
+// does not serve t's service (the type is refused), else not (refused.go
+// would refuse a type for an error all streams share, such as a restart).
+func perTypeError(t, what string, err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return fmt.Errorf("%s: the origin has no service for %s: %w", what, t, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // setRequestNode sets the node of a DiscoveryRequest or DeltaDiscoveryRequest.
@@ -162,7 +177,7 @@ func (p *perTypeStreams[Req, Resp]) recv(t string, s grpc.BidiStreamingClient[Re
 		m, err := s.Recv()
 		if err != nil {
 			select {
-			case p.errc <- fmt.Errorf("per-type stream of %s: %w", t, err):
+			case p.errc <- perTypeError(t, "per-type stream", err):
 			default:
 			}
 			return
