@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,8 +73,8 @@ func (v *validator) access() {
 		sort.Strings(types)
 		for _, t := range types {
 			tp := joinKey(p+".allow_by_type", t)
-			if !xdstype.IsServed(t) {
-				v.add(tp, "%q is not a type the relay serves (%s)", t, strings.Join(xdstype.Served(), ", "))
+			if !xdstype.IsServed(t) && !slices.Contains(a.Types, t) {
+				v.add(tp, "%q is neither a type the relay serves (%s) nor one listed in %s.types", t, strings.Join(xdstype.Served(), ", "), p)
 			}
 			v.allowList(tp, a.AllowByType[t])
 		}

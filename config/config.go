@@ -4,6 +4,7 @@
 package config
 
 import (
+	"os"
 	"time"
 
 	"github.com/xds-relay/xds-relay/internal/aggregation"
@@ -25,8 +26,24 @@ type Config struct {
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`
+	// AdminAllowedHosts are the names, besides IP literals and localhost,
+	// that the admin listener answers as a request's Host (any port): a
+	// request naming another host gets 403, so a web page cannot read the
+	// admin pages through DNS rebinding. E.g. the admin Service's DNS
+	// name. Default []: IP literals and localhost only.
+	AdminAllowedHosts []string `yaml:"admin_allowed_hosts"`
+	// ConfigWatch: the relay watches its config file (and the file's
+	// directory, for renames and Kubernetes ConfigMap symlink swaps) and
+	// reloads it when its content changes, as SIGHUP does: a file that
+	// does not validate is refused and logged, the running config kept.
+	// Needs a restart to change. Default false.
+	ConfigWatch bool `yaml:"config_watch"`
 	// Node is the identity the relay presents to origins on xdstp streams.
 	Node Node `yaml:"node"`
+	// ControlPlaneID is what every response to a client carries in
+	// control_plane.identifier, so an operator can tell which relay served
+	// a proxy. Default "": the host name.
+	ControlPlaneID string `yaml:"control_plane_id"`
 	// Authorities lists the authorities the relay serves and where their
 	// resources come from. At least one is required; no default.
 	Authorities []Authority `yaml:"authorities"`
@@ -190,6 +207,12 @@ type Downstream struct {
 	// SendTimeout is how long a client may fail to drain its stream before
 	// it is cut off with ResourceExhausted. Default 30s.
 	SendTimeout time.Duration `yaml:"send_timeout"`
+	// FetchWait is how long a REST-JSON poll or unary Fetch waits for
+	// resources the relay has not received yet before it answers with
+	// what is known (or 503 while no origin answers); also how long a
+	// long poll with a current version_info waits for a change (then
+	// 304). Default 5s. Needs a restart to change.
+	FetchWait time.Duration `yaml:"fetch_wait"`
 	// Limits bound what one client can make the relay hold.
 	Limits Limits `yaml:"limits"`
 	// MaxConnectionAge: a client connection older than this is sent a
@@ -374,6 +397,7 @@ const (
 	DefaultSnapshotMaxBytes      = 256 * MiB
 	DefaultShutdownGracePeriod   = 10 * time.Second
 	DefaultSendTimeout           = 30 * time.Second
+	DefaultFetchWait             = 5 * time.Second
 	DefaultDownstreamMaxRecv     = 16 * MiB
 	DefaultDownstreamMaxSend     = 64 * MiB
 	DefaultUpstreamMaxRecv       = 64 * MiB
@@ -429,6 +453,7 @@ func Default() *Config {
 			MaxRecvMsgSize: DefaultDownstreamMaxRecv,
 			MaxSendMsgSize: DefaultDownstreamMaxSend,
 			SendTimeout:    DefaultSendTimeout,
+			FetchWait:      DefaultFetchWait,
 
 			MaxConnectionAge:      DefaultMaxConnectionAge,
 			MaxConnectionAgeGrace: DefaultMaxConnectionAgeGrace,
@@ -493,6 +518,18 @@ func (c *Config) Authority(name string) (Authority, bool) {
 }
 
 // AuthorityNames lists the configured authority names in order.
+// ControlPlaneIdentifier is control_plane_id, or by default the host name
+// ("xds-relay" if the system has none to give).
+func (c *Config) ControlPlaneIdentifier() string {
+	if c.ControlPlaneID != "" {
+		return c.ControlPlaneID
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return DefaultNodeID
+}
+
 // AuthorityTypes returns, for each authority that lists its types, those
 // type URLs (authorities without a list carry every served type).
 func (c *Config) AuthorityTypes() map[string][]string {

@@ -119,6 +119,12 @@ func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth
 			d.problem(path, n.Line, "want %s, got %s", typeName(v.Type()), describe(n))
 			return
 		}
+		if isInteger(v.Kind()) && n.ShortTag() != "!!int" {
+			// yaml would truncate 2.5 to 2 and read 1e3 as 1000: an
+			// integer field takes integers only.
+			d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
+			return
+		}
 		if err := n.Decode(v.Addr().Interface()); err != nil {
 			d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
 		}
@@ -289,6 +295,16 @@ func kindName(k yaml.Kind) string {
 		return "document"
 	}
 	return "node"
+}
+
+// isInteger: k is a signed or unsigned integer kind.
+func isInteger(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func typeName(t reflect.Type) string {

@@ -90,6 +90,25 @@ func TestDemo(t *testing.T) {
 	if c.Listen != "127.0.0.1:18000" || c.Admin != "127.0.0.1:18001" {
 		t.Errorf("demo addresses = %s, %s; want 127.0.0.1:18000, 127.0.0.1:18001", c.Listen, c.Admin)
 	}
+	// The config is a file in the tree, so the demo reloads from it.
+	if want := filepath.Join(dir, "config/demo/relay.yaml"); c.Source() != want {
+		t.Errorf("demo config source = %q, want %q (a file a reload can read)", c.Source(), want)
+	}
+	if again, err := Load(c.Source()); err != nil {
+		t.Errorf("demo config file does not load again: %v", err)
+	} else if diff := cmp.Diff(c, again, cmpopts.IgnoreUnexported(Config{})); diff != "" {
+		t.Errorf("demo config file loads as another config (-demo +file):\n%s", diff)
+	}
+
+	// Addresses given on the command line are in the file too.
+	dir2 := t.TempDir()
+	c2, err := DemoWith(dir2, DemoAddrs{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", REST: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("DemoWith: %v", err)
+	}
+	if c2.Listen != "127.0.0.1:0" || c2.Admin != "127.0.0.1:0" || c2.RESTListen != "127.0.0.1:0" {
+		t.Errorf("DemoWith addresses = %s, %s, %s; want 127.0.0.1:0 each", c2.Listen, c2.Admin, c2.RESTListen)
+	}
 }
 
 func TestLoadReportsAllThreeMistakes(t *testing.T) {
@@ -195,6 +214,21 @@ func TestParseTypeErrors(t *testing.T) {
 				{Path: "authorities", Line: 1, Has: `want a list, got "a"`},
 				{Path: "authorities", Line: 1, Has: "at least one authority is required"},
 			},
+		},
+		{
+			name: "decimal for integer",
+			yaml: minimalAuthorities + "downstream:\n  drain_waves: 2.5\n",
+			want: []problem{{Path: "downstream.drain_waves", Line: 5, Has: `want an integer, got "2.5"`}},
+		},
+		{
+			name: "whole decimal for integer",
+			yaml: minimalAuthorities + "downstream:\n  drain_waves: 2.0\n",
+			want: []problem{{Path: "downstream.drain_waves", Line: 5, Has: `want an integer, got "2.0"`}},
+		},
+		{
+			name: "exponent for integer",
+			yaml: minimalAuthorities + "downstream:\n  limits:\n    max_streams: 1e3\n",
+			want: []problem{{Path: "downstream.limits.max_streams", Line: 6, Has: `want an integer, got "1e3"`}},
 		},
 		{
 			name: "bool",

@@ -28,6 +28,13 @@ func (c *Config) Validate() error {
 	if sameAddress(c.Listen, c.Admin) {
 		v.add("admin", "same address as listen (%s)", c.Admin)
 	}
+	for i, h := range c.AdminAllowedHosts {
+		if h == "" || strings.ContainsFunc(h, func(r rune) bool {
+			return strings.ContainsRune(":/[]*@", r) || unicode.IsSpace(r) || unicode.IsControl(r)
+		}) {
+			v.add(joinIndex("admin_allowed_hosts", i), "%q is not a host name (no port, scheme or wildcard)", h)
+		}
+	}
 	if c.Node.ID == "" {
 		v.add("node.id", "must not be empty")
 	}
@@ -89,8 +96,8 @@ func (v *validator) authorities() {
 		v.oneOf(p+".transport", a.Transport, TransportDelta, TransportSotW, TransportDeltaPerType, TransportSotWPerType)
 		v.oneOf(p+".glob_collections", a.GlobCollections, GlobNative, GlobEmulated)
 		for j, t := range a.Types {
-			if !xdstype.IsServed(t) {
-				v.add(joinIndex(p+".types", j), "%q is not a type the relay serves (%s)", t, strings.Join(xdstype.Served(), ", "))
+			if err := xdstype.CheckTypeURL(t); err != nil {
+				v.add(joinIndex(p+".types", j), "%v", err)
 			}
 		}
 		v.authorityUpstream(p, a)
@@ -144,6 +151,7 @@ func (v *validator) downstream() {
 	v.msgSize("downstream.max_recv_msg_size", d.MaxRecvMsgSize)
 	v.msgSize("downstream.max_send_msg_size", d.MaxSendMsgSize)
 	v.positive("downstream.send_timeout", d.SendTimeout)
+	v.positive("downstream.fetch_wait", d.FetchWait)
 	v.lifecycle()
 	l := d.Limits
 	v.positiveCount("downstream.limits.max_streams", l.MaxStreams)

@@ -35,6 +35,12 @@ func TestValidate(t *testing.T) {
 		{name: "listen port out of range", extra: "listen: a:99999\n", want: []problem{{"listen", 4, `port "99999" is not a number from 0 to 65535`}}},
 		{name: "admin not host:port", extra: "admin: localhost\n", want: []problem{{"admin", 4, `"localhost" is not host:port`}}},
 		{name: "admin same as listen", extra: "listen: 127.0.0.1:5\nadmin: 127.0.0.1:5\n", want: []problem{{"admin", 5, "same address as listen"}}},
+		{name: "admin_allowed_hosts names are valid", extra: "admin_allowed_hosts: [relay.example, xds-relay.ns.svc.cluster.local.]\n"},
+		{name: "admin_allowed_hosts with a port", extra: "admin_allowed_hosts: [ok.example, \"relay.example:18001\", \"*.example\", \"\"]\n", want: []problem{
+			{"admin_allowed_hosts[1]", 4, `"relay.example:18001" is not a host name`},
+			{"admin_allowed_hosts[2]", 4, `"*.example" is not a host name`},
+			{"admin_allowed_hosts[3]", 4, `"" is not a host name`},
+		}},
 		{name: "node id empty", extra: "node:\n  id: \"\"\n", want: []problem{{"node.id", 5, "must not be empty"}}},
 
 		{name: "duplicate authority", extra: "  - name: a\n    origins: [\"h:2\"]\n", want: []problem{{"authorities[1].name", 4, `duplicate authority name "a" (first at authorities[0].name, line 2)`}}},
@@ -74,7 +80,12 @@ func TestValidate(t *testing.T) {
 		{name: "recv size zero", extra: "downstream:\n  max_recv_msg_size: 0\n", want: []problem{{"downstream.max_recv_msg_size", 5, "must be between 1B and 2147483647 bytes, got 0B"}}},
 		{name: "send size too large", extra: "downstream:\n  max_send_msg_size: 2GiB\n", want: []problem{{"downstream.max_send_msg_size", 5, "got 2GiB"}}},
 		{name: "send_timeout zero", extra: "downstream:\n  send_timeout: 0s\n", want: []problem{{"downstream.send_timeout", 5, "must be a positive duration"}}},
-		{name: "a type the relay does not serve", extra: "    types: [type.googleapis.com/envoy.config.cluster.v3.Cluster, type.googleapis.com/made.up.Type]\n", want: []problem{{"authorities[0].types[1]", 4, "is not a type the relay serves"}}},
+		{name: "a type the relay does not serve is carried", extra: "    types: [type.googleapis.com/envoy.config.cluster.v3.Cluster, type.googleapis.com/mesh.example.v1.Workload]\n"},
+		{name: "a type URL without the prefix", extra: "    types: [envoy.config.cluster.v3.Cluster]\n", want: []problem{{"authorities[0].types[0]", 4, `must start with "type.googleapis.com/"`}}},
+		{name: "a type URL without a message name", extra: "    types: [\"type.googleapis.com/not a name\", type.googleapis.com/Bare]\n", want: []problem{
+			{"authorities[0].types[0]", 4, "is not a full protobuf message name"},
+			{"authorities[0].types[1]", 4, "is not a full protobuf message name"}}},
+		{name: "the resource wrapper is not a type", extra: "    types: [type.googleapis.com/envoy.service.discovery.v3.Resource]\n", want: []problem{{"authorities[0].types[0]", 4, "is the SotW resource wrapper"}}},
 		{name: "connection age off with no grace is valid", extra: "downstream:\n  max_connection_age: 0s\n  max_connection_age_grace: 0s\n  drain_delay: 0s\n"},
 		{name: "connection age negative", extra: "downstream:\n  max_connection_age: -1s\n", want: []problem{{"downstream.max_connection_age", 5, "must not be negative"}}},
 		{name: "connection age without grace", extra: "downstream:\n  max_connection_age: 1m\n  max_connection_age_grace: 0s\n", want: []problem{{"downstream.max_connection_age_grace", 6, "must be a positive duration"}}},

@@ -118,11 +118,18 @@ func (f *fleet) subscribe(typeURL string, names ...string) {
 	}
 }
 
+// timeout bounds a wait of the whole fleet: xdstest.WaitTimeout, and 10 ms
+// more per client, because a 2000-client fleet syncing on a loaded 2-core
+// machine can outlast the one-event deadline without anything being stuck.
+func (f *fleet) timeout() time.Duration {
+	return xdstest.WaitTimeout + time.Duration(len(f.clients))*10*time.Millisecond
+}
+
 // waitHolds receives (and ACKs) until every client holds exactly names of
-// typeURL, all within xdstest.WaitTimeout.
+// typeURL, all within f.timeout().
 func (f *fleet) waitHolds(typeURL string, names ...string) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout())
 	defer cancel()
 	for _, c := range f.clients {
 		c.waitHoldsUntil(ctx.Done(), typeURL, names...)
@@ -130,11 +137,10 @@ func (f *fleet) waitHolds(typeURL string, names ...string) {
 }
 
 // waitRevisions receives (and ACKs) until every client holds exactly the
-// ClusterLoadAssignments revs (name → revision), all within
-// xdstest.WaitTimeout.
+// ClusterLoadAssignments revs (name → revision), all within f.timeout().
 func (f *fleet) waitRevisions(revs map[string]uint32) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout())
 	defer cancel()
 	holds := func(c *adsClient) bool {
 		h := c.held[resource.EndpointType]
@@ -155,7 +161,7 @@ func (f *fleet) waitRevisions(revs map[string]uint32) {
 				for n, x := range c.held[resource.EndpointType] {
 					got[n] = claRev(x)
 				}
-				f.t.Fatalf("%s holds revisions %v after %v, want %v", c.name, got, xdstest.WaitTimeout, revs)
+				f.t.Fatalf("%s holds revisions %v after %v, want %v", c.name, got, f.timeout(), revs)
 			}
 		}
 	}
@@ -188,11 +194,11 @@ func (f *fleet) wantStreamsOpen() {
 
 // settle receives (and ACKs) until no client has received anything for
 // xdstest.QuietPeriod, and returns what each client received meanwhile. Still
-// receiving after xdstest.WaitTimeout fails the test.
+// receiving after f.timeout() fails the test.
 func (f *fleet) settle() [][]received {
 	f.t.Helper()
 	got := make([][]received, len(f.clients))
-	limit := time.Now().Add(xdstest.WaitTimeout)
+	limit := time.Now().Add(f.timeout())
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), xdstest.QuietPeriod)
 		n := 0
@@ -211,22 +217,22 @@ func (f *fleet) settle() [][]received {
 			return got
 		}
 		if time.Now().After(limit) {
-			f.t.Fatalf("clients still receiving after %v", xdstest.WaitTimeout)
+			f.t.Fatalf("clients still receiving after %v", f.timeout())
 		}
 	}
 }
 
 // recvChange waits until every client has received a response (all within
-// xdstest.WaitTimeout), then settles, and returns what each client received.
+// f.timeout()), then settles, and returns what each client received.
 func (f *fleet) recvChange() [][]received {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout())
 	defer cancel()
 	got := make([][]received, len(f.clients))
 	for i, c := range f.clients {
 		r, ok := c.recvOne(ctx.Done())
 		if !ok {
-			f.t.Fatalf("%s: no response within %v (%d of %d clients got one)", c.name, xdstest.WaitTimeout, i, len(f.clients))
+			f.t.Fatalf("%s: no response within %v (%d of %d clients got one)", c.name, f.timeout(), i, len(f.clients))
 		}
 		got[i] = []received{r}
 	}

@@ -59,7 +59,9 @@ func fileRelay(t *testing.T, path string) (*relayproc.Relay, *prometheus.Registr
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	relayRegistries.Store(r, reg) // relayMetric, waitRelayMetric
 	t.Cleanup(func() {
+		relayRegistries.Delete(r)
 		if err := r.Close(); err != nil {
 			t.Errorf("relay close: %v", err)
 		}

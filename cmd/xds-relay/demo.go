@@ -49,6 +49,9 @@ written for you; it serves HTTP on 127.0.0.1:10000, routed to 127.0.0.1:50051):
 To see an update flow, edit (and save)
   {{.Endpoints}}   (plain-endpoints.yaml: the plain names')
 e.g. change a port_value: subscribed clients get the new ClusterLoadAssignment.
+
+The relay's own config is {{.Config}}; after editing it:
+  xds-relay reload --admin {{.Admin}}
 `))
 
 // printDemoGuide writes the client bootstraps into dir and the guide to w.
@@ -78,6 +81,7 @@ func printDemoGuide(w io.Writer, dir, listen, admin, rest string) error {
 		"Bootstrap":      filepath.Join(dir, demoGRPCBootstrap),
 		"PlainBootstrap": filepath.Join(dir, demoGRPCPlainBootstrap),
 		"EnvoyBootstrap": filepath.Join(dir, demoEnvoyBootstrap),
+		"Config":         filepath.Join(dir, "config", "demo", "relay.yaml"),
 	})
 }
 

@@ -23,7 +23,8 @@ const progressInterval = time.Second
 
 // cmdLoadgen is `xds-relay loadgen`: a simulated fleet of xDS clients
 // against any xDS server. Progress goes to stderr once a second, the
-// summary to stdout when the duration ends or on SIGINT/SIGTERM.
+// summary to stdout when the duration ends or on SIGINT/SIGTERM; it exits
+// 1, saying why on stderr, when clients did not sync.
 func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	var (
@@ -121,7 +122,14 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+		err = enc.Encode(sum)
+	} else {
+		err = sum.WriteText(stdout)
 	}
-	return sum.WriteText(stdout)
+	if err != nil {
+		return err
+	}
+	// Exit 1 when clients did not sync: nothing the summary measured
+	// describes a working fleet.
+	return sum.SyncError()
 }

@@ -20,6 +20,8 @@ func TestLoadgenCommandLine(t *testing.T) {
 			wantCode: exitUsage, wantStderr: []string{`variant: "rest"`}},
 		{name: "positional argument", args: []string{"loadgen", "extra"},
 			wantCode: exitUsage, wantStderr: []string{`unexpected argument "extra"`}},
+		{name: "no client synced", args: []string{"loadgen", "--target", "127.0.0.1:1", "--names", "a", "--clients", "3", "--duration", "200ms", "--quiet"},
+			wantCode: exitFail, wantStderr: []string{"xds-relay loadgen: loadgen: clients did not sync: 0 of 3 clients synced, and the fleet never did; last stream error: "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,5 @@
-// Command xds-relay is a caching xDS relay: serve | validate | demo | version.
+// Command xds-relay is a caching xDS relay: serve | validate | demo |
+// explain | reload | version | loadgen.
 //
 // main parses the subcommand and its flags, loads the config and calls run;
 // everything else lives in internal/relay.
@@ -45,7 +46,8 @@ var commands = []command{
 	{"validate", "--config FILE", "check a config file; list every problem with its line", cmdValidate},
 	{"demo", "[--listen ADDR] [--admin ADDR]", "run the relay on its embedded demo config", cmdDemo},
 	{"explain", "--config FILE --type T [flags]", "which aggregation rule, authority and group key serve a request", cmdExplain},
-	{"version", "", "print the version", cmdVersion},
+	{"reload", "[--admin ADDR]", "ask a running relay to re-read its config file, as SIGHUP does", cmdReload},
+	{"version", "", "print the version (also --version)", cmdVersion},
 	{"loadgen", "--target ADDR --clients N --names A,B", "simulate a fleet of xDS clients against any xDS server", cmdLoadgen},
 }
 
@@ -66,6 +68,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
@@ -174,20 +178,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := config.Demo(dir)
+	// The flags are written into the demo's config file, which a reload
+	// re-reads.
+	cfg, err := config.DemoWith(dir, config.DemoAddrs{Listen: *listen, Admin: *admin, REST: *rest})
 	if err != nil {
-		return err
-	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *admin != "" {
-		cfg.Admin = *admin
-	}
-	if *rest != "" {
-		cfg.RESTListen = *rest
-	}
-	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen); err != nil {

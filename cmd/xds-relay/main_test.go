@@ -67,6 +67,12 @@ func TestDispatch(t *testing.T) {
 		{name: "serve bad config", args: []string{"serve", "--config", "../../config/testdata/three_mistakes.yaml"},
 			wantCode: exitFail, wantStderr: []string{"xds-relay serve: ", "listen (line 3)", "transport (line 8)", "max_bytes (line 11)"}},
 		{name: "version", args: []string{"version"}, wantCode: exitOK, wantStdout: []string{"xds-relay dev (go"}},
+		{name: "--version", args: []string{"--version"}, wantCode: exitOK, wantStdout: []string{"xds-relay dev (go"}},
+		{name: "-version", args: []string{"-version"}, wantCode: exitOK, wantStdout: []string{"xds-relay dev (go"}},
+		{name: "reload: nothing listening", args: []string{"reload", "--admin", "127.0.0.1:1"},
+			wantCode: exitFail, wantStderr: []string{"xds-relay reload: POST http://127.0.0.1:1/debug/reload: ", "connection refused"}},
+		{name: "reload: extra argument", args: []string{"reload", "now"},
+			wantCode: exitUsage, wantStderr: []string{`unexpected argument "now"`, "usage: xds-relay reload [--admin ADDR]"}},
 		{name: "help", args: []string{"help"}, wantCode: exitOK, wantStdout: []string{"usage: xds-relay <command>", "  serve ", "  validate ", "  demo ", "  version "}},
 		{name: "no command", args: nil, wantCode: exitUsage, wantStderr: []string{"usage: xds-relay <command>"}},
 		{name: "unknown command", args: []string{"serv"}, wantCode: exitUsage, wantStderr: []string{`unknown command "serv"`, "usage:"}},
@@ -485,6 +491,21 @@ func TestSIGHUPReloads(t *testing.T) {
 	if code := httpStatus(t, "http://"+s.Admin+"/readyz"); code != http.StatusOK {
 		t.Errorf("GET /readyz after SIGHUPs = %d, want 200", code)
 	}
+
+	// xds-relay reload, for images without kill: the same, by the admin
+	// endpoint; the answer printed, exit 0 when reloaded, 1 when refused.
+	reload := func(wantCode int, wantStdout string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := dispatch(context.Background(), []string{"reload", "--admin", s.Admin}, &stdout, &stderr)
+		if code != wantCode || !strings.Contains(stdout.String(), wantStdout) {
+			t.Errorf("xds-relay reload = %d, stdout %q, stderr %q; want %d, stdout with %q", code, &stdout, &stderr, wantCode, wantStdout)
+		}
+	}
+	reload(exitFail, "400 Bad Request: config reload refused")
+	reload(exitFail, "cache.max_resources (line 8): must not be negative")
+	write(string(orig) + "cache: {max_resources: 7}\n")
+	reload(exitOK, "config reloaded")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -46,3 +46,32 @@ func TestServeSnapshotOnSIGTERM(t *testing.T) {
 	run(`"result":"corrupt"`)
 	run("snapshot loaded")
 }
+
+// TestServeSnapshotFIFO: a FIFO at cache.snapshot_path (nobody writing to
+// it) neither holds the start up nor keeps SIGTERM from ending the relay;
+// it is logged as untrusted and, at shutdown, replaced by a snapshot.
+func TestServeSnapshotFIFO(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "relay.snap")
+	if err := syscall.Mkfifo(snap, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "relay.yaml")
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\ndownstream: {drain_delay: 0s}\ncache:\n  snapshot_path: %q\n", snap)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, "serve", "--config", cfg)
+	p.waitServing(t)
+	p.waitLog(t, `"result":"untrusted"`)
+	p.waitLog(t, "not a regular file")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.waitExit(t); code != exitOK {
+		t.Fatalf("exit code after SIGTERM = %d, want 0\nstderr:\n%s", code, p.stderr)
+	}
+	if fi, err := os.Lstat(snap); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("after SIGTERM, %s: %v, %v; want a regular file (the snapshot)", snap, fi, err)
+	}
+}

@@ -259,6 +259,16 @@ func TestDeploymentsAreProductionReady(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the relay refuses its config: %v", where, err)
 		}
+		// A ConfigMap update reaches the relay: it watches the file, and
+		// the volume is mounted whole (a subPath mount is never updated).
+		if !cfg.ConfigWatch {
+			t.Errorf("%s: config_watch is off: a ConfigMap update would need a restart or a signal", where)
+		}
+		for _, m := range c.VolumeMounts {
+			if filepath.Dir(cfgPath) == m.MountPath && m.SubPath != "" {
+				t.Errorf("%s: the config is mounted with subPath %q, which Kubernetes never updates", where, m.SubPath)
+			}
+		}
 		if cfg.PlainNamesAuthority() < 0 {
 			t.Errorf("%s: no authority serves plain names: an Envoy fleet's wildcard LDS and CDS would be refused", where)
 		}

@@ -13,4 +13,7 @@ var (
 	ErrSnapshotForeign = errors.New("snapshot written under another config")
 	// ErrSnapshotTooLarge: the file exceeds cache.snapshot_max_bytes.
 	ErrSnapshotTooLarge = errors.New("snapshot larger than its bound")
+	// ErrSnapshotUntrusted: not a regular file, not owned by the relay's
+	// user, or writable by its group or by anyone.
+	ErrSnapshotUntrusted = errors.New("snapshot not trusted")
 )

@@ -81,7 +81,7 @@ func newSnapshotMetrics(reg prometheus.Registerer, age func() float64) *snapshot
 	m := &snapshotMetrics{
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "snapshot_loads_total",
-			Help: "Snapshot loads at start, by result: loaded, absent, corrupt, incompatible, foreign_config, too_large, error.",
+			Help: "Snapshot loads at start, by result: loaded, absent, corrupt, incompatible, foreign_config, too_large, untrusted, error.",
 		}, []string{"result"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "snapshot_writes_total",

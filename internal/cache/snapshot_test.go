@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -322,6 +323,8 @@ func TestSnapshotterLoadResults(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		file  []byte // nil: no file
+		mode  os.FileMode
+		make  func(path string) error // makes what is at the path instead of file
 		fp    Fingerprint
 		max   int64
 		want  LoadResult
@@ -334,7 +337,10 @@ func TestSnapshotterLoadResults(t *testing.T) {
 		{name: "other version", file: resum(badVersion), fp: testFP, want: LoadIncompatible},
 		{name: "other config", file: good, fp: Fingerprint{7}, want: LoadForeign},
 		{name: "too large", file: good, fp: testFP, max: 10, want: LoadTooLarge},
-		{name: "a directory", file: nil, fp: testFP, want: LoadError},
+		{name: "a directory", make: func(p string) error { return os.Mkdir(p, 0o700) }, fp: testFP, want: LoadUntrusted},
+		{name: "a FIFO", make: func(p string) error { return syscall.Mkfifo(p, 0o600) }, fp: testFP, want: LoadUntrusted},
+		{name: "group writable", file: good, mode: 0o660, fp: testFP, want: LoadUntrusted},
+		{name: "writable by anyone", file: good, mode: 0o606, fp: testFP, want: LoadUntrusted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "snap")
@@ -343,8 +349,13 @@ func TestSnapshotterLoadResults(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if tc.want == LoadError {
-				if err := os.Mkdir(path, 0o700); err != nil {
+			if tc.mode != 0 {
+				if err := os.Chmod(path, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.make != nil {
+				if err := tc.make(path); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -51,14 +51,19 @@ func WriteSnapshotFile(path string, data []byte) (err error) {
 }
 
 // ReadSnapshotFile reads path whole, refusing a file larger than maxBytes
-// (maxBytes <= 0: no bound). A missing file is an error wrapping
-// fs.ErrNotExist.
+// (maxBytes <= 0: no bound), and anything but a regular file of this
+// process's user that no other user may write (ErrSnapshotUntrusted; see
+// openTrusted). Opening it never blocks. A missing file is an error
+// wrapping fs.ErrNotExist.
 func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, fi, err := openTrusted(path)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	defer f.Close()
+	if maxBytes > 0 && fi.Size() > maxBytes {
+		return nil, fmt.Errorf("snapshot %s: %w: %d bytes, more than %d", path, ErrSnapshotTooLarge, fi.Size(), maxBytes)
+	}
 	r := io.Reader(f)
 	if maxBytes > 0 {
 		r = io.LimitReader(f, maxBytes+1)
@@ -71,6 +76,28 @@ func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot %s: %w: more than %d bytes", path, ErrSnapshotTooLarge, maxBytes)
 	}
 	return data, nil
+}
+
+// openTrusted opens path for reading without blocking (a FIFO or a device
+// at the path cannot hold the start up) and checks the opened file (fstat:
+// what is checked is what is read) with trusted. Anything else is refused
+// with ErrSnapshotUntrusted: the checksum and the config fingerprint are
+// not authentication, anyone who can write the file could make the relay
+// serve what they wrote.
+func openTrusted(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = trusted(fi)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // isNotExist is errors.Is(err, fs.ErrNotExist).

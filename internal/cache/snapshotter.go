@@ -43,6 +43,7 @@ const (
 	LoadIncompatible LoadResult = "incompatible"
 	LoadForeign      LoadResult = "foreign_config"
 	LoadTooLarge     LoadResult = "too_large"
+	LoadUntrusted    LoadResult = "untrusted"
 	LoadError        LoadResult = "error"
 )
 
@@ -135,8 +136,11 @@ func (s *Snapshotter) load() (LoadResult, RestoreResult) {
 			return LoadAbsent, RestoreResult{}
 		}
 		result := LoadError
-		if errors.Is(err, ErrSnapshotTooLarge) {
+		switch {
+		case errors.Is(err, ErrSnapshotTooLarge):
 			result = LoadTooLarge
+		case errors.Is(err, ErrSnapshotUntrusted):
+			result = LoadUntrusted
 		}
 		s.lg.Warn("snapshot not loaded; starting empty", zap.String("path", s.path), zap.String("result", string(result)), zap.Error(err))
 		return result, RestoreResult{}

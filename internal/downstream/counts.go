@@ -2,6 +2,8 @@ package downstream
 
 import (
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -15,7 +17,8 @@ type ClientCounts struct {
 	Streams map[string]int64 `json:"streams"`
 	Total   int64            `json:"total"`
 	// ByType: streams that have requested each type (xdstype.Label: the
-	// type URL without type.googleapis.com/, or "other"), by variant;
+	// type URL without type.googleapis.com/ for served and listed types,
+	// or "other"), by variant;
 	// types no open stream requested are left out.
 	ByType []TypeCount `json:"by_type"`
 }
@@ -44,6 +47,10 @@ type clientCounts struct {
 	// types[variantIndex][i] counts the streams that requested the type
 	// labelled typeLabels[i].
 	types [2][]atomic.Int64
+	// listed counts the types an operator listed beyond the served ones
+	// (xdstype.List): label → *[2]atomic.Int64 by variantIndex. Bounded
+	// by the configuration, as their labels are.
+	listed sync.Map
 }
 
 func newClientCounts() *clientCounts {
@@ -61,18 +68,16 @@ func variantIndex(variant string) int {
 	return 0
 }
 
-func labelIndex(typeURL string) int {
-	i := slices.Index(typeLabels, xdstype.Label(typeURL))
-	if i < 0 {
-		return len(typeLabels) - 1
-	}
-	return i
-}
-
 func (c *clientCounts) stream(variant string, d int64) { c.streams[variantIndex(variant)].Add(d) }
 
-func (c *clientCounts) typ(variant, typeURL string, d int64) {
-	c.types[variantIndex(variant)][labelIndex(typeURL)].Add(d)
+// typ counts d streams of variant that requested a type labelled l.
+func (c *clientCounts) typ(variant, l string, d int64) {
+	if i := slices.Index(typeLabels, l); i >= 0 {
+		c.types[variantIndex(variant)][i].Add(d)
+		return
+	}
+	v, _ := c.listed.LoadOrStore(l, new([2]atomic.Int64))
+	v.(*[2]atomic.Int64)[variantIndex(variant)].Add(d)
 }
 
 func (c *clientCounts) read() ClientCounts {
@@ -84,6 +89,21 @@ func (c *clientCounts) read() ClientCounts {
 			out.ByType = append(out.ByType, tc)
 		}
 	}
+	var listed []TypeCount
+	c.listed.Range(func(l, v any) bool {
+		n := v.(*[2]atomic.Int64)
+		if tc := (TypeCount{Type: l.(string), SotW: n[0].Load(), Delta: n[1].Load()}); tc.SotW != 0 || tc.Delta != 0 {
+			listed = append(listed, tc)
+		}
+		return true
+	})
+	slices.SortFunc(listed, func(a, b TypeCount) int { return strings.Compare(a.Type, b.Type) })
+	// Before "other", the last row.
+	at := len(out.ByType)
+	if at > 0 && out.ByType[at-1].Type == xdstype.OtherLabel {
+		at--
+	}
+	out.ByType = slices.Insert(out.ByType, at, listed...)
 	return out
 }
 
@@ -94,12 +114,12 @@ func (s *Server) ClientCounts() ClientCounts { return s.counts.read() }
 // when its handler has returned (no request adds a type after that).
 func (ss *session) countTypesDone() {
 	ss.mu.Lock()
-	types := make([]string, 0, len(ss.types))
-	for t := range ss.types {
-		types = append(types, t)
+	labels := make([]string, 0, len(ss.types))
+	for _, ts := range ss.types {
+		labels = append(labels, ts.label)
 	}
 	ss.mu.Unlock()
-	for _, t := range types {
-		ss.srv.counts.typ(ss.variant, t, -1)
+	for _, l := range labels {
+		ss.srv.counts.typ(ss.variant, l, -1)
 	}
 }

@@ -25,6 +25,12 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	if err := ss.checkInitialVersions(req.GetInitialResourceVersions()); err != nil {
 		return err
 	}
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators_subscribe", len(req.GetResourceLocatorsSubscribe())); err != nil {
+		return err
+	}
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators_unsubscribe", len(req.GetResourceLocatorsUnsubscribe())); err != nil {
+		return err
+	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
@@ -116,6 +122,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 			Resources:        resources,
 			RemovedResources: d.removed,
 			Nonce:            nonce,
+			ControlPlane:     ss.srv.controlPlane,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources) + len(d.removed),

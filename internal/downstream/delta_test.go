@@ -226,7 +226,7 @@ func TestDeltaTTLAndHeartbeat(t *testing.T) {
 	r.TTL = durationpb.New(30e9)
 	e.cache.set(key(edsType, n), r)
 	c := e.delta()
-	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: ttlNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
 	got := c.Recv()
 	checkDelta(t, deltaResp(edsType, nil, dres(n, r)), got)
 	c.Send(ack(edsType, got))

@@ -234,6 +234,11 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 		return
 	}
 	heartbeat := heartbeatOnly(h, ok, r) && !force
+	if heartbeat && !d.ts.ttl {
+		// A TTL refresh, for a client that takes no TTL: nothing to send.
+		d.ts.sent[name] = held{res: r, version: r.Version}
+		return
+	}
 	if r.Body == nil && !heartbeat {
 		return // nothing to send
 	}

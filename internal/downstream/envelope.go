@@ -48,11 +48,12 @@ func newWrapperCache() *lru.Cache[wrapperKey, *anypb.Any] {
 }
 
 // sotwEnvelope returns what goes in DiscoveryResponse.resources for r: its
-// shared Any as is, or, when r has a TTL, the Resource wrapper (heartbeat:
-// without the body), marshalled once for every client (wrappers may be
-// nil: no sharing). Nil when there is nothing to send.
-func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat bool) *anypb.Any {
-	if r.TTL == nil && !heartbeat {
+// shared Any as is, or, when r has a TTL and the client takes TTLs (ttl:
+// features.go), the Resource wrapper (heartbeat: without the body),
+// marshalled once for every client (wrappers may be nil: no sharing). Nil
+// when there is nothing to send.
+func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat, ttl bool) *anypb.Any {
+	if (r.TTL == nil || !ttl) && !heartbeat {
 		return r.Body
 	}
 	k := wrapperKey{res: r, name: name, heartbeat: heartbeat}

@@ -27,6 +27,9 @@ var (
 	ErrMissingType = errors.New("type_url is empty")
 	// ErrWrongType: a request on a per-type stream for another type.
 	ErrWrongType = errors.New("type_url is not the stream's type")
+	// ErrDynamicParameters: a request names resources by ResourceLocator
+	// (dynamic parameters, xRFC TP2), which the relay does not serve.
+	ErrDynamicParameters = errors.New("resource locators (dynamic parameters) are not supported")
 	// ErrAccessDenied: the client's identity matches no access rule of
 	// the authority and type it asked for (PermissionDenied, HTTP 403).
 	ErrAccessDenied = errors.New("permission denied by access rules")

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -55,6 +56,9 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if err := s.checkNames("resource_names", typeURL, names); err != nil {
 		return nil, err
 	}
+	if err := s.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
+		return nil, err
+	}
 	if len(names) == 0 {
 		names = []string{cache.Wildcard}
 	}
@@ -94,9 +98,12 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(typeURL, items, fa)
+		resp, pending := s.fetchResponse(typeURL, items, fa, supportsTTL(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
+			if len(resp.GetResources()) == 0 && s.allAbsent(items) {
+				return nil, status.Errorf(codes.NotFound, "%s: the origin says %s does not exist", typeURL, namesOf(items))
+			}
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
 			s.m.responseResource.WithLabelValues(typeLabel(typeURL)).Add(float64(len(resp.GetResources())))
 			return resp, nil
@@ -118,11 +125,61 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			if current {
 				return nil, fmt.Errorf("%w: version %s of %s", ErrNotModified, resp.GetVersionInfo(), typeURL)
 			}
+			if len(resp.GetResources()) == 0 {
+				if err := s.unserved(items); err != nil {
+					return nil, status.Errorf(codes.Unavailable, "%s: nothing known after %v: %v", typeURL, s.fetchWait, err)
+				}
+			}
 			// Answer with what is known; the rest is still pending.
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
 			return resp, nil
 		}
 	}
+}
+
+// allAbsent: every item is a name (no collection) the origin said does
+// not exist.
+func (s *Server) allAbsent(items []fetchItem) bool {
+	for _, it := range items {
+		if it.res.Collection {
+			return false
+		}
+		if _, st := s.cache.Get(it.res.Key); st != cache.StateAbsent {
+			return false
+		}
+	}
+	return len(items) > 0
+}
+
+// unserved returns why no origin answers for the stream of a still
+// pending item (OriginState); nil when one does or none is known.
+func (s *Server) unserved(items []fetchItem) error {
+	if s.originState == nil {
+		return nil
+	}
+	for _, it := range items {
+		if err := s.originState(it.res.Key.Stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namesOf lists items' names for a message, the first few only.
+func namesOf(items []fetchItem) string {
+	const most = 5
+	var b strings.Builder
+	for i, it := range items {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(items)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteShort(it.name))
+	}
+	return b.String()
 }
 
 // fetchItem is one name a fetch asked for, resolved.
@@ -131,11 +188,12 @@ type fetchItem struct {
 	res  Resolution
 }
 
-// fetchResponse builds a fetch's response from what the cache holds now;
-// pending reports that some of it is not known yet. Its version_info (and
+// fetchResponse builds a fetch's response from what the cache holds now
+// (ttl: the client takes TTLs, features.go); pending reports that some of
+// it is not known yet. Its version_info (and
 // nonce) is a hash of the names and versions it lists.
 // Members fa does not let the client receive are left out.
-func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAccess) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAccess, ttl bool) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	type entry struct {
 		name string
 		r    *cache.Resource
@@ -171,10 +229,10 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAcces
 	resources := make([]*anypb.Any, 0, len(entries))
 	for _, e := range entries {
 		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-		if a := sotwEnvelope(s.wrappers, e.name, e.r, false); a != nil {
+		if a := sotwEnvelope(s.wrappers, e.name, e.r, false, ttl); a != nil {
 			resources = append(resources, a)
 		}
 	}
 	v := strconv.FormatUint(h.Sum64(), 16)
-	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v}, pending
+	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v, ControlPlane: s.controlPlane}, pending
 }

@@ -1,6 +1,10 @@
 package downstream
 
-import resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+import (
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
 
 // fullStateTypes are the types whose SotW responses carry every resource
 // the client subscribed to (spec: "Grouping Resources into Responses";
@@ -13,12 +17,12 @@ var fullStateTypes = map[string]bool{
 
 // typeOrder sequences responses built on one wake-up "make before break"
 // (spec: "Eventual consistency considerations"): clusters, endpoints,
-// listeners, routes, then the rest.
+// listeners, routes, then the rest. LEDS endpoints go with endpoints.
 func typeOrder(typeURL string) int {
 	switch typeURL {
 	case resourcev3.ClusterType:
 		return 0
-	case resourcev3.EndpointType:
+	case resourcev3.EndpointType, xdstype.LbEndpointType:
 		return 1
 	case resourcev3.ListenerType:
 		return 2

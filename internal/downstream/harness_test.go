@@ -29,6 +29,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -187,6 +188,9 @@ func (e *env) delta() *deltaStreamC { return xdstest.DeltaADS(e.t, e.conn) }
 func (e *env) sotw() *sotwStreamC { return xdstest.SotWADS(e.t, e.conn) }
 
 var testNode = &corev3.Node{Id: "node-1", Cluster: "c1"}
+
+// ttlNode advertises TTL support (features.go), as Envoy does.
+var ttlNode = &corev3.Node{Id: "node-ttl", Cluster: "c1", ClientFeatures: []string{xdstype.FeatureResourceTTL}}
 
 // checkNacks asserts the NACK counter and that exactly one client shows
 // lastNack for typeURL in /debug/clients.

@@ -60,7 +60,9 @@ func NewResolver(authorities []string, rules Matcher) *NameResolver {
 // authority to the type URLs it carries (config authorities[].types); an
 // authority not in it carries every served type (xdstype.Served). A name
 // of another type is answered as not existing (ErrTypeNotCarried) and
-// never reaches an origin. Call before serving.
+// never reaches an origin. A listed type need not be served (an
+// operator's own or a newer type): it is carried over ADS like a served
+// one, and labelled by its own name (xdstype.List). Call before serving.
 func (r *NameResolver) CarryTypes(types map[string][]string) *NameResolver {
 	r.types = make(map[string]map[string]bool, len(types))
 	for a, ts := range types {
@@ -69,6 +71,7 @@ func (r *NameResolver) CarryTypes(types map[string][]string) *NameResolver {
 			set[t] = true
 		}
 		r.types[a] = set
+		xdstype.List(ts...)
 	}
 	return r
 }

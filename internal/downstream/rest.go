@@ -91,6 +91,8 @@ func httpCode(c codes.Code) int {
 		return http.StatusForbidden
 	case codes.InvalidArgument:
 		return http.StatusBadRequest
+	case codes.NotFound:
+		return http.StatusNotFound
 	case codes.FailedPrecondition:
 		return http.StatusPreconditionFailed
 	case codes.Canceled, codes.DeadlineExceeded:

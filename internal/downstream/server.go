@@ -39,10 +39,16 @@ type Options struct {
 	// Required: the config (downstream.send_timeout) holds its default.
 	SendTimeout time.Duration
 	// FetchWait bounds how long a unary Fetch or REST poll waits for
-	// resources the relay has not received yet. Default DefaultFetchWait.
+	// resources the relay has not received yet (config
+	// downstream.fetch_wait). Default DefaultFetchWait.
 	FetchWait time.Duration
-	Logger    *zap.Logger
-	Registry  prometheus.Registerer
+	// OriginState says why no origin answers for a cache stream (nil: one
+	// does, or nothing is known yet); a Fetch or REST poll that found
+	// nothing by FetchWait fails with it (Unavailable, HTTP 503) rather
+	// than answering an empty list. nil: never.
+	OriginState func(cache.StreamID) error
+	Logger      *zap.Logger
+	Registry    prometheus.Registerer
 	// Limits bound what clients can make the Server hold. Required.
 	Limits Limits
 	// SharedEncoding: the grpc.Server the Server is registered on was
@@ -53,14 +59,18 @@ type Options struct {
 	// Access decides who may subscribe to what (access.go); nil: every
 	// client may subscribe to everything. SetAccess replaces it.
 	Access *access.Policy
+	// ControlPlaneID is set as control_plane.identifier on every response
+	// (config control_plane_id). Default "": none.
+	ControlPlaneID string
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
 // discovery service (register it with Register) and REST-JSON polling
 // (RESTHandler). One Server serves any number of streams.
 type Server struct {
-	cache     Cache         // read-only after New
-	fetchWait time.Duration // read-only after New
+	cache       Cache                      // read-only after New
+	fetchWait   time.Duration              // read-only after New
+	originState func(cache.StreamID) error // Options.OriginState; read-only after New
 	// resolverNow, limitsNow and sendTimeoutNs change at run time (a
 	// config reload, reload.go); each read takes the current value.
 	resolverNow   atomic.Pointer[resolverBox]
@@ -94,6 +104,10 @@ type Server struct {
 	// the latest client NACKs (nacks.go). Both safe for concurrent use.
 	counts *clientCounts
 	nacks  nackRing
+	// controlPlane is every response's control_plane (nil: none): one
+	// message for every client, only ever read (marshalled), never
+	// changed. read-only after New
+	controlPlane *corev3.ControlPlane
 }
 
 // New returns a Server.
@@ -117,16 +131,20 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = zap.NewNop()
 	}
 	s := &Server{
-		cache:     opts.Cache,
-		fetchWait: opts.FetchWait,
-		lg:        opts.Logger.Named("downstream"),
-		m:         newMetrics(opts.Registry),
-		sessions:  make(map[uint64]*session),
-		wrappers:  newWrapperCache(),
-		names:     newNameTable(),
-		counts:    newClientCounts(),
+		cache:       opts.Cache,
+		fetchWait:   opts.FetchWait,
+		originState: opts.OriginState,
+		lg:          opts.Logger.Named("downstream"),
+		m:           newMetrics(opts.Registry),
+		sessions:    make(map[uint64]*session),
+		wrappers:    newWrapperCache(),
+		names:       newNameTable(),
+		counts:      newClientCounts(),
 
 		sharedEncoding: opts.SharedEncoding,
+	}
+	if opts.ControlPlaneID != "" {
+		s.controlPlane = &corev3.ControlPlane{Identifier: opts.ControlPlaneID}
 	}
 	s.resolverNow.Store(&resolverBox{opts.Resolver})
 	lim := opts.Limits

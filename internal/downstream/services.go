@@ -14,6 +14,8 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 type (
@@ -30,6 +32,7 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	routev3.RegisterVirtualHostDiscoveryServiceServer(r, s)
 	clusterv3.RegisterClusterDiscoveryServiceServer(r, s)
 	endpointv3.RegisterEndpointDiscoveryServiceServer(r, s)
+	endpointv3.RegisterLocalityEndpointDiscoveryServiceServer(r, s)
 	secretv3.RegisterSecretDiscoveryServiceServer(r, s)
 	runtimev3.RegisterRuntimeDiscoveryServiceServer(r, s)
 	extensionv3.RegisterExtensionConfigDiscoveryServiceServer(r, s)
@@ -122,6 +125,11 @@ func (s *Server) DeltaEndpoints(st deltaStream) error {
 }
 func (s *Server) FetchEndpoints(ctx context.Context, req *discoveryv3.DiscoveryRequest) (*discoveryv3.DiscoveryResponse, error) {
 	return s.fetchRPC(ctx, req, resourcev3.EndpointType)
+}
+
+// LEDS is delta only: its clients subscribe to glob collections.
+func (s *Server) DeltaLocalityEndpoints(st deltaStream) error {
+	return s.serveDelta(st, xdstype.LbEndpointType)
 }
 
 func (s *Server) StreamSecrets(st sotwStream) error { return s.serveSotW(st, resourcev3.SecretType) }

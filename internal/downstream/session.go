@@ -41,6 +41,9 @@ type session struct {
 
 	mu   sync.Mutex
 	node *corev3.Node // guarded by mu; from the first request
+	// ttl: the node advertised TTL support (features.go); guarded
+	// by mu, copied into each typeState.
+	ttl bool
 	// logFields are the session's log context (variant, peer, node id and
 	// cluster, groups); lg is the logger carrying them, built on first use
 	// (most sessions never log: a logger per session would cost a buffer
@@ -230,6 +233,10 @@ func (ss *session) setNode(n *corev3.Node) {
 		return
 	}
 	ss.node = n
+	ss.ttl = supportsTTL(n)
+	for _, ts := range ss.types {
+		ts.ttl = ss.ttl
+	}
 	ss.forgetDecisionsLocked()
 	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
 }
@@ -241,8 +248,9 @@ func (ss *session) typeLocked(typeURL string) *typeState {
 	ts, ok := ss.types[typeURL]
 	if !ok {
 		ts = newTypeState(typeURL)
+		ts.ttl = ss.ttl
 		ss.types[typeURL] = ts
-		ss.srv.counts.typ(ss.variant, typeURL, 1)
+		ss.srv.counts.typ(ss.variant, ts.label, 1)
 	}
 	return ts
 }

@@ -22,8 +22,12 @@ import (
 // already holds a revision, several changes pending) takes the general
 // path (collectLocked, then the variant's response builder).
 
-// sharedKey names a change's shared encoding for one variant in its Memo.
-type sharedKey struct{ variant string }
+// sharedKey names a change's shared encoding in its Memo: one per variant
+// and, for SotW, whether the clients take TTLs (the TTL wrapper or not).
+type sharedKey struct {
+	variant string
+	ttl     bool
+}
 
 // sharedLocked builds this session's response from the shared encoding of
 // its one pending origin change, when that is exactly what it has to send;
@@ -57,7 +61,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 			return outMsg{}, nil, false // holds these bytes: a TTL change or nothing
 		}
 	}
-	shared := ss.srv.sharedResources(cs, ss.variant)
+	shared := ss.srv.sharedResources(cs, ss.variant, ts.ttl)
 	if shared == nil {
 		return outMsg{}, nil, false
 	}
@@ -117,11 +121,15 @@ func appendString(b []byte, n protowire.Number, v string) []byte {
 }
 
 // sharedResources returns the encoding of a change's revisions as the
-// resources of a response of variant, under their canonical names: built
-// once per change and variant, then shared by every client. nil when it
-// cannot be built.
-func (s *Server) sharedResources(cs *cache.ChangeSet, variant string) []byte {
-	b, _ := cs.Memo(sharedKey{variant: variant}, func() any {
+// resources of a response of variant, under their canonical names, with
+// the control_plane every response carries: built
+// once per change and variant (SotW: and ttl), then shared by every
+// client. nil when it cannot be built.
+func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, ttl bool) []byte {
+	if variant == variantDelta {
+		ttl = false // the delta envelope is the same either way
+	}
+	b, _ := cs.Memo(sharedKey{variant: variant, ttl: ttl}, func() any {
 		revs := cs.Revisions()
 		var msg proto.Message
 		if variant == variantDelta {
@@ -129,17 +137,17 @@ func (s *Server) sharedResources(cs *cache.ChangeSet, variant string) []byte {
 			for _, r := range revs {
 				rs = append(rs, deltaEnvelope(r.Key.Name, r.Res, false))
 			}
-			msg = &discoveryv3.DeltaDiscoveryResponse{Resources: rs}
+			msg = &discoveryv3.DeltaDiscoveryResponse{Resources: rs, ControlPlane: s.controlPlane}
 		} else {
 			rs := make([]*anypb.Any, 0, len(revs))
 			for _, r := range revs {
-				a := sotwEnvelope(s.wrappers, r.Key.Name, r.Res, false)
+				a := sotwEnvelope(s.wrappers, r.Key.Name, r.Res, false, ttl)
 				if a == nil {
 					return []byte(nil)
 				}
 				rs = append(rs, a)
 			}
-			msg = &discoveryv3.DiscoveryResponse{Resources: rs}
+			msg = &discoveryv3.DiscoveryResponse{Resources: rs, ControlPlane: s.controlPlane}
 		}
 		b, err := proto.Marshal(msg)
 		if err != nil {

@@ -22,6 +22,9 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	if err := ss.srv.checkNames("resource_names", typeURL, names); err != nil {
 		return err
 	}
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
+		return err
+	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
@@ -112,7 +115,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		}
 		resources = make([]*anypb.Any, 0, len(d.updates))
 		for _, u := range d.updates {
-			if a := sotwEnvelope(ss.srv.wrappers, u.name, u.res, u.heartbeat); a != nil {
+			if a := sotwEnvelope(ss.srv.wrappers, u.name, u.res, u.heartbeat, ts.ttl); a != nil {
 				resources = append(resources, a)
 			}
 		}
@@ -122,10 +125,11 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts.lastNonce = nonce
 	return outMsg{
 		msg: &discoveryv3.DiscoveryResponse{
-			VersionInfo: strconv.FormatUint(ts.version, 10),
-			Resources:   resources,
-			TypeUrl:     ts.typeURL,
-			Nonce:       nonce,
+			VersionInfo:  strconv.FormatUint(ts.version, 10),
+			Resources:    resources,
+			TypeUrl:      ts.typeURL,
+			Nonce:        nonce,
+			ControlPlane: ss.srv.controlPlane,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources),
@@ -153,7 +157,7 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) []*anypb.Any
 	sort.Strings(names)
 	resources := make([]*anypb.Any, 0, len(names))
 	for _, n := range names {
-		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n]); a != nil {
+		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n], ts.ttl); a != nil {
 			resources = append(resources, a)
 		}
 	}

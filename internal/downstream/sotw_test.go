@@ -139,7 +139,7 @@ func TestSotWTTLAndHeartbeat(t *testing.T) {
 	r.TTL = durationpb.New(30e9)
 	e.cache.set(key(edsType, n), r)
 	c := e.sotw()
-	c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{n}})
+	c.Send(&discoveryv3.DiscoveryRequest{Node: ttlNode, TypeUrl: edsType, ResourceNames: []string{n}})
 	got := c.Recv()
 	v := cache.ContentVersion(r.Body)
 	checkSotW(t, sotwResp(edsType, "1", wrap(t, &discoveryv3.Resource{Name: n, Version: v, Ttl: r.TTL, Resource: r.Body})), got)

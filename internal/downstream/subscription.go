@@ -58,6 +58,13 @@ type typeState struct {
 	// initial_resource_versions apply).
 	started bool
 
+	// label: the type's label when the session took it up, under which
+	// ClientCounts counts it until the session ends (a reload that lists
+	// the type changes its label, not what this session counted).
+	label string
+	// ttl: the client takes TTLs and heartbeats (features.go).
+	ttl bool
+
 	// SotW / delta bookkeeping.
 	lastNonce  string // nonce of the latest response of this type
 	version    uint64 // SotW version_info counter
@@ -69,6 +76,7 @@ type typeState struct {
 func newTypeState(typeURL string) *typeState {
 	return &typeState{
 		typeURL: typeURL,
+		label:   typeLabel(typeURL),
 		subs:    make(map[string]*sub),
 		colls:   make(map[string]*sub),
 		byKey:   make(map[cache.Key][]string),

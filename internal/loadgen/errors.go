@@ -4,3 +4,7 @@ import "errors"
 
 // ErrConfig is wrapped by every problem Config.Validate reports.
 var ErrConfig = errors.New("loadgen: invalid config")
+
+// ErrNotSynced: when the fleet stopped, some clients did not hold every
+// name they subscribed to (Status.SyncError).
+var ErrNotSynced = errors.New("loadgen: clients did not sync")

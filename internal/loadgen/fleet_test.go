@@ -170,6 +170,9 @@ func TestFleetSmoke(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("summary (-want +got):\n%s\nlast error: %s", diff, s.LastError)
 			}
+			if err := s.SyncError(); err != nil {
+				t.Errorf("SyncError of a synced fleet: %v", err)
+			}
 		})
 	}
 }

@@ -35,6 +35,24 @@ type Status struct {
 	LastError       string  `json:"last_error,omitempty"`
 }
 
+// SyncError is nil when every client holds every name it subscribed to
+// (in the current generation: after a reconnect storm, again); otherwise
+// it wraps ErrNotSynced, saying how many did not and the last stream
+// error. A run that ends with it measured nothing worth reporting.
+func (s Status) SyncError() error {
+	if s.Synced >= int64(s.Clients) {
+		return nil
+	}
+	what := fmt.Sprintf("%d of %d clients synced", s.Synced, s.Clients)
+	if s.InitialSyncS == 0 {
+		what += ", and the fleet never did"
+	}
+	if s.LastError != "" {
+		what += "; last stream error: " + s.LastError
+	}
+	return fmt.Errorf("%w: %s (a client is synced once it holds every name it subscribed to)", ErrNotSynced, what)
+}
+
 // Summary is the fleet's result: Status plus what the fleet measured.
 type Summary struct {
 	Status

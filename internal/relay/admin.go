@@ -31,15 +31,19 @@ type admin struct {
 	lg    *zap.Logger        // read-only after newAdmin
 	ready func() error       // read-only after newAdmin; nil error = ready
 	index *template.Template // read-only after newAdmin
+	guard *adminGuard        // read-only after newAdmin
 }
 
-func newAdmin(reg *prometheus.Registry, m *metrics, lg *zap.Logger, ready func() error) *admin {
+// newAdmin: allowedHosts returns the running config's admin_allowed_hosts
+// (adminguard.go).
+func newAdmin(reg *prometheus.Registry, m *metrics, lg *zap.Logger, ready func() error, allowedHosts func() []string) *admin {
 	a := &admin{
 		mux:   http.NewServeMux(),
 		m:     m,
 		lg:    lg,
 		ready: ready,
 		index: template.Must(template.New("index").Parse(indexHTML)),
+		guard: newAdminGuard(allowedHosts),
 	}
 	a.handle("/metrics", "Prometheus metrics", promhttp.InstrumentMetricHandler(reg,
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(lg), Registry: reg})))
@@ -49,15 +53,16 @@ func newAdmin(reg *prometheus.Registry, m *metrics, lg *zap.Logger, ready func()
 	return a
 }
 
-// handle routes pattern (an http.ServeMux pattern) to h, counting requests.
-// A non-empty description lists the endpoint on /debug/.
+// handle routes pattern (an http.ServeMux pattern) to h, behind the Host
+// and cross-origin checks (adminguard.go), counting requests (refused ones
+// too, as 403). A non-empty description lists the endpoint on /debug/.
 func (a *admin) handle(pattern, description string, h http.Handler) {
 	label := strings.TrimPrefix(pattern, "/")
 	if label == "" {
 		label = "root"
 	}
 	a.mux.Handle(pattern, promhttp.InstrumentHandlerCounter(
-		a.m.adminRequests.MustCurryWith(prometheus.Labels{"handler": label}), h))
+		a.m.adminRequests.MustCurryWith(prometheus.Labels{"handler": label}), a.guard.wrap(h)))
 	if description != "" {
 		a.pages = append(a.pages, adminPage{Path: pattern, Description: description})
 	}

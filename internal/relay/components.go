@@ -75,12 +75,15 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Cache:       c,
 		Resolver:    res,
 		SendTimeout: cfg.Downstream.SendTimeout,
+		FetchWait:   cfg.Downstream.FetchWait,
+		OriginState: up.OriginState,
 		Logger:      lg,
 		Registry:    reg,
 		// serverOptions installs downstream.Codec.
 		SharedEncoding: true,
 		Access:         pol,
 		Limits:         downstreamLimits(cfg),
+		ControlPlaneID: cfg.ControlPlaneIdentifier(),
 	})
 	if err != nil {
 		return err

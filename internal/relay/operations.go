@@ -59,7 +59,7 @@ func (r *Relay) serveLogLevel(w http.ResponseWriter, req *http.Request) {
 	case http.MethodGet, http.MethodHead:
 		fmt.Fprintln(w, r.level.Level())
 		return
-	case http.MethodPut, http.MethodPost:
+	case http.MethodPut:
 	default:
 		w.Header().Set("Allow", "GET, PUT")
 		http.Error(w, "use GET or PUT", http.StatusMethodNotAllowed)

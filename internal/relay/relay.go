@@ -107,7 +107,7 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
 	r.draining, r.drain = context.WithCancel(context.Background())
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
-	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness)
+	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness, func() []string { return r.config().AdminAllowedHosts })
 	if cfg.AdminPprof {
 		r.admin.pprof()
 	}
@@ -141,6 +141,12 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	if err := r.buildREST(lg.Named("rest")); err != nil {
+		r.runStops()
+		r.drain()
+		r.grpc.Stop()
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	if err := r.watchConfig(cfg, lg); err != nil {
 		r.runStops()
 		r.drain()
 		r.grpc.Stop()

@@ -233,7 +233,7 @@ func TestReadyz(t *testing.T) {
 	r.readyCheck(func() error { return checkErr })
 	readyz := func() (int, string) {
 		rec := httptest.NewRecorder()
-		r.admin.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		r.admin.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/readyz", nil))
 		return rec.Code, rec.Body.String()
 	}
 	steps := []struct {

@@ -23,6 +23,8 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 	// Read when Close begins.
 	r.onReload(func(_, _ *config.Config) error { return nil },
 		"shutdown_grace_period", "downstream.drain_delay", "downstream.drain_waves", "downstream.drain_duration")
+	// Read by the admin listener's Host check on each request.
+	r.onReload(func(_, _ *config.Config) error { return nil }, "admin_allowed_hosts")
 	r.onReload(r.reloadLogLevel, "log.level")
 	r.onReload(func(old, next *config.Config) error {
 		c.SetBounds(next.Cache.MaxResources, int64(next.Cache.MaxBytes))

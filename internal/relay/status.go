@@ -50,8 +50,14 @@ type AuthorityStatus struct {
 	States map[string]int `json:"states"`
 	// InUse: the origins its links use now.
 	InUse []string `json:"in_use"`
-	// LastError: the latest error of a link (the xdstp link's first).
-	LastError string `json:"last_error,omitempty"`
+	// LastError: the error of a link that has not recovered (the xdstp
+	// link's first), and LastErrorAt when it happened; both clear once its
+	// origin answers again.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// OriginChecks: what is known of each origin (resolve, connect) besides
+	// its links; a failed one shows even before any client came.
+	OriginChecks []upstream.OriginCheck `json:"origin_checks"`
 	// LastResponseAgeS: the newest response of any of its links, seconds
 	// ago; absent when none came yet.
 	LastResponseAgeS *float64 `json:"last_response_age_s,omitempty"`
@@ -89,8 +95,12 @@ func (s *statusSources) status() Status {
 	links := s.up.Status()
 	byName := make(map[string]*AuthorityStatus, len(cfg.Authorities))
 	for _, a := range cfg.Authorities {
+		checks := s.up.OriginChecks(a.Name)
+		if checks == nil {
+			checks = []upstream.OriginCheck{}
+		}
 		st.Authorities = append(st.Authorities, AuthorityStatus{Name: a.Name, Origins: a.Origins, Transport: a.Transport,
-			States: map[string]int{}, InUse: []string{}, Subscriptions: map[string]int{}})
+			States: map[string]int{}, InUse: []string{}, Subscriptions: map[string]int{}, OriginChecks: checks})
 	}
 	for i := range st.Authorities {
 		byName[st.Authorities[i].Name] = &st.Authorities[i]
@@ -106,7 +116,7 @@ func (s *statusSources) status() Status {
 			a.InUse = append(a.InUse, l.Origin)
 		}
 		if a.LastError == "" {
-			a.LastError = l.LastError
+			a.LastError, a.LastErrorAt = l.LastError, l.LastErrorAt
 		}
 		if l.LastResponseAgeS != nil && (a.LastResponseAgeS == nil || *l.LastResponseAgeS < *a.LastResponseAgeS) {
 			age := *l.LastResponseAgeS

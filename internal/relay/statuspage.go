@@ -42,6 +42,8 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 	"typeCounts": func(m map[string]int) string { return formatCounts(m, true) },
 	"short":      shortType,
 	"age":        formatAge,
+	"errAt":      formatErrAt,
+	"authErrors": formatAuthorityErrors,
 	"uptime":     func(s float64) string { return time.Duration(s * float64(time.Second)).Truncate(time.Second).String() },
 	"clock":      func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"bytes":      formatBytes,
@@ -152,6 +154,36 @@ func formatCounts(m map[string]int, shorten bool) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, out[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// formatErrAt is an error with the time it happened (status.js: errAt).
+func formatErrAt(err string, at *time.Time) string {
+	if err == "" || at == nil {
+		return err
+	}
+	return at.UTC().Format("15:04:05") + " UTC: " + err
+}
+
+// formatAuthorityErrors is an authority's link error and its failed
+// origin checks, with their times (status.js: authErrors).
+func formatAuthorityErrors(a AuthorityStatus) string {
+	var out []string
+	if a.LastError != "" {
+		out = append(out, formatErrAt(a.LastError, a.LastErrorAt))
+	}
+	for _, c := range a.OriginChecks {
+		if c.State == "failed" {
+			out = append(out, formatErrAt("origin "+c.Origin+": "+c.Error, c.At))
+		}
+		for _, p := range c.FileProblems {
+			at, where := p.At, "origin "+c.Origin+": "
+			if p.File != "" {
+				where += p.File + ": "
+			}
+			out = append(out, formatErrAt(where+p.Error, &at))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func formatAge(s *float64) string {

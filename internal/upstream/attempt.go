@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 )
@@ -40,18 +41,22 @@ type attemptOps[Resp any] struct {
 	handle func(*Resp) error
 	// probe, when the origin has not answered within response_timeout,
 	// sends a request it must answer if its silence may be that of an
-	// origin with nothing new (probe.go); false: nothing to probe, the
-	// origin is stalled. nil: never.
+	// origin with nothing new (probe.go); false: nothing to probe on the
+	// stream, the liveness probe decides. nil: never.
 	probe func() (bool, error)
 }
 
+// wildcardRequest builds a transport's first request subscribing the
+// wildcard of one type, as node (the liveness probe, probe.go).
+type wildcardRequest[Req any] func(node *corev3.Node, typeURL string) *Req
+
 // runAttempt dials origin, opens one stream of transport on it (ADS, or
-// per-type streams seen as one: pertype.go) and serves
-// it with the ops newOps builds for that stream, until the stream fails or
-// ctx ends. healthy says at least one response arrived. While the stream is
-// open it counts in xds_relay_upstream_streams.
+// per-type streams seen as one: pertype.go) and serves it with the ops
+// newOps builds for that stream, until the stream fails or ctx ends.
+// healthy says at least one response arrived. While the stream is open it
+// counts in xds_relay_upstream_streams.
 func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open streamOpener[Req, Resp],
-	newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
+	wildcard wildcardRequest[Req], newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
 	conn, release, err := l.mgr.conns.get(origin, l.auth.creds)
 	if err != nil {
 		return false, fmt.Errorf("upstream %s: dial %s: %w", l.id.Authority, origin, err)
@@ -73,15 +78,22 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 
 	recv, errc, wait := recvLoop(actx, ads.Recv)
 	defer wait()
-	defer cancel() // ends the stream, hence the receiver, before waiting
+	var probes sync.WaitGroup // the liveness probe (probe.go)
+	defer probes.Wait()
+	defer cancel() // ends the streams, hence the receiver and the probe, before waiting
 
 	// Origin liveness: once the attempt has asked the origin for anything,
-	// its first response must come within ResponseTimeout; an origin that
-	// accepts the stream and never answers is failed over, not waited on.
+	// its first response must come within ResponseTimeout. Silence is not
+	// yet a stall: the origin may not have the names asked for (an origin
+	// need not answer those). So it is probed once (probe.go): on the
+	// stream when it was told every version, else with a wildcard on a
+	// stream of its own. An origin that answers neither within another
+	// ResponseTimeout is failed over, not waited on.
 	sends := &countingSender[Req, Resp]{BidiStreamingClient: ads}
 	var timer *time.Timer
 	var deadline <-chan time.Time
-	probed := false // the silence was probed once (ops.probe)
+	probed := false        // the silence was probed once
+	var alive <-chan error // the liveness probe's result (probe.go)
 	arm := func() {
 		if timer == nil && !healthy && sends.n > 0 {
 			timer = time.NewTimer(l.mgr.responseTimeout)
@@ -106,26 +118,46 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 		case err := <-errc:
 			return healthy, fmt.Errorf("upstream %s: %s stream to %s: %w", l.id.Authority, transport, origin, err)
 		case <-deadline:
-			if !probed && ops.probe != nil {
+			if !probed {
 				probed = true
-				ok, err := ops.probe()
-				if err != nil {
-					return false, err
+				ok := false
+				if ops.probe != nil {
+					if ok, err = ops.probe(); err != nil {
+						return false, err
+					}
 				}
-				if ok {
+				if !ok {
+					alive = startLiveness(actx, l, conn, open, wildcard, &probes)
+				}
+				if ok || alive != nil {
 					timer = time.NewTimer(l.mgr.responseTimeout)
 					deadline = timer.C
 					continue
 				}
 			}
 			l.mgr.metrics.responseTimeouts.WithLabelValues(l.id.Authority).Inc()
-			return false, fmt.Errorf("upstream %s: %s stream to %s: %w (%v)", l.id.Authority, transport, origin, ErrNoResponse, l.mgr.responseTimeout)
+			return false, fmt.Errorf("upstream %s: %s stream to %s: %w (%v, nor to a liveness probe)", l.id.Authority, transport, origin, ErrNoResponse, l.mgr.responseTimeout)
+		case err := <-alive:
+			alive = nil
+			if err != nil {
+				return false, fmt.Errorf("upstream %s: liveness probe on %s: %w", l.id.Authority, origin, err)
+			}
+			// The origin answers: it is alive, and silent only about the
+			// names asked for (it may not have them). No failover.
+			healthy, deadline = true, nil
+			l.mgr.checks.set(l.id.Authority, origin, nil)
+			l.lg.Info("origin answered a liveness probe; it has not answered the names asked for (it may not have them)",
+				zap.String("origin", origin))
+			l.originAlive()
 		case <-l.poke:
 			if err := ops.sync(); err != nil {
 				return healthy, err
 			}
 			arm()
 		case r := <-recv:
+			if !healthy {
+				l.mgr.checks.set(l.id.Authority, origin, nil)
+			}
 			healthy = true
 			deadline = nil // the origin answers: alive
 			l.answered()

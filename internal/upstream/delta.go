@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -63,6 +64,9 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 		transport, open = TransportDeltaPerType, perTypeOpener(deltaPerType)
 	}
 	return runAttempt(ctx, l, origin, transport, open,
+		func(node *corev3.Node, t string) *discoveryv3.DeltaDiscoveryRequest {
+			return &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: t, ResourceNamesSubscribe: []string{cache.Wildcard}}
+		},
 		func(ads deltaStream) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
 			st := newDeltaState()
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{

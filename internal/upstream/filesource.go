@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -52,6 +53,20 @@ type fileSource struct {
 	err   error
 	// listeners are poked after each change. guarded by mu
 	listeners map[chan struct{}]struct{}
+	// problems: what is wrong with each file now, by path (cleared when
+	// the file reads well or goes), and with the directory (key "").
+	// guarded by mu
+	problems map[string]FileProblem
+}
+
+// FileProblem is what is wrong with one file of a file source (or, File
+// empty, with its directory), as /debug/upstreams and the status page
+// show it.
+type FileProblem struct {
+	File string `json:"file,omitempty"`
+	// Error, with the file's line when known ("line 7: ...").
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
 }
 
 // parsedFile is one file's last attempt (by content hash) and last good
@@ -75,6 +90,7 @@ func newFileSource(authority, dir string, lg *zap.Logger, m *metrics) *fileSourc
 		files:     make(map[string]*parsedFile),
 		state:     make(map[string]map[string]*cache.Resource),
 		listeners: make(map[chan struct{}]struct{}),
+		problems:  make(map[string]FileProblem),
 	}
 }
 
@@ -92,6 +108,7 @@ func (f *fileSource) run(ctx context.Context) {
 		f.metrics.fileErrors.WithLabelValues(f.authority).Inc()
 		f.mu.Lock()
 		f.err, f.ready = fmt.Errorf("file source %s: watch: %w", f.dir, err), true
+		f.problems[""] = FileProblem{Error: f.err.Error(), At: time.Now().UTC()}
 		f.mu.Unlock()
 		f.notify()
 		return
@@ -164,11 +181,19 @@ func (f *fileSource) scan() {
 	if err != nil {
 		f.lg.Error("file source cannot read its directory", zap.Error(err))
 		f.metrics.fileErrors.WithLabelValues(f.authority).Inc()
+		f.mu.Lock()
+		f.problems[""] = FileProblem{Error: err.Error(), At: time.Now().UTC()}
+		f.mu.Unlock()
 		return
 	}
 	f.mu.Lock()
 	old := f.files
 	f.mu.Unlock()
+	problems := make(map[string]FileProblem)
+	fileError := func(path string, err error) {
+		f.fileError(path, err)
+		problems[path] = FileProblem{File: path, Error: err.Error(), At: time.Now().UTC()}
+	}
 	files := make(map[string]*parsedFile, len(entries))
 	for _, de := range entries {
 		ext := strings.ToLower(filepath.Ext(de.Name()))
@@ -181,7 +206,7 @@ func (f *fileSource) scan() {
 			if errors.Is(err, os.ErrNotExist) {
 				continue // removed meanwhile
 			}
-			f.fileError(path, err)
+			fileError(path, err)
 			if p := old[path]; p != nil {
 				files[path] = p
 			}
@@ -192,11 +217,14 @@ func (f *fileSource) scan() {
 		prev := old[path]
 		if prev != nil && prev.hash == hash {
 			files[path] = prev
+			if p, bad := f.problem(path); bad {
+				problems[path] = p // still bad, reported once
+			}
 			continue
 		}
 		rs, err := parseFile(raw, time.Now())
 		if err != nil {
-			f.fileError(path, err)
+			fileError(path, err)
 			if prev != nil {
 				// Remember the bad content's hash so it is reported once,
 				// keep the last good resources.
@@ -224,16 +252,36 @@ func (f *fileSource) scan() {
 			}
 			c, _ := cache.CanonicalName(fr.res.Name)
 			if _, dup := byName[c]; dup {
-				f.fileError(p, fmt.Errorf("resource %q of type %s is already defined by another file; skipped", fr.res.Name, fr.typeURL))
+				fileError(p, fmt.Errorf("resource %q of type %s is already defined by another file; skipped", fr.res.Name, fr.typeURL))
 				continue
 			}
 			byName[c] = fr.res
 		}
 	}
 	f.mu.Lock()
-	f.files, f.state, f.ready, f.err = files, state, true, nil
+	f.files, f.state, f.ready, f.err, f.problems = files, state, true, nil, problems
 	f.mu.Unlock()
 	f.notify()
+}
+
+// problem returns the problem recorded for path.
+func (f *fileSource) problem(path string) (FileProblem, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.problems[path]
+	return p, ok
+}
+
+// problemList returns what is wrong with the source now, by file.
+func (f *fileSource) problemList() []FileProblem {
+	f.mu.Lock()
+	out := make([]FileProblem, 0, len(f.problems))
+	for _, p := range f.problems {
+		out = append(out, p)
+	}
+	f.mu.Unlock()
+	slices.SortFunc(out, func(a, b FileProblem) int { return strings.Compare(a.File, b.File) })
+	return out
 }
 
 func (f *fileSource) fileError(path string, err error) {
@@ -256,13 +304,13 @@ func parseFile(raw []byte, now time.Time) ([]*fileResource, error) {
 	if _, typed := probe["@type"]; typed {
 		var a anypb.Any
 		if err := protojson.Unmarshal(js, &a); err != nil {
-			return nil, fmt.Errorf("resource: %w", err)
+			return nil, yamlLineError(fmt.Errorf("resource: %w", err), raw, js)
 		}
 		anys = append(anys, &a)
 	} else {
 		var dr discoveryv3.DiscoveryResponse
 		if err := protojson.Unmarshal(js, &dr); err != nil {
-			return nil, fmt.Errorf("neither a resource with \"@type\" nor a DiscoveryResponse: %w", err)
+			return nil, yamlLineError(fmt.Errorf("neither a resource with \"@type\" nor a DiscoveryResponse: %w", err), raw, js)
 		}
 		for i, a := range dr.GetResources() {
 			if dr.GetTypeUrl() != "" && a.GetTypeUrl() != dr.GetTypeUrl() {

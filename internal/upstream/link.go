@@ -2,13 +2,15 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -95,8 +97,9 @@ func (l *link) update(node *corev3.Node, typeURL string, names []string, add boo
 	if node != nil && !l.nodeFromSubscribe && (l.id.Group != "" || l.node == nil) {
 		// The group's node (its rule's, or built from the group key
 		// alone, so any client's Subscribe carries the same); an empty id
-		// is the relay's own. Cloned: a rule's node is shared.
-		n := proto.Clone(node).(*corev3.Node)
+		// is the relay's own. Cloned (a rule's node is shared), with the
+		// relay's client features.
+		n := withClientFeatures(node)
 		if n.GetId() == "" {
 			n.Id = l.mgr.node.GetId()
 		}
@@ -272,6 +275,14 @@ func (l *link) run(ctx context.Context) {
 			idx = 0
 		} else {
 			idx = (idx + 1) % len(l.auth.origins)
+			if err != nil && !errors.Is(err, ErrNoResponse) && !strings.HasPrefix(origin, FileOriginPrefix) {
+				// Say why in words, not gRPC's ("produced zero addresses").
+				if cerr := l.mgr.resolveOrigin(ctx, origin); cerr != nil && ctx.Err() == nil {
+					l.mgr.checks.set(l.id.Authority, origin, cerr) // logged below, with the attempt
+					l.mgr.metrics.originCheckFailures.WithLabelValues(l.id.Authority).Inc()
+					err = fmt.Errorf("upstream %s: %w (%v)", l.id.Authority, cerr, err)
+				}
+			}
 		}
 		if err != nil {
 			l.setError(err)

@@ -21,7 +21,8 @@ import (
 // keeps one link per cache.StreamID (authority + aggregation group) toward
 // the authority's origins, and feeds what they send into the cache.
 //
-// Lifecycle: New starts nothing. A link's run goroutine starts with the
+// Lifecycle: New starts the idle sweeper and one check of every origin
+// (origincheck.go), and nothing else. A link's run goroutine starts with the
 // first Subscribe for its StreamID, and a file source's watcher with the
 // first link of its authority; both run until Close, which cancels every
 // goroutine and waits for them.
@@ -33,6 +34,7 @@ type Manager struct {
 	backoff  Backoff           // read-only after New
 	dialOpts []grpc.DialOption // read-only after New
 	conns    *conns            // one connection per origin (conns.go); read-only after New
+	checks   *originChecks     // origincheck.go; read-only after New
 	connect  time.Duration     // connect timeout; read-only after New
 	failback time.Duration     // probe interval; read-only after New
 	// maxRequest bounds one delta subscription request (splitDelta);
@@ -99,7 +101,7 @@ func New(opts Options) (*Manager, error) {
 		lg:       lg.Named("upstream"),
 		metrics:  newMetrics(opts.Registry),
 		cache:    opts.Cache,
-		node:     opts.Node,
+		node:     withClientFeatures(opts.Node),
 		backoff:  b,
 		dialOpts: append(dial, opts.DialOptions...),
 		connect:  opts.ConnectTimeout,
@@ -116,6 +118,7 @@ func New(opts Options) (*Manager, error) {
 		links:           make(map[cache.StreamID]*link),
 	}
 	mgr.conns = newConns(mgr.dialOpts)
+	mgr.checks = &originChecks{by: make(map[string][]OriginCheck)}
 	for i, a := range opts.Authorities {
 		if len(a.Origins) == 0 {
 			cancel()
@@ -129,6 +132,7 @@ func New(opts Options) (*Manager, error) {
 		defer mgr.wg.Done()
 		mgr.sweepIdle(mgr.ctx)
 	}()
+	mgr.checkOrigins(sortedAuthorities(mgr.auths))
 	return mgr, nil
 }
 

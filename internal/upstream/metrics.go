@@ -18,6 +18,8 @@ type metrics struct {
 	idleCloses   *prometheus.CounterVec // label authority
 	// responseTimeouts: label authority.
 	responseTimeouts *prometheus.CounterVec
+	// originCheckFailures: label authority (origincheck.go).
+	originCheckFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -58,9 +60,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "response_timeouts_total",
 			Help: "Upstream streams failed over because the origin did not answer within upstream.response_timeout, by authority.",
 		}, []string{"authority"}),
+		originCheckFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "origin_check_failures_total",
+			Help: "Checks of an origin (resolve and connect, or a file source's directory) that failed, at start, after a reload or after an attempt that got no answer, by authority.",
+		}, []string{"authority"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts)
+		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts, m.originCheckFailures)
 	}
 	return m
 }

@@ -1,12 +1,15 @@
 package upstream
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -80,4 +83,65 @@ func (l *link) deltaProbe(ads discoveryv3.AggregatedDiscoveryService_DeltaAggreg
 		}
 	}
 	return true, nil
+}
+
+// The liveness probe. Silence about the names asked for is no evidence
+// against an origin: an origin need not answer a name it does not have
+// (SotW has no way to say so, and go-control-plane's delta server does not
+// send removed_resources for names it never had). When no response came
+// within response_timeout and the stream cannot be probed as above, the
+// relay opens a second stream on the same connection, as the link's node,
+// and subscribes the wildcard of one type the link asks for: an answer
+// that an origin owes every client (Envoy waits for it to start). Any
+// response proves the origin alive and the link stays where it is; an
+// error or silence for another response_timeout is a stall, and fails
+// over. The probe costs the origin one full copy of that type, once per
+// silent attempt.
+
+// startLiveness starts the liveness probe in a goroutine that probes
+// counts; its result arrives on the returned channel (buffered: the
+// goroutine never blocks). nil: the link asks for nothing to probe with.
+// The goroutine ends when ctx (the attempt's) ends.
+func startLiveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open streamOpener[Req, Resp],
+	wildcard wildcardRequest[Req], probes *sync.WaitGroup) <-chan error {
+	node, wants := l.snapshot()
+	var typeURL string
+	for _, t := range slices.Sorted(maps.Keys(wants)) {
+		if len(wants[t].names) > 0 {
+			typeURL = t
+			break
+		}
+	}
+	if typeURL == "" {
+		return nil
+	}
+	l.lg.Info("origin silent; probing its liveness with a wildcard on a stream of its own", zap.String("type_url", typeURL))
+	out := make(chan error, 1)
+	probes.Add(1)
+	go func() {
+		defer probes.Done()
+		out <- liveness(ctx, l, conn, open, wildcard(node, typeURL))
+	}()
+	return out
+}
+
+// liveness opens a stream, sends req and waits for the first response.
+func liveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open streamOpener[Req, Resp], req *Req) error {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the probe's stream
+	s, err := open(conn, pctx, l.auth.callOpts...)
+	if err != nil {
+		return err
+	}
+	if pt, ok := s.(interface{ wait() }); ok {
+		defer func() {
+			cancel()
+			pt.wait() // per-type streams' receivers (pertype.go)
+		}()
+	}
+	if err := s.Send(req); err != nil {
+		return err
+	}
+	_, err = s.Recv()
+	return err
 }

@@ -69,10 +69,22 @@ func (m *Manager) SetAuthorities(auths []Authority) error {
 				zap.Strings("origins", b.origins), zap.Bool("sotw", b.sotw), zap.Bool("emulated_globs", b.emulated))
 		}
 	}
-	for name := range next {
-		if prev[name] == nil {
-			m.lg.Info("authority added", zap.String("authority", name))
+	var check []*authority
+	for _, a := range sortedAuthorities(next) {
+		if prev[a.name] == nil {
+			m.lg.Info("authority added", zap.String("authority", a.name))
 		}
+		if prev[a.name] == nil || !slices.Equal(prev[a.name].origins, a.origins) {
+			check = append(check, a)
+		}
+	}
+	for name := range prev {
+		if next[name] == nil {
+			m.checks.drop(name)
+		}
+	}
+	if len(check) > 0 {
+		m.checkOrigins(check)
 	}
 	for _, l := range closing {
 		l.cancel()

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"go.uber.org/zap"
@@ -40,6 +41,9 @@ func (l *link) sotwAttempt(ctx context.Context, origin string) (bool, error) {
 		transport, open = TransportSotWPerType, perTypeOpener(sotwPerType)
 	}
 	return runAttempt(ctx, l, origin, transport, open,
+		func(node *corev3.Node, t string) *discoveryv3.DiscoveryRequest {
+			return &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: t} // no names: the wildcard
+		},
 		func(ads sotwStream) attemptOps[discoveryv3.DiscoveryResponse] {
 			types := make(map[string]*sotwType)
 			nodeSent := false

@@ -21,16 +21,25 @@ type LinkStatus struct {
 	Group     string `json:"group,omitempty"`
 	// Origin is the origin in use (or being tried).
 	Origin string `json:"origin,omitempty"`
-	// State: "connecting" (an attempt is opening), "open" (the origin has
-	// answered on the current stream), "waiting" (the stream is open, no
-	// answer yet), "backoff" (between attempts).
-	State     string `json:"state"`
-	LastError string `json:"last_error,omitempty"`
+	// State: "unused" (a row of /debug/upstreams for an authority no
+	// client has asked anything of yet: it has no link), "connecting" (an
+	// attempt is opening), "open" (the origin has
+	// answered on the current stream, or a liveness probe while silent
+	// about the names asked for: it may not have them), "waiting" (the
+	// stream is open, no answer yet), "backoff" (between attempts).
+	State string `json:"state"`
+	// LastError is why the last attempt ended, and LastErrorAt when; both
+	// clear once an origin answers again.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	// Subscriptions counts the names the link asks for, by type URL.
 	Subscriptions map[string]int `json:"subscriptions"`
 	// LastResponseAgeS is the time since the last response from an origin,
 	// in seconds; absent when none came yet.
 	LastResponseAgeS *float64 `json:"last_response_age_s,omitempty"`
+	// Origins: what is known of each of the authority's origins
+	// (origincheck.go).
+	Origins []OriginCheck `json:"origins,omitempty"`
 }
 
 // linkState is what a link's run goroutine records for LinkStatus.
@@ -39,6 +48,7 @@ type linkState struct {
 	origin       string
 	state        string
 	lastErr      string
+	lastErrAt    time.Time
 	lastResponse time.Time
 }
 
@@ -50,13 +60,24 @@ func (l *link) setState(origin, state string) {
 
 func (l *link) setError(err error) {
 	l.mu.Lock()
-	l.status.state, l.status.lastErr = "backoff", err.Error()
+	l.status.state, l.status.lastErr, l.status.lastErrAt = "backoff", err.Error(), time.Now()
 	l.mu.Unlock()
 }
 
+// answered records a response: the link is served, its error is over.
 func (l *link) answered() {
 	l.mu.Lock()
 	l.status.state, l.status.lastResponse = "open", time.Now()
+	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
+	l.mu.Unlock()
+}
+
+// originAlive records an answered liveness probe (probe.go): the origin
+// serves, though it said nothing of the names asked for.
+func (l *link) originAlive() {
+	l.mu.Lock()
+	l.status.state = "open"
+	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
 	l.mu.Unlock()
 }
 
@@ -72,6 +93,10 @@ func (l *link) describe(now time.Time) LinkStatus {
 		if len(names) > 0 {
 			st.Subscriptions[t] = len(names)
 		}
+	}
+	if !l.status.lastErrAt.IsZero() {
+		at := l.status.lastErrAt.UTC().Truncate(time.Millisecond)
+		st.LastErrorAt = &at
 	}
 	if !l.status.lastResponse.IsZero() {
 		age := now.Sub(l.status.lastResponse).Seconds()
@@ -90,8 +115,16 @@ func (m *Manager) Status() []LinkStatus {
 	m.mu.Unlock()
 	now := time.Now()
 	out := make([]LinkStatus, 0, len(links))
+	origins := make(map[string][]OriginCheck)
 	for _, l := range links {
-		out = append(out, l.describe(now))
+		st := l.describe(now)
+		o, ok := origins[st.Authority]
+		if !ok {
+			o = m.OriginChecks(st.Authority)
+			origins[st.Authority] = o
+		}
+		st.Origins = o
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b LinkStatus) int {
 		if c := strings.Compare(a.Authority, b.Authority); c != 0 {
@@ -102,13 +135,30 @@ func (m *Manager) Status() []LinkStatus {
 	return out
 }
 
-// StatusHandler serves Status as JSON; mount it at UpstreamsPath.
+// StatusHandler serves Status as JSON, with an "unused" row (its origin
+// checks) for each authority that has no link yet; mount it at
+// UpstreamsPath.
 func (m *Manager) StatusHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		out := m.Status()
+		m.mu.Lock()
+		auths := sortedAuthorities(m.auths)
+		m.mu.Unlock()
+		linked := make(map[string]bool, len(auths))
+		for _, st := range out {
+			linked[st.Authority] = true
+		}
+		for _, a := range auths {
+			if !linked[a.name] {
+				out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
+					Origins: m.OriginChecks(a.name)})
+			}
+		}
+		slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(m.Status()) // the client hung up: nothing to do
+		_ = enc.Encode(out) // the client hung up: nothing to do
 	})
 }
 
@@ -122,15 +172,40 @@ func (m *Manager) Ready() error {
 		if st.State == "open" || m.cache.Cached(cache.StreamID{Authority: st.Authority, Group: st.Group}) {
 			continue
 		}
-		where := "upstream " + st.Authority
-		if st.Group != "" {
-			where += " group " + st.Group
-		}
-		reason := st.State
-		if st.LastError != "" {
-			reason += ", last error: " + st.LastError
-		}
-		errs = append(errs, fmt.Errorf("%s: no origin has answered (%s) and nothing is cached", where, reason))
+		errs = append(errs, fmt.Errorf("%w and nothing is cached", notAnswered(st)))
 	}
 	return errors.Join(errs...)
+}
+
+// OriginState returns why no origin answers on the link of s (its state
+// and last error, for a REST poll or Fetch that found nothing); nil when
+// one does, or s has no link.
+func (m *Manager) OriginState(s cache.StreamID) error {
+	m.mu.Lock()
+	l := m.links[s]
+	m.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	if st := l.describe(time.Now()); st.State != "open" {
+		return notAnswered(st)
+	}
+	return nil
+}
+
+// notAnswered says that st's link has no answering origin, and why.
+func notAnswered(st LinkStatus) error {
+	where := "upstream " + st.Authority
+	if st.Group != "" {
+		where += " group " + st.Group
+	}
+	reason := st.State
+	if st.LastError != "" {
+		reason += ", last error"
+		if st.LastErrorAt != nil {
+			reason += " at " + st.LastErrorAt.Format(time.TimeOnly) + " UTC"
+		}
+		reason += ": " + st.LastError
+	}
+	return fmt.Errorf("%s: no origin has answered (%s)", where, reason)
 }

@@ -137,6 +137,40 @@ func TestSotwUpdateValidation(t *testing.T) {
 	}
 }
 
+// A type the relay cannot decode reaches it over SotW named only by the
+// Resource wrapper; bare, it is NACKed with a reason saying so.
+func TestSotwUpdateCustomType(t *testing.T) {
+	const custom = "type.googleapis.com/mesh.example.v1.Workload"
+	body := &anypb.Any{TypeUrl: custom, Value: []byte("opaque")}
+	for _, tc := range []struct {
+		name    string
+		res     *anypb.Any
+		wantErr string
+	}{
+		{name: "wrapped", res: anyOf(t, &discoveryv3.Resource{Name: "w1", Resource: body})},
+		{name: "bare", res: body, wantErr: "its name must come in the Resource wrapper"},
+		{name: "wrapped, another type", res: anyOf(t, &discoveryv3.Resource{Name: "w1", Resource: &anypb.Any{TypeUrl: resource.ClusterType}}), wantErr: "response type_url is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := sotwUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
+				TypeUrl: custom, VersionInfo: "v1", Resources: []*anypb.Any{tc.res},
+			}, time.Now())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.Resources) != 1 || u.Resources[0].Name != "w1" || !proto.Equal(u.Resources[0].Body, body) {
+				t.Fatalf("resources %v, want w1 with the opaque body", u.Resources)
+			}
+		})
+	}
+}
+
 func TestParseFile(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -167,7 +201,30 @@ resources:
 			wantNames: []string{"a", "b"},
 		},
 		{name: "not yaml", content: "{{{", wantErr: "not YAML"},
-		{name: "unknown field", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c1\nbogus: 1\n", wantErr: "bogus"},
+		{name: "unknown field", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c1\nbogus: 1\n",
+			wantErr: `line 3: resource: proto: unknown field "bogus"`},
+		{
+			// The YAML line, not the JSON position the relay made of it.
+			name: "bad value deep in a discovery response",
+			content: `version_info: "1"
+type_url: type.googleapis.com/envoy.config.cluster.v3.Cluster
+resources:
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: a
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: b
+  load_assignment:
+    cluster_name: b
+    endpoints:
+    - lb_endpoints:
+      - endpoint:
+          address:
+            socket_address: {address: 10.0.0.1, port_value: "not a port"}
+`,
+			wantErr: "line 14: neither a resource",
+		},
+		{name: "json file", content: "{\"@type\": \"type.googleapis.com/envoy.config.cluster.v3.Cluster\",\n \"name\": \"c\",\n \"nope\": 1}",
+			wantErr: `line 3: resource: proto: unknown field "nope"`},
 		{name: "no name", content: "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n", wantErr: "has no name"},
 		{name: "neither", content: "foo: bar\n", wantErr: "neither a resource"},
 	} {

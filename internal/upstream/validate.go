@@ -123,8 +123,10 @@ func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Ti
 		if err != nil {
 			return u, rejectf("resources[%d] cannot be decoded: %v", i, err)
 		}
-		if msg == nil {
-			return u, rejectf("resources[%d]: unknown type %s", i, cr.Body.GetTypeUrl())
+		if msg == nil && cr.Name == "" {
+			// A type the relay cannot decode (an operator's own): its name
+			// is only in the Resource wrapper, or in a delta response.
+			return u, rejectf("resources[%d]: type %s cannot be decoded here, so its name must come in the Resource wrapper (or use transport delta)", i, cr.Body.GetTypeUrl())
 		}
 		if name := cachev3.GetResourceName(msg); name != "" {
 			if cr.Name != "" && cr.Name != name {

@@ -1,10 +1,15 @@
 package xdstype
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // ResourceWrapperURL is the type URL of envoy.service.discovery.v3.Resource,
@@ -12,31 +17,79 @@ import (
 // for a heartbeat, without the resource).
 const ResourceWrapperURL = resourcev3.APITypePrefix + "envoy.service.discovery.v3.Resource"
 
+// LbEndpointType is the type URL of LEDS resources
+// (envoy.config.endpoint.v3.LbEndpoint), served through xdstp glob
+// collections; go-control-plane's resource package has no constant for it.
+const LbEndpointType = resourcev3.APITypePrefix + "envoy.config.endpoint.v3.LbEndpoint"
+
+// FeatureResourceTTL is the client feature (node.client_features) of an
+// xDS client that takes per-resource TTLs and heartbeats, over SotW in the
+// Resource wrapper (Envoy's API docs, "Well Known Client Features"). The
+// relay follows it downstream and advertises it upstream.
+const FeatureResourceTTL = "xds.config.supports-resource-ttl"
+
+// FeatureResourceInSotW is the client feature of an xDS client that
+// unwraps the Resource wrapper in SotW responses (gRPC's clients, Envoy).
+const FeatureResourceInSotW = "xds.config.resource-in-sotw"
+
 // OtherLabel is the type label of every type URL that is not a known xDS
 // resource type.
 const OtherLabel = "other"
 
 // known are the types a type label names: the resource types the relay
-// serves (see the top-level README, "Served variants and types").
+// serves (see docs/protocol.md, "Served variants and types").
 var known = map[string]bool{
 	resourcev3.ListenerType: true, resourcev3.RouteType: true, resourcev3.ScopedRouteType: true,
 	resourcev3.VirtualHostType: true, resourcev3.ClusterType: true, resourcev3.EndpointType: true,
 	resourcev3.SecretType: true, resourcev3.RuntimeType: true, resourcev3.ExtensionConfigType: true,
+	LbEndpointType: true,
 }
 
-// Label is the metric label of a type URL: a known resource type without
-// "type.googleapis.com/" ("envoy.config.cluster.v3.Cluster"), anything else
-// OtherLabel. ADS carries any type URL a client or an origin chooses; the
-// label set stays bounded whatever they send.
+// listed are the other type URLs an operator listed (authorities[].types,
+// through List): they are labelled by their own name too. The set only
+// grows, and only from configuration, so it stays bounded whatever clients
+// and origins send. Copied on write: Label, on every metric update, reads
+// it without a lock.
+var (
+	listed   atomic.Pointer[map[string]bool]
+	listedMu sync.Mutex // serialises List's copies
+)
+
+// List adds typeURLs, each one CheckTypeURL accepts, to the types that
+// Label names: the types an operator configured an authority to carry.
+func List(typeURLs ...string) {
+	listedMu.Lock()
+	defer listedMu.Unlock()
+	next := make(map[string]bool)
+	if cur := listed.Load(); cur != nil {
+		maps.Copy(next, *cur)
+	}
+	for _, t := range typeURLs {
+		if !known[t] && CheckTypeURL(t) == nil {
+			next[t] = true
+		}
+	}
+	listed.Store(&next)
+}
+
+func isListed(typeURL string) bool {
+	cur := listed.Load()
+	return cur != nil && (*cur)[typeURL]
+}
+
+// Label is the metric label of a type URL: a served or listed type without
+// "type.googleapis.com/" ("envoy.config.cluster.v3.Cluster"), anything
+// else OtherLabel. ADS carries any type URL a client or an origin chooses;
+// the label set stays bounded whatever they send.
 func Label(typeURL string) string {
-	if !known[typeURL] {
+	if !known[typeURL] && !isListed(typeURL) {
 		return OtherLabel
 	}
 	return strings.TrimPrefix(typeURL, resourcev3.APITypePrefix)
 }
 
 // IsServed reports whether typeURL is one of the resource types the relay
-// serves (what a label names).
+// serves on ADS and on its own per-type service.
 func IsServed(typeURL string) bool { return known[typeURL] }
 
 // Served returns the type URLs of the resource types the relay serves,
@@ -48,4 +101,22 @@ func Served() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// CheckTypeURL returns an error unless typeURL has the form an operator
+// may list for an authority: "type.googleapis.com/" and a protobuf message
+// name ("mesh.example.v1.Workload"). The message need not be known to the
+// relay: it never decodes what it carries.
+func CheckTypeURL(typeURL string) error {
+	name, ok := strings.CutPrefix(typeURL, resourcev3.APITypePrefix)
+	if !ok {
+		return fmt.Errorf("%q is not a type URL: it must start with %q", typeURL, resourcev3.APITypePrefix)
+	}
+	if !protoreflect.FullName(name).IsValid() || !strings.Contains(name, ".") {
+		return fmt.Errorf("%q is not a type URL: %q is not a full protobuf message name (package.Message)", typeURL, name)
+	}
+	if typeURL == ResourceWrapperURL {
+		return fmt.Errorf("%q is the SotW resource wrapper, not a resource type", typeURL)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package xdstype
 
 import (
+	"strings"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -38,5 +39,48 @@ func TestKnownTypesRegistered(t *testing.T) {
 		if _, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL); err != nil {
 			t.Errorf("%s: %v", typeURL, err)
 		}
+	}
+}
+
+// A type an operator lists is labelled by its own name; what a client
+// invents stays "other", and List ignores what is not a type URL.
+func TestListLabels(t *testing.T) {
+	const listedType = "type.googleapis.com/mesh.example.v1.Listed"
+	if got := Label(listedType); got != OtherLabel {
+		t.Fatalf("before List: Label = %q, want %q", got, OtherLabel)
+	}
+	List(listedType, "not a type URL")
+	if got := Label(listedType); got != "mesh.example.v1.Listed" {
+		t.Fatalf("Label(listed) = %q, want its message name", got)
+	}
+	if got := Label("not a type URL"); got != OtherLabel {
+		t.Fatalf("Label of an invalid listed entry = %q, want %q", got, OtherLabel)
+	}
+}
+
+func TestCheckTypeURL(t *testing.T) {
+	tests := []struct{ name, typeURL, wantErr string }{
+		{"served", resourcev3.ClusterType, ""},
+		{"custom", "type.googleapis.com/istio.workload.Address", ""},
+		{"no prefix", "istio.workload.Address", "must start with"},
+		{"other prefix", "example.com/istio.workload.Address", "must start with"},
+		{"no package", "type.googleapis.com/Address", "not a full protobuf message name"},
+		{"not a name", "type.googleapis.com/a b.C", "not a full protobuf message name"},
+		{"empty message", "type.googleapis.com/", "not a full protobuf message name"},
+		{"wrapper", ResourceWrapperURL, "resource wrapper"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckTypeURL(tc.typeURL)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -21,6 +21,19 @@
     return sec + "s";
   }
   function fmtClock(iso) { return new Date(iso).toISOString().substring(11, 19); }
+  // errAt is an error with the time it happened (statuspage.go: formatErrAt).
+  function errAt(err, at) { return !err || !at ? err || "" : fmtClock(at) + " UTC: " + err; }
+  // authErrors: an authority's link error and failed origin checks
+  // (statuspage.go: formatAuthorityErrors).
+  function authErrors(a) {
+    const out = [];
+    if (a.last_error) out.push(errAt(a.last_error, a.last_error_at));
+    for (const c of a.origin_checks || []) {
+      if (c.state === "failed") out.push(errAt("origin " + c.origin + ": " + c.error, c.at));
+      for (const p of c.file_problems || []) out.push(errAt("origin " + c.origin + ": " + (p.file ? p.file + ": " : "") + p.error, p.at));
+    }
+    return out.join("; ");
+  }
   function short(label) { const i = label.lastIndexOf("."); return i < 0 ? label : label.substring(i + 1); }
   // counts formats a map as "k: n, ..." by key; shorten names types by
   // their last dotted part (counts of names that shorten alike are summed).
@@ -63,10 +76,10 @@
 
     fillRows("authorities-rows", st.authorities.map(a => [a.name, a.origins.join(", "), a.in_use.join(", "),
       a.links + (Object.keys(a.states).length ? " (" + counts(a.states) + ")" : ""),
-      fmtAge(a.last_response_age_s), counts(a.subscriptions, true), { text: a.last_error || "", cls: "err" }]));
+      fmtAge(a.last_response_age_s), counts(a.subscriptions, true), { text: authErrors(a), cls: "err" }]));
     setText("links-count", st.links.length + (st.links_truncated ? ", more in /debug/upstreams" : ""));
     fillRows("links-rows", st.links.map(l => [l.authority, l.group || "", l.origin || "", l.state,
-      fmtAge(l.last_response_age_s), counts(l.subscriptions, true), { text: l.last_error || "", cls: "err" }]));
+      fmtAge(l.last_response_age_s), counts(l.subscriptions, true), { text: errAt(l.last_error, l.last_error_at), cls: "err" }]));
     live("authorities");
 
     setText("clients-total", st.clients.total);
