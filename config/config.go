@@ -81,6 +81,11 @@ type Node struct {
 const (
 	TransportDelta = "delta"
 	TransportSotW  = "sotw"
+	// The per-type variants: one stream per type (and group) on the
+	// per-type services (CDS, EDS, LDS, RDS, SDS, ...), for origins
+	// without ADS.
+	TransportDeltaPerType = "delta-per-type"
+	TransportSotWPerType  = "sotw-per-type"
 )
 
 // GlobCollections values: whether an authority's origins understand TP1 glob
@@ -105,12 +110,14 @@ type Authority struct {
 	// DIR relative to the working directory) in failover order: the relay
 	// uses the first that answers. Required.
 	Origins []string `yaml:"origins"`
-	// Transport is the upstream variant: "delta" or "sotw". Default "delta".
+	// Transport is the upstream variant: "delta" or "sotw" (ADS), or
+	// "delta-per-type" or "sotw-per-type" (one stream per type on the
+	// per-type services, for origins without ADS). Default "delta".
 	Transport string `yaml:"transport"`
 	// GlobCollections is "native" when the origins serve glob collections,
 	// "emulated" when the relay must subscribe to the type's wildcard and
 	// compute glob membership itself. Default "native" with transport
-	// delta, "emulated" with sotw (say "native" for a SotW origin that
+	// delta and delta-per-type, "emulated" with sotw and sotw-per-type (say "native" for a SotW origin that
 	// serves globs, such as another relay).
 	GlobCollections string `yaml:"glob_collections"`
 	// Types are the type URLs the relay asks this authority's origins for;
@@ -525,7 +532,7 @@ func (c *Config) applyAuthorityDefaults() {
 		}
 		if a.GlobCollections == "" {
 			a.GlobCollections = GlobNative
-			if a.Transport == TransportSotW {
+			if a.Transport == TransportSotW || a.Transport == TransportSotWPerType {
 				a.GlobCollections = GlobEmulated
 			}
 		}

@@ -312,6 +312,18 @@ func TestParseAppliesDefaults(t *testing.T) {
 	}
 }
 
+// TestPerTypeGlobDefaults: a per-type transport takes the glob default of
+// its ADS variant (emulated over SotW, native over delta).
+func TestPerTypeGlobDefaults(t *testing.T) {
+	c, err := Parse([]byte("authorities:\n  - name: a\n    origins: [\"h:1\"]\n    transport: sotw-per-type\n  - name: b\n    origins: [\"h:2\"]\n    transport: delta-per-type\n"), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{c.Authorities[0].GlobCollections, c.Authorities[1].GlobCollections}; !cmp.Equal(got, []string{GlobEmulated, GlobNative}) {
+		t.Errorf("glob_collections defaults %v, want [emulated native]", got)
+	}
+}
+
 func TestParseMergeKeys(t *testing.T) {
 	yaml := "x-origin: &o\n  origins: [\"h:1\"]\n  transport: sotw\n" +
 		"authorities:\n  - <<: *o\n    name: a\n  - <<: *o\n    name: b\n"

@@ -25,6 +25,7 @@ func TestValidate(t *testing.T) {
 		{name: "minimal is valid"},
 		{name: "port 0 and every-interface listen are valid", extra: "listen: \":0\"\nadmin: 127.0.0.1:0\n"},
 		{name: "legacy-only authority name is valid", extra: "  - name: legacy\n    origins: [\"h:2\"]\n"},
+		{name: "per-type transports are valid", extra: "  - name: b\n    origins: [\"h:2\"]\n    transport: delta-per-type\n  - name: c\n    origins: [\"h:3\"]\n    transport: sotw-per-type\n"},
 		{name: "file origin is valid", extra: "  - name: files\n    origins: [\"file://" + dir + "\"]\n"},
 		{name: "TLS files that exist are valid", extra: "downstream:\n  tls: {cert_file: " + file + ", key_file: " + file + ", ca_file: " + file + "}\n" +
 			"upstream:\n  tls: {enabled: true, ca_file: " + file + ", cert_file: " + file + ", key_file: " + file + ", server_name: x}\n"},
@@ -54,7 +55,7 @@ func TestValidate(t *testing.T) {
 		{name: "file origin without dir", extra: "  - name: b\n    origins: [\"file://\"]\n", want: []problem{{"authorities[1].origins[0]", 5, "file origin needs a directory"}}},
 		{name: "file origin missing dir", extra: "  - name: b\n    origins: [\"file://" + missing + "\"]\n", want: []problem{{"authorities[1].origins[0]", 5, missing + ": no such file or directory"}}},
 		{name: "file origin is a file", extra: "  - name: b\n    origins:\n      - \"h:1\"\n      - \"file://" + file + "\"\n", want: []problem{{"authorities[1].origins[1]", 7, "is not a directory"}}},
-		{name: "transport unknown", extra: "  - name: b\n    origins: [\"h:2\"]\n    transport: rest\n", want: []problem{{"authorities[1].transport", 6, `"rest" is not one of delta, sotw`}}},
+		{name: "transport unknown", extra: "  - name: b\n    origins: [\"h:2\"]\n    transport: rest\n", want: []problem{{"authorities[1].transport", 6, `"rest" is not one of delta, sotw, delta-per-type, sotw-per-type`}}},
 		{name: "glob_collections unknown", extra: "  - name: b\n    origins: [\"h:2\"]\n    glob_collections: maybe\n", want: []problem{{"authorities[1].glob_collections", 6, `"maybe" is not one of native, emulated`}}},
 
 		{name: "max_resources negative", extra: "cache:\n  max_resources: -1\n", want: []problem{{"cache.max_resources", 5, "must not be negative"}}},

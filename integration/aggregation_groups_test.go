@@ -23,6 +23,9 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
@@ -70,14 +73,15 @@ type snapOrigin struct {
 	snaps cachev3.SnapshotCache
 
 	mu      sync.Mutex
-	opens   int              // guarded by mu; streams opened (delta and SotW)
-	streams map[int64]string // guarded by mu; stream id → "id/cluster" of its node
-	poke    chan struct{}    // 1 slot: something was recorded
+	opens   int                    // guarded by mu; streams opened (delta and SotW)
+	streams map[int64]string       // guarded by mu; stream id → "id/cluster" of its node
+	nodes   map[int64]*corev3.Node // guarded by mu; stream id → the node it presented first
+	poke    chan struct{}          // 1 slot: something was recorded
 }
 
 func newSnapOrigin(t testing.TB) *snapOrigin {
 	t.Helper()
-	o := &snapOrigin{t: t, snaps: cachev3.NewSnapshotCache(false, clusterHash{}, nil), streams: map[int64]string{}, poke: make(chan struct{}, 1)}
+	o := &snapOrigin{t: t, snaps: cachev3.NewSnapshotCache(false, clusterHash{}, nil), streams: map[int64]string{}, nodes: map[int64]*corev3.Node{}, poke: make(chan struct{}, 1)}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +94,7 @@ func newSnapOrigin(t testing.TB) *snapOrigin {
 		o.record(func() {
 			if _, ok := o.streams[id]; !ok {
 				o.streams[id] = n.GetId() + "/" + n.GetCluster()
+				o.nodes[id] = proto.Clone(n).(*corev3.Node)
 			}
 		})
 	}
@@ -160,6 +165,17 @@ func (o *snapOrigin) streamNodes() (opens int, nodes []string) {
 	}
 	sort.Strings(nodes)
 	return o.opens, nodes
+}
+
+// fullNodes returns the full node each stream presented first, in no order.
+func (o *snapOrigin) fullNodes() []*corev3.Node {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]*corev3.Node, 0, len(o.nodes))
+	for _, n := range o.nodes {
+		out = append(out, n)
+	}
+	return out
 }
 
 // waitStreams waits until the origin has seen streams with exactly these
@@ -370,4 +386,61 @@ func TestForgedNodeNotShownUpstream(t *testing.T) {
 	honest.subscribe(resource.ClusterType)
 	honest.waitHolds(resource.ClusterType, "pay-a")
 	origin.waitStreams([]string{"xds-relay/payments"})
+}
+
+// TestGroupNodeFromKey: two clients of different full clusters (staging-1,
+// staging-2) share the group a capture of the cluster and a metadata value
+// build. Whichever subscribes first, the origin sees one stream presenting
+// the node built from the group key alone: the captured cluster "staging",
+// the metadata key part at its path, the relay's id; neither client's full
+// cluster, id or other metadata.
+func TestGroupNodeFromKey(t *testing.T) {
+	const rules = `
+- name: per-env
+  match:
+    node:
+      cluster: {regex: "(?P<env>[a-z]+)-[0-9]+"}
+  result:
+    authority: ds.example
+    group:
+      - capture: {from: node.cluster, group: env}
+      - literal: "_cds/team="
+      - node_field: metadata.team.name
+`
+	want := &corev3.Node{Id: "xds-relay", Cluster: "staging"}
+	md, err := structpb.NewStruct(map[string]any{"team": map[string]any{"name": "payments"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Metadata = md
+	clients := []struct{ id, cluster string }{{"envoy-1", "staging-1"}, {"envoy-2", "staging-2"}}
+	for _, order := range []string{"staging-1 first", "staging-2 first"} {
+		t.Run(order, func(t *testing.T) {
+			origin := newSnapOrigin(t)
+			origin.setSnapshot("staging", "s1", []string{"stg-a"}, nil)
+			r := startRelay(t, func(c *config.Config) {
+				c.Aggregation.Rules = decodeAggRules(t, rules)
+			}, origin.addr)
+			conn := dial(t, r.XDSAddr())
+			cs := clients
+			if order == "staging-2 first" {
+				cs = []struct{ id, cluster string }{clients[1], clients[0]}
+			}
+			for _, cl := range cs {
+				md := map[string]any{"team": map[string]any{"name": "payments", "lead": cl.id}, "instance": cl.id}
+				c := newADSClient(t, conn, "delta", cl.id, cl.cluster, md)
+				c.subscribe(resource.ClusterType)
+				origin.waitStreams([]string{"xds-relay/staging"})
+				c.waitHolds(resource.ClusterType, "stg-a")
+			}
+			nodes := origin.fullNodes()
+			if len(nodes) != 1 {
+				t.Fatalf("origin saw %d streams, want 1", len(nodes))
+			}
+			// client_features are the relay's own, on every upstream node.
+			if diff := cmp.Diff(want, nodes[0], protocmp.Transform(), protocmp.IgnoreFields(&corev3.Node{}, "client_features")); diff != "" {
+				t.Errorf("node the origin saw (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

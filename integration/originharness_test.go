@@ -11,7 +11,11 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -45,6 +49,9 @@ type gcpOrigin struct {
 	// countOnly: count streams, keep no message (a soak's memory must be
 	// the relay's, not this record's); read-only once serving.
 	countOnly bool
+	// perType: serve the per-type services (CDS, EDS, LDS, RDS) instead of
+	// ADS, as an origin without ADS does; read-only once serving.
+	perType bool
 
 	mu         sync.Mutex
 	stopServer func()                                // nil while stopped; guarded by mu
@@ -56,6 +63,8 @@ type gcpOrigin struct {
 	deltaResps []*discoveryv3.DeltaDiscoveryResponse // guarded by mu
 	sotwReqs   []*discoveryv3.DiscoveryRequest       // guarded by mu
 	sotwResps  []*discoveryv3.DiscoveryResponse      // guarded by mu
+	typeOpens  []string                              // guarded by mu; the type of each per-type stream opened
+	firstNodes map[int64]*corev3.Node                // guarded by mu; stream id → its first request's node
 	poke       chan struct{}                         // 1 slot: something was recorded
 }
 
@@ -140,7 +149,8 @@ func (o *gcpOrigin) start(addr string) {
 func (o *gcpOrigin) serve(lis net.Listener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cb := serverv3.CallbackFuncs{
-		DeltaStreamOpenFunc: func(ctx context.Context, _ int64, _ string) error {
+		DeltaStreamOpenFunc: func(ctx context.Context, _ int64, typeURL string) error {
+			o.recordTypeOpen(typeURL)
 			addr := ""
 			if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 				addr = p.Addr.String()
@@ -154,14 +164,16 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 			})
 			return nil
 		},
-		StreamOpenFunc: func(context.Context, int64, string) error {
+		StreamOpenFunc: func(_ context.Context, _ int64, typeURL string) error {
+			o.recordTypeOpen(typeURL)
 			o.record(func() { o.sotwOpens++ })
 			return nil
 		},
-		StreamDeltaRequestFunc: func(_ int64, r *discoveryv3.DeltaDiscoveryRequest) error {
+		StreamDeltaRequestFunc: func(id int64, r *discoveryv3.DeltaDiscoveryRequest) error {
 			if o.countOnly {
 				return nil
 			}
+			o.recordFirstNode(id, r.GetNode())
 			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryRequest)
 			o.record(func() { o.deltaReqs = append(o.deltaReqs, c) })
 			return nil
@@ -173,10 +185,11 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryResponse)
 			o.record(func() { o.deltaResps = append(o.deltaResps, c) })
 		},
-		StreamRequestFunc: func(_ int64, r *discoveryv3.DiscoveryRequest) error {
+		StreamRequestFunc: func(id int64, r *discoveryv3.DiscoveryRequest) error {
 			if o.countOnly {
 				return nil
 			}
+			o.recordFirstNode(id, r.GetNode())
 			c := proto.Clone(r).(*discoveryv3.DiscoveryRequest)
 			o.record(func() { o.sotwReqs = append(o.sotwReqs, c) })
 			return nil
@@ -195,11 +208,38 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 		opts = o.serverOpts()
 	}
 	gs := grpc.NewServer(opts...)
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
+	if o.perType {
+		clusterservice.RegisterClusterDiscoveryServiceServer(gs, xs)
+		endpointservice.RegisterEndpointDiscoveryServiceServer(gs, xs)
+		listenerservice.RegisterListenerDiscoveryServiceServer(gs, xs)
+		routeservice.RegisterRouteDiscoveryServiceServer(gs, xs)
+	} else {
+		discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
+	}
 	stopServer := serveGRPC(gs, lis)
 	o.mu.Lock()
 	o.addr, o.stopServer, o.cancel = lis.Addr().String(), stopServer, cancel
 	o.mu.Unlock()
+}
+
+// recordTypeOpen records the type of a per-type stream (ADS streams have
+// none).
+func (o *gcpOrigin) recordTypeOpen(typeURL string) {
+	if typeURL != resource.AnyType {
+		o.record(func() { o.typeOpens = append(o.typeOpens, typeURL) })
+	}
+}
+
+// recordFirstNode records the node of stream id's first request.
+func (o *gcpOrigin) recordFirstNode(id int64, n *corev3.Node) {
+	o.record(func() {
+		if o.firstNodes == nil {
+			o.firstNodes = make(map[int64]*corev3.Node)
+		}
+		if _, ok := o.firstNodes[id]; !ok {
+			o.firstNodes[id] = n
+		}
+	})
 }
 
 // serveGRPC serves gs on lis in a goroutine it owns; the returned stop

@@ -139,7 +139,7 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if n.GetId() == "" {
 		n.Id = cfg.Node.ID
 	}
-	fmt.Fprintf(stdout, "upstream node: %s (the group key's node fields; id the relay's unless the key uses it)\n", describeNode(n))
+	fmt.Fprintf(stdout, "upstream node: %s (from the group key alone; id the relay's unless the key uses it)\n", describeNode(n))
 	return nil
 }
 

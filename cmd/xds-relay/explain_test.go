@@ -74,7 +74,7 @@ node:          id "envoy-7", cluster "payments-prod", locality ""/"eu-west-1a"/"
 rule:          eds-cds-per-cluster (aggregation.rules[1])
 authority:     legacy
 group key:     service=payments/env=prod/zone=eu-west-1a
-upstream node: id "xds-relay", cluster "payments-prod", locality ""/"eu-west-1a"/"" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "payments/prod", locality ""/"eu-west-1a"/"" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{
@@ -86,7 +86,7 @@ node:          id "", cluster "orders-staging", locality ""/"z"/""
 rule:          eds-cds-per-cluster (aggregation.rules[1])
 authority:     legacy
 group key:     service=orders/env=staging/zone=z
-upstream node: id "xds-relay", cluster "orders-staging", locality ""/"z"/"" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "orders/staging", locality ""/"z"/"" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{
@@ -110,7 +110,7 @@ node:          id "", cluster "payments-prod"
 rule:          plain-names (built in: authorities[1] serves the plain names no rule matches)
 authority:     legacy
 group key:     cluster=payments-prod
-upstream node: id "xds-relay", cluster "payments-prod" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "payments-prod" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{
@@ -140,7 +140,7 @@ node:          id "envoy-1", cluster "payments"
 rule:          plain-names (built in: authorities[0] serves the plain names no rule matches)
 authority:     mesh
 group key:     cluster=payments
-upstream node: id "xds-relay", cluster "payments" (the group key's node fields; id the relay's unless the key uses it)
+upstream node: id "xds-relay", cluster "payments" (from the group key alone; id the relay's unless the key uses it)
 `,
 		},
 		{

@@ -23,8 +23,9 @@ type compiledRule struct {
 	conds     []condition // all must hold
 	authority string
 	parts     []keyPart
-	fixedKey  string // the key when every part is a literal, else ""
-	node      *corev3.Node
+	fixedKey  string       // the key when every part is a literal, else ""
+	node      *corev3.Node // the rule's result.node, or nil
+	slots     []nodeSlot   // the node fields the key takes values from (upstreamnode.go)
 }
 
 // condition tests one field of a request.
@@ -304,10 +305,11 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 	if fixed {
 		cr.fixedKey = key.String()
 	}
+	cr.slots = nodeSlots(cr.parts)
 
 	if n := t.Node; n != nil {
 		if n.ID == "" && n.Cluster == "" {
-			c.add(p+".node", "set id or cluster, or leave node out to present the group key's node fields")
+			c.add(p+".node", "set id or cluster, or leave node out to present the node built from the group key")
 		}
 		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
 	}

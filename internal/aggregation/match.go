@@ -4,23 +4,24 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // Match returns the result of the first rule that matches req, or an error
 // wrapping ErrNoMatch that names the type, resource and node. It allocates
-// only to build a key that is not fixed (once) and for regex captures.
+// only to build a key that is not fixed (once), for regex captures and for
+// the upstream node of a rule that sets none.
 func (r *Rules) Match(req Request) (Result, error) {
 	if r != nil {
 		for i := range r.rules {
 			cr := &r.rules[i]
 			if cr.matches(&req) {
+				var buf [maxStackParts]string
+				vals := cr.values(&req, buf[:0])
 				node := cr.node
 				if node == nil {
-					node = cr.groupNode(&req)
+					node = cr.groupNode(vals)
 				}
-				return Result{Rule: cr.name, Authority: cr.authority, Group: cr.key(&req), Node: node}, nil
+				return Result{Rule: cr.name, Authority: cr.authority, Group: cr.key(vals), Node: node}, nil
 			}
 		}
 	}
@@ -46,18 +47,26 @@ func (cr *compiledRule) matches(req *Request) bool {
 // maxStackParts is how many key parts are gathered without allocating.
 const maxStackParts = 8
 
-// key builds the group key of a request the rule matched.
-func (cr *compiledRule) key(req *Request) string {
+// values appends to vals the value of each key part of a request the rule
+// matched; none for a key of literals only.
+func (cr *compiledRule) values(req *Request, vals []string) []string {
+	if cr.fixedKey != "" {
+		return vals
+	}
+	var sub submatches
+	for i := range cr.parts {
+		vals = append(vals, cr.parts[i].value(req, &sub))
+	}
+	return vals
+}
+
+// key builds the group key from the values of the rule's key parts.
+func (cr *compiledRule) key(vals []string) string {
 	if cr.fixedKey != "" {
 		return cr.fixedKey
 	}
-	var buf [maxStackParts]string
-	vals := buf[:0]
 	n := 0
-	var sub submatches
-	for i := range cr.parts {
-		v := cr.parts[i].value(req, &sub)
-		vals = append(vals, v)
+	for _, v := range vals {
 		n += len(v)
 	}
 	var b strings.Builder
@@ -94,40 +103,4 @@ func (p *keyPart) value(req *Request, sub *submatches) string {
 		return ""
 	}
 	return v[loc[2*p.group]:loc[2*p.group+1]]
-}
-
-// groupNode is the Node a group's upstream stream presents when its rule
-// sets none: only the node fields the group key is built from (node_field
-// parts, and the fields captures are taken from), copied from the client's
-// Node. They are what defines the group, so whichever client of the group
-// comes first, the origin is shown nothing else: no id, metadata or
-// locality outside the key. An empty id means the relay's own (the
-// upstream fills it in). They remain the client's claim: the README says
-// how access control binds them.
-func (cr *compiledRule) groupNode(req *Request) *corev3.Node {
-	n := &corev3.Node{}
-	for _, p := range cr.parts {
-		if p.kind == partLiteral {
-			continue
-		}
-		switch p.field.kind {
-		case fieldNodeID:
-			n.Id = req.Node.GetId()
-		case fieldNodeCluster:
-			n.Cluster = req.Node.GetCluster()
-		case fieldRegion, fieldZone, fieldSubZone:
-			if n.Locality == nil {
-				n.Locality = &corev3.Locality{}
-			}
-			switch p.field.kind {
-			case fieldRegion:
-				n.Locality.Region = req.Node.GetLocality().GetRegion()
-			case fieldZone:
-				n.Locality.Zone = req.Node.GetLocality().GetZone()
-			default:
-				n.Locality.SubZone = req.Node.GetLocality().GetSubZone()
-			}
-		}
-	}
-	return n
 }

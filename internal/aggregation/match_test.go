@@ -307,29 +307,59 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-// TestGroupNode: a rule without node presents upstream only the node fields
-// its group key is built from, whichever client of the group asks: a
-// client's id, metadata and locality outside the key never reach the
-// origin (a forged first client cannot speak for its group).
+// TestGroupNode: a rule without node presents upstream a node built from
+// its group key alone, whichever client of the group asks: a client's id,
+// metadata and locality outside the key never reach the origin (a forged
+// first client cannot speak for its group), and of a field the key only
+// captures part of, only that part.
 func TestGroupNode(t *testing.T) {
-	forged := testNode(t, "forged-id", "frontend", &corev3.Locality{Zone: "z1", Region: "r1"}, map[string]any{"evil": true})
+	forged := testNode(t, "forged-id", "frontend-7", &corev3.Locality{Zone: "z1", Region: "r1"},
+		map[string]any{"evil": true, "team": map[string]any{"name": "pay", "n": 3}})
+	const clusterRegex = `{cluster: {regex: "(?P<svc>[a-z]+)-(?P<n>[0-9]+)"}}`
+	md := func(fields map[string]any) *structpb.Struct {
+		s, err := structpb.NewStruct(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 	for _, tt := range []struct {
 		name  string
+		match string // the rule's node conditions; "" for a default rule
 		group string
 		want  *corev3.Node
 	}{
-		{"literal only", `[{literal: "all"}]`, &corev3.Node{}},
-		{"by cluster", `[{literal: "c="}, {node_field: cluster}]`, &corev3.Node{Cluster: "frontend"}},
-		{"by id", `[{literal: "n="}, {node_field: id}]`, &corev3.Node{Id: "forged-id"}},
-		{"by zone", `[{literal: "z="}, {node_field: locality.zone}]`, &corev3.Node{Locality: &corev3.Locality{Zone: "z1"}}},
-		{"by metadata: not shown", `[{literal: "m="}, {node_field: metadata.evil}]`, &corev3.Node{}},
+		{"literal only", "", `[{literal: "all"}]`, &corev3.Node{}},
+		{"by cluster", "", `[{literal: "c="}, {node_field: cluster}]`, &corev3.Node{Cluster: "frontend-7"}},
+		{"by id", "", `[{literal: "n="}, {node_field: id}]`, &corev3.Node{Id: "forged-id"}},
+		{"by zone", "", `[{literal: "z="}, {node_field: locality.zone}]`, &corev3.Node{Locality: &corev3.Locality{Zone: "z1"}}},
+		{"by metadata: shown at its path as the key's text", "", `[{literal: "m="}, {node_field: metadata.team.n}]`,
+			&corev3.Node{Metadata: md(map[string]any{"team": map[string]any{"n": "3"}})}},
+		{"by metadata bool", "", `[{literal: "m="}, {node_field: metadata.evil}]`,
+			&corev3.Node{Metadata: md(map[string]any{"evil": "true"})}},
+		{"absent metadata: not shown", "", `[{literal: "m="}, {node_field: metadata.nope}]`, &corev3.Node{}},
+		{"capture: the captured text, not the field", clusterRegex, `[{literal: "svc="}, {capture: {from: node.cluster, group: svc}}]`,
+			&corev3.Node{Cluster: "frontend"}},
+		{"two captures of one field: joined in key order", clusterRegex, `[{literal: "n="}, {capture: {from: node.cluster, group: n}}, {literal: "/svc="}, {capture: {from: node.cluster, group: svc}}]`,
+			&corev3.Node{Cluster: "7/frontend"}},
+		{"capture group 0: the whole field", clusterRegex, `[{literal: "c="}, {capture: {from: node.cluster, group: 0}}, {literal: "/"}, {capture: {from: node.cluster, group: svc}}]`,
+			&corev3.Node{Cluster: "frontend-7"}},
+		{"capture of metadata: the captured text at its path", `{metadata: [{path: team.name, value: {regex: "(p)a.*"}}]}`, `[{literal: "t="}, {capture: {from: node.metadata.team.name, group: 1}}]`,
+			&corev3.Node{Metadata: md(map[string]any{"team": map[string]any{"name": "p"}})}},
+		{"capture of the resource name: not shown", `{cluster: {regex: "frontend-.*"}}
+    resource_name: {regex: "(.*)"}`, `[{literal: "r="}, {capture: {from: resource_name, group: 1}}]`, &corev3.Node{}},
+		{"several fields", clusterRegex, `[{literal: "svc="}, {capture: {from: node.cluster, group: svc}}, {literal: "/id="}, {node_field: id}, {literal: "/r="}, {node_field: locality.region}, {literal: "/t="}, {node_field: metadata.team.name}]`,
+			&corev3.Node{Id: "forged-id", Cluster: "frontend", Locality: &corev3.Locality{Region: "r1"}, Metadata: md(map[string]any{"team": map[string]any{"name": "pay"}})}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			rule := "  default: true\n"
+			if tt.match != "" {
+				rule = "  match:\n    node: " + tt.match + "\n"
+			}
 			r := compileYAML(t, `rules:
 - name: r
-  default: true
-  result: {authority: a, group: `+tt.group+`}`)
-			got, err := r.Match(Request{TypeURL: resourcev3.ClusterType, Node: forged})
+`+rule+`  result: {authority: a, group: `+tt.group+`}`)
+			got, err := r.Match(Request{TypeURL: resourcev3.ClusterType, Name: "backend", Node: forged})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,6 +367,33 @@ func TestGroupNode(t *testing.T) {
 				t.Errorf("upstream node (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGroupNodeSameForEveryClient: clients of different full clusters in
+// one group are shown upstream as one node, whichever asks.
+func TestGroupNodeSameForEveryClient(t *testing.T) {
+	r := compileYAML(t, `rules:
+- name: env
+  match: {node: {cluster: {regex: "(?P<env>[a-z]+)-[0-9]+"}, metadata: [{path: team, value: {prefix: pay}}]}}
+  result: {authority: a, group: [{node_field: metadata.team}, {literal: "/"}, {capture: {from: node.cluster, group: env}}, {literal: "_cds"}]}`)
+	match := func(id, cluster, team string, zone string) Result {
+		t.Helper()
+		res, err := r.Match(Request{TypeURL: resourcev3.ClusterType, Node: testNode(t, id, cluster, &corev3.Locality{Zone: zone}, map[string]any{"team": team, "other": id})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := match("a", "staging-1", "payments", "z1"), match("b", "staging-2", "payments", "z2")
+	if a.Group != "payments/staging_cds" || a.Group != b.Group {
+		t.Fatalf("groups %q, %q; want both payments/staging_cds", a.Group, b.Group)
+	}
+	want := testNode(t, "", "staging", nil, map[string]any{"team": "payments"})
+	for _, got := range []*corev3.Node{a.Node, b.Node} {
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Errorf("upstream node (-want +got):\n%s", diff)
+		}
 	}
 }
 

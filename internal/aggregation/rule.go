@@ -113,10 +113,12 @@ type Target struct {
 	// ("a","bc") cannot build the same key.
 	Group []GroupPart `yaml:"group"`
 	// Node, when set, is the Node the relay presents upstream on the
-	// group's stream. Default: absent: a Node of only the node fields the
-	// group key is built from (node_field parts and the fields captures
-	// come from), with the relay's node id unless the key uses node.id;
-	// never anything else a client sent.
+	// group's stream. Default: absent: a Node built from the group key
+	// alone, the same whichever client of the group comes first: each node
+	// field the key takes a value from holds that value (the whole field
+	// for node_field, only the captured text for a capture, metadata as a
+	// string at its path), with the relay's node id unless the key uses
+	// node.id; never anything else a client sent (upstreamnode.go).
 	Node *UpstreamNode `yaml:"node"`
 }
 
@@ -170,7 +172,7 @@ type Result struct {
 	// Group) share one upstream stream.
 	Group string
 	// Node is the Node to present for the upstream stream: the rule's
-	// (shared by every match: read only), or one of only the group key's
-	// node fields (see Rule.Result.Node). Never nil.
+	// (shared by every match: read only), or one built from the group key
+	// alone (see Target.Node). Never nil.
 	Node *corev3.Node
 }

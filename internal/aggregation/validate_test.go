@@ -226,7 +226,7 @@ func TestValidate(t *testing.T) {
   match: {node: {id: {exact: a}}}
   result: {authority: mesh, group: [{literal: g}], node: {}}`,
 			want: []FieldError{
-				{"rules[0].result.node", "set id or cluster, or leave node out to present the group key's node fields"},
+				{"rules[0].result.node", "set id or cluster, or leave node out to present the node built from the group key"},
 			},
 		},
 	}

@@ -359,8 +359,8 @@ func (c *change) apply(ss *session) {
 }
 
 // watchKeys watches keys for w, presenting upstream, for a key's stream,
-// the node its aggregation rule gives (nodes: the rule's, or the group
-// key's node fields); never the client's own Node, whose other fields are
+// the node its aggregation rule gives (nodes: the rule's, or one built
+// from the group key alone); never the client's own Node, whose other fields are
 // only its claim. xdstp streams present the relay's configured node.
 func watchKeys(c Cache, w cache.Watcher, keys []cache.Key, nodes map[cache.StreamID]*corev3.Node) {
 	if len(nodes) == 0 {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 )
@@ -31,11 +30,6 @@ func (l *link) attempt(ctx context.Context, origin string) (healthy bool, err er
 	return l.deltaAttempt(ctx, origin)
 }
 
-// openADS opens one ADS stream of a transport on a client: a method
-// expression such as
-// discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources.
-type openADS[Req, Resp any] func(discoveryv3.AggregatedDiscoveryServiceClient, context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[Req, Resp], error)
-
 // attemptOps is what a transport does on an open stream. Both run on the
 // link's run goroutine, which owns the transport's state for the attempt.
 type attemptOps[Resp any] struct {
@@ -56,11 +50,12 @@ type attemptOps[Resp any] struct {
 // wildcard of one type, as node (the liveness probe, probe.go).
 type wildcardRequest[Req any] func(node *corev3.Node, typeURL string) *Req
 
-// runAttempt dials origin, opens one stream of transport on it and serves
-// it with the ops newOps builds for that stream, until the stream fails or
-// ctx ends. healthy says at least one response arrived. While the stream is
-// open it counts in xds_relay_upstream_streams.
-func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open openADS[Req, Resp],
+// runAttempt dials origin, opens one stream of transport on it (ADS, or
+// per-type streams seen as one: pertype.go) and serves it with the ops
+// newOps builds for that stream, until the stream fails or ctx ends.
+// healthy says at least one response arrived. While the stream is open it
+// counts in xds_relay_upstream_streams.
+func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open streamOpener[Req, Resp],
 	wildcard wildcardRequest[Req], newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
 	conn, release, err := l.mgr.conns.get(origin, l.auth.creds)
 	if err != nil {
@@ -69,9 +64,12 @@ func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport s
 	defer release()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ads, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), actx, l.auth.callOpts...)
+	ads, err := open(conn, actx, l.auth.callOpts...)
 	if err != nil {
 		return false, fmt.Errorf("upstream %s: open %s stream to %s: %w", l.id.Authority, transport, origin, err)
+	}
+	if pt, ok := ads.(interface{ wait() }); ok {
+		defer pt.wait() // per-type streams' receivers (pertype.go), after cancel
 	}
 	l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Inc()
 	defer l.mgr.metrics.streams.WithLabelValues(l.id.Authority).Dec()

@@ -56,14 +56,18 @@ func newDeltaState() *deltaState {
 	}
 }
 
-// deltaAttempt runs one delta ADS stream to origin until it fails or ctx
-// ends.
+// deltaAttempt runs one delta ADS stream (or per-type streams) to origin
+// until it fails or ctx ends.
 func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
-	return runAttempt(ctx, l, origin, TransportDelta, discoveryv3.AggregatedDiscoveryServiceClient.DeltaAggregatedResources,
+	transport, open := TransportDelta, deltaADS
+	if l.auth.perType {
+		transport, open = TransportDeltaPerType, perTypeOpener(deltaPerType)
+	}
+	return runAttempt(ctx, l, origin, transport, open,
 		func(node *corev3.Node, t string) *discoveryv3.DeltaDiscoveryRequest {
 			return &discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: t, ResourceNamesSubscribe: []string{cache.Wildcard}}
 		},
-		func(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
+		func(ads deltaStream) attemptOps[discoveryv3.DeltaDiscoveryResponse] {
 			st := newDeltaState()
 			return attemptOps[discoveryv3.DeltaDiscoveryResponse]{
 				sync:   func() error { return l.deltaSync(ads, st) },

@@ -11,7 +11,8 @@
 //     authority's origins, attempt after attempt. A link lives from its
 //     StreamID's first Subscribe until Manager.Close.
 //   - attempt (attempt.go): one try at serving a link from one origin:
-//     dial, open one ADS stream (delta.go or sotw.go), sync and handle
+//     dial, open one ADS stream (delta.go or sotw.go; or one stream per
+//     type on the per-type services: pertype.go), sync and handle
 //     responses until the stream fails, the link's context ends or failback
 //     ends it (failback.go); for a file:// origin, follow the file source
 //     (filesource.go). An attempt that got a response is healthy: the next

@@ -12,6 +12,9 @@ var (
 	// ErrNoResponse: an origin accepted the stream but did not answer
 	// within Options.ResponseTimeout (the attempt fails over).
 	ErrNoResponse = errors.New("origin did not answer")
+	// ErrNoPerTypeService: a per-type transport was asked for a type that
+	// has no per-type service (the link refuses the type: refused.go).
+	ErrNoPerTypeService = errors.New("no per-type discovery service for type")
 	// errRejected wraps why an origin response was NACKed.
 	errRejected = errors.New("response rejected")
 )

@@ -44,9 +44,9 @@ type link struct {
 	// glob URLs, cache.Wildcard). guarded by mu
 	desired map[string]map[string]struct{}
 	// node to present to the origin: the relay's own on xdstp links
-	// (Group ""), the first Subscribe's on legacy groups (the aggregation
-	// rule's node, or the group key's node fields: the same whichever client
-	// subscribes first). guarded by mu
+	// (Group ""), the first Subscribe's on legacy groups: the aggregation
+	// rule's node, or one built from the group key alone, so the same
+	// whichever client subscribes first. guarded by mu
 	node *corev3.Node
 	// nodeFromSubscribe: node came from a Subscribe call. guarded by mu
 	nodeFromSubscribe bool
@@ -95,9 +95,9 @@ func newLink(m *Manager, id cache.StreamID, a *authority) *link {
 func (l *link) update(node *corev3.Node, typeURL string, names []string, add bool) {
 	l.mu.Lock()
 	if node != nil && !l.nodeFromSubscribe && (l.id.Group != "" || l.node == nil) {
-		// The group's node (its rule's, or only the group key's node
-		// fields: the same whichever client comes first); an empty id is
-		// the relay's own. Cloned (a rule's node is shared), with the
+		// The group's node (its rule's, or built from the group key
+		// alone, so any client's Subscribe carries the same); an empty id
+		// is the relay's own. Cloned (a rule's node is shared), with the
 		// relay's client features.
 		n := withClientFeatures(node)
 		if n.GetId() == "" {

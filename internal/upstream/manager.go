@@ -65,6 +65,7 @@ type authority struct {
 	name     string
 	origins  []string
 	sotw     bool
+	perType  bool // one stream per type on the per-type services
 	emulated bool // globs are emulated over the type's wildcard
 	// creds: the authority's transport credentials; nil: the Manager's
 	// dial options decide. Part of the connection's key (conns.go).
@@ -216,11 +217,12 @@ func (m *Manager) startLocked(l *link) {
 
 // newAuthority applies a's defaults.
 func newAuthority(a Authority) *authority {
-	sotw := a.Transport == TransportSotW
+	sotw := a.Transport == TransportSotW || a.Transport == TransportSotWPerType
 	auth := &authority{
 		name:     a.Name,
 		origins:  append([]string(nil), a.Origins...),
 		sotw:     sotw,
+		perType:  a.Transport == TransportDeltaPerType || a.Transport == TransportSotWPerType,
 		emulated: a.GlobCollections == GlobEmulated || (sotw && a.GlobCollections == ""),
 		creds:    a.Credentials,
 	}

@@ -20,8 +20,12 @@ import (
 const (
 	TransportDelta = "delta"
 	TransportSotW  = "sotw"
-	GlobNative     = "native"
-	GlobEmulated   = "emulated"
+	// The per-type transports: one stream per type on the per-type
+	// services (CDS, EDS, ...), for origins without ADS (pertype.go).
+	TransportDeltaPerType = "delta-per-type"
+	TransportSotWPerType  = "sotw-per-type"
+	GlobNative            = "native"
+	GlobEmulated          = "emulated"
 	// FileOriginPrefix marks an origin that is a directory of resource files.
 	FileOriginPrefix = "file://"
 )
@@ -33,7 +37,8 @@ type Authority struct {
 	// Origins are "host:port" control planes or "file://DIR" directories,
 	// tried in order.
 	Origins []string
-	// Transport is TransportDelta (default, "") or TransportSotW.
+	// Transport is TransportDelta (default, ""), TransportSotW,
+	// TransportDeltaPerType or TransportSotWPerType.
 	Transport string
 	// GlobCollections is GlobNative or GlobEmulated; "" is GlobNative over
 	// delta and GlobEmulated over SotW. Native over SotW sends the glob URL

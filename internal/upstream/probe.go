@@ -102,7 +102,7 @@ func (l *link) deltaProbe(ads discoveryv3.AggregatedDiscoveryService_DeltaAggreg
 // counts; its result arrives on the returned channel (buffered: the
 // goroutine never blocks). nil: the link asks for nothing to probe with.
 // The goroutine ends when ctx (the attempt's) ends.
-func startLiveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open openADS[Req, Resp],
+func startLiveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open streamOpener[Req, Resp],
 	wildcard wildcardRequest[Req], probes *sync.WaitGroup) <-chan error {
 	node, wants := l.snapshot()
 	var typeURL string
@@ -126,12 +126,18 @@ func startLiveness[Req, Resp any](ctx context.Context, l *link, conn grpc.Client
 }
 
 // liveness opens a stream, sends req and waits for the first response.
-func liveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open openADS[Req, Resp], req *Req) error {
+func liveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open streamOpener[Req, Resp], req *Req) error {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the probe's stream
-	s, err := open(discoveryv3.NewAggregatedDiscoveryServiceClient(conn), pctx, l.auth.callOpts...)
+	s, err := open(conn, pctx, l.auth.callOpts...)
 	if err != nil {
 		return err
+	}
+	if pt, ok := s.(interface{ wait() }); ok {
+		defer func() {
+			cancel()
+			pt.wait() // per-type streams' receivers (pertype.go)
+		}()
 	}
 	if err := s.Send(req); err != nil {
 		return err

@@ -112,7 +112,7 @@ func authorityNames(auths []Authority) []string {
 // by identity: the relay hands the same values to an authority whose
 // TLS and token settings did not change.
 func sameAuthority(a, b *authority) bool {
-	return a != nil && b != nil && a.sotw == b.sotw && a.emulated == b.emulated && slices.Equal(a.origins, b.origins) &&
+	return a != nil && b != nil && a.sotw == b.sotw && a.perType == b.perType && a.emulated == b.emulated && slices.Equal(a.origins, b.origins) &&
 		a.creds == b.creds && a.perRPC == b.perRPC
 }
 

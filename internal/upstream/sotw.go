@@ -29,18 +29,22 @@ type sotwType struct {
 	answerable sotwAnswerable
 }
 
-// sotwAttempt runs one SotW ADS stream to origin until it fails or ctx
-// ends. Globs are always emulated over the type's wildcard.
+// sotwAttempt runs one SotW ADS stream (or per-type streams) to origin
+// until it fails or ctx ends. Globs are always emulated over the type's wildcard.
 func (l *link) sotwAttempt(ctx context.Context, origin string) (bool, error) {
 	if origin != l.sotwOrigin {
 		clear(l.sotwVersions)
 		l.sotwOrigin = origin
 	}
-	return runAttempt(ctx, l, origin, TransportSotW, discoveryv3.AggregatedDiscoveryServiceClient.StreamAggregatedResources,
+	transport, open := TransportSotW, sotwADS
+	if l.auth.perType {
+		transport, open = TransportSotWPerType, perTypeOpener(sotwPerType)
+	}
+	return runAttempt(ctx, l, origin, transport, open,
 		func(node *corev3.Node, t string) *discoveryv3.DiscoveryRequest {
 			return &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: t} // no names: the wildcard
 		},
-		func(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient) attemptOps[discoveryv3.DiscoveryResponse] {
+		func(ads sotwStream) attemptOps[discoveryv3.DiscoveryResponse] {
 			types := make(map[string]*sotwType)
 			nodeSent := false
 			return attemptOps[discoveryv3.DiscoveryResponse]{
