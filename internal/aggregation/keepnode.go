@@ -7,8 +7,10 @@ import (
 )
 
 // KeepNode returns the part of n that rules can read: id, cluster,
-// locality, and the metadata scalars at the paths some rule tests or
-// builds a group key from. Nothing else of a client's Node needs to be
+// locality, the metadata scalars at the paths some rule tests or builds a
+// group key from (a null where a present condition only needs to know a
+// value is there), and an empty metadata when a has_metadata condition
+// needs to know there was one. Nothing else of a client's Node needs to be
 // kept for as long as its stream lives (the relay's per-stream memory).
 // Matching the result gives what matching n gives.
 func (r *Rules) KeepNode(n *corev3.Node) *corev3.Node {
@@ -18,11 +20,14 @@ func (r *Rules) KeepNode(n *corev3.Node) *corev3.Node {
 	}
 	for _, cr := range r.rules {
 		for _, c := range cr.conds {
-			kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), c.field)
+			if c.kind == condHasMetadata && kept.Metadata == nil {
+				kept.Metadata = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+			}
+			kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), c.field, c.kind == condPresent)
 		}
 		for _, p := range cr.parts {
 			if p.kind != partLiteral {
-				kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), p.field)
+				kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), p.field, false)
 			}
 		}
 	}
@@ -42,9 +47,11 @@ func KeepNodeFields(n *corev3.Node) *corev3.Node {
 	return kept
 }
 
-// keepMetadata copies into dst (created when nil) the scalar at f's
-// metadata path in src, if f is a metadata field and the scalar is there.
-func keepMetadata(dst, src *structpb.Struct, f field) *structpb.Struct {
+// keepMetadata copies into dst (created when nil) the value at f's
+// metadata path in src, if f is a metadata field and a scalar is there; with
+// presence (a present condition), a null, list or struct too, as a null:
+// what rules can tell of it is that it is there, and not a scalar.
+func keepMetadata(dst, src *structpb.Struct, f field, presence bool) *structpb.Struct {
 	if f.kind != fieldMetadata {
 		return dst
 	}
@@ -62,8 +69,12 @@ func keepMetadata(dst, src *structpb.Struct, f field) *structpb.Struct {
 		}
 		switch val.GetKind().(type) {
 		case *structpb.Value_StringValue, *structpb.Value_NumberValue, *structpb.Value_BoolValue:
+			val = proto.Clone(val).(*structpb.Value)
 		default:
-			return dst
+			if !presence {
+				return dst
+			}
+			val = structpb.NewNullValue()
 		}
 		if dst == nil {
 			dst = &structpb.Struct{Fields: map[string]*structpb.Value{}}
@@ -77,7 +88,7 @@ func keepMetadata(dst, src *structpb.Struct, f field) *structpb.Struct {
 			}
 			at = next
 		}
-		at.Fields[k] = proto.Clone(val).(*structpb.Value)
+		at.Fields[k] = val
 	}
 	return dst
 }

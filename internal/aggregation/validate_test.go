@@ -89,11 +89,11 @@ func TestValidate(t *testing.T) {
       locality: {zone: {regex: "("}, sub_zone: {exact: "", prefix: a, regex: b}}
   result: ` + ok,
 			want: []FieldError{
-				{"rules[0].match.resource_name", "one of exact, prefix or regex is required"},
-				{"rules[0].match.node.id", "exactly one of exact, prefix or regex may be set, found exact and regex"},
+				{"rules[0].match.resource_name", "one of exact, prefix, regex, not or all_of is required"},
+				{"rules[0].match.node.id", "exactly one of exact, prefix, regex, not or all_of may be set, found exact and regex"},
 				{"rules[0].match.node.cluster.prefix", "empty: it would match everything; leave the condition out instead"},
 				{"rules[0].match.node.locality.zone.regex", "does not compile: error parsing regexp: missing closing ): `(`"},
-				{"rules[0].match.node.locality.sub_zone", "exactly one of exact, prefix or regex may be set, found exact and prefix and regex"},
+				{"rules[0].match.node.locality.sub_zone", "exactly one of exact, prefix, regex, not or all_of may be set, found exact and prefix and regex"},
 			},
 		},
 		{
@@ -109,9 +109,9 @@ func TestValidate(t *testing.T) {
         - {path: a.b, value: {regex: "[z"}}
   result: ` + ok,
 			want: []FieldError{
-				{"rules[0].match.node.metadata[0].path", "required"},
+				{"rules[0].match.node.metadata[0].path", "required (or keys, a list of keys)"},
 				{"rules[0].match.node.metadata[1].path", `"a..b" has an empty key (want dot-separated keys, e.g. team.name)`},
-				{"rules[0].match.node.metadata[2].value", "one of exact, prefix or regex is required"},
+				{"rules[0].match.node.metadata[2]", "one of value, string, bool or present is required"},
 				{"rules[0].match.node.metadata[3].value.regex", "does not compile: error parsing regexp: missing closing ]: `[z`"},
 			},
 		},
@@ -166,8 +166,8 @@ func TestValidate(t *testing.T) {
       - {node_field: id}
       - {capture: {from: node.id, group: 1}}`,
 			want: []FieldError{
-				{"rules[0].result.group[0]", "one of literal, node_field or capture is required"},
-				{"rules[0].result.group[1]", "exactly one of literal, node_field or capture may be set, found literal and node_field"},
+				{"rules[0].result.group[0]", "one of literal, node_field, capture, rewrite or metadata is required"},
+				{"rules[0].result.group[1]", "exactly one of literal, node_field, capture, rewrite or metadata may be set, found literal and node_field"},
 				{"rules[0].result.group[2].literal", "empty"},
 				{"rules[0].result.group[3].node_field", `"zone" is not a node field (want id, cluster, locality.region, locality.zone, locality.sub_zone or metadata.<path>)`},
 				{"rules[0].result.group[4].node_field", `"metadata." is not a node field (want id, cluster, locality.region, locality.zone, locality.sub_zone or metadata.<path>)`},
@@ -226,7 +226,7 @@ func TestValidate(t *testing.T) {
   match: {node: {id: {exact: a}}}
   result: {authority: mesh, group: [{literal: g}], node: {}}`,
 			want: []FieldError{
-				{"rules[0].result.node", "set id or cluster, or leave node out to present the node built from the group key"},
+				{"rules[0].result.node", "set id, cluster or metadata, or leave node out to present the node built from the group key"},
 			},
 		},
 	}
