@@ -435,11 +435,12 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 		}
 		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
 		if len(n.Metadata) > 0 {
-			md, err := structpb.NewStruct(normalizeYAML(n.Metadata).(map[string]any))
-			if err != nil {
-				c.add(p+".node.metadata", "not a metadata struct: %v", err)
+			m := normalizeYAML(n.Metadata).(map[string]any)
+			if at, v := unsupported("", m); at != "" {
+				c.add(p+".node.metadata."+at, "a %T is not a metadata value (want a string, number, bool, null, list or map)", v)
+			} else if md, err := structpb.NewStruct(m); err == nil {
+				cr.node.Metadata = md
 			}
-			cr.node.Metadata = md
 		}
 	}
 }
@@ -468,6 +469,37 @@ func normalizeYAML(v any) any {
 		return out
 	}
 	return v
+}
+
+// unsupported returns the path and value of the first value in v that
+// is not a metadata value, or "".
+func unsupported(path string, v any) (string, any) {
+	switch x := v.(type) {
+	case nil, string, bool, int, int64, uint64, float64:
+		return "", nil
+	case map[string]any:
+		for k, e := range x {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if at, bad := unsupported(p, e); at != "" {
+				return at, bad
+			}
+		}
+		return "", nil
+	case []any:
+		for i, e := range x {
+			if at, bad := unsupported(fmt.Sprintf("%s[%d]", path, i), e); at != "" {
+				return at, bad
+			}
+		}
+		return "", nil
+	}
+	if path == "" {
+		path = "."
+	}
+	return path, v
 }
 
 // partChoices lists the kinds of group part, for problems.

@@ -315,7 +315,7 @@ func TestValidate(t *testing.T) {
   match: {node: {id: {exact: a}}}
   result: {authority: mesh, group: [{literal: g}], node: {metadata: {a: !!timestamp 2001-12-14}}}`,
 			want: []FieldError{
-				{"rules[0].result.node.metadata", "not a metadata struct: proto: invalid type: time.Time"},
+				{"rules[0].result.node.metadata.a", "a time.Time is not a metadata value (want a string, number, bool, null, list or map)"},
 			},
 		},
 		{
