@@ -3,6 +3,7 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -293,13 +294,18 @@ type converter struct {
 	authority string
 	leaves    []leaf
 	typeURL   string
+	emitted   int // paths walked for typeURL, bounded by maxPaths
 	overflow  bool
 }
+
+// maxPaths bounds the paths walked for one type (each undecided atom
+// doubles them).
+const maxPaths = 1 << 16
 
 // tree returns the leaves for requests of typeURL ("" for a type no rule
 // names), in first-match order.
 func (cv *converter) tree(typeURL string) ([]leaf, error) {
-	cv.leaves, cv.typeURL, cv.overflow = nil, typeURL, false
+	cv.leaves, cv.typeURL, cv.overflow, cv.emitted = nil, typeURL, false, 0
 	start := func(s state) { cv.walk(0, 0, s) }
 	if contains(edsTypes, typeURL) {
 		// The earlier relay refused EDS without names before any rule.
@@ -315,7 +321,7 @@ func (cv *converter) tree(typeURL string) ([]leaf, error) {
 		start(state{})
 	}
 	if cv.overflow {
-		return nil, fmt.Errorf("%w: the rules' combinations need more than %d converted rules", ErrNotConvertible, MaxRules)
+		return nil, fmt.Errorf("%w: the rules' combinations are more than %d paths for one type", ErrNotConvertible, maxPaths)
 	}
 	return cv.leaves, nil
 }
@@ -363,7 +369,7 @@ func (cv *converter) finish(s state) {
 }
 
 func (cv *converter) emit(s state, refuse string, key []keyPart) {
-	if len(cv.leaves) >= MaxRules {
+	if cv.emitted++; cv.emitted > maxPaths {
 		cv.overflow = true
 		return
 	}
@@ -414,9 +420,54 @@ func (cv *converter) eval(f formula, s state, k func(state, bool)) {
 				return
 			}
 		}
+		// Both branches, apart; when they end the same way but for the
+		// atom, the atom does not matter there: keep one branch, without it.
+		saved := cv.leaves
+		cv.leaves = nil
 		k(s.with(f.atom, true), true)
+		whenTrue := cv.leaves
+		cv.leaves = nil
 		k(s.with(f.atom, false), false)
+		whenFalse := cv.leaves
+		cv.leaves = saved
+		if !sameWithout(whenTrue, whenFalse, id) {
+			cv.leaves = append(cv.leaves, whenTrue...)
+		}
+		cv.leaves = append(cv.leaves, whenFalse...)
 	}
+}
+
+// sameWithout reports whether the leaves a (found on the branch where the
+// atom id holds) are b with that atom among their conditions.
+func sameWithout(a, b []leaf, id string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].refuse != b[i].refuse || len(a[i].key) != len(b[i].key) {
+			return false
+		}
+		for j := range a[i].key {
+			if !reflect.DeepEqual(a[i].key[j], b[i].key[j]) {
+				return false
+			}
+		}
+		var conds []string
+		for _, c := range a[i].conds {
+			if c.id() != id {
+				conds = append(conds, c.id())
+			}
+		}
+		if len(conds) != len(b[i].conds) {
+			return false
+		}
+		for j, c := range b[i].conds {
+			if conds[j] != c.id() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // result converts a matching rule's result, appending to parts, and calls

@@ -221,7 +221,11 @@ func collect(c *legacykey.Config, r *rand.Rand) pools {
 	}
 	// Near misses of every value: a prefix, a suffix added, a char dropped.
 	for _, s := range []string{"ids", "clusters", "regions", "zones", "subs", "meta", "names"} {
+		values := make([]string, 0, len(sets[s]))
 		for v := range sets[s] {
+			values = append(values, v)
+		}
+		for _, v := range values { // not the map: it grows in the loop
 			if v == "" {
 				continue
 			}
