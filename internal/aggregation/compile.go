@@ -14,7 +14,9 @@ import (
 
 // Rules is a compiled, immutable rule set, safe for concurrent use.
 type Rules struct {
-	rules []compiledRule // read-only after Compile
+	rules     []compiledRule // read-only after Compile
+	keep      []keptPath     // the metadata KeepNode keeps; read-only after Compile
+	keepEmpty bool           // KeepNode keeps an empty metadata (has_metadata); read-only after Compile
 }
 
 // compiledRule is a Rule with its regexes compiled and references resolved.
@@ -116,7 +118,9 @@ func Compile(rules []Rule) (*Rules, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRules, errors.Join(errs...))
 	}
-	return &Rules{rules: compiled}, nil
+	r := &Rules{rules: compiled}
+	r.keep, r.keepEmpty = keptPaths(compiled)
+	return r, nil
 }
 
 // checker collects problems while rules are compiled.

@@ -15,23 +15,52 @@ import (
 // Matching the result gives what matching n gives.
 func (r *Rules) KeepNode(n *corev3.Node) *corev3.Node {
 	kept := KeepNodeFields(n)
-	if kept == nil || n.GetMetadata() == nil {
+	if kept == nil || n.GetMetadata() == nil || r == nil {
 		return kept
 	}
-	for _, cr := range r.rules {
-		for _, c := range cr.conds {
-			if c.kind == condHasMetadata && kept.Metadata == nil {
-				kept.Metadata = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	if r.keepEmpty {
+		kept.Metadata = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	}
+	for _, k := range r.keep {
+		kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), k.field, k.presence)
+	}
+	return kept
+}
+
+// keptPath is a metadata path some rule reads, and whether a present
+// condition tests it.
+type keptPath struct {
+	field    field
+	presence bool
+}
+
+// keptPaths lists, once each and in rule order, the metadata paths rules
+// read, and whether some rule tests has_metadata: what KeepNode keeps.
+func keptPaths(rules []compiledRule) (paths []keptPath, empty bool) {
+	add := func(f field, presence bool) {
+		if f.kind != fieldMetadata {
+			return
+		}
+		for i := range paths {
+			if samePath(paths[i].field.path, f.path) {
+				paths[i].presence = paths[i].presence || presence
+				return
 			}
-			kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), c.field, c.kind == condPresent)
+		}
+		paths = append(paths, keptPath{field: f, presence: presence})
+	}
+	for _, cr := range rules {
+		for _, c := range cr.conds {
+			empty = empty || c.kind == condHasMetadata
+			add(c.field, c.kind == condPresent)
 		}
 		for _, p := range cr.parts {
 			if p.kind != partLiteral {
-				kept.Metadata = keepMetadata(kept.Metadata, n.GetMetadata(), p.field, false)
+				add(p.field, false)
 			}
 		}
 	}
-	return kept
+	return paths, empty
 }
 
 // KeepNodeFields returns n's id, cluster and locality, nil for nil: what
@@ -69,7 +98,7 @@ func keepMetadata(dst, src *structpb.Struct, f field, presence bool) *structpb.S
 		}
 		switch val.GetKind().(type) {
 		case *structpb.Value_StringValue, *structpb.Value_NumberValue, *structpb.Value_BoolValue:
-			val = proto.Clone(val).(*structpb.Value)
+			val = proto.Clone(val).(*structpb.Value) // a scalar: small
 		default:
 			if !presence {
 				return dst

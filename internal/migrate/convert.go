@@ -121,7 +121,13 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		}
 		groups = kept
 	}
-	out := &Converted{}
+	// The earlier relay refused EDS without names before any rule.
+	empty := ""
+	out := &Converted{Rules: []aggregation.Rule{{
+		Name:   "eds-without-names",
+		Match:  aggregation.Match{TypeURLs: edsTypes, ResourceName: &aggregation.StringMatcher{Exact: &empty}},
+		Result: aggregation.Target{Refuse: &aggregation.Refuse{Reason: "the earlier relay refused EDS requests without resource names"}},
+	}}}
 	used := map[string]bool{}
 	for k, g := range groups {
 		name := shortType(g.types[0])
@@ -303,23 +309,11 @@ type converter struct {
 const maxPaths = 1 << 16
 
 // tree returns the leaves for requests of typeURL ("" for a type no rule
-// names), in first-match order.
+// names), in first-match order. (EDS without names is refused by a rule
+// before every tree.)
 func (cv *converter) tree(typeURL string) ([]leaf, error) {
 	cv.leaves, cv.typeURL, cv.overflow, cv.emitted = nil, typeURL, false, 0
-	start := func(s state) { cv.walk(0, 0, s) }
-	if contains(edsTypes, typeURL) {
-		// The earlier relay refused EDS without names before any rule.
-		empty := ""
-		cv.eval(fmAtom(atom{kind: atomString, field: fieldResourceName, exact: &empty}), state{}, func(s state, v bool) {
-			if v {
-				cv.emit(s, "the earlier relay refused EDS requests without resource names", nil)
-				return
-			}
-			start(s)
-		})
-	} else {
-		start(state{})
-	}
+	cv.walk(0, 0, state{})
 	if cv.overflow {
 		return nil, fmt.Errorf("%w: the rules' combinations are more than %d paths for one type", ErrNotConvertible, maxPaths)
 	}
