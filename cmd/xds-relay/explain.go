@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -49,6 +50,25 @@ func (m *metadataFlags) Set(v string) error {
 	return nil
 }
 
+// typedMetadataFlags collects repeated --node-metadata-json flags:
+// path=JSON, or a JSON object.
+type typedMetadataFlags []string
+
+func (m *typedMetadataFlags) String() string { return strings.Join(*m, ",") }
+
+func (m *typedMetadataFlags) Set(v string) error {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil {
+			return fmt.Errorf("%q: not a JSON object: %v", v, err)
+		}
+	} else if path, _, ok := strings.Cut(v, "="); !ok || path == "" {
+		return fmt.Errorf("%q: want path=JSON, e.g. istio=true, or a JSON object", v)
+	}
+	*m = append(*m, v)
+	return nil
+}
+
 // cmdExplain implements `xds-relay explain`: it prints which aggregation
 // rule a request matches (the built-in plain-names rule included) and the
 // authority, group key and upstream node it resolves to, or "no rule
@@ -68,9 +88,9 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		subZone  = fs.String("node-sub-zone", "", "node.locality.sub_zone")
 		metadata metadataFlags
 	)
-	var typed metadataFlags
+	var typed typedMetadataFlags
 	fs.Var(&metadata, "node-metadata", "node.metadata string value as `path=value` (dot-separated path); repeatable")
-	fs.Var(&typed, "node-metadata-json", "node.metadata value of any type as `path=JSON` (true, 3, \"true\", null, {...}); repeatable")
+	fs.Var(&typed, "node-metadata-json", "node.metadata value of any type as `path=JSON` (true, 3, \"true\", null, {...}), or a JSON object of top-level keys (which may contain dots); repeatable")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -209,7 +229,12 @@ func metadataStruct(pairs, typed []string) (*structpb.Struct, error) {
 		_, value, _ := strings.Cut(p, "=")
 		values = append(values, structpb.NewStringValue(value))
 	}
+	var objects []string
 	for _, p := range typed {
+		if strings.HasPrefix(strings.TrimSpace(p), "{") {
+			objects = append(objects, p)
+			continue
+		}
 		_, value, _ := strings.Cut(p, "=")
 		var v any
 		if err := json.Unmarshal([]byte(value), &v); err != nil {
@@ -221,7 +246,27 @@ func metadataStruct(pairs, typed []string) (*structpb.Struct, error) {
 		}
 		values = append(values, sv)
 	}
-	for n, p := range append(append([]string{}, pairs...), typed...) {
+	for _, o := range objects {
+		var obj map[string]any
+		_ = json.Unmarshal([]byte(o), &obj) // checked by Set
+		st, err := structpb.NewStruct(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", o, err)
+		}
+		for k, v := range st.GetFields() {
+			if _, dup := root.Fields[k]; dup {
+				return nil, fmt.Errorf("%q: %s is set twice", o, k)
+			}
+			root.Fields[k] = v
+		}
+	}
+	paths := append([]string{}, pairs...)
+	for _, p := range typed {
+		if !strings.HasPrefix(strings.TrimSpace(p), "{") {
+			paths = append(paths, p)
+		}
+	}
+	for n, p := range paths {
 		path, _, _ := strings.Cut(p, "=")
 		keys := strings.Split(path, ".")
 		s := root
@@ -274,7 +319,11 @@ func writeMetadata(b *strings.Builder, prefix string, s *structpb.Struct) {
 	for _, k := range keys {
 		v := s.GetFields()[k]
 		if sub := v.GetStructValue(); sub != nil && len(sub.GetFields()) > 0 {
-			writeMetadata(b, prefix+k+".", sub)
+			key := k
+			if strings.Contains(k, ".") {
+				key = "[" + strconv.Quote(k) + "]"
+			}
+			writeMetadata(b, prefix+key+".", sub)
 			continue
 		}
 		// A string quoted; any other type as JSON (true, 3, null, {}).
@@ -282,6 +331,9 @@ func writeMetadata(b *strings.Builder, prefix string, s *structpb.Struct) {
 		if _, ok := v.GetKind().(*structpb.Value_StringValue); !ok {
 			js, _ := protojson.Marshal(v)
 			text = string(js)
+		}
+		if strings.Contains(k, ".") {
+			k = "[" + strconv.Quote(k) + "]" // a key with a dot, not a path
 		}
 		fmt.Fprintf(b, " %s%s=%s", prefix, k, text)
 	}
