@@ -309,6 +309,16 @@ func (c *checker) metadataPath(p, path string, keys []string) ([]string, bool) {
 	return keys, true
 }
 
+// metadataKeys checks a metadata path written as keys only (a key part,
+// a rewrite's from: node.metadata).
+func (c *checker) metadataKeys(p string, keys []string, why string) ([]string, bool) {
+	if len(keys) == 0 {
+		c.add(p+".keys", "required%s", why)
+		return nil, false
+	}
+	return c.metadataPath(p, "", keys)
+}
+
 // matcher compiles one StringMatcher.
 func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 	var set []string
@@ -555,7 +565,7 @@ func (c *checker) valuePart(p string, g *GroupPart, regexes []regexCondition) (k
 		}
 		return keyPart{kind: partField, field: f}, true
 	case g.Metadata != nil:
-		keys, ok := c.metadataPath(p+".metadata", "", g.Metadata.Keys)
+		keys, ok := c.metadataKeys(p+".metadata", g.Metadata.Keys, ": the path, a list of keys")
 		typ, tok := c.valueType(p+".metadata.type", g.Metadata.Type)
 		if !ok || !tok {
 			return keyPart{}, false
@@ -630,12 +640,7 @@ func (c *checker) rewrite(p string, rw *Rewrite) (keyPart, bool) {
 		c.add(p+".from", "required (one of %s, or node.metadata with keys and type)", captureChoices)
 		ok = false
 	case rw.From == nodePrefix+"metadata":
-		keys, kok := c.metadataPath(p, "", rw.Keys)
-		if len(rw.Keys) == 0 {
-			kok = false // metadataPath said "path required"; say keys
-			c.problems = c.problems[:len(c.problems)-1]
-			c.add(p+".keys", "required with from: node.metadata")
-		}
+		keys, kok := c.metadataKeys(p, rw.Keys, " with from: node.metadata")
 		typ, tok := c.valueType(p+".type", rw.Type)
 		f, ok = field{kind: fieldMetadata, path: keys, typ: typ}, kok && tok
 	default:

@@ -303,7 +303,7 @@ func TestValidate(t *testing.T) {
 				{"rules[0].result.group[7].rewrite.type", "required: string, bool or number"},
 				{"rules[0].result.group[9].rewrite", "keys and type are for from: node.metadata"},
 				{"rules[0].result.group[11].metadata.type", "required: string, bool or number"},
-				{"rules[0].result.group[13].metadata.path", "required (or keys, a list of keys)"},
+				{"rules[0].result.group[13].metadata.keys", "required: the path, a list of keys"},
 				{"rules[0].result.group[13].metadata.type", `"text" is not a metadata type (want string, bool or number)`},
 				{"rules[0].result.group[15].rewrite.regex", "does not compile: error parsing regexp: missing closing ): `(`"},
 			},
