@@ -105,12 +105,12 @@ func yamlBlocks(t *testing.T, file string) []block {
 type blockKind int
 
 const (
-	relayConfig blockKind = iota
-	kubernetes            // apiVersion: a Kubernetes object
-	envoy                 // static_resources, dynamic_resources: an Envoy bootstrap
-	promConfig            // groups (rules), rule_files, scrape_configs: Prometheus's
-	earlierRules          // fragments: an earlier relay's (envoyproxy/xds-relay) rules file
-	earlierBootstrap      // origin_server: an earlier relay's bootstrap file
+	relayConfig      blockKind = iota
+	kubernetes                 // apiVersion: a Kubernetes object
+	envoy                      // static_resources, dynamic_resources: an Envoy bootstrap
+	promConfig                 // groups (rules), rule_files, scrape_configs: Prometheus's
+	earlierRules               // fragments: an earlier relay's (envoyproxy/xds-relay) rules file
+	earlierBootstrap           // origin_server: an earlier relay's bootstrap file
 )
 
 func kindOf(top map[string]any) blockKind {
