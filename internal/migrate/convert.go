@@ -90,10 +90,22 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		sig    string
 	}
 	var groups []*group
+	// A type's rules depend only on which request_type_match lists name
+	// it: types named by the same lists share one walk.
+	typeSets := typeMatches(c)
+	walked := map[string][]leaf{}
 	for _, t := range types {
-		leaves, err := cv.tree(t)
-		if err != nil {
-			return nil, err
+		member := membership(typeSets, t)
+		if !strings.Contains(member, "1") {
+			continue // named by no list (EDS): the rules for every other type
+		}
+		leaves, ok := walked[member]
+		if !ok {
+			var err error
+			if leaves, err = cv.tree(t); err != nil {
+				return nil, err
+			}
+			walked[member] = leaves
 		}
 		sig := signature(leaves)
 		if sig == otherSig {
@@ -167,6 +179,47 @@ func shortType(t string) string {
 	return strings.ToLower(t[strings.LastIndex(t, ".")+1:])
 }
 
+// typeMatches lists the type lists of every request_type_match, in rule
+// order.
+func typeMatches(c *legacykey.Config) [][]string {
+	var out [][]string
+	var walk func(m *legacykey.MatchPredicate)
+	walk = func(m *legacykey.MatchPredicate) {
+		if m == nil {
+			return
+		}
+		if m.RequestTypeMatch != nil {
+			out = append(out, m.RequestTypeMatch.Types)
+		}
+		for _, set := range []*legacykey.MatchSet{m.AndMatch, m.OrMatch} {
+			if set != nil {
+				for i := range set.Rules {
+					walk(&set.Rules[i])
+				}
+			}
+		}
+		walk(m.NotMatch)
+	}
+	for i := range c.Fragments {
+		for j := range c.Fragments[i].Rules {
+			walk(c.Fragments[i].Rules[j].Match)
+		}
+	}
+	return out
+}
+
+// membership writes which of the lists name t, one digit per list.
+func membership(lists [][]string, t string) string {
+	b := make([]byte, len(lists))
+	for i, l := range lists {
+		b[i] = '0'
+		if contains(l, t) {
+			b[i] = '1'
+		}
+	}
+	return string(b)
+}
+
 func walkTypes(m *legacykey.MatchPredicate, add func(string)) {
 	if m == nil {
 		return
@@ -194,6 +247,9 @@ func check(c *legacykey.Config) []Refusal {
 	var out []Refusal
 	for i := range c.Fragments {
 		for j := range c.Fragments[i].Rules {
+			checkTypes(c.Fragments[i].Rules[j].Match, "match", func(path, reason string) {
+				out = append(out, Refusal{Fragment: i, Rule: j, Path: path, Reason: reason})
+			})
 			var parts []keyPart
 			checkResult(c.Fragments[i].Rules[j].Result, "result", &parts, func(path, reason string) {
 				out = append(out, Refusal{Fragment: i, Rule: j, Path: path, Reason: reason})
@@ -201,6 +257,32 @@ func check(c *legacykey.Config) []Refusal {
 		}
 	}
 	return out
+}
+
+// checkTypes refuses type names that are not type URLs: no request of
+// such a type reaches this relay's rules.
+func checkTypes(m *legacykey.MatchPredicate, path string, refuse func(path, reason string)) {
+	if m == nil {
+		return
+	}
+	if m.RequestTypeMatch != nil {
+		for i, t := range m.RequestTypeMatch.Types {
+			if rest, ok := strings.CutPrefix(t, resourcev3.APITypePrefix); !ok || rest == "" {
+				refuse(fmt.Sprintf("%s.request_type_match.types[%d]", path, i), fmt.Sprintf("%q is not a type URL (%s<message>): this relay refuses requests of such a type before any rule", t, resourcev3.APITypePrefix))
+			}
+		}
+	}
+	for _, set := range []struct {
+		name string
+		s    *legacykey.MatchSet
+	}{{"and_match", m.AndMatch}, {"or_match", m.OrMatch}} {
+		if set.s != nil {
+			for i := range set.s.Rules {
+				checkTypes(&set.s.Rules[i], fmt.Sprintf("%s.%s.rules[%d]", path, set.name, i), refuse)
+			}
+		}
+	}
+	checkTypes(m.NotMatch, path+".not_match", refuse)
 }
 
 // checkResult refuses resource names other than the first, and two values
@@ -300,22 +382,27 @@ type converter struct {
 	authority string
 	leaves    []leaf
 	typeURL   string
-	emitted   int // paths walked for typeURL, bounded by maxPaths
+	emitted   int // paths walked by the conversion, bounded by maxPaths
 	overflow  bool
 }
 
-// maxPaths bounds the paths walked for one type (each undecided atom
-// doubles them).
-const maxPaths = 1 << 16
+// maxPaths bounds the paths walked by one conversion (each undecided atom
+// doubles them), and so its time.
+const maxPaths = 1 << 15
 
 // tree returns the leaves for requests of typeURL ("" for a type no rule
 // names), in first-match order. (EDS without names is refused by a rule
 // before every tree.)
 func (cv *converter) tree(typeURL string) ([]leaf, error) {
-	cv.leaves, cv.typeURL, cv.overflow, cv.emitted = nil, typeURL, false, 0
+	cv.leaves, cv.typeURL = nil, typeURL
 	cv.walk(0, 0, state{})
+	if len(cv.leaves) > MaxRules {
+		// Every tree is written out, or is the same as the one for the
+		// other types, which is.
+		return nil, fmt.Errorf("%w: the rules' combinations need more than %d converted rules", ErrNotConvertible, MaxRules)
+	}
 	if cv.overflow {
-		return nil, fmt.Errorf("%w: the rules' combinations are more than %d paths for one type", ErrNotConvertible, maxPaths)
+		return nil, fmt.Errorf("%w: the rules' combinations are more than %d paths", ErrNotConvertible, maxPaths)
 	}
 	return cv.leaves, nil
 }
@@ -408,11 +495,9 @@ func (cv *converter) eval(f formula, s state, k func(state, bool)) {
 		step(0, s)
 	case fAtom:
 		id := f.atom.id()
-		for _, d := range s.decided {
-			if d.atom.id() == id {
-				k(s, d.val)
-				return
-			}
+		if v, ok := implied(f.atom, s.decided); ok {
+			k(s, v)
+			return
 		}
 		// Both branches, apart; when they end the same way but for the
 		// atom, the atom does not matter there: keep one branch, without it.
@@ -429,6 +514,50 @@ func (cv *converter) eval(f formula, s state, k func(state, bool)) {
 		}
 		cv.leaves = append(cv.leaves, whenFalse...)
 	}
+}
+
+// implied decides a from what the path already decided, if it can: the
+// same atom; a field (or metadata path) found equal to a value decides
+// every other test of it; a metadata value of a type makes the path
+// present and other types' tests false; an absent path fails every test.
+func implied(a atom, decided []literal) (bool, bool) {
+	id := a.id()
+	for _, d := range decided {
+		if d.atom.id() == id {
+			return d.val, true
+		}
+	}
+	for _, d := range decided {
+		b := d.atom
+		if a.kind == atomHasMetadata || b.kind == atomHasMetadata {
+			continue
+		}
+		sameField := a.kind == atomString && b.kind == atomString && a.field == b.field
+		sameKeys := a.kind != atomString && b.kind != atomString && strings.Join(a.keys, "\x00") == strings.Join(b.keys, "\x00") && len(a.keys) == len(b.keys)
+		switch {
+		case sameField && d.val && b.exact != nil:
+			return a.test(*b.exact), true
+		case !sameKeys:
+			continue
+		case b.kind == atomMetaPresent && !d.val:
+			return false, true // absent: no value to test
+		case a.kind == atomMetaPresent && d.val && b.kind != atomMetaPresent:
+			return true, true // a value of a type is there
+		case b.kind == atomMetaString && d.val && b.exact != nil && a.kind == atomMetaString:
+			return a.test(*b.exact), true
+		case d.val && (b.kind == atomMetaString && a.kind == atomMetaBool || b.kind == atomMetaBool && a.kind == atomMetaString):
+			return false, true // a string is not a bool
+		}
+	}
+	return false, false
+}
+
+// test reports whether a string-valued atom holds for the value v.
+func (a atom) test(v string) bool {
+	if a.exact != nil {
+		return v == *a.exact
+	}
+	return regexp.MustCompile(`^(?:` + *a.regex + `)$`).MatchString(v)
 }
 
 // sameWithout reports whether the leaves a (found on the branch where the
