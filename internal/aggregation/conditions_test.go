@@ -122,6 +122,17 @@ func TestKeepNodeTypedAndPresence(t *testing.T) {
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("KeepNode (-want +got):\n%s", diff)
 	}
+	// A present test of a path whose longer path another rule reads keeps
+	// the longer path's value (not a null over it).
+	nested := compileYAML(t, `rules:
+- name: r
+  match: {node: {metadata: [{keys: [a, b], present: true}, {keys: [a], present: true}]}}
+  result: {authority: a, group: [{literal: x}]}`)
+	gotNested := nested.KeepNode(nodeWith(t, "1", "c", map[string]any{"a": map[string]any{"b": 0.0, "c": "dropped"}}))
+	wantNested := &corev3.Node{Id: "1", Cluster: "c", Metadata: mustStruct(t, map[string]any{"a": map[string]any{"b": 0.0}})}
+	if diff := cmp.Diff(wantNested, gotNested, protocmp.Transform()); diff != "" {
+		t.Errorf("KeepNode of nested present paths (-want +got):\n%s", diff)
+	}
 	empty := rules.KeepNode(nodeWith(t, "1", "c", map[string]any{}))
 	if empty.GetMetadata() == nil {
 		t.Errorf("KeepNode of a node with empty metadata dropped it: has_metadata needs it")

@@ -117,6 +117,9 @@ func keepMetadata(dst, src *structpb.Struct, f field, presence bool) *structpb.S
 			}
 			at = next
 		}
+		if _, isNull := val.GetKind().(*structpb.Value_NullValue); isNull && at.Fields[k].GetStructValue() != nil {
+			return dst // a longer path kept a struct here: it is present already
+		}
 		at.Fields[k] = val
 	}
 	return dst

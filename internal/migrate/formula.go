@@ -183,6 +183,10 @@ func nodePredicate(n *legacykey.RequestNodeMatch, path string) formula {
 		value = stringPredicate(sm, mp+".match.string_match", func(exact, regex *string) atom {
 			return atom{kind: atomMetaString, keys: keys, exact: exact, regex: regex}
 		})
+		if value.kind == fErr {
+			// The regex is compiled only for a value that is there.
+			value = fmAnd(fmAtom(atom{kind: atomMetaPresent, keys: keys}), value)
+		}
 		if value.kind == fAtom && value.atom.regex != nil {
 			// A non-string value was tested as "": it matches when the
 			// regex matches "".

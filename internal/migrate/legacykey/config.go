@@ -14,134 +14,134 @@ import (
 
 // Config is a KeyerConfiguration: the fragments of the key, in order.
 type Config struct {
-	Fragments []Fragment `yaml:"fragments"`
+	Fragments []Fragment `yaml:"fragments,omitempty"`
 }
 
 // Fragment is one piece of the key.
 type Fragment struct {
-	Rules []Rule `yaml:"rules"`
+	Rules []Rule `yaml:"rules,omitempty"`
 }
 
 // Rule contributes its result to its fragment when its match holds.
 type Rule struct {
-	Match  *MatchPredicate  `yaml:"match"`
-	Result *ResultPredicate `yaml:"result"`
+	Match  *MatchPredicate  `yaml:"match,omitempty"`
+	Result *ResultPredicate `yaml:"result,omitempty"`
 }
 
 // StringMatch is exact_match or regex_match (unanchored: a match anywhere).
 // An empty exact_match counts as unset, as in the earlier relay.
 type StringMatch struct {
-	ExactMatch *string `yaml:"exact_match"`
-	RegexMatch *string `yaml:"regex_match"`
+	ExactMatch *string `yaml:"exact_match,omitempty"`
+	RegexMatch *string `yaml:"regex_match,omitempty"`
 }
 
 // BoolMatch compares a metadata value's bool (false for a non-bool).
 type BoolMatch struct {
-	ValueMatch bool `yaml:"value_match"`
+	ValueMatch bool `yaml:"value_match,omitempty"`
 }
 
 // LocalityMatch tests the locality fields it sets.
 type LocalityMatch struct {
-	Region  *StringMatch `yaml:"region"`
-	Zone    *StringMatch `yaml:"zone"`
-	SubZone *StringMatch `yaml:"sub_zone"`
+	Region  *StringMatch `yaml:"region,omitempty"`
+	Zone    *StringMatch `yaml:"zone,omitempty"`
+	SubZone *StringMatch `yaml:"sub_zone,omitempty"`
 }
 
 // PathSegment is one key of a metadata path.
 type PathSegment struct {
-	Key string `yaml:"key"`
+	Key string `yaml:"key,omitempty"`
 }
 
 // StructValueMatch is string_match or bool_match.
 type StructValueMatch struct {
-	StringMatch *StringMatch `yaml:"string_match"`
-	BoolMatch   *BoolMatch   `yaml:"bool_match"`
+	StringMatch *StringMatch `yaml:"string_match,omitempty"`
+	BoolMatch   *BoolMatch   `yaml:"bool_match,omitempty"`
 }
 
 // NodeMetadataMatch tests the metadata value at Path.
 type NodeMetadataMatch struct {
-	Path  []PathSegment     `yaml:"path"`
-	Match *StructValueMatch `yaml:"match"`
+	Path  []PathSegment     `yaml:"path,omitempty"`
+	Match *StructValueMatch `yaml:"match,omitempty"`
 }
 
 // MatchPredicate is exactly one of its fields.
 type MatchPredicate struct {
-	AndMatch         *MatchSet         `yaml:"and_match"`
-	OrMatch          *MatchSet         `yaml:"or_match"`
-	NotMatch         *MatchPredicate   `yaml:"not_match"`
-	AnyMatch         *bool             `yaml:"any_match"`
-	RequestTypeMatch *RequestTypeMatch `yaml:"request_type_match"`
-	RequestNodeMatch *RequestNodeMatch `yaml:"request_node_match"`
+	AndMatch         *MatchSet         `yaml:"and_match,omitempty"`
+	OrMatch          *MatchSet         `yaml:"or_match,omitempty"`
+	NotMatch         *MatchPredicate   `yaml:"not_match,omitempty"`
+	AnyMatch         *bool             `yaml:"any_match,omitempty"`
+	RequestTypeMatch *RequestTypeMatch `yaml:"request_type_match,omitempty"`
+	RequestNodeMatch *RequestNodeMatch `yaml:"request_node_match,omitempty"`
 }
 
 // MatchSet is the operands of and_match and or_match.
 type MatchSet struct {
-	Rules []MatchPredicate `yaml:"rules"`
+	Rules []MatchPredicate `yaml:"rules,omitempty"`
 }
 
 // RequestTypeMatch holds when the request's type URL is one of Types.
 type RequestTypeMatch struct {
-	Types []string `yaml:"types"`
+	Types []string `yaml:"types,omitempty"`
 }
 
 // RequestNodeMatch is exactly one node field test.
 type RequestNodeMatch struct {
-	IDMatch           *StringMatch       `yaml:"id_match"`
-	ClusterMatch      *StringMatch       `yaml:"cluster_match"`
-	LocalityMatch     *LocalityMatch     `yaml:"locality_match"`
-	NodeMetadataMatch *NodeMetadataMatch `yaml:"node_metadata_match"`
+	IDMatch           *StringMatch       `yaml:"id_match,omitempty"`
+	ClusterMatch      *StringMatch       `yaml:"cluster_match,omitempty"`
+	LocalityMatch     *LocalityMatch     `yaml:"locality_match,omitempty"`
+	NodeMetadataMatch *NodeMetadataMatch `yaml:"node_metadata_match,omitempty"`
 }
 
 // ResultPredicate is exactly one of its fields.
 type ResultPredicate struct {
-	AndResult             *AndResult             `yaml:"and_result"`
-	RequestNodeFragment   *RequestNodeFragment   `yaml:"request_node_fragment"`
-	ResourceNamesFragment *ResourceNamesFragment `yaml:"resource_names_fragment"`
-	StringFragment        *string                `yaml:"string_fragment"`
+	AndResult             *AndResult             `yaml:"and_result,omitempty"`
+	RequestNodeFragment   *RequestNodeFragment   `yaml:"request_node_fragment,omitempty"`
+	ResourceNamesFragment *ResourceNamesFragment `yaml:"resource_names_fragment,omitempty"`
+	StringFragment        *string                `yaml:"string_fragment,omitempty"`
 }
 
 // ResultAction is exact (the value itself) or regex_action.
 type ResultAction struct {
-	Exact       *bool        `yaml:"exact"`
-	RegexAction *RegexAction `yaml:"regex_action"`
+	Exact       *bool        `yaml:"exact,omitempty"`
+	RegexAction *RegexAction `yaml:"regex_action,omitempty"`
 }
 
 // RegexAction replaces every match of Pattern (unanchored) with Replace.
 type RegexAction struct {
-	Pattern string `yaml:"pattern"`
-	Replace string `yaml:"replace"`
+	Pattern string `yaml:"pattern,omitempty"`
+	Replace string `yaml:"replace,omitempty"`
 }
 
 // LocalityResultAction takes the locality fields it sets, joined with "|".
 type LocalityResultAction struct {
-	RegionAction  *ResultAction `yaml:"region_action"`
-	ZoneAction    *ResultAction `yaml:"zone_action"`
-	SubzoneAction *ResultAction `yaml:"subzone_action"`
+	RegionAction  *ResultAction `yaml:"region_action,omitempty"`
+	ZoneAction    *ResultAction `yaml:"zone_action,omitempty"`
+	SubzoneAction *ResultAction `yaml:"subzone_action,omitempty"`
 }
 
 // NodeMetadataAction takes the string at Path.
 type NodeMetadataAction struct {
-	Path   []PathSegment `yaml:"path"`
-	Action *ResultAction `yaml:"action"`
+	Path   []PathSegment `yaml:"path,omitempty"`
+	Action *ResultAction `yaml:"action,omitempty"`
 }
 
 // AndResult concatenates its results with nothing between them.
 type AndResult struct {
-	ResultPredicates []ResultPredicate `yaml:"result_predicates"`
+	ResultPredicates []ResultPredicate `yaml:"result_predicates,omitempty"`
 }
 
 // RequestNodeFragment is exactly one node field action.
 type RequestNodeFragment struct {
-	IDAction           *ResultAction         `yaml:"id_action"`
-	ClusterAction      *ResultAction         `yaml:"cluster_action"`
-	LocalityAction     *LocalityResultAction `yaml:"locality_action"`
-	NodeMetadataAction *NodeMetadataAction   `yaml:"node_metadata_action"`
+	IDAction           *ResultAction         `yaml:"id_action,omitempty"`
+	ClusterAction      *ResultAction         `yaml:"cluster_action,omitempty"`
+	LocalityAction     *LocalityResultAction `yaml:"locality_action,omitempty"`
+	NodeMetadataAction *NodeMetadataAction   `yaml:"node_metadata_action,omitempty"`
 }
 
 // ResourceNamesFragment takes the resource name at Element.
 type ResourceNamesFragment struct {
-	Element int32         `yaml:"element"`
-	Action  *ResultAction `yaml:"action"`
+	Element int32         `yaml:"element,omitempty"`
+	Action  *ResultAction `yaml:"action,omitempty"`
 }
 
 // Parse decodes a rules file strictly and checks what the earlier relay's
