@@ -3,6 +3,7 @@ package csds
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -127,4 +128,61 @@ func (s *Server) DebugHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(sum)
 	})
+}
+
+// The status page's table: the first PageClients client streams, at most
+// pageResources entries counted over them. Small and fixed bounds, so the
+// page (refreshed every few seconds) takes no building slot.
+const (
+	PageClients   = 20
+	pageResources = 5000
+)
+
+// Page is what the status page shows of client status.
+type Page struct {
+	// Matched counts every connected client stream; Rows are the first
+	// PageClients, by stream id.
+	Matched int       `json:"matched"`
+	Rows    []PageRow `json:"rows"`
+}
+
+// PageRow is one client stream: its resources by type label, counted as
+// synced (ACKed, nothing newer owed), NACKed, or pending (sent and not
+// answered, requested and not sent, or owed a newer state); a type with
+// none of a kind is left out of that map.
+type PageRow struct {
+	Client  string         `json:"client"` // node id
+	Variant string         `json:"variant"`
+	Types   []string       `json:"types"` // labels, sorted
+	Synced  map[string]int `json:"synced"`
+	Nacked  map[string]int `json:"nacked"`
+	Pending map[string]int `json:"pending"`
+}
+
+// Page reports the status page's table.
+func (s *Server) Page() Page {
+	rep := s.src.ConfigStatus(downstream.StatusQuery{MaxClients: PageClients, MaxResources: pageResources})
+	out := Page{Matched: rep.Matched, Rows: make([]PageRow, 0, len(rep.Clients))}
+	for _, c := range rep.Clients {
+		row := PageRow{Client: c.Node.GetId(), Variant: c.Variant, Types: []string{},
+			Synced: map[string]int{}, Nacked: map[string]int{}, Pending: map[string]int{}}
+		for i := range c.Resources {
+			r := &c.Resources[i]
+			l := xdstype.Label(r.TypeURL)
+			if !slices.Contains(row.Types, l) {
+				row.Types = append(row.Types, l)
+			}
+			switch {
+			case r.State == downstream.ResourceNacked:
+				row.Nacked[l]++
+			case r.State == downstream.ResourceAcked && !r.Pending:
+				row.Synced[l]++
+			default:
+				row.Pending[l]++
+			}
+		}
+		sort.Strings(row.Types)
+		out.Rows = append(out.Rows, row)
+	}
+	return out
 }

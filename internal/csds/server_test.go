@@ -274,3 +274,19 @@ func TestDebugHandler(t *testing.T) {
 		t.Errorf("/debug/csds (-want +got):\n%s", diff)
 	}
 }
+
+func TestPage(t *testing.T) {
+	s, err := New(Options{Source: fakeSource{fleet()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	cl := "envoy.config.cluster.v3.Cluster"
+	want := Page{Matched: 2, Rows: []PageRow{
+		{Client: "acker", Variant: "delta", Types: []string{cl}, Synced: map[string]int{cl: 2}, Nacked: map[string]int{}, Pending: map[string]int{cl: 2}},
+		{Client: "nacker", Variant: "sotw", Types: []string{cl}, Synced: map[string]int{}, Nacked: map[string]int{cl: 1}, Pending: map[string]int{cl: 1}},
+	}}
+	if diff := cmp.Diff(want, s.Page()); diff != "" {
+		t.Errorf("page (-want +got):\n%s", diff)
+	}
+}
