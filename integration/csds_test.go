@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -16,7 +18,9 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
@@ -267,4 +271,51 @@ func TestCSDSRemoved(t *testing.T) {
 		{Client: "csds-removed", Type: resource.ClusterType, Name: gone, Config: "SYNCED", Status: adminv3.ClientResourceStatus_DOES_NOT_EXIST.String()},
 		{Client: "csds-removed", Type: resource.ClusterType, Name: missing, Config: "NOT_SENT", Status: "REQUESTED"},
 	}))
+}
+
+// TestCSDSWithClientCertificates: csds_listen takes downstream.tls as the
+// xDS listener does: a caller with a certificate of ca_file is answered, one
+// without a client certificate is refused at the handshake, and one that
+// does not trust the relay's serving CA does not connect.
+func TestCSDSWithClientCertificates(t *testing.T) {
+	serving, clients := newTestCA(t, "serving-ca"), newTestCA(t, "clients")
+	dir := t.TempDir()
+	certFile, keyFile, caFile := filepath.Join(dir, "relay.pem"), filepath.Join(dir, "relay-key.pem"), filepath.Join(dir, "clients.pem")
+	srv := serving.server("relay")
+	writeFileAtomic(t, certFile, srv.certPEM)
+	writeFileAtomic(t, keyFile, srv.keyPEM)
+	writeFileAtomic(t, caFile, clients.pem)
+	o := newGCPOrigin(t)
+	r := startRelay(t, func(cfg *config.Config) {
+		cfg.Log.Level = config.LogInfo
+		cfg.CSDSListen = "127.0.0.1:0"
+		cfg.Downstream.TLS = config.ServerTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}
+	}, o.addr)
+
+	fetch := func(tc *tls.Config) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+		defer cancel()
+		c := statusv3.NewClientStatusDiscoveryServiceClient(dial(t, r.CSDSAddr(), grpc.WithTransportCredentials(credentials.NewTLS(tc))))
+		_, err := c.FetchClientStatus(ctx, &statusv3.ClientStatusRequest{})
+		if ctx.Err() != nil {
+			t.Fatalf("no answer within %v: %v", xdstest.WaitTimeout, err)
+		}
+		return err
+	}
+	if err := fetch(&tls.Config{RootCAs: serving.pool(), Certificates: []tls.Certificate{clients.client("operator").tls}}); err != nil {
+		t.Errorf("caller with a client certificate: %v", err)
+	}
+	if err := fetch(&tls.Config{RootCAs: serving.pool()}); grpcCode(err) != codes.Unavailable {
+		t.Errorf("caller without a client certificate: %v; want the connection refused (Unavailable)", err)
+	}
+	if err := fetch(&tls.Config{RootCAs: clients.pool(), Certificates: []tls.Certificate{clients.client("operator").tls}}); grpcCode(err) != codes.Unavailable {
+		t.Errorf("caller that does not trust the relay: %v; want Unavailable", err)
+	}
+	// Plaintext is not served.
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	if _, err := csdsClient(t, r).FetchClientStatus(ctx, &statusv3.ClientStatusRequest{}); grpcCode(err) != codes.Unavailable {
+		t.Errorf("plaintext caller: %v; want Unavailable", err)
+	}
 }
