@@ -30,6 +30,11 @@ const (
 	// (generic_xds_configs) per response, over all its clients; a client
 	// listed after they are spent is listed with none (its node only).
 	DefaultMaxResources = 20000
+	// DefaultMaxBytes: at most about this many encoded bytes per response
+	// (an upper bound of each entry's and node's size): under gRPC's
+	// default receive limit of 4 MiB, so a caller with default options
+	// can take any response.
+	DefaultMaxBytes = 3 << 20
 	// maxBuilding: reports built at once, over every caller; the others
 	// wait their turn (or their deadline).
 	maxBuilding = 2
@@ -57,9 +62,11 @@ type Options struct {
 	// ServerOptions are the listener's gRPC options (the downstream TLS,
 	// keepalive and message limits).
 	ServerOptions []grpc.ServerOption
-	// MaxClients and MaxResources bound each response; 0: the defaults.
+	// MaxClients, MaxResources and MaxBytes bound each response; 0:
+	// the defaults.
 	MaxClients   int
 	MaxResources int
+	MaxBytes     int
 	Logger       *zap.Logger
 	Registry     prometheus.Registerer
 	// OnFail is told when the listener stops serving before Close.
@@ -76,6 +83,7 @@ type Server struct {
 	m            *metrics    // read-only after New
 	maxClients   int         // read-only after New
 	maxResources int         // read-only after New
+	maxBytes     int         // read-only after New
 	// slots bounds the reports built at once (maxBuilding).
 	slots chan struct{}
 	// closing is closed by Close: open streams end, waiting calls give up.
@@ -106,12 +114,16 @@ func New(o Options) (*Server, error) {
 	if o.MaxResources <= 0 {
 		o.MaxResources = DefaultMaxResources
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
 	s := &Server{
 		src:          o.Source,
 		lg:           o.Logger.Named("csds"),
 		m:            newMetrics(o.Registry),
 		maxClients:   o.MaxClients,
 		maxResources: o.MaxResources,
+		maxBytes:     o.MaxBytes,
 		slots:        make(chan struct{}, maxBuilding),
 		closing:      make(chan struct{}),
 		listen:       o.Listen,
@@ -204,7 +216,7 @@ func (s *Server) answer(ctx context.Context, req *statusv3.ClientStatusRequest) 
 	if err != nil {
 		return nil, "", status.Error(codes.InvalidArgument, err.Error())
 	}
-	rep, err := s.report(ctx, downstream.StatusQuery{Match: sel, MaxClients: s.maxClients, MaxResources: s.maxResources})
+	rep, err := s.report(ctx, downstream.StatusQuery{Match: sel, MaxClients: s.maxClients, MaxResources: s.maxResources, MaxBytes: s.maxBytes})
 	if err != nil {
 		return nil, "", err
 	}
@@ -235,8 +247,8 @@ func (s *Server) note(listed, matched, cut int) string {
 	s.m.truncated.Inc()
 	s.lg.Debug("client status response cut at its bounds", zap.Int("matched", matched), zap.Int("listed", listed),
 		zap.Int("resources_cut", cut))
-	return fmt.Sprintf("%d of %d clients; %d resource entries left out (at most %d clients and %d resource entries per response)",
-		listed, matched, cut, s.maxClients, s.maxResources)
+	return fmt.Sprintf("%d of %d clients; %d resource entries left out (at most %d clients, %d resource entries and about %d bytes per response)",
+		listed, matched, cut, s.maxClients, s.maxResources, s.maxBytes)
 }
 
 // Start binds the listener (none when Listen is "") and serves it until

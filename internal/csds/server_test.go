@@ -143,7 +143,7 @@ func TestFetchTruncated(t *testing.T) {
 	if len(resp.GetConfig()) != 1 {
 		t.Errorf("%d configs, want 1 (the bound)", len(resp.GetConfig()))
 	}
-	want := []string{"1 of 2 clients; 0 resource entries left out (at most 1 clients and 20000 resource entries per response)"}
+	want := []string{"1 of 2 clients; 0 resource entries left out (at most 1 clients, 20000 resource entries and about 3145728 bytes per response)"}
 	if diff := cmp.Diff(want, hdr.Get(TruncatedHeader)); diff != "" {
 		t.Errorf("truncation note (-want +got):\n%s", diff)
 	}

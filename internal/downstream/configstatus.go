@@ -7,6 +7,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -116,6 +117,11 @@ type StatusQuery struct {
 	// entries are only counted (ClientStatus.ResourcesCut). 0: none.
 	MaxClients   int
 	MaxResources int
+	// MaxBytes, when not 0, also bounds the report by an upper bound of
+	// its encoded size: entries past it are counted as cut, as past
+	// MaxResources; a client whose node does not fit any more is only
+	// counted, as past MaxClients.
+	MaxBytes int
 }
 
 // StatusReport is the answer to a StatusQuery.
@@ -136,7 +142,7 @@ func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
 	sessions := s.snapshotSessions()
 	sort.Slice(sessions, func(i, j int) bool { return sessions[i].id < sessions[j].id })
 	var rep StatusReport
-	budget := q.MaxResources
+	budget, bytes := q.MaxResources, q.MaxBytes
 	for _, ss := range sessions {
 		ss.mu.Lock()
 		node := ss.node
@@ -148,11 +154,19 @@ func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
 		if len(rep.Clients) >= q.MaxClients {
 			continue
 		}
+		if q.MaxBytes > 0 {
+			if n := proto.Size(node) + entryOverhead; bytes >= n {
+				bytes -= n
+			} else {
+				bytes = 0
+				continue // no room for another client: counted only
+			}
+		}
 		cs := ClientStatus{ID: ss.id, Variant: ss.variant, Stream: ss.fixedType, Peer: ss.peer, Node: node}
 		if cs.Stream == "" {
 			cs.Stream = "ads"
 		}
-		if budget > 0 {
+		if budget > 0 && (q.MaxBytes == 0 || bytes > 0) {
 			cs.Resources = ss.resourceStatus()
 			sort.Slice(cs.Resources, func(i, j int) bool {
 				a, b := &cs.Resources[i], &cs.Resources[j]
@@ -161,11 +175,18 @@ func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
 				}
 				return a.Name < b.Name
 			})
-			if len(cs.Resources) > budget {
-				cs.ResourcesCut = len(cs.Resources) - budget
-				cs.Resources = cs.Resources[:budget:budget]
+			keep := min(len(cs.Resources), budget)
+			if q.MaxBytes > 0 {
+				for i := range keep {
+					if bytes -= cs.Resources[i].size(); bytes < 0 {
+						keep = i
+						break
+					}
+				}
 			}
-			budget -= len(cs.Resources)
+			cs.ResourcesCut = len(cs.Resources) - keep
+			cs.Resources = cs.Resources[:keep:keep]
+			budget -= keep
 		} else {
 			cs.ResourcesCut = ss.resourceCount()
 		}
@@ -173,6 +194,19 @@ func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
 		rep.Clients = append(rep.Clients, cs)
 	}
 	return rep
+}
+
+// entryOverhead is what an entry or a client config costs encoded beyond
+// its strings: tags, lengths, a timestamp, the enums (an upper bound).
+const entryOverhead = 48
+
+// size is an upper bound of r's encoded size in a CSDS response.
+func (r *ResourceStatus) size() int {
+	n := len(r.TypeURL) + len(r.Name) + 2*len(r.Version) + entryOverhead
+	if r.Nack != nil {
+		n += len(r.Nack.Message) + entryOverhead
+	}
+	return n
 }
 
 // resourceCount is how many entries resourceStatus would return.

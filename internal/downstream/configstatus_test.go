@@ -8,6 +8,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/google/go-cmp/cmp"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // edsStates is a client's EDS entries: name → state (and "+pending").
@@ -103,5 +104,39 @@ func TestConfigStatusNackIsTheResponses(t *testing.T) {
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: second.GetNonce()})
 	if d := cmp.Diff(map[string]string{a: "acked", b: "nacked"}, states()); d != "" {
 		t.Errorf("after the second response's ACK (-want +got):\n%s", d)
+	}
+}
+
+// TestConfigStatusBytes: MaxBytes bounds the report by its entries' and
+// nodes' size upper bounds; a client whose node does not fit is counted,
+// not listed.
+func TestConfigStatusBytes(t *testing.T) {
+	e := newEnv(t, 0)
+	names := []string{xdstp(edsType, "a"), xdstp(edsType, "b"), xdstp(edsType, "c")}
+	for _, n := range names {
+		e.put(edsType, n, "1")
+	}
+	for i := range 3 {
+		c := e.delta()
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: &corev3.Node{Id: fmt.Sprintf("node-%d", i)}, TypeUrl: edsType, ResourceNamesSubscribe: names})
+		c.Recv()
+	}
+	all := e.srv.ConfigStatus(StatusQuery{MaxClients: 10, MaxResources: 100})
+	size := func(c ClientStatus, entries int) int {
+		n := proto.Size(c.Node) + entryOverhead
+		for i := range entries {
+			n += c.Resources[i].size()
+		}
+		return n
+	}
+	// Room for the first client whole, the second's node and one entry.
+	max := size(all.Clients[0], 3) + size(all.Clients[1], 1)
+	rep := e.srv.ConfigStatus(StatusQuery{MaxClients: 10, MaxResources: 100, MaxBytes: max})
+	if got := []int{rep.Matched, len(rep.Clients), len(rep.Clients[0].Resources), len(rep.Clients[1].Resources), rep.ResourcesCut}; !cmp.Equal(got, []int{3, 2, 3, 1, 2}) {
+		t.Errorf("matched, listed, entries of 0 and 1, cut = %v; want [3 2 3 1 2]", got)
+	}
+	rep = e.srv.ConfigStatus(StatusQuery{MaxClients: 10, MaxResources: 100, MaxBytes: 1})
+	if rep.Matched != 3 || len(rep.Clients) != 0 {
+		t.Errorf("MaxBytes 1: matched %d, listed %d; want 3, 0", rep.Matched, len(rep.Clients))
 	}
 }
