@@ -27,7 +27,14 @@ func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 		}
 		opts = o
 	}
-	s, err := csds.New(csds.Options{Source: ds, Listen: cfg.CSDSListen, ServerOptions: opts, Logger: lg, Registry: reg, OnFail: r.fail})
+	// A response fits downstream.max_send_msg_size, which the listener
+	// enforces, with room for what the size bound does not count.
+	maxBytes := csds.DefaultMaxBytes
+	if send := int(cfg.Downstream.MaxSendMsgSize); send > 0 {
+		maxBytes = min(maxBytes, send*3/4)
+	}
+	s, err := csds.New(csds.Options{Source: ds, Listen: cfg.CSDSListen, ServerOptions: opts, MaxBytes: maxBytes,
+		Logger: lg, Registry: reg, OnFail: r.fail})
 	if err != nil {
 		return err
 	}
