@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -260,6 +261,10 @@ func (s *Server) Start(ctx context.Context) error {
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", s.listen)
 	if err != nil {
+		var sysErr *os.SyscallError
+		if errors.As(err, &sysErr) {
+			err = sysErr.Err // "address already in use", as the relay's other listeners say
+		}
 		return fmt.Errorf("csds_listen %s: %w", s.listen, err)
 	}
 	s.mu.Lock()
