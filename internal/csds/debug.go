@@ -36,6 +36,7 @@ type ClientSummary struct {
 	Cluster string        `json:"cluster"`
 	Variant string        `json:"variant"`
 	Stream  string        `json:"stream"`
+	Peer    string        `json:"peer"`
 	Types   []TypeSummary `json:"types"`
 	// ResourcesCut: this client's entries not counted (bound reached).
 	ResourcesCut int `json:"resources_cut,omitempty"`
@@ -70,7 +71,7 @@ func (s *Server) summary(r *http.Request, sel selector) (Summary, error) {
 
 func summarize(c downstream.ClientStatus) ClientSummary {
 	cs := ClientSummary{ID: c.ID, NodeID: c.Node.GetId(), Cluster: c.Node.GetCluster(), Variant: c.Variant, Stream: c.Stream,
-		Types: []TypeSummary{}, ResourcesCut: c.ResourcesCut}
+		Peer: c.Peer, Types: []TypeSummary{}, ResourcesCut: c.ResourcesCut}
 	byType := map[string]*TypeSummary{}
 	var order []string
 	for i := range c.Resources {

@@ -229,7 +229,11 @@ func (ss *session) resourceCount() int {
 func (ss *session) resourceStatus() []ResourceStatus {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	var out []ResourceStatus
+	n := 0
+	for _, ts := range ss.types {
+		n += len(ts.sent) + len(ts.subs)
+	}
+	out := make([]ResourceStatus, 0, n)
 	for _, ts := range ss.types {
 		pending := ss.pendingLocked(ts)
 		for name, h := range ts.sent {
