@@ -290,3 +290,40 @@ func TestPage(t *testing.T) {
 		t.Errorf("page (-want +got):\n%s", diff)
 	}
 }
+
+// TestStreamTruncated: a stream's cut answers are noted in its header
+// (the first answer's) and its trailer (every cut answer's).
+func TestStreamTruncated(t *testing.T) {
+	_, c := start(t, fakeSource{fleet()}, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	st, err := c.StreamClientStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []*statusv3.ClientStatusRequest{{}, {Node: &corev3.Node{Id: "acker"}}, {}} {
+		if err := st.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr, err := st.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := "1 of 2 clients; 0 resource entries left out (at most 1 clients, 20000 resource entries and about 3145728 bytes per response)"
+	if diff := cmp.Diff([]string{note}, hdr.Get(TruncatedHeader)); diff != "" {
+		t.Errorf("header note (-want +got):\n%s", diff)
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err == nil {
+		t.Fatal("stream not ended after CloseSend")
+	}
+	if diff := cmp.Diff([]string{note, note}, st.Trailer().Get(TruncatedHeader)); diff != "" {
+		t.Errorf("trailer notes (-want +got):\n%s", diff)
+	}
+}
