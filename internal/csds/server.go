@@ -98,8 +98,17 @@ type Server struct {
 	onFail func(error)  // read-only after New
 	mu     sync.Mutex   // guards lis, state
 	lis    net.Listener // guarded by mu; set by Start
-	state  int          // guarded by mu: 0 new, 1 started, 2 closed
+	state  lifecycle    // guarded by mu
 }
+
+// lifecycle: new → started (Start) → closed (Close); Close also from new.
+type lifecycle int
+
+const (
+	stateNew lifecycle = iota
+	stateStarted
+	stateClosed
+)
 
 // New builds a Server; nothing is bound until Start.
 func New(o Options) (*Server, error) {
@@ -268,16 +277,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("csds_listen %s: %w", s.listen, err)
 	}
 	s.mu.Lock()
-	if s.state != 0 {
+	if s.state != stateNew {
 		st := s.state
 		s.mu.Unlock()
 		_ = l.Close()
-		if st == 2 {
+		if st == stateClosed {
 			return ErrClosed
 		}
 		return ErrStarted
 	}
-	s.state, s.lis = 1, l
+	s.state, s.lis = stateStarted, l
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -311,7 +320,7 @@ func (s *Server) Addr() string {
 func (s *Server) Close(ctx context.Context) {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
-	s.state = 2
+	s.state = stateClosed
 	s.mu.Unlock()
 	if s.gs != nil {
 		stopped := make(chan struct{})
