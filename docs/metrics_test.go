@@ -236,6 +236,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 		"xds_relay_cache_snapshot_loads_total/result":      {"loaded", "absent", "corrupt", "incompatible", "foreign_config", "too_large", "untrusted", "error"},
 		"xds_relay_cache_snapshot_writes_total/result":     {"ok", "truncated", "error"},
 		"xds_relay_cache_snapshot_skipped_total/reason":    {"expired", "over_bounds"},
+		"xds_relay_csds_requests_total/method":             {"fetch", "stream", "debug"},
 	}
 	v, ok := own[metric+"/"+label]
 	return v, ok

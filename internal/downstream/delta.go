@@ -49,7 +49,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	node := ss.nodeLocked()
 	ts.started = true
 	if nonce := req.GetResponseNonce(); nonce != "" {
-		ss.recordNackLocked(ts, nonce, "", req.GetErrorDetail())
+		ss.answerLocked(ts, nonce, "", req.GetErrorDetail())
 	}
 	if first && !ts.explicit && len(subscribe) == 0 && len(unsubscribe) == 0 {
 		// Legacy wildcard: no name ever subscribed on this type.
@@ -109,6 +109,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 // changed resources and removals only.
 func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
+	w.diff.seq = ss.nonce + 1 // this response's nonce, if built
 	d := w.diffLocked(variantDelta)
 	if len(d.updates) == 0 && len(d.removed) == 0 {
 		return outMsg{}, false

@@ -36,6 +36,8 @@ type diff struct {
 	// fullLookup: a collection was listed in full.
 	present    map[string]*cache.Resource
 	fullLookup bool
+	// seq: the response this diff becomes (held.seq), set by its builder.
+	seq uint64
 }
 
 // reset empties d for reuse, dropping its references to resources;
@@ -230,13 +232,13 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	}
 	h, ok := d.ts.sent[name]
 	if !force && !changed(h, ok, r) {
-		d.ts.sent[name] = held{res: r, version: r.Version}
+		d.ts.sent[name] = h.renoted(r)
 		return
 	}
 	heartbeat := heartbeatOnly(h, ok, r) && !force
 	if heartbeat && !d.ts.ttl {
 		// A TTL refresh, for a client that takes no TTL: nothing to send.
-		d.ts.sent[name] = held{res: r, version: r.Version}
+		d.ts.sent[name] = h.renoted(r)
 		return
 	}
 	if r.Body == nil && !heartbeat {
@@ -244,7 +246,7 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	}
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
 	d.markDone(name, len(d.updates)-1)
-	d.ts.sent[name] = held{res: r, version: r.Version}
+	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}
 	d.changed = true
 }
 
@@ -259,7 +261,7 @@ func (d *diff) absentLocked(name string, force bool) {
 	}
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
-	d.ts.sent[name] = held{absent: true}
+	d.ts.sent[name] = held{absent: true, seq: d.seq}
 	d.changed = true
 }
 

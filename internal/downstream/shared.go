@@ -66,8 +66,12 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		return outMsg{}, nil, false
 	}
 
+	seq := ss.nonce + 1 // delta: this response's nonce; SotW: its version_info
+	if ss.variant == variantSotW {
+		seq = ts.version + 1
+	}
 	for _, r := range revs {
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version}
+		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}
 	}
 	ss.resetDirtyLocked()
 	ss.writer.roundLocked()

@@ -42,7 +42,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 			zap.String("nonce", clientText(nonce)))
 		return nil
 	}
-	if nonce != "" && !ss.recordNackLocked(ts, nonce, req.GetVersionInfo(), req.GetErrorDetail()) {
+	if nonce != "" && !ss.answerLocked(ts, nonce, req.GetVersionInfo(), req.GetErrorDetail()) {
 		ts.ackVersion = req.GetVersionInfo()
 	}
 	first := !ts.started
@@ -108,6 +108,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 // anything changed, an omission included), for the others the changed ones.
 func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
+	w.diff.seq = ts.version + 1 // this response's version_info, if built
 	d := w.diffLocked(variantSotW)
 	var resources []*anypb.Any
 	if fullStateTypes[ts.typeURL] {

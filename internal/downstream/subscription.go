@@ -28,6 +28,9 @@ type held struct {
 	res     *cache.Resource // nil when absent or only known by version
 	version string          // res.Version, or from initial_resource_versions
 	absent  bool
+	// seq: the response that carried it (configstatus.go); 0 when only
+	// the client's declared version is known.
+	seq uint64
 }
 
 // typeState is a session's state for one type URL. All fields are guarded
@@ -75,6 +78,14 @@ type typeState struct {
 	ackVersion string // SotW: version_info of the latest ACK
 	nackCount  int
 	lastNack   string // error_detail message of the latest NACK
+
+	// What the client answered, for ConfigStatus (configstatus.go):
+	// answered is the highest response seq it ACKed or NACKed; nacked
+	// marks the names of NACKed responses (nil until a NACK);
+	// lastNackSeq is the seq of the latest NACK marked.
+	answered    uint64
+	nacked      map[string]*nackMark
+	lastNackSeq uint64
 }
 
 func newTypeState(typeURL string) *typeState {
