@@ -77,9 +77,13 @@ func machine() Machine {
 
 // writeMarkdown writes the scenario and micro-benchmark tables.
 func writeMarkdown(w io.Writer, r Results) {
-	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. Workload: %d ClusterLoadAssignments of ~%d B, every client subscribes to all, N clients over N/100 connections; %d updates per scenario, each changing one resource (workload one) or all %d in one origin change (workload all).\n\n",
-		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go,
-		r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Updates, r.Settings.Resources)
+	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. N clients over N/100 connections; %d updates per scenario.",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go, r.Settings.Updates)
+	if slices.Contains(r.Settings.Workloads, workloadOne) || slices.Contains(r.Settings.Workloads, workloadAll) {
+		fmt.Fprintf(w, " Workloads one and all: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; each update changes one resource (workload one) or all %d in one origin change (workload all).",
+			r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Resources)
+	}
+	fmt.Fprint(w, "\n\n")
 	if slices.Contains(r.Settings.Workloads, workloadEnvoy) {
 		e := r.Settings.Envoy
 		fmt.Fprintf(w, "Workload envoy (at the largest N): %d ClusterLoadAssignments of ~%d B, named xdstp (envoy xdstp) or plain (envoy plain, through the relay's plain-names authority, one node cluster); client i subscribes to its own window of %d names from name i×stride (stride R/N, at least 1), overlapping its neighbours'; each update changes %d of them, a seeded random set, in one origin change.\n\n",
