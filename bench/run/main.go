@@ -46,6 +46,7 @@ func run() error {
 		envoyRes  = flag.Int("envoy-resources", 1000, "resources the origin holds (workload envoy)")
 		window    = flag.Int("window", 20, "resources each client subscribes to, its own overlapping window (workload envoy)")
 		changed   = flag.Int("changed", 50, "resources each update changes, in one origin change (workload envoy)")
+		clusters  = flag.Int("node-clusters", 1, "node clusters the clients are spread over (workload envoy; the relay keeps one upstream stream per cluster for plain names)")
 		schemes   = flag.String("names", "xdstp,plain", "comma-separated resource name schemes of workload envoy: xdstp, plain")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
@@ -63,7 +64,7 @@ func run() error {
 	}
 	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates,
-		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed}, NameSchemes: split(*schemes)}
+		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes)}
 	if err := checkWorkloads(settings.Workloads); err != nil {
 		return fmt.Errorf("--workloads: %w", err)
 	}

@@ -86,8 +86,8 @@ func writeMarkdown(w io.Writer, r Results) {
 	fmt.Fprint(w, "\n\n")
 	if slices.Contains(r.Settings.Workloads, workloadEnvoy) {
 		e := r.Settings.Envoy
-		fmt.Fprintf(w, "Workload envoy (at the largest N): %d ClusterLoadAssignments of ~%d B, named xdstp (envoy xdstp) or plain (envoy plain, through the relay's plain-names authority, one node cluster); client i subscribes to its own window of %d names from name i×stride (stride R/N, at least 1), overlapping its neighbours'; each update changes %d of them, a seeded random set, in one origin change.\n\n",
-			e.Resources, r.Settings.ResourceBytes, e.Window, e.Changed)
+		fmt.Fprintf(w, "Workload envoy (at the largest N): %d ClusterLoadAssignments of ~%d B, named xdstp (envoy xdstp) or plain (envoy plain, through the relay's plain-names authority; clients in %d node cluster(s)); client i subscribes to its own window of %d names from name i×stride (stride R/N, at least 1), overlapping its neighbours'; each update changes %d of them, a seeded random set, in one origin change.\n\n",
+			e.Resources, r.Settings.ResourceBytes, e.NodeClusters, e.Window, e.Changed)
 	}
 	fmt.Fprintln(w, "| mode | variant | workload | N | origin streams | origin subs | origin B/update | responses/client/update | resources/client/update | bytes/client/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -330,12 +330,13 @@ func TestEnvoyWorkloadSettings(t *testing.T) {
 		t.Errorf("checkNameSchemes(%q) = %v", schemes, err)
 	}
 	for shape, wantErr := range map[envoyShape]bool{
-		{Resources: 1000, Window: 20, Changed: 50}:   false,
-		{Resources: 10, Window: 10, Changed: 10}:     false,
-		{Resources: 0, Window: 1, Changed: 1}:        true,
-		{Resources: 10, Window: 11, Changed: 1}:      true,
-		{Resources: 10, Window: 2, Changed: 0}:       true,
-		{Resources: 1000, Window: 20, Changed: 1001}: true,
+		{Resources: 1000, Window: 20, Changed: 50, NodeClusters: 1}:   false,
+		{Resources: 10, Window: 10, Changed: 10, NodeClusters: 4}:     false,
+		{Resources: 0, Window: 1, Changed: 1, NodeClusters: 1}:        true,
+		{Resources: 10, Window: 11, Changed: 1, NodeClusters: 1}:      true,
+		{Resources: 10, Window: 2, Changed: 0, NodeClusters: 1}:       true,
+		{Resources: 1000, Window: 20, Changed: 1001, NodeClusters: 1}: true,
+		{Resources: 1000, Window: 20, Changed: 50}:                    true,
 	} {
 		if err := shape.check(); (err != nil) != wantErr {
 			t.Errorf("%+v.check() = %v, want an error: %v", shape, err, wantErr)

@@ -260,7 +260,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	window := []string{}
 	if sc.Workload == workloadEnvoy {
 		subs.Window = sc.Window
-		window = []string{"--window", strconv.Itoa(sc.Window)}
+		window = []string{"--window", strconv.Itoa(sc.Window), "--node-clusters", strconv.Itoa(e.envoy.NodeClusters)}
 	}
 	time.Sleep(settle) // let the serving process reach its idle footprint
 	if sc.ServingRSSBeforeKiB, err = rssKiB(serving.pid()); err != nil {

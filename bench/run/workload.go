@@ -40,6 +40,9 @@ type envoyShape struct {
 	Resources int `json:"resources"` // R at the origin
 	Window    int `json:"window"`    // W names per client
 	Changed   int `json:"changed"`   // K names changed by each update
+	// NodeClusters is how many node clusters the clients are spread over
+	// (the relay keeps one upstream stream per cluster for plain names).
+	NodeClusters int `json:"node_clusters"`
 }
 
 // changedPerUpdate is how many resources one update of workload changes
@@ -111,6 +114,9 @@ func (s envoyShape) check() error {
 	}
 	if s.Changed < 1 || s.Changed > s.Resources {
 		bad = append(bad, fmt.Sprintf("--changed %d: want 1..%d (--envoy-resources)", s.Changed, s.Resources))
+	}
+	if s.NodeClusters < 1 {
+		bad = append(bad, fmt.Sprintf("--node-clusters %d: want at least 1", s.NodeClusters))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s", strings.Join(bad, "; "))

@@ -46,6 +46,7 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&namesAt, "names-file", "", "read the names from `file`, one per line (instead of --names)")
 	fs.IntVar(&cfg.Window, "window", 0, "each client subscribes to its own window of this many of the names, client i's starting at name i×stride (0: all names)")
 	fs.IntVar(&cfg.Stride, "stride", 0, "distance between consecutive clients' windows (default: names/clients, at least 1)")
+	fs.IntVar(&cfg.NodeClusters, "node-clusters", 1, "spread the clients over this many node clusters, loadgen-0, loadgen-1, ... (1: all in cluster loadgen)")
 	fs.StringVar(&cfg.Glob, "glob", "", "xdstp glob collection URL every client subscribes to (instead of --names)")
 	fs.StringVar(&cfg.TypeURL, "type", "eds", "resource type: a type URL or eds, cds, lds, rds, sds")
 	fs.DurationVar(&duration, "duration", 0, "how long to run (0: until interrupted)")

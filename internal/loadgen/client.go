@@ -76,7 +76,7 @@ func newClient(f *Fleet, id int) *client {
 		id: id,
 		node: &corev3.Node{
 			Id:            fmt.Sprintf("loadgen-%d", id),
-			Cluster:       f.cfg.NodeCluster,
+			Cluster:       f.cfg.nodeCluster(id),
 			UserAgentName: "xds-relay-loadgen",
 		},
 		names:     f.cfg.ClientSubscription(id),

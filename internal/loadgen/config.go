@@ -57,6 +57,12 @@ type Config struct {
 	// NodeCluster is the Node.cluster every client presents; Node.id is
 	// "loadgen-<index>". Default "loadgen".
 	NodeCluster string
+	// NodeClusters, when more than 1, spreads the clients over that many
+	// node clusters, as Envoys of different services: client i presents
+	// "<NodeCluster>-<i mod NodeClusters>". A relay that groups plain
+	// names by node cluster then keeps one upstream stream per cluster.
+	// Default 1: every client presents NodeCluster.
+	NodeClusters int
 	// Logger receives stream errors at Debug. Default: no logging.
 	Logger *zap.Logger
 }
@@ -91,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NodeCluster == "" {
 		c.NodeCluster = "loadgen"
+	}
+	if c.NodeClusters == 0 {
+		c.NodeClusters = 1
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -146,6 +155,9 @@ func (c Config) Validate() error {
 	case c.Window > 0 && c.Stride < 1:
 		bad("stride", "%d: want at least 1", c.Stride)
 	}
+	if c.NodeClusters < 1 {
+		bad("node-clusters", "%d: want at least 1", c.NodeClusters)
+	}
 	if c.NackFraction < 0 || c.NackFraction > 1 {
 		bad("nack-fraction", "%v: want a value in [0, 1]", c.NackFraction)
 	}
@@ -159,6 +171,14 @@ func (c Config) subscription() []string {
 		return []string{c.Glob}
 	}
 	return c.Names
+}
+
+// nodeCluster is the Node.cluster client i presents.
+func (c Config) nodeCluster(i int) string {
+	if c.NodeClusters <= 1 {
+		return c.NodeCluster
+	}
+	return fmt.Sprintf("%s-%d", c.NodeCluster, i%c.NodeClusters)
 }
 
 // ClientSubscription returns what client i (from 0) subscribes to, after

@@ -40,6 +40,26 @@ func TestClientSubscription(t *testing.T) {
 	}
 }
 
+func TestNodeClusters(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want []string
+	}{
+		{cfg: Config{Clients: 3}, want: []string{"loadgen", "loadgen", "loadgen"}},
+		{cfg: Config{Clients: 3, NodeCluster: "svc"}, want: []string{"svc", "svc", "svc"}},
+		{cfg: Config{Clients: 5, NodeClusters: 2}, want: []string{"loadgen-0", "loadgen-1", "loadgen-0", "loadgen-1", "loadgen-0"}},
+	} {
+		cfg := tc.cfg.withDefaults()
+		var got []string
+		for i := range cfg.Clients {
+			got = append(got, cfg.nodeCluster(i))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%+v: node clusters (-want +got):\n%s", tc.cfg, diff)
+		}
+	}
+}
+
 func TestConfigValidateWindow(t *testing.T) {
 	ok := Config{Target: "127.0.0.1:1", Clients: 4, Names: []string{"a", "b", "c"}}
 	tests := []struct {
@@ -54,6 +74,8 @@ func TestConfigValidateWindow(t *testing.T) {
 		{name: "window of a glob", mutate: func(c *Config) { c.Names = nil; c.Glob = "xdstp://a/t/d/*"; c.Window = 1 }, wantErr: true},
 		{name: "stride without a window", mutate: func(c *Config) { c.Stride = 1 }, wantErr: true},
 		{name: "negative stride", mutate: func(c *Config) { c.Window = 1; c.Stride = -1 }, wantErr: true},
+		{name: "node clusters", mutate: func(c *Config) { c.NodeClusters = 3 }},
+		{name: "negative node clusters", mutate: func(c *Config) { c.NodeClusters = -1 }, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
