@@ -519,7 +519,8 @@ func meanMax(vs []int64) (float64, int64) {
 // origin is the benchmark origin, spoken to in delta. Being the only
 // authority, it also serves plain names (plain_names defaults to true), in
 // one upstream stream per node cluster: the load generator's clients share
-// one.
+// one (or --node-clusters). No drain delay at shutdown: nothing balances
+// load onto this relay, and a scenario's end would wait it out.
 func relayConfig(listen, admin, authority, origin string) string {
 	return fmt.Sprintf(`listen: %q
 admin: %q
@@ -532,5 +533,6 @@ log:
   level: warn
 downstream:
   send_timeout: 60s
+  drain_delay: 0s
 `, listen, admin, authority, origin)
 }
