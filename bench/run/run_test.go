@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -426,6 +429,62 @@ func TestCheckTargetsEnvoy(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("target status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScenarioEnvoy runs workload envoy end to end on loopback, small: the
+// origin and relay binaries, the load generator, plain names through the
+// relay's plain-names authority, direct and relayed. It checks what the
+// harness measured hangs together, and, direct, what go-control-plane is
+// known to do: one response per affected client holding just what changed
+// in its window, nothing for the others.
+func TestScenarioEnvoy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay and the origin")
+	}
+	dir := t.TempDir()
+	e := &env{relayBin: filepath.Join(dir, "xds-relay"), originBin: filepath.Join(dir, "origin"), logDir: dir,
+		resources: 10, updates: 2, envoy: envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1},
+		resourceSize: 256, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
+	for pkg, out := range map[string]string{"../../cmd/xds-relay": e.relayBin, "../origin": e.originBin} {
+		if b, err := exec.Command(e.goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	const n = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, mode := range []string{"direct", "relayed"} {
+		t.Run(mode, func(t *testing.T) {
+			sc := e.runScenario(ctx, mode, "delta", workloadEnvoy, namesPlain, n)
+			if sc.Error != "" {
+				t.Fatalf("scenario: %s", sc.Error)
+			}
+			if sc.Envoy == nil {
+				t.Fatal("no envoy figures")
+			}
+			tl := sc.Envoy.Tally
+			type shape struct {
+				Updates, ClientUpdates, Changed int
+				InitialResources                float64
+				SamplesAreChangedInWindows      bool
+			}
+			got := shape{tl.Updates, tl.Affected + tl.Unaffected, tl.Changed, sc.InitialResourcesPerClient,
+				int64(sc.FanoutSamples) == tl.ChangedInWindows}
+			want := shape{Updates: 2, ClientUpdates: 2 * n, Changed: 2 * 4, InitialResources: 5, SamplesAreChangedInWindows: true}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("figures (-want +got):\n%s", diff)
+			}
+			if mode == "direct" {
+				d := *sc.Envoy
+				exact := EnvoyFigures{Tally: tl, AffectedPerUpdate: d.AffectedPerUpdate, ResponsesPerAffected: 1,
+					ResourcesPerAffected: d.ChangedInWindowPerAffected, ChangedInWindowPerAffected: d.ChangedInWindowPerAffected,
+					BytesPerAffected: d.BytesPerAffected, ExactFraction: 1}
+				if diff := cmp.Diff(exact, d); diff != "" {
+					t.Errorf("go-control-plane direct (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}
