@@ -95,6 +95,9 @@ type Cache struct {
 	// whether or not the glob is watched, so a new glob watch is O(members)).
 	// guarded by mu
 	globMembers map[Key]map[string]*entry
+	// aliases: alias key → the resource entry whose current revision
+	// lists it (fields.go). guarded by mu
+	aliases map[Key]*entry
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
 	watchers map[Key]*watcherSet
@@ -161,6 +164,7 @@ func New(opts Options) *Cache {
 		colls:        make(map[streamType]map[string]*entry),
 		globMembers:  make(map[Key]map[string]*entry),
 		watchers:     make(map[Key]*watcherSet),
+		aliases:      make(map[Key]*entry),
 		watchedKeys:  make(map[StreamID]int),
 		lru:          lru,
 	}
@@ -200,6 +204,9 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			c.queueLocked(true, k, node)
 		}
 		c.reconcileLocked(e)
+		if t := c.aliases[k]; t != nil {
+			c.reconcileLocked(t) // held through its alias now
+		}
 		if e.collection {
 			st := c.collectionStateLocked(e)
 			c.countLocked(k, st != StatePending)
@@ -214,7 +221,11 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			}
 			continue
 		}
-		st := e.visibleState(now)
+		se := c.servingLocked(k, now)
+		st := se.visibleState(now)
+		if st == StatePresent && c.oweFreshLocked(w, k, se, node) {
+			st = StatePending // not served from cache: asked of the origin again
+		}
 		c.countLocked(k, st != StatePending)
 		if st != StatePending {
 			nb.add(w, k)
@@ -235,6 +246,7 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		ws.remove(w)
+		c.forgetOwedLocked(w, k)
 		if ws.size() > 0 {
 			continue
 		}
@@ -247,6 +259,9 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		c.reconcileLocked(e)
+		if t := c.aliases[k]; t != nil {
+			c.reconcileLocked(t)
+		}
 		if e.collection {
 			for _, m := range c.membersLocked(k) {
 				c.reconcileLocked(m)
@@ -262,10 +277,19 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 // *Resource is nil unless the state is StatePresent. A key the cache holds
 // nothing for reads as StateAbsent when its known glob covers it,
 // StatePending otherwise (a known Wildcard says nothing of a name).
+//
+// A key that is an alias of a present resource (fields.go) reads as that
+// resource, under its own Name, when it is not present itself.
 func (c *Cache) Get(k Key) (*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.entries[k]
+	return c.getLocked(nil, k)
+}
+
+// getLocked is Get, and Lookup as watcher w (nil: as nobody) sees it.
+func (c *Cache) getLocked(w Watcher, k Key) (*Resource, State) {
+	now := c.now()
+	e := c.servingLocked(k, now)
 	if e == nil {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return nil, StateAbsent
@@ -275,9 +299,12 @@ func (c *Cache) Get(k Key) (*Resource, State) {
 	if e.collection {
 		return nil, StatePending
 	}
-	st := e.visibleState(c.now())
+	st := e.visibleState(now)
 	if st != StatePresent {
 		return nil, st
+	}
+	if _, owed := e.waiting[w]; owed && w != nil {
+		return nil, StatePending // owed a fresh copy from the origin
 	}
 	return e.res, st
 }
@@ -418,7 +445,7 @@ func (c *Cache) heldLocked(e *entry) bool {
 	if e.collection || e.state != StatePresent {
 		return false
 	}
-	if c.watchers[e.key.streamType().wildcard()].size() > 0 {
+	if c.watchers[e.key.streamType().wildcard()].size() > 0 || c.aliasHeldLocked(e) {
 		return true
 	}
 	return e.glob != "" && c.watchers[c.globKey(e.key, e.glob)].size() > 0
