@@ -87,12 +87,15 @@ func (w *work) diffLocked(variant string) *diff {
 	return d
 }
 
-// directLocked diffs a name subscribed directly.
+// directLocked diffs a name subscribed directly. A name that is an alias
+// of the resource found is answered under the resource's own name
+// (alias.go).
 func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
+	name := d.viaLocked(p)
 	switch p.state {
 	case cache.StatePresent:
-		d.updateLocked(p.name, p.res, force)
+		d.updateLocked(name, p.res, force)
 	case cache.StateAbsent:
 		d.absentLocked(p.name, force)
 	default:

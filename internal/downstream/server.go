@@ -22,6 +22,9 @@ type Cache interface {
 	Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
 	Unwatch(w cache.Watcher, keys ...cache.Key)
 	Get(k cache.Key) (*cache.Resource, cache.State)
+	// Lookup is Get as watcher w sees it (a do_not_cache revision w is
+	// owed a fresh copy of reads as pending): what a session sends.
+	Lookup(w cache.Watcher, k cache.Key) (*cache.Resource, cache.State)
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
 }
 

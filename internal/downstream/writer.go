@@ -261,7 +261,7 @@ func (ss *session) build() ([]outMsg, *round) {
 			if p.collection && !p.member {
 				p.members, p.state = ss.srv.cache.Members(p.key)
 			} else {
-				p.res, p.state = ss.srv.cache.Get(p.key)
+				p.res, p.state = ss.srv.cache.Lookup(ss, p.key)
 			}
 		}
 		if len(w.probes) > 1 {
