@@ -186,14 +186,13 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		c.entries[k] = e
 		c.addByTypeLocked(e)
 	}
+	c.answerOwedLocked(a, e, r)
 	e.originVersion = r.OriginVersion
 	if e.state == StatePresent && identical(e.res, r) {
 		c.setExpiresLocked(e, expiry(r, now))
-		c.answerOwedLocked(a, e)
 		return
 	}
 	c.noteAliasesLocked(a, e) // the aliases it leaves
-	e.waiting = nil           // a change: every watcher is told
 	c.touchMemberLocked(a, e)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
@@ -274,10 +273,7 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 // gauges and LRU byte count.
 func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	old := e.size()
-	var prev *Resource
-	if e.state == StatePresent {
-		prev = e.res
-	}
+	c.indexAliasesLocked(e, e.res, r) // e.res is nil unless present
 	if e.state != StatePresent {
 		e.state = StatePresent
 		st := e.key.streamType()
@@ -294,7 +290,6 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 			m[e.key.Name] = e
 		}
 	}
-	c.indexAliasesLocked(e, prev, r)
 	e.res, e.lapsed = r, nil
 	c.setExpiresLocked(e, expiry(r, now))
 	c.totals.Bytes += e.size() - old
@@ -303,6 +298,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 
 // setAbsentLocked forgets e's revision (if any) and marks it absent.
 func (c *Cache) setAbsentLocked(e *entry) {
+	e.waiting = nil // its watchers are told of the change
 	if e.state == StatePresent {
 		c.indexAliasesLocked(e, e.res, nil)
 		c.totals.Bytes -= e.size()
@@ -323,7 +319,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 			}
 		}
 	}
-	e.state, e.res, e.lapsed, e.waiting = StateAbsent, nil, nil, nil
+	e.state, e.res, e.lapsed = StateAbsent, nil, nil
 	c.setExpiresLocked(e, time.Time{})
 }
 

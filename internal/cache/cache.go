@@ -207,6 +207,9 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		if t := c.aliases[k]; t != nil {
 			c.reconcileLocked(t) // held through its alias now
 		}
+		if !e.collection && c.watchServedLocked(&nb, w, k, e, node, now) {
+			continue // through an alias, or owed a fresh copy
+		}
 		if e.collection {
 			st := c.collectionStateLocked(e)
 			c.countLocked(k, st != StatePending)
@@ -221,11 +224,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			}
 			continue
 		}
-		se := c.servingLocked(k, now)
-		st := se.visibleState(now)
-		if st == StatePresent && c.oweFreshLocked(w, k, se, node) {
-			st = StatePending // not served from cache: asked of the origin again
-		}
+		st := e.visibleState(now)
 		c.countLocked(k, st != StatePending)
 		if st != StatePending {
 			nb.add(w, k)
@@ -283,13 +282,7 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 func (c *Cache) Get(k Key) (*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.getLocked(nil, k)
-}
-
-// getLocked is Get, and Lookup as watcher w (nil: as nobody) sees it.
-func (c *Cache) getLocked(w Watcher, k Key) (*Resource, State) {
-	now := c.now()
-	e := c.servingLocked(k, now)
+	e := c.servingLocked(k, c.now())
 	if e == nil {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return nil, StateAbsent
@@ -299,12 +292,9 @@ func (c *Cache) getLocked(w Watcher, k Key) (*Resource, State) {
 	if e.collection {
 		return nil, StatePending
 	}
-	st := e.visibleState(now)
+	st := e.visibleState(c.now())
 	if st != StatePresent {
 		return nil, st
-	}
-	if _, owed := e.waiting[w]; owed && w != nil {
-		return nil, StatePending // owed a fresh copy from the origin
 	}
 	return e.res, st
 }

@@ -34,6 +34,9 @@ import (
 //     subscribe the key, as the upstream's liveness probe does) and that
 //     watcher reads the key as pending (Lookup) until the origin answers.
 
+// CacheControl is the origin's Resource.cache_control.
+type CacheControl = discoveryv3.Resource_CacheControl
+
 // maxIndexedAliases bounds the aliases of one revision the cache serves
 // watchers of alias keys by (all of them are passed on to clients).
 const maxIndexedAliases = 64
@@ -176,11 +179,17 @@ func (c *Cache) servingLocked(k Key, now time.Time) *entry {
 	return e
 }
 
-// answerOwedLocked: the origin sent e's revision again unchanged; the
-// watchers owed a fresh copy of it are told (nobody else is).
-func (c *Cache) answerOwedLocked(a *applyRun, e *entry) {
-	for w, k := range e.waiting {
-		a.owed = append(a.owed, note{w: w, k: k})
+// answerOwedLocked: the origin sent e's resource again (r). The watchers
+// owed a fresh copy of it are owed no more; when r is unchanged they are
+// told (nobody else is), otherwise the change tells everyone.
+func (c *Cache) answerOwedLocked(a *applyRun, e *entry, r *Resource) {
+	if len(e.waiting) == 0 {
+		return
+	}
+	if e.state == StatePresent && identical(e.res, r) {
+		for w, k := range e.waiting {
+			a.owed = append(a.owed, note{w: w, k: k})
+		}
 	}
 	e.waiting = nil
 }
@@ -215,11 +224,42 @@ func (c *Cache) forgetOwedLocked(w Watcher, k Key) {
 	}
 }
 
-// Lookup is Get as watcher w sees it: a do_not_cache revision w is owed a
-// fresh copy of reads as pending until the origin sends it again.
-// Sessions read what they send with Lookup.
-func (c *Cache) Lookup(w Watcher, k Key) (*Resource, State) {
+// Withheld reports whether r, a do_not_cache revision read for k (Get),
+// must not be sent to watcher w now: w is owed a fresh copy of it from the
+// origin, or r is no longer what k reads as (w is being told of the newer
+// state). w is notified of k when it may be sent.
+func (c *Cache) Withheld(w Watcher, k Key, r *Resource) bool {
+	if !r.DoNotCache() {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.getLocked(w, k)
+	e := c.servingLocked(k, c.now())
+	if e == nil || e.res != r {
+		return true
+	}
+	_, owed := e.waiting[w]
+	return owed
+}
+
+// watchServedLocked answers a new watch by w of resource key k (entry e)
+// when another entry serves it or it is owed fresh: the resource k is an
+// alias of (a hit, notified at once), or a do_not_cache revision (a miss:
+// asked of the origin again). It reports whether it answered; if not, k
+// is answered by its own entry as any key is.
+func (c *Cache) watchServedLocked(nb *noteBuilder, w Watcher, k Key, e *entry, node *corev3.Node, now time.Time) bool {
+	se := c.servingLocked(k, now)
+	if se == nil || se.visibleState(now) != StatePresent {
+		return false
+	}
+	if c.oweFreshLocked(w, k, se, node) {
+		c.countLocked(k, false)
+		return true
+	}
+	if se == e {
+		return false
+	}
+	c.countLocked(k, true)
+	nb.add(w, k)
+	return true
 }

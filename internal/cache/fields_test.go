@@ -195,11 +195,15 @@ func TestDoNotCache(t *testing.T) {
 			if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener a", "+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
 				t.Errorf("asked of the origin again (-want +got):\n%s", diff)
 			}
-			if _, st := f.c.Lookup(w2, a); st != StatePending {
-				t.Errorf("Lookup as the late watcher: %v, want pending", st)
+			cached, st := f.c.Get(a)
+			if st != StatePresent {
+				t.Fatalf("Get: %v, want the cached revision present", st)
 			}
-			if _, st := f.c.Lookup(w1, a); st != StatePresent {
-				t.Errorf("Lookup as the first watcher: %v, want present", st)
+			if !f.c.Withheld(w2, a, cached) {
+				t.Errorf("cached revision not withheld from the late watcher")
+			}
+			if f.c.Withheld(w1, a, cached) {
+				t.Errorf("cached revision withheld from the first watcher")
 			}
 			if hits(f, lds) != 0 || refetches(f) != 1 {
 				t.Errorf("hits %v refetches %v, want 0 1", hits(f, lds), refetches(f))
@@ -212,10 +216,17 @@ func TestDoNotCache(t *testing.T) {
 			if diff := cmp.Diff(tc.wantFirst, w1.take()); diff != "" {
 				t.Errorf("first watcher told of the answer (-want +got):\n%s", diff)
 			}
+			r, st := f.c.Get(a)
+			if st != StatePresent || r.OriginVersion != tc.wantNewest {
+				t.Fatalf("Get after the answer: %v %v, want present at %s", r, st, tc.wantNewest)
+			}
 			for _, w := range []*fakeWatcher{w1, w2} {
-				if r, st := f.c.Lookup(w, a); st != StatePresent || r.OriginVersion != tc.wantNewest {
-					t.Errorf("Lookup after the answer: %v %v, want present at %s", r, st, tc.wantNewest)
+				if f.c.Withheld(w, a, r) {
+					t.Errorf("the origin's answer withheld from a watcher")
 				}
+			}
+			if stale := r != cached; stale != f.c.Withheld(w1, a, cached) {
+				t.Errorf("the earlier revision withheld %v, want %v (only when no longer current)", !stale, stale)
 			}
 
 			f.c.Unwatch(w1, a)

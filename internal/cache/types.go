@@ -4,7 +4,6 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -64,7 +63,7 @@ type Resource struct {
 	// change. Read-only, like the rest of the revision.
 	Aliases      []string
 	Metadata     *corev3.Metadata
-	CacheControl *discoveryv3.Resource_CacheControl
+	CacheControl *CacheControl
 	// Heartbeat marks a revision that only refreshed the TTL: Body and
 	// Version are those of the previous revision.
 	Heartbeat bool

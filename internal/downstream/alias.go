@@ -13,6 +13,20 @@ import "github.com/xds-relay/xds-relay/internal/cache"
 // the alias stops resolving to it (removed, if the client held it), and an
 // unsubscription may name it instead of the alias.
 
+// directOrAliasLocked diffs a name subscribed directly: as directLocked,
+// or, when the resource found has another name (the name asked is an
+// alias of it), under the resource's own name.
+func (d *diff) directOrAliasLocked(p *probe) {
+	name := d.viaLocked(p)
+	if name == p.name {
+		d.directLocked(p)
+		return
+	}
+	_, force := d.ts.force[p.name]
+	d.updateLocked(name, p.res, force)
+	delete(d.ts.force, p.name)
+}
+
 // viaLocked returns the name to answer probe p's subscription under: the
 // resource's own name when p found it by alias, else the name asked. It
 // keeps sub.via current, telling the client a resource it was sent by

@@ -67,7 +67,7 @@ func (w *work) diffLocked(variant string) *diff {
 	}
 	for i := range w.probes {
 		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) {
-			d.directLocked(p)
+			d.directOrAliasLocked(p)
 		}
 	}
 	for i := range w.probes {
@@ -87,15 +87,12 @@ func (w *work) diffLocked(variant string) *diff {
 	return d
 }
 
-// directLocked diffs a name subscribed directly. A name that is an alias
-// of the resource found is answered under the resource's own name
-// (alias.go).
+// directLocked diffs a name subscribed directly.
 func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
-	name := d.viaLocked(p)
 	switch p.state {
 	case cache.StatePresent:
-		d.updateLocked(name, p.res, force)
+		d.updateLocked(p.name, p.res, force)
 	case cache.StateAbsent:
 		d.absentLocked(p.name, force)
 	default:

@@ -50,14 +50,24 @@ func newWrapperCache() *lru.Cache[wrapperKey, *anypb.Any] {
 	return c
 }
 
-// sotwEnvelope returns what goes in DiscoveryResponse.resources for r: its
-// shared Any as is, or the Resource wrapper (heartbeat: without the body)
-// when the client takes it for r (wrap, features.go): r has a TTL and the
-// client takes TTLs, or r carries the origin's aliases, metadata or cache
-// control and the client takes the wrapper. The wrapper is marshalled
-// once for every client (wrappers may be nil: no sharing). Nil when there
-// is nothing to send.
-func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) *anypb.Any {
+// sotwEnvelope is sotwEnvelopeFor a client that takes TTLs (ttl) or
+// advertised neither wrapper feature (unary Fetch and REST).
+func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat, ttl bool) *anypb.Any {
+	wrap := wrapNone
+	if ttl {
+		wrap = wrapTTL
+	}
+	return sotwEnvelopeFor(wrappers, name, r, heartbeat, wrap)
+}
+
+// sotwEnvelopeFor returns what goes in DiscoveryResponse.resources for r:
+// its shared Any as is, or the Resource wrapper (heartbeat: without the
+// body) when the client takes it for r (wrap, features.go): r has a TTL
+// and the client takes TTLs, or r carries the origin's aliases, metadata
+// or cache control and the client takes the wrapper. The wrapper is
+// marshalled once for every client (wrappers may be nil: no sharing). Nil
+// when there is nothing to send.
+func sotwEnvelopeFor(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) *anypb.Any {
 	if !heartbeat && !(r.TTL != nil && wrap >= wrapTTL) && !(r.HasFields() && wrap >= wrapFields) {
 		return r.Body
 	}

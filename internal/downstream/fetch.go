@@ -103,7 +103,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(w, typeURL, items, fa, sotwWrapOf(req.GetNode()))
+		resp, pending := s.fetchResponse(typeURL, items, fa, supportsTTL(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			if len(resp.GetResources()) == 0 && s.allAbsent(items) {
@@ -193,14 +193,12 @@ type fetchItem struct {
 	res  Resolution
 }
 
-// fetchResponse builds a fetch's response from what the cache holds now,
-// as its watcher w reads it (a do_not_cache resource it is owed fresh is
-// pending), (wrap: what the client takes in the Resource wrapper,
-// features.go); pending reports that some of
+// fetchResponse builds a fetch's response from what the cache holds now
+// (ttl: the client takes TTLs, features.go); pending reports that some of
 // it is not known yet. Its version_info (and
 // nonce) is a hash of the names and versions it lists.
 // Members fa does not let the client receive are left out.
-func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchItem, fa *fetchAccess, wrap sotwWrap) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAccess, ttl bool) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	type entry struct {
 		name string
 		r    *cache.Resource
@@ -222,7 +220,7 @@ func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchIte
 			}
 			continue
 		}
-		r, st := s.cache.Lookup(w, it.res.Key)
+		r, st := s.cache.Get(it.res.Key)
 		pending = pending || st == cache.StatePending
 		if st == cache.StatePresent {
 			if _, dup := seen[it.name]; !dup {
@@ -236,7 +234,7 @@ func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchIte
 	resources := make([]*anypb.Any, 0, len(entries))
 	for _, e := range entries {
 		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-		if a := sotwEnvelope(s.wrappers, e.name, e.r, false, wrap); a != nil {
+		if a := sotwEnvelope(s.wrappers, e.name, e.r, false, ttl); a != nil {
 			resources = append(resources, a)
 		}
 	}

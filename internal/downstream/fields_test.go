@@ -1,18 +1,14 @@
 package downstream
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	endpointv3s "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -157,65 +153,4 @@ func TestDeltaDoNotCacheLateClient(t *testing.T) {
 	e.cache.set(key(edsType, n), fresh)
 	checkDelta(t, deltaResp(edsType, nil, dfres(n, r)), late.Recv())
 	first.None()
-}
-
-// TestFetchDoNotCache: a unary Fetch of a cached do_not_cache resource
-// waits for the origin's fresh copy rather than answering from cache.
-func TestFetchDoNotCache(t *testing.T) {
-	e := newEnv(t, 0)
-	e.srv.fetchWait = xdstest.WaitTimeout // before any Fetch: the answer comes from the test
-	n := xdstp(edsType, "dnc-fetch")
-	dnc := &discoveryv3.Resource_CacheControl{DoNotCache: true}
-	holder := e.delta()
-	holder.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
-	holder.Send(ack(edsType, holder.Recv())) // absent, from the test's subscriber
-	cached := fieldsRes(edsType, n, "1", nil, trace("cached"), dnc)
-	e.cache.set(key(edsType, n), cached)
-	holder.Send(ack(edsType, holder.Recv()))
-
-	looked := make(chan struct{}, 1)
-	e.cache.setHooks(cacheHooks{afterGet: func(k cache.Key) {
-		if k == key(edsType, n) {
-			select {
-			case looked <- struct{}{}:
-			default:
-			}
-		}
-	}})
-	type result struct {
-		resp *discoveryv3.DiscoveryResponse
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := endpointv3s.NewEndpointDiscoveryServiceClient(e.conn).FetchEndpoints(context.Background(),
-			&discoveryv3.DiscoveryRequest{Node: wrapperNode, ResourceNames: []string{n}})
-		done <- result{resp, err}
-	}()
-	select {
-	case <-looked: // the Fetch watches and has read it once
-	case <-time.After(xdstest.WaitTimeout):
-		t.Fatal("the Fetch never read the resource")
-	}
-	fresh := fieldsRes(edsType, n, "1", nil, trace("fresh"), dnc)
-	e.cache.set(key(edsType, n), fresh)
-	var got result
-	select {
-	case got = <-done:
-	case <-time.After(xdstest.WaitTimeout):
-		t.Fatal("no Fetch answer")
-	}
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-	if len(got.resp.GetResources()) != 1 {
-		t.Fatalf("Fetch: %v", got.resp)
-	}
-	var w discoveryv3.Resource
-	if err := got.resp.GetResources()[0].UnmarshalTo(&w); err != nil {
-		t.Fatalf("Fetch resource is not in the wrapper: %v", err)
-	}
-	if id := w.GetMetadata().GetFilterMetadata()["trace"].GetFields()["id"].GetStringValue(); id != "fresh" {
-		t.Fatalf("Fetch answered the %q copy, want the origin's fresh one", id)
-	}
 }

@@ -42,7 +42,7 @@ type cacheHooks struct {
 	// beforeWatch, when set, makes Watch watch one key at a time and runs
 	// before each.
 	beforeWatch func(i int, k cache.Key)
-	// afterGet runs after every Get and Lookup.
+	// afterGet runs after every Get.
 	afterGet func(k cache.Key)
 }
 
@@ -81,15 +81,6 @@ func (c *testCache) Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
 
 func (c *testCache) Get(k cache.Key) (*cache.Resource, cache.State) {
 	r, st := c.Cache.Get(k)
-	if h := c.getHooks(); h.afterGet != nil {
-		h.afterGet(k)
-	}
-	return r, st
-}
-
-// Lookup is what sessions read with; the afterGet hook runs after it too.
-func (c *testCache) Lookup(w cache.Watcher, k cache.Key) (*cache.Resource, cache.State) {
-	r, st := c.Cache.Lookup(w, k)
 	if h := c.getHooks(); h.afterGet != nil {
 		h.afterGet(k)
 	}

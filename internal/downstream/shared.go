@@ -141,7 +141,7 @@ func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, wrap sotwW
 		} else {
 			rs := make([]*anypb.Any, 0, len(revs))
 			for _, r := range revs {
-				a := sotwEnvelope(s.wrappers, r.Key.Name, r.Res, false, wrap)
+				a := sotwEnvelopeFor(s.wrappers, r.Key.Name, r.Res, false, wrap)
 				if a == nil {
 					return []byte(nil)
 				}

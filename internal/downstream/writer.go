@@ -261,9 +261,10 @@ func (ss *session) build() ([]outMsg, *round) {
 			if p.collection && !p.member {
 				p.members, p.state = ss.srv.cache.Members(p.key)
 			} else {
-				p.res, p.state = ss.srv.cache.Lookup(ss, p.key)
+				p.res, p.state = ss.srv.cache.Get(p.key)
 			}
 		}
+		ss.withholdOwed(w)
 		if len(w.probes) > 1 {
 			slices.SortFunc(w.probes, func(a, b probe) int { return strings.Compare(a.name, b.name) })
 		}
