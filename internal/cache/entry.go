@@ -46,7 +46,7 @@ type entry struct {
 
 	// waiting: watchers owed a fresh copy of a do_not_cache revision (they
 	// started watching while it was cached), by the key each watches (e's
-	// own or an alias of it). They read it as pending (Lookup) until the
+	// own or an alias of it). It is withheld from them (Withheld) until the
 	// origin sends the resource again (fields.go).
 	waiting map[Watcher]Key
 

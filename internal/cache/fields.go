@@ -23,7 +23,7 @@ import (
 //     subscribes "routeconfig/domain"; the origin answers with the
 //     virtual host under its own name, the domain among its aliases). A
 //     watched key that is an alias of a present resource reads as that
-//     resource (Get, Lookup) and is notified when it changes. The alias
+//     resource (Get) and is notified when it changes. The alias
 //     index holds at most maxIndexedAliases aliases per resource; the
 //     latest revision to claim an alias wins it.
 //   - cache_control.do_not_cache: the revision is never shared from cache
@@ -31,8 +31,9 @@ import (
 //     (never kept in the LRU, so never restored), never written to the
 //     snapshot, and a new watcher of it while others watch it is owed a
 //     fresh copy: the cache asks the origin again (unsubscribe and
-//     subscribe the key, as the upstream's liveness probe does) and that
-//     watcher reads the key as pending (Lookup) until the origin answers.
+//     subscribe the key, as the upstream's liveness probe does) and the
+//     revision is withheld from that watcher (Withheld) until the origin
+//     answers.
 
 // CacheControl is the origin's Resource.cache_control.
 type CacheControl = discoveryv3.Resource_CacheControl
