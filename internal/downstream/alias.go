@@ -2,7 +2,7 @@ package downstream
 
 import "github.com/xds-relay/xds-relay/internal/cache"
 
-// Names asked by alias (VHDS on demand: a client subscribes
+// Names asked by alias, on delta streams (VHDS on demand: a client subscribes
 // "routeconfig/domain"; the origin answers with the virtual host under its
 // own name, the domain among its aliases). The cache reads an alias key
 // as the resource it is an alias of (cache/fields.go); the client is sent
@@ -15,8 +15,13 @@ import "github.com/xds-relay/xds-relay/internal/cache"
 
 // directOrAliasLocked diffs a name subscribed directly: as directLocked,
 // or, when the resource found has another name (the name asked is an
-// alias of it), under the resource's own name.
-func (d *diff) directOrAliasLocked(p *probe) {
+// alias of it), under the resource's own name. Aliases are a delta
+// matter (VHDS is delta only): a SotW name that only an alias leads to is
+// left pending, as before.
+func (d *diff) directOrAliasLocked(p *probe, variant string) {
+	if variant != variantDelta && aliasedName(p) != "" {
+		return
+	}
 	name := d.viaLocked(p)
 	if name == p.name {
 		d.directLocked(p)

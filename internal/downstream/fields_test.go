@@ -154,3 +154,16 @@ func TestDeltaDoNotCacheLateClient(t *testing.T) {
 	checkDelta(t, deltaResp(edsType, nil, dfres(n, r)), late.Recv())
 	first.None()
 }
+
+// TestSotWAliasNotAnswered: aliases are a delta matter; a SotW client
+// asking for a name that only an alias leads to is sent nothing for it
+// (never another resource under the name it asked).
+func TestSotWAliasNotAnswered(t *testing.T) {
+	e := newEnv(t, 0)
+	const alias, own = "rc/www.example.com", "rc/vh1"
+	e.cache.set(key(vhType, own), fieldsRes(vhType, own, "1", []string{alias}, nil, nil))
+	c := e.sotw()
+	c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: vhType, ResourceNames: []string{alias}})
+	e.syncSotW(c) // the sync's answer comes first: nothing was sent for the alias
+	c.None()
+}
