@@ -196,8 +196,9 @@ func (c *Cache) answerOwedLocked(a *applyRun, e *entry, r *Resource) {
 }
 
 // oweFreshLocked: w starts watching k, which reads as e's do_not_cache
-// revision. w is owed a copy from the origin: it reads k as pending until
-// the origin sends e again, and k is asked of the origin again
+// revision. w is owed a copy from the origin: the revision is withheld
+// from it (Withheld) until the origin sends e again, and k is asked of the
+// origin again
 // (unsubscribed and subscribed: the upstream has the origin forget and
 // resend it). Reports whether w is now owed one.
 func (c *Cache) oweFreshLocked(w Watcher, k Key, e *entry, node *corev3.Node) bool {

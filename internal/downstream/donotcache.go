@@ -11,13 +11,19 @@ import "github.com/xds-relay/xds-relay/internal/cache"
 // are not withheld (a new glob or wildcard subscriber is sent the cached
 // member), nor what unary Fetch and REST polls read (docs/protocol.md).
 
-// withholdOwed turns the probes of w that found a do_not_cache revision
-// this session may not be sent yet into pending ones (still owed an
-// answer). Called without the session lock, after the lookups.
+// withholdOwed turns the probes of w (names subscribed directly) that
+// found a do_not_cache revision this session may not be sent yet into
+// pending ones (still owed an answer). A revision withheld only because a
+// newer state came since the lookup is read again, once. Called without
+// the session lock, after the lookups.
 func (ss *session) withholdOwed(w *work) {
 	for i := range w.probes {
 		p := &w.probes[i]
-		if p.res != nil && p.res.DoNotCache() && ss.srv.cache.Withheld(ss, p.key, p.res) {
+		if p.collection || p.res == nil || !p.res.DoNotCache() || !ss.srv.cache.Withheld(ss, p.key, p.res) {
+			continue
+		}
+		p.res, p.state = ss.srv.cache.Get(p.key)
+		if p.res != nil && ss.srv.cache.Withheld(ss, p.key, p.res) {
 			p.res, p.state = nil, cache.StatePending
 		}
 	}
