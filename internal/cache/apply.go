@@ -27,6 +27,9 @@ type applyRun struct {
 	member map[Key]bool
 	// before holds the state of each touched collection before the update.
 	before map[Key]State
+	// owed: watchers owed a fresh do_not_cache revision that the origin
+	// sent again unchanged: told although nothing changed for the others.
+	owed []note
 }
 
 func newApplyRun() applyRun {
@@ -158,6 +161,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 			c.touchMemberLocked(a, e)
 			c.setPresentLocked(e, &back, now)
 			a.change(k, true)
+			c.noteAliasesLocked(a, e)
 			c.reconcileLocked(e)
 			return
 		}
@@ -170,6 +174,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		e.res = &hb
 		c.setExpiresLocked(e, expiry(r, now))
 		a.change(k, true)
+		c.noteAliasesLocked(a, e)
 		return
 	}
 	if r.Body == nil {
@@ -181,14 +186,17 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		c.entries[k] = e
 		c.addByTypeLocked(e)
 	}
+	c.answerOwedLocked(a, e, r)
 	e.originVersion = r.OriginVersion
 	if e.state == StatePresent && identical(e.res, r) {
 		c.setExpiresLocked(e, expiry(r, now))
 		return
 	}
+	c.noteAliasesLocked(a, e) // the aliases it leaves
 	c.touchMemberLocked(a, e)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
+	c.noteAliasesLocked(a, e) // the aliases it takes
 	a.revised = append(a.revised, Revision{Key: k, Res: r})
 	c.reconcileLocked(e)
 }
@@ -224,6 +232,7 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	wasPresent := e.state == StatePresent
 	if wasPresent {
 		c.touchMemberLocked(a, e)
+		c.noteAliasesLocked(a, e)
 	}
 	c.setAbsentLocked(e)
 	a.change(e.key, wasPresent)
@@ -264,6 +273,7 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 // gauges and LRU byte count.
 func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	old := e.size()
+	c.indexAliasesLocked(e, e.res, r) // e.res is nil unless present
 	if e.state != StatePresent {
 		e.state = StatePresent
 		st := e.key.streamType()
@@ -288,7 +298,9 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 
 // setAbsentLocked forgets e's revision (if any) and marks it absent.
 func (c *Cache) setAbsentLocked(e *entry) {
+	e.waiting = nil // its watchers are told of the change
 	if e.state == StatePresent {
+		c.indexAliasesLocked(e, e.res, nil)
 		c.totals.Bytes -= e.size()
 		c.totals.Resources--
 		c.m.bytes.Sub(float64(e.size()))
@@ -318,7 +330,8 @@ func ContentVersion(body *anypb.Any) string {
 	return cachev3.HashResource(body.GetValue())
 }
 
-// versioned returns rs with each revision's Version set from its bytes.
+// versioned returns rs with each revision's Version set from its bytes
+// and fields (RevisionVersion).
 // Revisions are immutable once handed over, so one whose Version differs
 // is replaced by a copy. Hashing happens before Apply locks: the work is
 // per origin change, not per client, and need not hold up readers.
@@ -328,7 +341,7 @@ func versioned(rs []*Resource) []*Resource {
 		if r == nil || r.Heartbeat || r.Body == nil {
 			continue
 		}
-		v := ContentVersion(r.Body)
+		v := RevisionVersion(r)
 		if r.Version == v {
 			continue
 		}
@@ -345,10 +358,10 @@ func versioned(rs []*Resource) []*Resource {
 	return out
 }
 
-// identical: r is the cached revision again (same bytes and TTL), whatever
-// version the origin gave it.
+// identical: r is the cached revision again (same bytes, fields and TTL),
+// whatever version the origin gave it. Versions cover the fields.
 func identical(cur, r *Resource) bool {
-	return cur != nil &&
+	return cur != nil && cur.Version == r.Version &&
 		cur.Body.GetTypeUrl() == r.Body.GetTypeUrl() &&
 		bytes.Equal(cur.Body.GetValue(), r.Body.GetValue()) &&
 		sameTTL(cur.TTL, r.TTL)

@@ -95,6 +95,9 @@ type Cache struct {
 	// whether or not the glob is watched, so a new glob watch is O(members)).
 	// guarded by mu
 	globMembers map[Key]map[string]*entry
+	// aliases: alias key → the resource entry whose current revision
+	// lists it (fields.go). guarded by mu
+	aliases map[Key]*entry
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
 	watchers map[Key]*watcherSet
@@ -161,6 +164,7 @@ func New(opts Options) *Cache {
 		colls:        make(map[streamType]map[string]*entry),
 		globMembers:  make(map[Key]map[string]*entry),
 		watchers:     make(map[Key]*watcherSet),
+		aliases:      make(map[Key]*entry),
 		watchedKeys:  make(map[StreamID]int),
 		lru:          lru,
 	}
@@ -200,6 +204,12 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			c.queueLocked(true, k, node)
 		}
 		c.reconcileLocked(e)
+		if t := c.aliases[k]; t != nil {
+			c.reconcileLocked(t) // held through its alias now
+		}
+		if !e.collection && c.watchServedLocked(&nb, w, k, e, node, now) {
+			continue // through an alias, or owed a fresh copy
+		}
 		if e.collection {
 			st := c.collectionStateLocked(e)
 			c.countLocked(k, st != StatePending)
@@ -235,6 +245,7 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		ws.remove(w)
+		c.forgetOwedLocked(w, k)
 		if ws.size() > 0 {
 			continue
 		}
@@ -247,6 +258,9 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		c.reconcileLocked(e)
+		if t := c.aliases[k]; t != nil {
+			c.reconcileLocked(t)
+		}
 		if e.collection {
 			for _, m := range c.membersLocked(k) {
 				c.reconcileLocked(m)
@@ -262,10 +276,13 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 // *Resource is nil unless the state is StatePresent. A key the cache holds
 // nothing for reads as StateAbsent when its known glob covers it,
 // StatePending otherwise (a known Wildcard says nothing of a name).
+//
+// A key that is an alias of a present resource (fields.go) reads as that
+// resource, under its own Name, when it is not present itself.
 func (c *Cache) Get(k Key) (*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.entries[k]
+	e := c.servingLocked(k, c.now())
 	if e == nil {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return nil, StateAbsent
@@ -418,7 +435,7 @@ func (c *Cache) heldLocked(e *entry) bool {
 	if e.collection || e.state != StatePresent {
 		return false
 	}
-	if c.watchers[e.key.streamType().wildcard()].size() > 0 {
+	if c.watchers[e.key.streamType().wildcard()].size() > 0 || c.aliasHeldLocked(e) {
 		return true
 	}
 	return e.glob != "" && c.watchers[c.globKey(e.key, e.glob)].size() > 0

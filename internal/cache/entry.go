@@ -44,6 +44,12 @@ type entry struct {
 	// heapPos is 1 + the entry's index in Cache.expiries; 0: not in it.
 	heapPos int
 
+	// waiting: watchers owed a fresh copy of a do_not_cache revision (they
+	// started watching while it was cached), by the key each watches (e's
+	// own or an alias of it). It is withheld from them (Withheld) until the
+	// origin sends the resource again (fields.go).
+	waiting map[Watcher]Key
+
 	// subscribed: the cache asked the Subscriber for this key and has not
 	// unsubscribed it. Only subscribed keys are unsubscribed on eviction.
 	subscribed bool

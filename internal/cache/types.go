@@ -40,10 +40,11 @@ type Resource struct {
 	// Name is the name the origin sent (not necessarily canonical).
 	Name string
 	// Version is the relay's version of this revision: derived from its
-	// bytes (go-control-plane's HashResource: hex SHA-256), so it is the
-	// same whatever version string the origin wrapped around them, across
-	// relay restarts and origin failover. Set by Cache.Apply; what delta
-	// clients are sent.
+	// bytes and its fields below (RevisionVersion: go-control-plane's
+	// HashResource of the bytes when it has none of those fields), so it
+	// is the same whatever version string the origin wrapped around them,
+	// across relay restarts and origin failover. Set by Cache.Apply; what
+	// delta clients are sent.
 	Version string
 	// OriginVersion is the origin's version of this resource (delta), or the
 	// response's version_info (SotW): what the relay tells that origin it
@@ -55,6 +56,14 @@ type Resource struct {
 	// TTL, when set, is how long the resource lives without an update or
 	// heartbeat (spec, "TTL").
 	TTL *durationpb.Duration
+	// Aliases, Metadata and CacheControl are the origin's Resource
+	// wrapper fields (delta resources, or SotW resources in the wrapper),
+	// kept with the revision and passed on to clients as sent (fields.go).
+	// A revision that differs from the cached one in any of them is a
+	// change. Read-only, like the rest of the revision.
+	Aliases      []string
+	Metadata     *corev3.Metadata
+	CacheControl *CacheControl
 	// Heartbeat marks a revision that only refreshed the TTL: Body and
 	// Version are those of the previous revision.
 	Heartbeat bool

@@ -69,7 +69,7 @@ func (w *work) diffLocked(variant string) *diff {
 	}
 	for i := range w.probes {
 		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) {
-			d.directLocked(p)
+			d.directOrAliasLocked(p, variant)
 		}
 	}
 	for i := range w.probes {

@@ -22,6 +22,9 @@ type Cache interface {
 	Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
 	Unwatch(w cache.Watcher, keys ...cache.Key)
 	Get(k cache.Key) (*cache.Resource, cache.State)
+	// Withheld: r, a do_not_cache revision Get returned for k, is not to
+	// be sent to w now (donotcache.go).
+	Withheld(w cache.Watcher, k cache.Key, r *cache.Resource) bool
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
 }
 

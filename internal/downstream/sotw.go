@@ -122,7 +122,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		}
 		resources = make([]*anypb.Any, 0, len(d.updates))
 		for _, u := range d.updates {
-			if a := sotwEnvelope(ss.srv.wrappers, u.name, u.res, u.heartbeat, ts.ttl); a != nil {
+			if a := sotwEnvelopeFor(ss.srv.wrappers, u.name, u.res, u.heartbeat, ts.wrap); a != nil {
 				resources = append(resources, a)
 			}
 		}
@@ -164,7 +164,7 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) []*anypb.Any
 	sort.Strings(names)
 	resources := make([]*anypb.Any, 0, len(names))
 	for _, n := range names {
-		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n], ts.ttl); a != nil {
+		if a := sotwEnvelopeFor(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n], ts.wrap); a != nil {
 			resources = append(resources, a)
 		}
 	}

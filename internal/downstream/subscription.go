@@ -20,6 +20,9 @@ type sub struct {
 	memberKeys map[string]string
 	// emptyReported: the glob's own name went out in removed_resources.
 	emptyReported bool
+	// via: the resource's own name the client was sent for this name,
+	// when the name is an alias of it (alias.go); "" otherwise.
+	via string
 }
 
 // held is what the client holds of one name: the revision last sent, or
@@ -43,6 +46,10 @@ type typeState struct {
 	colls map[string]*sub
 	// byKey: for each watched key, the client's names that map to it.
 	byKey map[cache.Key][]string
+	// via: resources' own names sent for names the client subscribed by
+	// alias, with how many of its subscriptions they answer (alias.go);
+	// nil until one is.
+	via map[string]int
 	// explicit: the client has subscribed to a name (any, "*" included) on
 	// this type, so an empty set no longer means the legacy wildcard.
 	explicit bool
@@ -69,8 +76,10 @@ type typeState struct {
 	// ClientCounts counts it until the session ends (a reload that lists
 	// the type changes its label, not what this session counted).
 	label string
-	// ttl: the client takes TTLs and heartbeats (features.go).
-	ttl bool
+	// ttl: the client takes TTLs and heartbeats; wrap: which SotW
+	// resources it takes in the Resource wrapper (features.go).
+	ttl  bool
+	wrap sotwWrap
 
 	// SotW / delta bookkeeping.
 	lastNonce  string // nonce of the latest response of this type
@@ -159,6 +168,12 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 			}
 		}
 	}
+	if via := s.via; via != "" {
+		ts.setViaLocked(s, "")
+		if !ts.subscribedLocked(via) {
+			delete(ts.sent, via)
+		}
+	}
 	if !ts.subscribedLocked(name) {
 		delete(ts.sent, name)
 	}
@@ -177,6 +192,9 @@ func (ts *typeState) subscribeLocked(r resolved, ch *change) {
 // unsubscribeLocked drops name, noting in ch a key no name of this session
 // maps to any more.
 func (ts *typeState) unsubscribeLocked(name string, ch *change) {
+	if ts.unsubscribeViaLocked(name, ch) {
+		return
+	}
 	if key, last, ok := ts.removeLocked(name); ok && last {
 		ch.unwatch = append(ch.unwatch, key)
 	}
@@ -215,6 +233,9 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 // holds of name is kept; otherwise it is forgotten or removed).
 func (ts *typeState) subscribedLocked(name string) bool {
 	if s, ok := ts.subs[name]; ok && !s.collection {
+		return true
+	}
+	if ts.via[name] > 0 {
 		return true
 	}
 	return ts.inCollectionLocked(name)

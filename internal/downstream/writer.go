@@ -264,6 +264,7 @@ func (ss *session) build() ([]outMsg, *round) {
 				p.res, p.state = ss.srv.cache.Get(p.key)
 			}
 		}
+		ss.withholdOwed(w)
 		if len(w.probes) > 1 {
 			slices.SortFunc(w.probes, func(a, b probe) int { return strings.Compare(a.name, b.name) })
 		}

@@ -64,6 +64,7 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 			return u, err
 		}
 		cr := &cache.Resource{Name: res.GetName(), OriginVersion: res.GetVersion(), TTL: res.GetTtl(), Arrived: now}
+		keepFields(cr, res)
 		if res.GetResource() == nil {
 			cr.Heartbeat = true
 			u.Resources = append(u.Resources, cr)
@@ -90,7 +91,8 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 
 // sotwUpdate validates a SotW response and turns it into a cache update.
 // Resources may be wrapped in envoy.service.discovery.v3.Resource (TTL,
-// heartbeats); the wrapper is removed.
+// heartbeats, aliases, metadata, cache control); the wrapper is removed,
+// its fields kept.
 func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Time) (cache.Update, error) {
 	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl(), Arrived: now}
 	seen := names{}
@@ -104,6 +106,7 @@ func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Ti
 				return u, rejectf("resources[%d]: Resource wrapper cannot be decoded: %v", i, err)
 			}
 			cr.Name, cr.TTL, cr.Body = w.GetName(), w.GetTtl(), w.GetResource()
+			keepFields(cr, &w)
 			if cr.Body == nil {
 				if cr.Name == "" {
 					return u, rejectf("resources[%d]: heartbeat without a name", i)
