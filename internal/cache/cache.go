@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -122,6 +123,9 @@ type Cache struct {
 	// totals mirrors the size gauges and hit/miss counters for Stats
 	// (inspect.go). guarded by mu
 	totals Stats
+	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
+	// no origin answers (SetStreamError). guarded by mu
+	streamErr map[StreamID]*statuspb.Status
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
@@ -162,6 +166,7 @@ func New(opts Options) *Cache {
 		globMembers:  make(map[Key]map[string]*entry),
 		watchers:     make(map[Key]*watcherSet),
 		watchedKeys:  make(map[StreamID]int),
+		streamErr:    make(map[StreamID]*statuspb.Status),
 		lru:          lru,
 	}
 }
@@ -214,9 +219,11 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			}
 			continue
 		}
+		// A pending key with the origin's error is answered too.
 		st := e.visibleState(now)
-		c.countLocked(k, st != StatePending)
-		if st != StatePending {
+		answered := st != StatePending || e.err != nil
+		c.countLocked(k, answered)
+		if answered {
 			nb.add(w, k)
 		}
 	}
@@ -263,23 +270,8 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 // nothing for reads as StateAbsent when its known glob covers it,
 // StatePending otherwise (a known Wildcard says nothing of a name).
 func (c *Cache) Get(k Key) (*Resource, State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.entries[k]
-	if e == nil {
-		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
-			return nil, StateAbsent
-		}
-		return nil, StatePending
-	}
-	if e.collection {
-		return nil, StatePending
-	}
-	st := e.visibleState(c.now())
-	if st != StatePresent {
-		return nil, st
-	}
-	return e.res, st
+	r, st, _ := c.Lookup(k)
+	return r, st
 }
 
 // Members returns the current members of a collection key (glob or
@@ -290,6 +282,10 @@ func (c *Cache) Get(k Key) (*Resource, State) {
 func (c *Cache) Members(k Key) ([]*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.membersOfLocked(k)
+}
+
+func (c *Cache) membersOfLocked(k Key) ([]*Resource, State) {
 	now := c.now()
 	var out []*Resource
 	for _, m := range c.membersLocked(k) {
@@ -470,6 +466,7 @@ func (c *Cache) ReleaseStream(s StreamID) bool {
 			}
 		}
 	}
+	delete(c.streamErr, s)
 	for _, e := range gone {
 		e.subscribed = false // the link goes: nothing to unsubscribe
 		c.dropLocked(e)
