@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -236,6 +237,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 		"xds_relay_cache_snapshot_loads_total/result":      {"loaded", "absent", "corrupt", "incompatible", "foreign_config", "too_large", "untrusted", "error"},
 		"xds_relay_cache_snapshot_writes_total/result":     {"ok", "truncated", "error"},
 		"xds_relay_cache_snapshot_skipped_total/reason":    {"expired", "over_bounds"},
+		"xds_relay_upstream_resource_errors_total/code":    cache.CodeLabels(),
 	}
 	v, ok := own[metric+"/"+label]
 	return v, ok

@@ -145,3 +145,29 @@ func (c *Cache) StreamError(s StreamID) *statuspb.Status {
 	defer c.mu.Unlock()
 	return c.streamErr[s]
 }
+
+// codeLabels are the values of the code label of the resource error
+// counters (upstream and downstream): the codes TP3 gives a meaning, and
+// "other".
+var codeLabels = map[codes.Code]string{
+	codes.NotFound:         "not_found",
+	codes.PermissionDenied: "permission_denied",
+	codes.Unavailable:      "unavailable",
+	codes.Internal:         "internal",
+	codes.Unknown:          "unknown",
+}
+
+// CodeLabel is the metric label of a resource error's code: bounded
+// whatever code a peer sends.
+func CodeLabel(st *statuspb.Status) string {
+	if l, ok := codeLabels[codes.Code(st.GetCode())]; ok {
+		return l
+	}
+	return "other"
+}
+
+// CodeLabels lists every value CodeLabel returns (their series exist from
+// start).
+func CodeLabels() []string {
+	return []string{"internal", "not_found", "other", "permission_denied", "unavailable", "unknown"}
+}
