@@ -90,8 +90,9 @@ func TestBadRequestsEndOnlyTheirStream(t *testing.T) {
 }
 
 // An xdstp name whose authority has no configuration: a delta client gets
-// it in removed_resources; a SotW client gets nothing; both are counted and
-// both streams carry on.
+// it in removed_resources; a SotW client a NOT_FOUND resource error
+// (TestResourceErrorTypeNotCarriedSotW: once); both are counted and both
+// streams carry on.
 func TestUnknownAuthority(t *testing.T) {
 	e := newEnv(t, 0)
 	unknown := "xdstp://nowhere.example/envoy.config.endpoint.v3.ClusterLoadAssignment/x"
@@ -104,7 +105,9 @@ func TestUnknownAuthority(t *testing.T) {
 
 	s := e.sotw()
 	s.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{unknown, known}})
-	checkSotW(t, sotwResp(edsType, "1", rk.Body), s.Recv())
+	want := sotwResp(edsType, "1", rk.Body)
+	want.ResourceErrors = []*discoveryv3.ResourceError{resourceError(unknown, unknownAuthority)}
+	checkSotW(t, want, s.Recv())
 
 	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(typeLabel(edsType), "unknown_authority")); got != 2 {
 		t.Errorf("unknown_authority errors = %v, want 2", got)

@@ -11,6 +11,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/access"
@@ -23,6 +24,8 @@ type Cache interface {
 	Unwatch(w cache.Watcher, keys ...cache.Key)
 	Get(k cache.Key) (*cache.Resource, cache.State)
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
+	Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status)
+	LookupMembers(k cache.Key) ([]*cache.Resource, cache.State, *statuspb.Status)
 }
 
 // DefaultFetchWait is used when Options.FetchWait is zero.

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -23,6 +25,7 @@ type probe struct {
 	res     *cache.Resource
 	members []*cache.Resource
 	state   cache.State
+	err     *statuspb.Status // the key's resource error (cache.Lookup)
 }
 
 // work is what the writer evaluates for one type on one wake-up.
@@ -206,6 +209,7 @@ func (ss *session) sendAll(msgs []outMsg) error {
 		}
 		ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
 		ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
+		ss.srv.m.countErrors(m.typeURL, m.errs)
 	}
 	return nil
 }
@@ -231,6 +235,7 @@ type outMsg struct {
 	msg     any // a response message, or an *encodedResponse
 	typeURL string
 	count   int // resources and removals in it
+	errs    []*discoveryv3.ResourceError
 }
 
 // build turns what changed into responses. The cache is read without the
@@ -259,9 +264,9 @@ func (ss *session) build() ([]outMsg, *round) {
 		for i := range w.probes {
 			p := &w.probes[i]
 			if p.collection && !p.member {
-				p.members, p.state = ss.srv.cache.Members(p.key)
+				p.members, p.state, p.err = ss.srv.cache.LookupMembers(p.key)
 			} else {
-				p.res, p.state = ss.srv.cache.Get(p.key)
+				p.res, p.state, p.err = ss.srv.cache.Lookup(p.key)
 			}
 		}
 		if len(w.probes) > 1 {
@@ -372,8 +377,8 @@ func (ss *session) collectLocked() *round {
 }
 
 func hasUnreported(ts *typeState) bool {
-	for _, reported := range ts.unknown {
-		if !reported {
+	for _, u := range ts.unknown {
+		if !u.reported {
 			return true
 		}
 	}
