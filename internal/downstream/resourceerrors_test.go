@@ -1,9 +1,11 @@
 package downstream
 
 import (
+	"context"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointv3s "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -212,4 +214,37 @@ func TestResourceErrorTypeNotCarriedSotW(t *testing.T) {
 	if got := errorsSent(e, edsType, "not_found"); got != 1 {
 		t.Errorf("resource_errors_sent_total{code=not_found} = %v, want 1", got)
 	}
+}
+
+// Fetch (and REST, which shares it) answers with the errors of the names
+// asked for: the origin's beside a revision, NOT_FOUND for a name that
+// does not exist and for one no authority serves; an error that clears
+// changes the version.
+func TestResourceErrorFetch(t *testing.T) {
+	e := newEnv(t, 0)
+	n, gone := xdstp(edsType, "f"), xdstp(edsType, "gone")
+	unknown := "xdstp://nowhere.example/envoy.config.endpoint.v3.ClusterLoadAssignment/x"
+	r := e.put(edsType, n, "1")
+	e.cache.setError(key(edsType, n), unavailable)
+	c := endpointv3s.NewEndpointDiscoveryServiceClient(e.conn)
+	req := &discoveryv3.DiscoveryRequest{Node: testNode, ResourceNames: []string{n, gone, unknown}}
+	got, err := c.FetchEndpoints(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSotW(t, sotwWithErrors(edsType, got.GetVersionInfo(), []*discoveryv3.ResourceError{
+		resourceError(n, unavailable), resourceError(gone, relayNotFound), resourceError(unknown, unknownAuthority),
+	}, r.Body), got)
+
+	e.cache.set(key(edsType, n), res(edsType, n, "1"))
+	again, err := c.FetchEndpoints(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetVersionInfo() == got.GetVersionInfo() {
+		t.Errorf("version %q unchanged after the error cleared", again.GetVersionInfo())
+	}
+	checkSotW(t, sotwWithErrors(edsType, again.GetVersionInfo(), []*discoveryv3.ResourceError{
+		resourceError(gone, relayNotFound), resourceError(unknown, unknownAuthority),
+	}, r.Body), again)
 }
