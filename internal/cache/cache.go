@@ -282,23 +282,33 @@ func (c *Cache) Get(k Key) (*Resource, State) {
 func (c *Cache) Members(k Key) ([]*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.membersOfLocked(k)
+	rs, st, _ := c.membersOfLocked(k)
+	return rs, st
 }
 
-func (c *Cache) membersOfLocked(k Key) ([]*Resource, State) {
+// membersOfLocked is Members, with the errors of the members that carry
+// one, by the member's revision (nil when none does).
+func (c *Cache) membersOfLocked(k Key) ([]*Resource, State, map[*Resource]*statuspb.Status) {
 	now := c.now()
 	var out []*Resource
+	var errs map[*Resource]*statuspb.Status
 	for _, m := range c.membersLocked(k) {
 		if m.visibleState(now) == StatePresent {
 			out = append(out, m.res)
+			if m.err != nil {
+				if errs == nil {
+					errs = make(map[*Resource]*statuspb.Status)
+				}
+				errs[m.res] = m.err
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	e := c.entries[k]
 	if e == nil || !e.collection {
-		return out, StatePending
+		return out, StatePending, errs
 	}
-	return out, c.collectionStateLocked(e)
+	return out, c.collectionStateLocked(e), errs
 }
 
 // newEntryLocked creates the entry of a key a client watches for the first

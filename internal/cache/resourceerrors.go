@@ -79,13 +79,27 @@ func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
 	}
 }
 
-// LookupMembers is Members with the collection's own error: the origin's
-// for the glob or Wildcard itself, or, while it is pending without one,
-// its stream's. Errors of members are not listed here (see Lookup).
-func (c *Cache) LookupMembers(k Key) ([]*Resource, State, *statuspb.Status) {
+// CollectionLookup is what LookupMembers reads of a collection.
+type CollectionLookup struct {
+	// Members are the present members, sorted by name; State the
+	// collection's (see Members).
+	Members []*Resource
+	State   State
+	// Err is the collection's own error: the origin's for the glob or
+	// Wildcard itself, or, while it is pending without one, its stream's.
+	Err *statuspb.Status
+	// MemberErrs are the errors of the members that carry one (a transient
+	// error beside the revision), by the member's revision; nil when none
+	// does.
+	MemberErrs map[*Resource]*statuspb.Status
+}
+
+// LookupMembers is Members with the errors of the collection and of its
+// members.
+func (c *Cache) LookupMembers(k Key) CollectionLookup {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs, st := c.membersOfLocked(k)
+	rs, st, merrs := c.membersOfLocked(k)
 	var err *statuspb.Status
 	if e := c.entries[k]; e != nil && e.collection {
 		err = e.err
@@ -93,7 +107,7 @@ func (c *Cache) LookupMembers(k Key) ([]*Resource, State, *statuspb.Status) {
 	if err == nil && st == StatePending {
 		err = c.streamErr[k.Stream]
 	}
-	return rs, st, err
+	return CollectionLookup{Members: rs, State: st, Err: err, MemberErrs: merrs}
 }
 
 // SetStreamError records that no origin answers stream s (detail, an

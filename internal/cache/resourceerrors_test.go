@@ -197,13 +197,13 @@ func TestResourceErrorsOnCollections(t *testing.T) {
 	if diff := cmp.Diff([]string{glob.Name}, w.take()); diff != "" {
 		t.Errorf("notified (-want +got):\n%s", diff)
 	}
-	if _, st, err := f.c.LookupMembers(glob); st != StatePending || !cmp.Equal(err, unavailable, protocmp.Transform()) {
-		t.Errorf("LookupMembers = %v, %v; want pending with %v", st, err, unavailable)
+	if l := f.c.LookupMembers(glob); l.State != StatePending || !cmp.Equal(l.Err, unavailable, protocmp.Transform()) {
+		t.Errorf("LookupMembers = %v, %v; want pending with %v", l.State, l.Err, unavailable)
 	}
 	notFound := rpcStatus(codes.NotFound, "no such directory")
 	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: glob.Name, Detail: notFound}}})
-	if _, st, err := f.c.LookupMembers(glob); st != StateAbsent || !cmp.Equal(err, notFound, protocmp.Transform()) {
-		t.Errorf("LookupMembers = %v, %v; want absent (known empty) with %v", st, err, notFound)
+	if l := f.c.LookupMembers(glob); l.State != StateAbsent || !cmp.Equal(l.Err, notFound, protocmp.Transform()) {
+		t.Errorf("LookupMembers = %v, %v; want absent (known empty) with %v", l.State, l.Err, notFound)
 	}
 }
 
@@ -241,8 +241,8 @@ func TestStreamError(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", k.Name, diff)
 		}
 	}
-	if _, _, err := f.c.LookupMembers(glob); !cmp.Equal(err, down, protocmp.Transform()) {
-		t.Errorf("glob error = %v, want %v", err, down)
+	if l := f.c.LookupMembers(glob); !cmp.Equal(l.Err, down, protocmp.Transform()) {
+		t.Errorf("glob error = %v, want %v", l.Err, down)
 	}
 	// The same outage again notifies nobody.
 	f.c.SetStreamError(legacyStream, rpcStatus(codes.Unavailable, "still down"))
@@ -262,5 +262,32 @@ func TestStreamError(t *testing.T) {
 	}
 	if diff := cmp.Diff(lookedUp{State: StatePending}, lookup(f.c, key(legacyStream, lds, "unknown")), protocmp.Transform()); diff != "" {
 		t.Errorf("after clearing (-want +got):\n%s", diff)
+	}
+}
+
+// A member's transient error is listed with the collection's members.
+func TestResourceErrorsOfMembers(t *testing.T) {
+	f := newFixture(t, unbounded)
+	w := &fakeWatcher{}
+	glob := key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/*")
+	m1, m2 := "xdstp://auth/envoy.config.listener.v3.Listener/dir/m1", "xdstp://auth/envoy.config.listener.v3.Listener/dir/m2"
+	f.c.Watch(w, nil, glob)
+	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Resources: []*Resource{res(m1, "1", 4), res(m2, "1", 4)}, Complete: []string{glob.Name}})
+	w.take()
+	unavailable := rpcStatus(codes.Unavailable, "m1's backend down")
+	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: m1, Detail: unavailable}}})
+	if diff := cmp.Diff([]string{m1}, w.take()); diff != "" {
+		t.Errorf("glob watcher notified (-want +got):\n%s", diff)
+	}
+	l := f.c.LookupMembers(glob)
+	if l.State != StatePresent || len(l.Members) != 2 || l.Err != nil {
+		t.Fatalf("LookupMembers = %+v, want both members, no error of its own", l)
+	}
+	got := map[string]*statuspb.Status{}
+	for r, err := range l.MemberErrs {
+		got[r.Name] = err
+	}
+	if diff := cmp.Diff(map[string]*statuspb.Status{m1: unavailable}, got, protocmp.Transform()); diff != "" {
+		t.Errorf("member errors (-want +got):\n%s", diff)
 	}
 }

@@ -146,6 +146,8 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 	for _, r := range p.members {
 		d.notePresent(r.Name, r)
 		_, forceMember := ts.force[r.Name]
+		merr := p.memberErrs[r]
+		forceMember = forceMember || d.heldError(r.Name, merr)
 		if force && (variant == variantSotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
 			// A new subscription resends every member (the server sends
 			// every name subscribed; a glob's are its members: a relay
@@ -155,6 +157,9 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 			forceMember = true
 		}
 		d.updateLocked(r.Name, r, forceMember)
+		if merr != nil {
+			d.errorLocked(r.Name, r.Name, merr)
+		}
 	}
 	for n := range old {
 		if _, still := s.members[n]; !still {

@@ -216,7 +216,8 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, unknown []resE
 	seen := make(map[string]struct{})
 	for _, it := range items {
 		if it.res.Collection {
-			members, st, err := s.cache.LookupMembers(it.res.Key)
+			l := s.cache.LookupMembers(it.res.Key)
+			members, st, err := l.Members, l.State, l.Err
 			pending = pending || st == cache.StatePending
 			if err != nil {
 				errs = append(errs, resErr{name: it.name, detail: err})
@@ -230,6 +231,9 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, unknown []resE
 				if _, dup := seen[r.Name]; !dup {
 					seen[r.Name] = struct{}{}
 					entries = append(entries, entry{r.Name, r})
+					if merr := l.MemberErrs[r]; merr != nil {
+						errs = append(errs, resErr{name: r.Name, detail: merr})
+					}
 				}
 			}
 			continue

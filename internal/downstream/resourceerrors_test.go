@@ -179,6 +179,29 @@ func TestResourceErrorOnCollections(t *testing.T) {
 	checkSotW(t, sotwWithErrors(cdsType, "2", []*discoveryv3.ResourceError{resourceError("", unavailable)}), w.Recv())
 }
 
+// A member's error goes to a glob's clients under the member's name: at
+// once to those that hold it, in the first response of a late one.
+func TestResourceErrorOfMember(t *testing.T) {
+	e := newEnv(t, 0)
+	glob := "xdstp://" + authority + "/envoy.config.endpoint.v3.ClusterLoadAssignment/dir/*"
+	m := "xdstp://" + authority + "/envoy.config.endpoint.v3.ClusterLoadAssignment/dir/m"
+	r := e.put(edsType, m, "1")
+	e.cache.Apply(cache.Update{Stream: key(edsType, m).Stream, TypeURL: edsType, Complete: []string{glob}})
+	d := e.delta()
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{glob}})
+	dr := d.Recv()
+	checkDelta(t, deltaResp(edsType, nil, dres(m, r)), dr)
+	d.Send(ack(edsType, dr))
+	e.cache.setError(key(edsType, m), unavailable)
+	errs := []*discoveryv3.ResourceError{resourceError(m, unavailable)}
+	checkDelta(t, deltaWithErrors(edsType, nil, errs), d.Recv())
+
+	late := e.sotw()
+	late.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{glob}})
+	checkSotW(t, sotwWithErrors(edsType, "1", errs, r.Body), late.Recv())
+	d.None()
+}
+
 // While no origin of a stream answers, its pending names get the relay's
 // UNAVAILABLE; once the resource comes it is sent, and present names are
 // untouched.

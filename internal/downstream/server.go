@@ -25,7 +25,7 @@ type Cache interface {
 	Get(k cache.Key) (*cache.Resource, cache.State)
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
 	Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status)
-	LookupMembers(k cache.Key) ([]*cache.Resource, cache.State, *statuspb.Status)
+	LookupMembers(k cache.Key) cache.CollectionLookup
 }
 
 // DefaultFetchWait is used when Options.FetchWait is zero.

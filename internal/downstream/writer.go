@@ -26,6 +26,8 @@ type probe struct {
 	members []*cache.Resource
 	state   cache.State
 	err     *statuspb.Status // the key's resource error (cache.Lookup)
+	// memberErrs: errors of members (collections listed in full).
+	memberErrs map[*cache.Resource]*statuspb.Status
 }
 
 // work is what the writer evaluates for one type on one wake-up.
@@ -264,7 +266,8 @@ func (ss *session) build() ([]outMsg, *round) {
 		for i := range w.probes {
 			p := &w.probes[i]
 			if p.collection && !p.member {
-				p.members, p.state, p.err = ss.srv.cache.LookupMembers(p.key)
+				l := ss.srv.cache.LookupMembers(p.key)
+				p.members, p.state, p.err, p.memberErrs = l.Members, l.State, l.Err, l.MemberErrs
 			} else {
 				p.res, p.state, p.err = ss.srv.cache.Lookup(p.key)
 			}
