@@ -135,6 +135,5 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources) + len(d.removed),
-		errs:    errs,
 	}, true
 }

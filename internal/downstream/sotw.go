@@ -147,7 +147,6 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources),
-		errs:    errs,
 	}, true
 }
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
@@ -211,7 +210,7 @@ func (ss *session) sendAll(msgs []outMsg) error {
 		}
 		ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
 		ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
-		ss.srv.m.countErrors(m.typeURL, m.errs)
+		ss.srv.m.countErrors(m.typeURL, responseErrors(m.msg))
 	}
 	return nil
 }
@@ -237,7 +236,6 @@ type outMsg struct {
 	msg     any // a response message, or an *encodedResponse
 	typeURL string
 	count   int // resources and removals in it
-	errs    []*discoveryv3.ResourceError
 }
 
 // build turns what changed into responses. The cache is read without the
