@@ -8,6 +8,7 @@ import (
 	endpointv3s "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -270,4 +271,28 @@ func TestResourceErrorFetch(t *testing.T) {
 	checkSotW(t, sotwWithErrors(edsType, again.GetVersionInfo(), []*discoveryv3.ResourceError{
 		resourceError(gone, relayNotFound), resourceError(unknown, unknownAuthority),
 	}, r.Body), again)
+}
+
+// The per-type services carry resource errors as ADS does.
+func TestResourceErrorPerTypeServices(t *testing.T) {
+	e := newEnv(t, 0)
+	n := xdstp(edsType, "pending-per-type")
+	eds := endpointv3s.NewEndpointDiscoveryServiceClient(e.conn)
+	s := startStream(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse], error) {
+		return eds.StreamEndpoints(ctx)
+	})
+	d := startStream(t, func(ctx context.Context) (grpc.BidiStreamingClient[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse], error) {
+		return eds.DeltaEndpoints(ctx)
+	})
+	// An ADS client subscribed first: the error has a key to be kept under.
+	ads := e.delta()
+	ads.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{n}})
+	e.syncDelta(ads)
+	e.cache.setError(key(edsType, n), denied)
+	errs := []*discoveryv3.ResourceError{resourceError(n, denied)}
+	checkDelta(t, deltaWithErrors(edsType, nil, errs), ads.Recv())
+	s.Send(&discoveryv3.DiscoveryRequest{Node: testNode, ResourceNames: []string{n}})
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, ResourceNamesSubscribe: []string{n}})
+	checkSotW(t, sotwWithErrors(edsType, "1", errs), s.Recv())
+	checkDelta(t, deltaWithErrors(edsType, nil, errs), d.Recv())
 }
