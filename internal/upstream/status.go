@@ -111,15 +111,12 @@ func (l *link) noOriginAnswers(err error) {
 	if already {
 		return
 	}
-	where := "authority " + l.id.Authority
-	if l.id.Group != "" {
-		where += " group " + l.id.Group
-	}
-	// The message names the authority, not the origins' addresses or the
-	// transport's error text: clients of every tenant may read it.
+	// The message names the authority only, not the group key, the
+	// origins' addresses or the transport's error text (logged here):
+	// every client of the link reads it.
 	l.mgr.cache.SetStreamError(l.id, &statuspb.Status{
 		Code:    int32(codes.Unavailable),
-		Message: "xds-relay: no origin of " + where + " answers; the resource is requested and will be sent once one does",
+		Message: "xds-relay: no origin of authority " + l.id.Authority + " answers; the resource is requested and will be sent once one does",
 	})
 	l.lg.Debug("clients told no origin answers (UNAVAILABLE for pending names)", zap.Error(err))
 }
