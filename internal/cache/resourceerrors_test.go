@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -289,5 +290,28 @@ func TestResourceErrorsOfMembers(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]*statuspb.Status{m1: unavailable}, got, protocmp.Transform()); diff != "" {
 		t.Errorf("member errors (-want +got):\n%s", diff)
+	}
+}
+
+// /debug/cache shows each key's error: the origin's, or its stream's while
+// pending; a present key of a stream without an origin shows none.
+func TestInspectShowsErrors(t *testing.T) {
+	f := newFixture(t, unbounded)
+	w := &fakeWatcher{}
+	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "p"))
+	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4), res("b", "1", 4)},
+		Errors: []ResourceError{{Name: "a", Detail: rpcStatus(codes.PermissionDenied, strings.Repeat("x", 300))}}})
+	f.c.SetStreamError(legacyStream, rpcStatus(codes.Unavailable, "no origin answers"))
+	got := map[string]string{}
+	for _, e := range f.c.Inspect(Filter{}).Entries {
+		got[e.Name] = e.Error
+	}
+	want := map[string]string{
+		"a": "PermissionDenied: " + strings.Repeat("x", 256) + "…",
+		"b": "",
+		"p": "Unavailable: no origin answers",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors shown (-want +got):\n%s", diff)
 	}
 }
