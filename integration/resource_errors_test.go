@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -178,9 +179,11 @@ func TestResourceErrorsUnavailableWhileOriginDown(t *testing.T) {
 	r := startRelay(t, nil, o.addr)
 	conn := dial(t, r.XDSAddr())
 	d, s := openDelta(t, conn), openSotW(t, conn)
+	start := time.Now()
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{x}})
 	s.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNames: []string{x}})
 	dr, sr := d.Recv(), s.Recv()
+	t.Logf("clients told UNAVAILABLE %v after subscribing (a SotW client's own does-not-exist timer is 15 s)", time.Since(start).Round(time.Millisecond))
 	for who, errs := range map[string][]*discoveryv3.ResourceError{"delta": dr.GetResourceErrors(), "SotW": sr.GetResourceErrors()} {
 		if len(errs) != 1 || errs[0].GetResourceName().GetName() != x || codes.Code(errs[0].GetErrorDetail().GetCode()) != codes.Unavailable {
 			t.Fatalf("%s client: resource_errors %v, want UNAVAILABLE for %s", who, errs, x)
