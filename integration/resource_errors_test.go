@@ -141,9 +141,9 @@ func TestResourceErrorsNotFoundIsAbsent(t *testing.T) {
 }
 
 // Names the relay knows it cannot serve are answered at once with its own
-// NOT_FOUND over SotW (they used to get nothing, and a gRPC client waited
-// for its does-not-exist timer); delta clients get them in
-// removed_resources as before.
+// NOT_FOUND saying why: over SotW (they used to get nothing, and a gRPC
+// client waited for its does-not-exist timer), and over delta beside
+// removed_resources.
 func TestResourceErrorsRelayNotFound(t *testing.T) {
 	o := newGCPOrigin(t)
 	r := startRelay(t, func(c *config.Config) {
@@ -163,9 +163,12 @@ func TestResourceErrorsRelayNotFound(t *testing.T) {
 
 	d := openDelta(t, conn)
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{unknown}})
-	if got := d.Recv().GetRemovedResources(); !cmp.Equal(got, []string{unknown}) {
+	dr := d.Recv()
+	if got := dr.GetRemovedResources(); !cmp.Equal(got, []string{unknown}) {
 		t.Errorf("delta, unknown authority: removed %v, want [%s]", got, unknown)
 	}
+	checkErrors(t, "delta, unknown authority", []*discoveryv3.ResourceError{
+		resErr(unknown, codes.NotFound, "xds-relay: no configured authority serves this name")}, dr.GetResourceErrors())
 }
 
 // While no origin of the authority answers, clients of a pending name are

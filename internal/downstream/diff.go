@@ -238,13 +238,19 @@ func (d *diff) forcedLocked() {
 }
 
 // unknownLocked answers, once each, the names that cannot be served:
-// delta in removed_resources, SotW with the relay's NOT_FOUND.
+// with the relay's NOT_FOUND saying why (an unknown authority, a type not
+// carried), and in delta's removed_resources. A denied glob is answered
+// as if it did not exist: over delta, removed_resources alone.
 func (d *diff) unknownLocked() {
 	for n, u := range d.ts.unknown {
 		if !u.reported {
 			u.reported = true
 			d.ts.unknown[n] = u
-			d.absentLocked(n, true, d.notFoundLocked(nil, u.detail))
+			detail := u.detail
+			if detail == relayNotFound && d.variant == variantDelta {
+				detail = nil
+			}
+			d.absentLocked(n, true, detail)
 		}
 	}
 }

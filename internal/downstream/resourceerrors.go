@@ -28,9 +28,10 @@ import (
 //     authority answers (cache.SetStreamError);
 //   - NOT_FOUND for a name the client asked for that does not exist: the
 //     origin's status when it sent one, otherwise, over SotW (which has no
-//     removed_resources), the relay's own (relayNotFound, or why the relay
-//     cannot serve the name: unknownAuthority, typeNotCarried). Over delta
+//     removed_resources), the relay's own (relayNotFound). Over delta
 //     removed_resources says it, which TP3 makes the same as NOT_FOUND.
+//   - NOT_FOUND saying why the relay cannot serve a name (unknownAuthority,
+//     typeNotCarried), over both variants (delta: beside removed_resources).
 
 // The relay's own statuses: shared by every client, never modified.
 var (
@@ -64,7 +65,7 @@ func isNotFound(st *statuspb.Status) bool { return codes.Code(st.GetCode()) == c
 
 // notFoundLocked is the status a name the client asked for is told it
 // does not exist with: the origin's NOT_FOUND when the cache holds one;
-// otherwise the relay's (relay) over SotW, nil over delta (see above).
+// otherwise relay over SotW, nil over delta (see above).
 func (d *diff) notFoundLocked(origin, relay *statuspb.Status) *statuspb.Status {
 	if origin != nil && isNotFound(origin) {
 		return origin
