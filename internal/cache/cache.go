@@ -45,10 +45,12 @@ type Options struct {
 // Contract:
 //   - Watch registers w for keys (resources or collections). A key nobody
 //     had subscribed is subscribed upstream (Subscriber.Subscribe, with node).
-//     Each key already known (present or absent) counts as a cache hit, each
-//     pending one as a miss (xds_relay_cache_hits_total/misses_total, by type).
-//     If a key is already known, w is notified of it (for a collection: of
-//     each member, or of the collection key itself when it is empty).
+//     Each key already known (present or absent, or pending with the
+//     origin's error: resourceerrors.go) counts as a cache hit, each other
+//     pending one as a miss (xds_relay_cache_hits_total/misses_total, by
+//     type). If a key is already known, w is notified of it (for a
+//     collection: of each member, or of the collection key itself when it
+//     is empty).
 //     Watching a key w already watches does nothing.
 //   - Unwatch removes w. A key no client watches moves to the LRU; it stays
 //     cached and subscribed until evicted, and eviction calls Unsubscribe.
