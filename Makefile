@@ -32,8 +32,10 @@ status-screenshot: test-deps
 
 # The benchmark: origin, relay and load generator on loopback, direct vs
 # relayed, N = 1000 and 10000, delta and SotW, each update changing one
-# resource or all of them, then the Go micro-benchmarks. Writes
-# bench/results/latest.*; under 10 minutes on 2 cores.
+# resource or all of them; at N = 10000 the Envoy-shaped workload (1000
+# resources, a window of 20 per client, 50 changed per update, xdstp and
+# plain names); then the Go micro-benchmarks. Writes bench/results/latest.*;
+# under 12 minutes on 2 cores.
 bench:
 	$(GO) run ./bench/run $(BENCHFLAGS)
 

@@ -23,6 +23,13 @@ type Config struct {
 	// /v3/discovery:<kind>), with downstream.tls and the same access
 	// control as xDS. Default "": REST-JSON polling is off.
 	RESTListen string `yaml:"rest_listen"`
+	// CSDSListen is the gRPC address of Client Status Discovery
+	// (envoy.service.status.v3.ClientStatusDiscoveryService): what each
+	// connected client was sent and whether it ACKed it. Served with
+	// downstream.tls (client certificates required when ca_file is set)
+	// and downstream's keepalive and message limits. Needs a restart to
+	// change. Default "": off.
+	CSDSListen string `yaml:"csds_listen"`
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`

@@ -48,6 +48,7 @@ func (c *Config) Validate() error {
 	v.snapshot()
 	v.aggregation()
 	v.access()
+	v.csds()
 	v.oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError)
 	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
 	v.downstream()

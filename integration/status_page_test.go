@@ -70,6 +70,28 @@ func TestStatusPageInChromium(t *testing.T) {
 		"xds_relay_downstream_nacks_total", "type", "envoy.config.cluster.v3.Cluster")
 
 	admin := "http://" + r.AdminAddr()
+	// The delta clients' ACKs are applied: nothing pending in the
+	// per-client table.
+	settled := func(st relayproc.Status) bool {
+		if len(st.ClientStates.Rows) != 3 {
+			return false
+		}
+		for _, row := range st.ClientStates.Rows {
+			if len(row.Pending) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(xdstest.WaitTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for st := fetchStatus(t, admin); !settled(st); st = fetchStatus(t, admin) {
+		if time.Now().After(deadline) {
+			t.Fatalf("per-client table never settled: %+v", st.ClientStates)
+		}
+		<-tick.C
+	}
 	st := fetchStatus(t, admin)
 	if st.Cache.Resources != 3 {
 		t.Fatalf("/debug/status: cache holds %d resources, want 3 (c1, c2, e1)", st.Cache.Resources)
@@ -112,6 +134,19 @@ func TestStatusPageInChromium(t *testing.T) {
 	wantTypes := [][]string{{"Cluster", "1", "2"}, {"ClusterLoadAssignment", "0", "1"}}
 	if got := rows(byID(t, doc, "clients-rows")); !slices.EqualFunc(got, wantTypes, slices.Equal) {
 		t.Errorf("clients by type %q, want %q", got, wantTypes)
+	}
+
+	// Resources per client stream, by type (internal/csds).
+	wantStates := [][]string{
+		{"envoy-delta-1", "delta", "Cluster", "Cluster: 2", "", ""},
+		{"envoy-delta-2", "delta", "Cluster, ClusterLoadAssignment", "Cluster: 1, ClusterLoadAssignment: 1", "", ""},
+		{"envoy-sotw-1", "sotw", "Cluster", "", "Cluster: 1", ""},
+	}
+	if got := rows(byID(t, doc, "client-states-rows")); !slices.EqualFunc(got, wantStates, slices.Equal) {
+		t.Errorf("resources per client %q, want %q", got, wantStates)
+	}
+	if got := text(byID(t, doc, "client-states-count")); got != "3" {
+		t.Errorf("#client-states-count = %q, want 3", got)
 	}
 
 	// Cache size.

@@ -1,13 +1,18 @@
 // Command origin is the benchmark's origin control plane: go-control-plane's
 // server over a LinearCache of R ClusterLoadAssignments of about 1 KiB, with
-// xdstp names under one authority. It serves SotW and delta ADS on --listen,
-// and on --admin:
+// xdstp names under one authority (--names xdstp) or plain names cla-NNNN
+// (--names plain; LinearCache answers a name whatever the client's node).
+// It serves SotW and delta ADS on --listen, and on --admin:
 //
 //	POST /push[?index=i]  replace one resource (round-robin by default) with a
 //	                      new revision stamped with the push time
 //	POST /push?all=1      replace every resource with a new revision, all
 //	                      stamped with the same push time, in one change of
 //	                      the cache (so each client gets one response)
+//	POST /push?count=K    replace K resources in one change of the cache (a
+//	                      deploy), a seeded random set that depends only on
+//	                      R, K and how many such pushes came before; the
+//	                      answer lists their names
 //	GET  /stats           streams and subscriptions held, requests received,
 //	                      responses and bytes sent (JSON)
 //	GET  /names           the resource names, one per line
@@ -54,19 +59,21 @@ type origin struct {
 	names     []string             // read-only after start
 	size      int                  // read-only after start
 	mu        sync.Mutex
-	next, rev int // guarded by mu: next index to push, revision counter
+	next, rev int    // guarded by mu: next index to push, revision counter
+	deploys   uint64 // guarded by mu: pushes of a count so far (the seed of the next set)
 }
 
 // newOrigin returns an origin holding count resources of about size bytes,
-// named under authority, at their initial (unstamped) revision.
-func newOrigin(count, size int, authority string) (*origin, error) {
+// named by scheme (xdstp under authority, or plain), at their initial
+// (unstamped) revision.
+func newOrigin(count, size int, scheme, authority string) (*origin, error) {
 	o := &origin{
 		cache: cachev3.NewLinearCache(resourcev3.EndpointType),
 		rec:   newRecorder(),
 		size:  size,
 	}
 	for i := 0; i < count; i++ {
-		n := resourceName(authority, i)
+		n := resourceName(scheme, authority, i)
 		o.names = append(o.names, n)
 		if err := o.cache.UpdateResource(n, buildCLA(n, size, 0, time.Time{})); err != nil {
 			return nil, fmt.Errorf("seed %s: %w", n, err)
@@ -82,13 +89,17 @@ func run(args []string) error {
 	count := fs.Int("resources", 10, "number of ClusterLoadAssignments")
 	size := fs.Int("size", 1024, "approximate serialized size of each resource, bytes")
 	authority := fs.String("authority", "bench.local", "xdstp authority of the resource names")
+	scheme := fs.String("names", namesXDSTP, "resource names: xdstp (xdstp://AUTHORITY/.../bench/cla-NNNN) or plain (cla-NNNN)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *count < 1 || *size < 1 {
 		return fmt.Errorf("--resources and --size must be at least 1")
 	}
-	o, err := newOrigin(*count, *size, *authority)
+	if *scheme != namesXDSTP && *scheme != namesPlain {
+		return fmt.Errorf("--names %q: want %s or %s", *scheme, namesXDSTP, namesPlain)
+	}
+	o, err := newOrigin(*count, *size, *scheme, *authority)
 	if err != nil {
 		return err
 	}
@@ -141,6 +152,20 @@ func (o *origin) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /push", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if v := q.Get("count"); v != "" {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 1 || k > len(o.names) || q.Has("all") || q.Has("index") {
+				http.Error(w, fmt.Sprintf("count=%q: want 1..%d (and no all or index)", v, len(o.names)), http.StatusBadRequest)
+				return
+			}
+			names, at, err := o.pushSome(k)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			writeJSON(w, map[string]any{"resources": len(names), "names": names, "pushed_unix_nano": at.UnixNano()})
+			return
+		}
 		if v := q.Get("all"); v != "" {
 			all, err := strconv.ParseBool(v)
 			if err != nil || q.Has("index") {
@@ -222,6 +247,31 @@ func (o *origin) pushAll() (int, time.Time, error) {
 		return 0, time.Time{}, fmt.Errorf("push all %d resources: %w", len(res), err)
 	}
 	return len(res), now, nil
+}
+
+// pushSome replaces k resources with a new revision stamped now, in one
+// UpdateResources call (a deploy touching k services): the set deploySet
+// picks for this push. It returns their names in index order.
+func (o *origin) pushSome(k int) ([]string, time.Time, error) {
+	o.mu.Lock()
+	o.rev++
+	rev := o.rev
+	seq := o.deploys
+	o.deploys++
+	o.mu.Unlock()
+	now := time.Now()
+	idx := deploySet(len(o.names), k, seq)
+	names := make([]string, len(idx))
+	res := make(map[string]types.Resource, len(idx))
+	for i, j := range idx {
+		names[i] = o.names[j]
+		res[names[i]] = buildCLA(names[i], o.size, rev, now)
+	}
+	o.rec.pushed(names...)
+	if err := o.cache.UpdateResources(res, nil); err != nil {
+		return nil, time.Time{}, fmt.Errorf("push %d resources: %w", len(res), err)
+	}
+	return names, now, nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -218,7 +219,7 @@ func TestPushAllIsOneResponse(t *testing.T) {
 	const count = 5
 	for _, variant := range []string{"delta", "sotw"} {
 		t.Run(variant, func(t *testing.T) {
-			o, err := newOrigin(count, 1024, "bench.test")
+			o, err := newOrigin(count, 1024, namesXDSTP, "bench.test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,11 +266,11 @@ func TestPushAllIsOneResponse(t *testing.T) {
 }
 
 func TestPushRejectsBadQuery(t *testing.T) {
-	o, err := newOrigin(2, 64, "bench.test")
+	o, err := newOrigin(2, 64, namesXDSTP, "bench.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"all=yes", "all=1&index=0", "index=2", "index=x"} {
+	for _, q := range []string{"all=yes", "all=1&index=0", "index=2", "index=x", "count=0", "count=3", "count=x", "count=1&all=1", "count=1&index=0"} {
 		t.Run(q, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/push?"+q, nil))
@@ -280,5 +281,111 @@ func TestPushRejectsBadQuery(t *testing.T) {
 	}
 	if s := o.rec.snapshot(); s.Pushes != 0 {
 		t.Errorf("%d pushes after bad requests only, want 0", s.Pushes)
+	}
+}
+
+func TestDeploySet(t *testing.T) {
+	const r, k = 1000, 50
+	first := deploySet(r, k, 0)
+	if diff := cmp.Diff(first, deploySet(r, k, 0)); diff != "" {
+		t.Errorf("deploySet is not deterministic (-first +second):\n%s", diff)
+	}
+	if slices.Equal(first, deploySet(r, k, 1)) {
+		t.Errorf("pushes 0 and 1 change the same set %v", first)
+	}
+	for seq := uint64(0); seq < 20; seq++ {
+		got := deploySet(r, k, seq)
+		if len(got) != k {
+			t.Fatalf("push %d: %d indices, want %d", seq, len(got), k)
+		}
+		for i, j := range got {
+			if j < 0 || j >= r || (i > 0 && got[i-1] >= j) {
+				t.Fatalf("push %d: %v is not increasing within [0, %d)", seq, got, r)
+			}
+		}
+	}
+}
+
+// TestPushCount: POST /push?count=K replaces the K resources deploySet
+// picks, plain-named, in one change: a client subscribed to some of them
+// gets exactly those in one response, a client subscribed to none of them
+// gets nothing.
+func TestPushCount(t *testing.T) {
+	const count, k = 40, 4
+	changed := deploySet(count, k, 0)
+	isChanged := make(map[int]bool)
+	for _, i := range changed {
+		isChanged[i] = true
+	}
+	for _, variant := range []string{"delta", "sotw"} {
+		t.Run(variant, func(t *testing.T) {
+			o, err := newOrigin(count, 256, namesPlain, "bench.test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.names[7] != "cla-0007" {
+				t.Fatalf("plain name %q, want cla-0007", o.names[7])
+			}
+			// affected holds two changed names and one unchanged one;
+			// unaffected holds two unchanged ones.
+			var affected, unaffected []string
+			for i, n := range o.names {
+				switch {
+				case isChanged[i] && len(affected) < 2:
+					affected = append(affected, n)
+				case !isChanged[i] && len(unaffected) < 2:
+					unaffected = append(unaffected, n)
+				}
+			}
+			affected = append(affected, unaffected[0])
+			addr := serveOrigin(t, o)
+			clients := map[string]<-chan received{"affected": adsClient(t, addr, variant, affected), "unaffected": adsClient(t, addr, variant, unaffected)}
+			for who, ch := range clients {
+				want := map[string][]string{"affected": affected, "unaffected": unaffected}[who]
+				got := received{}
+				for len(got) < len(want) {
+					for name, at := range next(t, ch, who+" initial state") {
+						got[name] = at
+					}
+				}
+			}
+
+			rec := httptest.NewRecorder()
+			o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, fmt.Sprintf("/push?count=%d", k), nil))
+			var pushed struct {
+				Resources int      `json:"resources"`
+				Names     []string `json:"names"`
+				At        int64    `json:"pushed_unix_nano"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &pushed); rec.Code != http.StatusOK || err != nil {
+				t.Fatalf("POST /push?count=%d: %d %q (%v)", k, rec.Code, rec.Body, err)
+			}
+			var wantNames []string
+			for _, i := range changed {
+				wantNames = append(wantNames, o.names[i])
+			}
+			if diff := cmp.Diff(wantNames, pushed.Names); diff != "" || pushed.Resources != k {
+				t.Errorf("pushed %d names (-want +got):\n%s", pushed.Resources, diff)
+			}
+
+			at := time.Unix(0, pushed.At)
+			// SotW too: for EDS a server need send only what changed, and
+			// go-control-plane does.
+			want := received{affected[0]: at, affected[1]: at}
+			if diff := cmp.Diff(want, next(t, clients["affected"], "the deploy")); diff != "" {
+				t.Errorf("response to the deploy (-want +got):\n%s", diff)
+			}
+			quiet := time.After(xdstest.QuietPeriod)
+			for done := false; !done; {
+				select {
+				case r := <-clients["affected"]:
+					t.Errorf("affected client: a second response after one deploy: %v", r)
+				case r := <-clients["unaffected"]:
+					t.Errorf("unaffected client: a response to a deploy that changed none of its names: %v", r)
+				case <-quiet:
+					done = true
+				}
+			}
+		})
 	}
 }

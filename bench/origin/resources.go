@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -13,10 +15,38 @@ import (
 	"github.com/xds-relay/xds-relay/internal/loadgen"
 )
 
-// resourceName is the xdstp name of the i-th ClusterLoadAssignment: one
-// authority, so the relay serves them all on one upstream stream.
-func resourceName(authority string, i int) string {
+// Name schemes (--names).
+const (
+	// namesXDSTP: xdstp://AUTHORITY/envoy.config.endpoint.v3.ClusterLoadAssignment/bench/cla-NNNN,
+	// one authority, so the relay serves them all on one upstream stream.
+	namesXDSTP = "xdstp"
+	// namesPlain: cla-NNNN, as an Envoy names its clusters' endpoints; the
+	// relay serves them through its plain-names authority, one upstream
+	// stream per node cluster of its clients.
+	namesPlain = "plain"
+)
+
+// resourceName is the name of the i-th ClusterLoadAssignment in scheme.
+func resourceName(scheme, authority string, i int) string {
+	if scheme == namesPlain {
+		return fmt.Sprintf("cla-%04d", i)
+	}
 	return fmt.Sprintf("xdstp://%s/envoy.config.endpoint.v3.ClusterLoadAssignment/bench/cla-%04d", authority, i)
+}
+
+// deploySeed seeds every deploy set: the same run of pushes changes the
+// same resources in every scenario, direct and relayed alike.
+const deploySeed = 0xde9107
+
+// deploySet returns, in increasing order, the indices of the k of r
+// resources that the seq-th push of a count (from 0) changes: a seeded
+// random set, spread over all r, so that many clients' windows hold one or
+// two changed names and many hold none.
+func deploySet(r, k int, seq uint64) []int {
+	rng := rand.New(rand.NewPCG(deploySeed, seq))
+	idx := rng.Perm(r)[:k]
+	slices.Sort(idx)
+	return idx
 }
 
 // buildCLA returns a ClusterLoadAssignment of at least size bytes: endpoints

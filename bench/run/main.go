@@ -3,7 +3,9 @@
 // loopback, origin, relay and load generator for every (N, variant,
 // workload, mode): direct (clients → origin) and relayed (clients → relay →
 // origin), with each update changing one resource (workload one) or all of
-// them at once (workload all). It then runs the Go micro-benchmarks, prints
+// them at once (workload all), or, with many resources and each client
+// subscribed to its own window of them, a few percent of them (workload
+// envoy, xdstp and plain names, at the largest N only). It then runs the Go micro-benchmarks, prints
 // a Markdown table on stdout and writes bench/results/latest.json,
 // latest.md and fanout_p99.png (other names with --name).
 package main
@@ -20,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,8 +41,13 @@ func run() error {
 		clients   = flag.String("clients", "1000,10000", "comma-separated client counts N")
 		variants  = flag.String("variants", "delta,sotw", "comma-separated variants")
 		modes     = flag.String("modes", "direct,relayed", "comma-separated modes")
-		workloads = flag.String("workloads", "one,all", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource)")
-		resources = flag.Int("resources", 10, "resources every client subscribes to")
+		workloads = flag.String("workloads", "one,all,envoy", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource), envoy (each client its own window of many resources, each update a few percent of them; at the largest --clients only)")
+		resources = flag.Int("resources", 10, "resources every client subscribes to (workloads one and all)")
+		envoyRes  = flag.Int("envoy-resources", 1000, "resources the origin holds (workload envoy)")
+		window    = flag.Int("window", 20, "resources each client subscribes to, its own overlapping window (workload envoy)")
+		changed   = flag.Int("changed", 50, "resources each update changes, in one origin change (workload envoy)")
+		clusters  = flag.Int("node-clusters", 1, "node clusters the clients are spread over (workload envoy; the relay keeps one upstream stream per cluster for plain names)")
+		schemes   = flag.String("names", "xdstp,plain", "comma-separated resource name schemes of workload envoy: xdstp, plain")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
 		outDir    = flag.String("out", "bench/results", "where to write the results")
@@ -47,7 +55,7 @@ func run() error {
 		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
 		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
 		profile   = flag.Bool("profile", true, "save a CPU profile of the relay over each relayed update phase")
-		timeout   = flag.Duration("timeout", 9*time.Minute+30*time.Second, "bound on the whole run")
+		timeout   = flag.Duration("timeout", 13*time.Minute, "bound on the whole run")
 	)
 	flag.Parse()
 	ns, err := parseInts(*clients)
@@ -55,9 +63,18 @@ func run() error {
 		return fmt.Errorf("--clients: %w", err)
 	}
 	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
-		Resources: *resources, ResourceBytes: *size, Updates: *updates}
+		Resources: *resources, ResourceBytes: *size, Updates: *updates,
+		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes)}
 	if err := checkWorkloads(settings.Workloads); err != nil {
 		return fmt.Errorf("--workloads: %w", err)
+	}
+	if slices.Contains(settings.Workloads, workloadEnvoy) {
+		if err := settings.Envoy.check(); err != nil {
+			return err
+		}
+		if err := checkNameSchemes(settings.NameSchemes); err != nil {
+			return fmt.Errorf("--names: %w", err)
+		}
 	}
 	if *name == "" || strings.ContainsRune(*name, filepath.Separator) {
 		return fmt.Errorf("--name %q: want a file name without a directory", *name)
@@ -81,6 +98,7 @@ func run() error {
 		originBin:    filepath.Join(work, "origin"),
 		logDir:       work,
 		resources:    *resources,
+		envoy:        settings.Envoy,
 		updates:      *updates,
 		resourceSize: *size,
 		authority:    "bench.local",
@@ -105,10 +123,15 @@ func run() error {
 	for _, n := range ns {
 		for _, v := range settings.Variants {
 			for _, w := range settings.Workloads {
-				for _, m := range settings.Modes {
-					sc := e.runLogged(ctx, m, v, w, n)
-					failed = failed || sc.Error != ""
-					res.Scenarios = append(res.Scenarios, sc)
+				if !slices.Contains(clientsFor(w, ns), n) {
+					continue
+				}
+				for _, names := range schemesFor(w, settings.NameSchemes) {
+					for _, m := range settings.Modes {
+						sc := e.runLogged(ctx, m, v, w, names, n)
+						failed = failed || sc.Error != ""
+						res.Scenarios = append(res.Scenarios, sc)
+					}
 				}
 			}
 		}
@@ -160,16 +183,21 @@ func chartName(name string) string {
 }
 
 // runLogged runs one scenario, unless ctx has ended, and logs how it went.
-func (e *env) runLogged(ctx context.Context, mode, variant, workload string, n int) Scenario {
+func (e *env) runLogged(ctx context.Context, mode, variant, workload, names string, n int) Scenario {
 	if ctx.Err() != nil {
-		return Scenario{Mode: mode, Variant: variant, Workload: workload, Clients: n, Error: "not run: " + ctx.Err().Error()}
+		return Scenario{Mode: mode, Variant: variant, Workload: workload, Names: names, Clients: n, Error: "not run: " + ctx.Err().Error()}
 	}
 	t0 := time.Now()
-	logf("scenario %s %s %s N=%d ...", mode, variant, workload, n)
-	sc := e.runScenario(ctx, mode, variant, workload, n)
-	if sc.Error != "" {
+	logf("scenario %s %s %s N=%d ...", mode, variant, label(workload, names), n)
+	sc := e.runScenario(ctx, mode, variant, workload, names, n)
+	switch {
+	case sc.Error != "":
 		logf("  failed after %.1fs: %s", time.Since(t0).Seconds(), sc.Error)
-	} else {
+	case sc.Envoy != nil:
+		logf("  %.1fs: fan-out p99 %.1fms, per affected client per update %.2f responses, %.2f resources (%.2f changed in its window), %d responses to unaffected clients, initial sync %.2fs with %.2f responses/client",
+			time.Since(t0).Seconds(), sc.FanoutP99MS, sc.Envoy.ResponsesPerAffected, sc.Envoy.ResourcesPerAffected,
+			sc.Envoy.ChangedInWindowPerAffected, sc.Envoy.UnaffectedResponses, sc.InitialSyncS, sc.InitialResponsesPerClient)
+	default:
 		logf("  %.1fs: fan-out p99 %.1fms, %.2f responses/client/update, origin streams %d, storm %.2fs",
 			time.Since(t0).Seconds(), sc.FanoutP99MS, sc.ClientResponsesPerUpdate, sc.OriginStreams, sc.StormS)
 	}

@@ -173,7 +173,11 @@ func getJSON(url string, v any) error {
 }
 
 // post sends an empty POST to url.
-func post(url string) error {
+func post(url string) error { return postJSON(url, nil) }
+
+// postJSON sends an empty POST to url and decodes the answer into v,
+// unless v is nil.
+func postJSON(url string, v any) error {
 	resp, err := httpClient.Post(url, "text/plain", nil)
 	if err != nil {
 		return err
@@ -182,6 +186,12 @@ func post(url string) error {
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(resp.Body)
 		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
+	}
+	if v == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("POST %s: decode the answer: %w", url, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,6 +46,9 @@ type Settings struct {
 	Resources     int      `json:"resources"`
 	ResourceBytes int      `json:"resource_bytes"`
 	Updates       int      `json:"updates"`
+	// Envoy and NameSchemes are workload envoy's shape and names.
+	Envoy       envoyShape `json:"envoy"`
+	NameSchemes []string   `json:"name_schemes"`
 }
 
 func machine() Machine {
@@ -73,14 +77,23 @@ func machine() Machine {
 
 // writeMarkdown writes the scenario and micro-benchmark tables.
 func writeMarkdown(w io.Writer, r Results) {
-	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. Workload: %d ClusterLoadAssignments of ~%d B, every client subscribes to all, N clients over N/100 connections; %d updates per scenario, each changing one resource (workload one) or all %d in one origin change (workload all).\n\n",
-		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go,
-		r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Updates, r.Settings.Resources)
+	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. N clients over N/100 connections; %d updates per scenario.",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go, r.Settings.Updates)
+	if slices.Contains(r.Settings.Workloads, workloadOne) || slices.Contains(r.Settings.Workloads, workloadAll) {
+		fmt.Fprintf(w, " Workloads one and all: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; each update changes one resource (workload one) or all %d in one origin change (workload all).",
+			r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Resources)
+	}
+	fmt.Fprint(w, "\n\n")
+	if slices.Contains(r.Settings.Workloads, workloadEnvoy) {
+		e := r.Settings.Envoy
+		fmt.Fprintf(w, "Workload envoy (at the largest N): %d ClusterLoadAssignments of ~%d B, named xdstp (envoy xdstp) or plain (envoy plain, through the relay's plain-names authority; clients in %d node cluster(s)); client i subscribes to its own window of %d names from name i×stride (stride R/N, at least 1), overlapping its neighbours'; each update changes %d of them, a seeded random set, in one origin change.\n\n",
+			e.Resources, r.Settings.ResourceBytes, e.NodeClusters, e.Window, e.Changed)
+	}
 	fmt.Fprintln(w, "| mode | variant | workload | N | origin streams | origin subs | origin B/update | responses/client/update | resources/client/update | bytes/client/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
-			fmt.Fprintf(w, "| %s | %s | %s | %d | failed: %s |||||||||||||||||\n", s.Mode, s.Variant, s.Workload, s.Clients, mdEscape(s.Error))
+			fmt.Fprintf(w, "| %s | %s | %s | %d | failed: %s |||||||||||||||||\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients, mdEscape(s.Error))
 			continue
 		}
 		storm := fmt.Sprintf("%.2f", s.StormS)
@@ -88,7 +101,7 @@ func writeMarkdown(w io.Writer, r Results) {
 			storm += " (incomplete)"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %.0f | %s | %.2f | %.0f | %.1f | %.1f | %.1f | %.4f | %.4f | %.4f | %.2f | %.1f | %s | %d | %.2f |\n",
-			s.Mode, s.Variant, s.Workload, s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate,
+			s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients, s.OriginStreams, s.OriginSubscriptions, s.OriginBytesPerUpdate,
 			perUpdateText(s.ClientResponsesPerUpdate), s.ClientResourcesPerUpdate, s.ClientBytesPerUpdate,
 			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate, s.LoadgenCPUSPerUpdate, s.OtherCores,
 			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
@@ -105,9 +118,11 @@ func writeMarkdown(w io.Writer, r Results) {
 		if s.Mode == "relayed" {
 			g = fmt.Sprintf("%.2f", s.RelayGoroutinesPerStream)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, s.Workload, s.Clients,
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
 			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB, g)
 	}
+	writeEnvoy(w, r)
+	writeInitialSync(w, r)
 	writeTargets(w, targetN(r), r.Targets)
 	if len(r.Micro) > 0 || r.MicroErr != "" {
 		fmt.Fprintln(w)
@@ -129,6 +144,47 @@ func writeMarkdown(w io.Writer, r Results) {
 		if r.MicroErr != "" {
 			fmt.Fprintf(w, "\nMicro-benchmarks failed: %s\n", mdEscape(r.MicroErr))
 		}
+	}
+}
+
+// writeEnvoy writes what the updates of workload envoy did per affected
+// client, and to the unaffected ones.
+func writeEnvoy(w io.Writer, r Results) {
+	var rows []Scenario
+	for _, s := range r.Scenarios {
+		if s.Workload == workloadEnvoy && s.Error == "" && s.Envoy != nil {
+			rows = append(rows, s)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nWorkload envoy, per update: affected clients are those whose window holds a changed name; per affected client and update, what it received, against the changed names its window holds (exact: one response holding exactly those); what all unaffected clients received over all updates:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mode | variant | workload | N | affected clients/update | responses/affected client/update | resources/affected client/update | changed in window/affected client | exact | bytes/affected client/update | responses to unaffected clients | fan-out p50 ms | p99 ms | serving CPU s/update |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range rows {
+		e := s.Envoy
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %s | %.3f | %.3f | %.1f%% | %.0f | %d | %.1f | %.1f | %.4f |\n",
+			s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients, e.AffectedPerUpdate, perUpdateText(e.ResponsesPerAffected),
+			e.ResourcesPerAffected, e.ChangedInWindowPerAffected, 100*e.ExactFraction, e.BytesPerAffected, e.UnaffectedResponses,
+			s.FanoutP50MS, s.FanoutP99MS, s.ServingCPUSPerUpdate)
+	}
+}
+
+// writeInitialSync writes the cold initial sync of every scenario: a fresh
+// serving process (the relay holds nothing), all N clients at once.
+func writeInitialSync(w io.Writer, r Results) {
+	fmt.Fprintln(w, "\nCold initial sync: a fresh origin or relay (nothing cached), all N clients connecting at once; time until every client holds its subscription, and what each received before the first update (1.00 response per client: all of it at once):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mode | variant | workload | N | names/client | initial sync s | responses/client | max responses/client | resources/client | bytes/client |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, s := range r.Scenarios {
+		if s.Error != "" {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %s | %d | %.2f | %.0f |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
+			s.Window, s.InitialSyncS, perUpdateText(s.InitialResponsesPerClient), s.InitialMaxResponses, s.InitialResourcesPerClient, s.InitialBytesPerClient)
 	}
 }
 
@@ -167,13 +223,14 @@ func writeChart(path string, r Results) error {
 		"relayed": color.RGBA{R: 30, G: 100, B: 200, A: 255},
 	}
 	type series struct{ mode, variant, workload string }
+	// Workload envoy runs at one N: a point, named with its names.
 	lines := map[series]plotter.XYs{}
 	var order []series
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			continue
 		}
-		k := series{s.Mode, s.Variant, s.Workload}
+		k := series{s.Mode, s.Variant, label(s.Workload, s.Names)}
 		if _, ok := lines[k]; !ok {
 			order = append(order, k)
 		}
@@ -191,9 +248,12 @@ func writeChart(path string, r Results) error {
 		if k.variant == "sotw" {
 			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 		}
-		if k.workload == workloadAll {
+		switch {
+		case k.workload == workloadAll:
 			sc.Shape = draw.TriangleGlyph{}
-		} else {
+		case strings.HasPrefix(k.workload, workloadEnvoy):
+			sc.Shape = draw.SquareGlyph{}
+		default:
 			sc.Shape = draw.CircleGlyph{}
 		}
 		sc.Radius = vg.Points(4)

@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/xds-relay/xds-relay/internal/loadgen"
 )
 
 func TestParseMicro(t *testing.T) {
@@ -155,15 +160,17 @@ func TestWorkloads(t *testing.T) {
 	}{
 		{workload: "one", want: got{Changed: 1, URL: "http://h:1/push"}},
 		{workload: "all", want: got{Changed: 10, URL: "http://h:1/push?all=1"}},
+		{workload: "envoy", want: got{Changed: 50, URL: "http://h:1/push?count=50"}},
 	}
+	shape := envoyShape{Resources: 1000, Window: 20, Changed: 50}
 	for _, tc := range tests {
 		t.Run(tc.workload, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, got{changedPerUpdate(tc.workload, 10), pushURL("h:1", tc.workload)}); diff != "" {
+			if diff := cmp.Diff(tc.want, got{changedPerUpdate(tc.workload, 10, shape), pushURL("h:1", tc.workload, shape)}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
-	for _, ws := range [][]string{{"one"}, {"all"}, {"one", "all"}} {
+	for _, ws := range [][]string{{"one"}, {"all"}, {"one", "all"}, {"envoy"}} {
 		if err := checkWorkloads(ws); err != nil {
 			t.Errorf("checkWorkloads(%q) = %v, want nil", ws, err)
 		}
@@ -219,11 +226,16 @@ func TestPerUpdateText(t *testing.T) {
 // what each client received per update.
 func TestWriteMarkdown(t *testing.T) {
 	r := Results{
-		Settings: Settings{Clients: []int{1000}, Variants: []string{"delta"}, Workloads: []string{"one", "all"}, Resources: 10, ResourceBytes: 1024, Updates: 10},
+		Settings: Settings{Clients: []int{1000}, Variants: []string{"delta"}, Workloads: []string{"one", "all", "envoy"}, Resources: 10, ResourceBytes: 1024, Updates: 10,
+			Envoy: envoyShape{Resources: 1000, Window: 20, Changed: 50}, NameSchemes: []string{"plain"}},
 		Scenarios: []Scenario{
 			{Mode: "direct", Variant: "delta", Workload: "one", Clients: 1000, ClientResponsesPerUpdate: 1, ClientResourcesPerUpdate: 1, ClientBytesPerUpdate: 1337, StormCompleted: true},
 			{Mode: "relayed", Variant: "delta", Workload: "all", Clients: 1000, ClientResponsesPerUpdate: 1.25, ClientResourcesPerUpdate: 10, ClientBytesPerUpdate: 13370, StormCompleted: true},
 			{Mode: "relayed", Variant: "sotw", Workload: "all", Clients: 1000, Error: "boom"},
+			{Mode: "relayed", Variant: "delta", Workload: "envoy", Names: "plain", Clients: 1000, Window: 20, StormCompleted: true,
+				InitialSyncS: 0.5, InitialResponsesPerClient: 1, InitialMaxResponses: 1, InitialResourcesPerClient: 20, InitialBytesPerClient: 21000,
+				Envoy: envoyFigures(loadgen.UpdateTally{Updates: 10, Affected: 6000, AffectedResponses: 6000, AffectedResources: 9000, ChangedInWindows: 9000,
+					AffectedBytes: 12000000, Exact: 6000, Unaffected: 4000})},
 		},
 	}
 	r.Targets = checkTargets(r)
@@ -238,6 +250,9 @@ func TestWriteMarkdown(t *testing.T) {
 		"| mode | variant | workload | N | RSS before MiB |",
 		"Targets (N = 1000; they are stated at N = 10000, which this run did not measure;",
 		"| responses per client per update, relayed (all, delta) | exactly 1.00 | 1.25 | missed |",
+		"| relayed | delta | envoy plain | 1000 | 600.0 | 1.00 | 1.500 | 1.500 | 100.0% | 2000 | 0 | ",
+		"| relayed | delta | envoy plain | 1000 | 20 | 0.50 | 1.00 | 1 | 20.00 | 21000 |",
+		"| responses to unaffected clients, relayed (envoy plain, delta) | 0 | 0 over 4000 client-updates | met |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
@@ -281,5 +296,196 @@ func TestProfileSeconds(t *testing.T) {
 		if got := profileSeconds(tc.updates, tc.clients, tc.changed); got != tc.want {
 			t.Errorf("profileSeconds(%d, %d, %d) = %d, want %d", tc.updates, tc.clients, tc.changed, got, tc.want)
 		}
+	}
+}
+
+func TestEnvoyWorkloadSettings(t *testing.T) {
+	type got struct {
+		Clients []int
+		Schemes []string
+		Label   string
+	}
+	ns := []int{1000, 10000}
+	schemes := []string{"xdstp", "plain"}
+	tests := []struct {
+		workload string
+		want     got
+	}{
+		{workload: "one", want: got{Clients: ns, Schemes: []string{"xdstp"}, Label: "one"}},
+		{workload: "all", want: got{Clients: ns, Schemes: []string{"xdstp"}, Label: "all"}},
+		// Envoy at the largest N only, with every scheme.
+		{workload: "envoy", want: got{Clients: []int{10000}, Schemes: schemes, Label: "envoy plain"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.workload, func(t *testing.T) {
+			g := got{clientsFor(tc.workload, ns), schemesFor(tc.workload, schemes), label(tc.workload, "plain")}
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, ss := range [][]string{nil, {"xdstp", "legacy"}} {
+		if err := checkNameSchemes(ss); err == nil {
+			t.Errorf("checkNameSchemes(%q) = nil, want an error", ss)
+		}
+	}
+	if err := checkNameSchemes(schemes); err != nil {
+		t.Errorf("checkNameSchemes(%q) = %v", schemes, err)
+	}
+	for shape, wantErr := range map[envoyShape]bool{
+		{Resources: 1000, Window: 20, Changed: 50, NodeClusters: 1}:   false,
+		{Resources: 10, Window: 10, Changed: 10, NodeClusters: 4}:     false,
+		{Resources: 0, Window: 1, Changed: 1, NodeClusters: 1}:        true,
+		{Resources: 10, Window: 11, Changed: 1, NodeClusters: 1}:      true,
+		{Resources: 10, Window: 2, Changed: 0, NodeClusters: 1}:       true,
+		{Resources: 1000, Window: 20, Changed: 1001, NodeClusters: 1}: true,
+		{Resources: 1000, Window: 20, Changed: 50}:                    true,
+	} {
+		if err := shape.check(); (err != nil) != wantErr {
+			t.Errorf("%+v.check() = %v, want an error: %v", shape, err, wantErr)
+		}
+	}
+}
+
+func TestScenarioHelpers(t *testing.T) {
+	if mean, top := meanMax([]int64{1, 1, 4}); mean != 2 || top != 4 {
+		t.Errorf("meanMax = %v, %v; want 2, 4", mean, top)
+	}
+	if mean, top := meanMax(nil); mean != 0 || top != 0 {
+		t.Errorf("meanMax(nil) = %v, %v; want 0, 0", mean, top)
+	}
+	for sc, want := range map[Scenario]int{
+		{Resources: 10, Window: 10, ChangedPerUpdate: 1}:     1,
+		{Resources: 10, Window: 10, ChangedPerUpdate: 10}:    10,
+		{Resources: 1000, Window: 20, ChangedPerUpdate: 50}:  1,
+		{Resources: 1000, Window: 20, ChangedPerUpdate: 100}: 2,
+	} {
+		if got := changedPerClient(&sc); got != want {
+			t.Errorf("changedPerClient(R %d, W %d, K %d) = %d, want %d", sc.Resources, sc.Window, sc.ChangedPerUpdate, got, want)
+		}
+	}
+	e := envoyFigures(loadgen.UpdateTally{Updates: 2, Affected: 8, AffectedResponses: 8, AffectedResources: 12, ChangedInWindows: 12, AffectedBytes: 8000, Exact: 6, UnaffectedResponses: 3})
+	want := EnvoyFigures{AffectedPerUpdate: 4, ResponsesPerAffected: 1, ResourcesPerAffected: 1.5, ChangedInWindowPerAffected: 1.5, BytesPerAffected: 1000, ExactFraction: 0.75, UnaffectedResponses: 3}
+	want.Tally = e.Tally
+	if diff := cmp.Diff(want, *e); diff != "" {
+		t.Errorf("envoyFigures (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckTargetsEnvoy(t *testing.T) {
+	tally := func(responses, resources, unaffected int64) *EnvoyFigures {
+		return envoyFigures(loadgen.UpdateTally{Updates: 10, Affected: 100, AffectedResponses: responses, AffectedResources: resources,
+			ChangedInWindows: 140, Unaffected: 50, UnaffectedResponses: unaffected})
+	}
+	direct := Scenario{Mode: "direct", FanoutP99MS: 400, ServingCPUSPerUpdate: 0.6, InitialSyncS: 2, InitialResponsesPerClient: 1, InitialMaxResponses: 1,
+		StormOriginRequests: 20000, Envoy: tally(100, 140, 0)}
+	met := Scenario{Mode: "relayed", FanoutP99MS: 150, ServingCPUSPerUpdate: 0.2, InitialSyncS: 1.5, InitialResponsesPerClient: 1, InitialMaxResponses: 1,
+		Envoy: tally(100, 140, 0)}
+	missed := Scenario{Mode: "relayed", FanoutP99MS: 300, ServingCPUSPerUpdate: 0.4, InitialSyncS: 2.5, InitialResponsesPerClient: 1.2, InitialMaxResponses: 3, RSSPerStreamKiB: 30,
+		StormOriginRequests: 3, Envoy: tally(101, 150, 2)}
+	settings := Settings{Clients: []int{10000}, Variants: []string{"delta", "sotw"}, Workloads: []string{"envoy"}, NameSchemes: []string{"xdstp", "plain"}}
+	every := func(relayed Scenario) []Scenario {
+		var out []Scenario
+		for _, v := range settings.Variants {
+			for _, names := range settings.NameSchemes {
+				for _, s := range []Scenario{direct, relayed} {
+					s.Clients, s.Variant, s.Workload, s.Names = 10000, v, "envoy", names
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	want := func(s string) map[string]string {
+		m := map[string]string{
+			"relay memory per idle client stream (delta)":           s,
+			"initial sync, relayed vs direct (delta)":               s,
+			"cache fan-out allocations per watcher per update":      "not measured",
+			"downstream envelope allocations per client per update": "not measured",
+		}
+		for _, names := range settings.NameSchemes {
+			c := "envoy " + names
+			m["serving CPU per update, relayed ÷ direct ("+c+", delta)"] = s
+			m["cold initial sync, relayed vs direct ("+c+", delta)"] = s
+			m["reconnect storm: extra origin requests ("+c+", delta)"] = s
+			for _, v := range settings.Variants {
+				for _, name := range []string{"fan-out p99, relayed ÷ direct", "responses per affected client per update, relayed",
+					"resources per affected client per update, relayed", "responses to unaffected clients, relayed",
+					"cold initial sync: responses per client, relayed"} {
+					m[name+" ("+c+", "+v+")"] = s
+				}
+			}
+		}
+		return m
+	}
+	for name, tc := range map[string]struct {
+		relayed Scenario
+		want    map[string]string
+	}{"met": {met, want("met")}, "missed": {missed, want("missed")}} {
+		t.Run(name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, tg := range checkTargets(Results{Settings: settings, Scenarios: every(tc.relayed)}) {
+				got[tg.Name] = tg.Status
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("target status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScenarioEnvoy runs workload envoy end to end on loopback, small: the
+// origin and relay binaries, the load generator, plain names through the
+// relay's plain-names authority, direct and relayed. It checks what the
+// harness measured hangs together, and, direct, what go-control-plane is
+// known to do: one response per affected client holding just what changed
+// in its window, nothing for the others.
+func TestScenarioEnvoy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay and the origin")
+	}
+	dir := t.TempDir()
+	e := &env{relayBin: filepath.Join(dir, "xds-relay"), originBin: filepath.Join(dir, "origin"), logDir: dir,
+		resources: 10, updates: 2, envoy: envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1},
+		resourceSize: 256, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
+	for pkg, out := range map[string]string{"../../cmd/xds-relay": e.relayBin, "../origin": e.originBin} {
+		if b, err := exec.Command(e.goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	const n = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, mode := range []string{"direct", "relayed"} {
+		t.Run(mode, func(t *testing.T) {
+			sc := e.runScenario(ctx, mode, "delta", workloadEnvoy, namesPlain, n)
+			if sc.Error != "" {
+				t.Fatalf("scenario: %s", sc.Error)
+			}
+			if sc.Envoy == nil {
+				t.Fatal("no envoy figures")
+			}
+			tl := sc.Envoy.Tally
+			type shape struct {
+				Updates, ClientUpdates, Changed int
+				InitialResources                float64
+				SamplesAreChangedInWindows      bool
+			}
+			got := shape{tl.Updates, tl.Affected + tl.Unaffected, tl.Changed, sc.InitialResourcesPerClient,
+				int64(sc.FanoutSamples) == tl.ChangedInWindows}
+			want := shape{Updates: 2, ClientUpdates: 2 * n, Changed: 2 * 4, InitialResources: 5, SamplesAreChangedInWindows: true}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("figures (-want +got):\n%s", diff)
+			}
+			if mode == "direct" {
+				d := *sc.Envoy
+				exact := EnvoyFigures{Tally: tl, AffectedPerUpdate: d.AffectedPerUpdate, ResponsesPerAffected: 1,
+					ResourcesPerAffected: d.ChangedInWindowPerAffected, ChangedInWindowPerAffected: d.ChangedInWindowPerAffected,
+					BytesPerAffected: d.BytesPerAffected, ExactFraction: 1}
+				if diff := cmp.Diff(exact, d); diff != "" {
+					t.Errorf("go-control-plane direct (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }

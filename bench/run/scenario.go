@@ -44,17 +44,28 @@ func connsFor(n int) int { return max(1, n/100) }
 type Scenario struct {
 	Mode     string `json:"mode"` // direct | relayed
 	Variant  string `json:"variant"`
-	Workload string `json:"workload"` // one | all: what each update changes
+	Workload string `json:"workload"` // one | all | envoy: what each client wants, what each update changes
+	Names    string `json:"names"`    // xdstp | plain
 	Clients  int    `json:"clients"`
 	Conns    int    `json:"conns"` // gRPC connections the clients share
-	// Resources is R, what every client subscribes to; Updates how many
-	// updates were pushed, each changing ChangedPerUpdate of the R.
+	// Resources is R, what the origin holds; Window what each client
+	// subscribes to (R but for workload envoy); Updates how many updates
+	// were pushed, each changing ChangedPerUpdate of the R.
 	Resources        int    `json:"resources"`
+	Window           int    `json:"window"`
 	Updates          int    `json:"updates"`
 	ChangedPerUpdate int    `json:"changed_per_update"`
 	Error            string `json:"error,omitempty"`
 
-	InitialSyncS float64 `json:"initial_sync_s"`
+	// Initial sync: a fresh serving process (the relay holds nothing), all
+	// N clients connecting at once; InitialSyncS until every one holds its
+	// subscription. Then what each client received before the first update
+	// (responses: 1.00 is the whole subscription in one response).
+	InitialSyncS              float64 `json:"initial_sync_s"`
+	InitialResponsesPerClient float64 `json:"initial_responses_per_client"`
+	InitialMaxResponses       int64   `json:"initial_max_responses"`
+	InitialResourcesPerClient float64 `json:"initial_resources_per_client"`
+	InitialBytesPerClient     float64 `json:"initial_bytes_per_client"`
 	// At the origin, idle after every client synced.
 	OriginStreams       int `json:"origin_streams"`
 	OriginSubscriptions int `json:"origin_subscriptions"`
@@ -69,6 +80,9 @@ type Scenario struct {
 	ClientResponsesPerUpdate float64 `json:"client_responses_per_update"`
 	ClientResourcesPerUpdate float64 `json:"client_resources_per_update"`
 	ClientBytesPerUpdate     float64 `json:"client_bytes_per_update"`
+	// Envoy holds what the updates did to affected and unaffected clients
+	// (workload envoy).
+	Envoy *EnvoyFigures `json:"envoy,omitempty"`
 	// Fan-out: origin push → receipt by each client, one sample per client
 	// and changed resource of each update.
 	FanoutSamples int     `json:"fanout_samples"`
@@ -104,6 +118,43 @@ type Scenario struct {
 	LoadgenLastError    string `json:"loadgen_last_error,omitempty"`
 }
 
+// EnvoyFigures is what the updates of workload envoy did, per affected
+// client (its window holds a changed name) and update, and to the
+// unaffected clients.
+type EnvoyFigures struct {
+	Tally loadgen.UpdateTally `json:"tally"`
+	// AffectedPerUpdate is the mean number of affected clients per update.
+	AffectedPerUpdate float64 `json:"affected_per_update"`
+	// Per affected client and update: responses (1.00: one per origin
+	// change), resources (ChangedInWindow when only what changed is sent,
+	// each once), changed names in its window, bytes (proto.Size).
+	ResponsesPerAffected       float64 `json:"responses_per_affected"`
+	ResourcesPerAffected       float64 `json:"resources_per_affected"`
+	ChangedInWindowPerAffected float64 `json:"changed_in_window_per_affected"`
+	BytesPerAffected           float64 `json:"bytes_per_affected"`
+	// ExactFraction is the fraction of affected client-updates with one
+	// response holding exactly the changed names of the window.
+	ExactFraction float64 `json:"exact_fraction"`
+	// UnaffectedResponses is what all unaffected clients received over all
+	// updates: 0 when nobody hears of a change to what it does not hold.
+	UnaffectedResponses int64 `json:"unaffected_responses"`
+}
+
+func envoyFigures(t loadgen.UpdateTally) *EnvoyFigures {
+	e := &EnvoyFigures{Tally: t, UnaffectedResponses: t.UnaffectedResponses}
+	if t.Updates > 0 {
+		e.AffectedPerUpdate = float64(t.Affected) / float64(t.Updates)
+	}
+	if a := float64(t.Affected); a > 0 {
+		e.ResponsesPerAffected = float64(t.AffectedResponses) / a
+		e.ResourcesPerAffected = float64(t.AffectedResources) / a
+		e.ChangedInWindowPerAffected = float64(t.ChangedInWindows) / a
+		e.BytesPerAffected = float64(t.AffectedBytes) / a
+		e.ExactFraction = float64(t.Exact) / a
+	}
+	return e
+}
+
 // originStats mirrors bench/origin's GET /stats.
 type originStats struct {
 	StreamsOpen   int   `json:"streams_open"`
@@ -117,7 +168,8 @@ type originStats struct {
 type env struct {
 	relayBin, originBin string
 	logDir              string
-	resources, updates  int
+	resources, updates  int // R of workloads one and all; updates per scenario
+	envoy               envoyShape
 	resourceSize        int
 	authority           string
 	goBin               string
@@ -127,9 +179,13 @@ type env struct {
 
 // runScenario runs one scenario; failures are recorded in the result, so
 // the other scenarios still run.
-func (e *env) runScenario(ctx context.Context, mode, variant, workload string, n int) Scenario {
-	sc := Scenario{Mode: mode, Variant: variant, Workload: workload, Clients: n, Conns: connsFor(n),
-		Resources: e.resources, Updates: e.updates, ChangedPerUpdate: changedPerUpdate(workload, e.resources)}
+func (e *env) runScenario(ctx context.Context, mode, variant, workload, names string, n int) Scenario {
+	sc := Scenario{Mode: mode, Variant: variant, Workload: workload, Names: names, Clients: n, Conns: connsFor(n),
+		Resources: e.resources, Window: e.resources, Updates: e.updates}
+	if workload == workloadEnvoy {
+		sc.Resources, sc.Window = e.envoy.Resources, e.envoy.Window
+	}
+	sc.ChangedPerUpdate = changedPerUpdate(workload, sc.Resources, e.envoy)
 	var children []*child
 	defer func() {
 		for i := len(children) - 1; i >= 0; i-- {
@@ -144,6 +200,9 @@ func (e *env) runScenario(ctx context.Context, mode, variant, workload string, n
 
 func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) error {
 	tag := fmt.Sprintf("%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Clients)
+	if sc.Workload == workloadEnvoy {
+		tag = fmt.Sprintf("%s-%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Names, sc.Clients)
+	}
 	ports := make([]string, 5)
 	for i := range ports {
 		p, err := freePort()
@@ -156,8 +215,8 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 
 	origin, err := start(e.logDir, tag+"-origin", e.originBin,
 		"--listen", originXDS, "--admin", originAdmin,
-		"--resources", strconv.Itoa(e.resources), "--size", strconv.Itoa(e.resourceSize),
-		"--authority", e.authority)
+		"--resources", strconv.Itoa(sc.Resources), "--size", strconv.Itoa(e.resourceSize),
+		"--authority", e.authority, "--names", sc.Names)
 	if err != nil {
 		return err
 	}
@@ -188,19 +247,31 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		serving, target = relay, relayXDS
 	}
 
-	names := make([]string, e.resources)
+	names := make([]string, sc.Resources)
 	for i := range names {
-		names[i] = resourceName(e.authority, i)
+		names[i] = resourceName(sc.Names, e.authority, i)
+	}
+	namesFile := filepath.Join(e.logDir, tag+"-names.txt")
+	if err := os.WriteFile(namesFile, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("names file: %w", err)
+	}
+	// The clients' subscriptions, as the load generator cuts them.
+	subs := loadgen.Config{Clients: sc.Clients, Names: names}
+	window := []string{}
+	if sc.Workload == workloadEnvoy {
+		subs.Window = sc.Window
+		window = []string{"--window", strconv.Itoa(sc.Window), "--node-clusters", strconv.Itoa(e.envoy.NodeClusters)}
 	}
 	time.Sleep(settle) // let the serving process reach its idle footprint
 	if sc.ServingRSSBeforeKiB, err = rssKiB(serving.pid()); err != nil {
 		return fmt.Errorf("RSS before: %w", err)
 	}
 
-	lg, err := start(e.logDir, tag+"-loadgen", e.relayBin, "loadgen",
+	lgArgs := append([]string{"loadgen",
 		"--target", target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
-		"--variant", sc.Variant, "--names", strings.Join(names, ","), "--admin", lgAdmin, "--json", "--quiet",
-		"--duration", e.maxRun.String())
+		"--variant", sc.Variant, "--names-file", namesFile, "--admin", lgAdmin, "--json", "--quiet",
+		"--duration", e.maxRun.String()}, window...)
+	lg, err := start(e.logDir, tag+"-loadgen", e.relayBin, lgArgs...)
 	if err != nil {
 		return err
 	}
@@ -215,6 +286,14 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		}
 		err := getJSON("http://"+lgAdmin+"/status", &s)
 		return s, err
+	}
+	clientCounts := func() (loadgen.ClientCounts, error) {
+		var c loadgen.ClientCounts
+		err := getJSON("http://"+lgAdmin+"/clients", &c)
+		if err == nil && len(c.Responses) != sc.Clients {
+			err = fmt.Errorf("counts of %d clients, want %d", len(c.Responses), sc.Clients)
+		}
+		return c, err
 	}
 	var last loadgen.Status
 	err = waitUntil(ctx, scaled(syncTimeout, sc.Clients), "every client synced", func() (bool, error) {
@@ -237,6 +316,13 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if sc.ServingRSSAfterKiB, err = rssKiB(serving.pid()); err != nil {
 		return fmt.Errorf("RSS after: %w", err)
 	}
+	counts, err := clientCounts()
+	if err != nil {
+		return fmt.Errorf("loadgen client counts: %w", err)
+	}
+	sc.InitialResponsesPerClient, sc.InitialMaxResponses = meanMax(counts.Responses)
+	sc.InitialResourcesPerClient, _ = meanMax(counts.Resources)
+	sc.InitialBytesPerClient, _ = meanMax(counts.Bytes)
 	sc.RSSPerStreamKiB = (sc.ServingRSSAfterKiB - sc.ServingRSSBeforeKiB) / float64(sc.Clients)
 	if sc.Mode == "relayed" {
 		g, top := e.idleRelay(relayAdmin, tag)
@@ -270,28 +356,58 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	profDone := make(chan string, 1)
 	if sc.Mode == "relayed" && e.profileDir != "" {
 		go func() {
-			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates, sc.Clients, sc.ChangedPerUpdate))
+			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates, sc.Clients, changedPerClient(sc)))
 		}()
 	} else {
 		profDone <- ""
 	}
-	perUpdate := sc.ChangedPerUpdate * sc.Clients // fan-out samples
+	// Fan-out samples: one per client and changed resource its
+	// subscription holds.
+	var wantSamples int64
+	var tally loadgen.UpdateTally
 	for k := 1; k <= e.updates; k++ {
-		if err := post(pushURL(originAdmin, sc.Workload)); err != nil {
+		var pushed struct {
+			Names []string `json:"names"`
+		}
+		if err := postJSON(pushURL(originAdmin, sc.Workload, e.envoy), &pushed); err != nil {
 			return fmt.Errorf("push %d: %w", k, err)
 		}
-		want := before.Stamped + int64(k*perUpdate)
+		if sc.Workload == workloadEnvoy {
+			for _, c := range subs.ChangedIn(pushed.Names) {
+				wantSamples += int64(c)
+			}
+		} else {
+			wantSamples += int64(sc.ChangedPerUpdate * sc.Clients)
+		}
+		want := before.Stamped + wantSamples
 		err := waitUntil(ctx, scaled(pushTimeout, sc.Clients), fmt.Sprintf("update %d at every client", k), func() (bool, error) {
 			s, err := status()
 			last = s
 			return err == nil && s.Stamped >= want, err
 		})
 		if err != nil {
-			return fmt.Errorf("%w (%d of %d receipts)", err, last.Stamped-before.Stamped, k*perUpdate)
+			return fmt.Errorf("%w (%d of %d receipts)", err, last.Stamped-before.Stamped, wantSamples)
 		}
 		time.Sleep(pushGap)
+		if sc.Workload == workloadEnvoy {
+			// What this update did, client by client: what arrived since
+			// the previous one had reached everyone.
+			next, err := clientCounts()
+			if err != nil {
+				return fmt.Errorf("loadgen client counts: %w", err)
+			}
+			t, err := subs.TallyUpdate(pushed.Names, counts, next)
+			if err != nil {
+				return err
+			}
+			tally.Add(t)
+			counts = next
+		}
 	}
 	time.Sleep(settle)
+	if sc.Workload == workloadEnvoy {
+		sc.Envoy = envoyFigures(tally)
+	}
 	cpu1, err := cpuSeconds(serving.pid())
 	if err != nil {
 		return err
@@ -363,19 +479,48 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	sc.FanoutSamples, sc.FanoutSource = sum.Samples, sum.LatencySource
 	sc.FanoutP50MS, sc.FanoutP99MS, sc.FanoutMaxMS = sum.P50MS, sum.P99MS, sum.MaxMS
 	sc.LoadgenStreamErrors, sc.LoadgenLastError = sum.StreamErrors, sum.LastError
-	if sc.FanoutSamples != e.updates*perUpdate {
-		return fmt.Errorf("%d fan-out samples, want updates × changed resources × clients = %d", sc.FanoutSamples, e.updates*perUpdate)
+	if int64(sc.FanoutSamples) != wantSamples {
+		return fmt.Errorf("%d fan-out samples, want one per client and changed resource it subscribes to = %d", sc.FanoutSamples, wantSamples)
 	}
 	return nil
 }
 
 // resourceName matches bench/origin's names.
-func resourceName(authority string, i int) string {
+func resourceName(scheme, authority string, i int) string {
+	if scheme == namesPlain {
+		return fmt.Sprintf("cla-%04d", i)
+	}
 	return fmt.Sprintf("xdstp://%s/envoy.config.endpoint.v3.ClusterLoadAssignment/bench/cla-%04d", authority, i)
 }
 
+// changedPerClient is about how many resources each update changes of
+// what one client subscribes to, at least 1.
+func changedPerClient(sc *Scenario) int {
+	if sc.Resources == 0 {
+		return 1
+	}
+	return max(1, (sc.ChangedPerUpdate*sc.Window+sc.Resources-1)/sc.Resources)
+}
+
+// meanMax returns the mean and the largest of vs (0, 0 for none).
+func meanMax(vs []int64) (float64, int64) {
+	if len(vs) == 0 {
+		return 0, 0
+	}
+	var sum, top int64
+	for _, v := range vs {
+		sum += v
+		top = max(top, v)
+	}
+	return float64(sum) / float64(len(vs)), top
+}
+
 // relayConfig is the relay's config for one scenario: one authority whose
-// origin is the benchmark origin, spoken to in delta.
+// origin is the benchmark origin, spoken to in delta. Being the only
+// authority, it also serves plain names (plain_names defaults to true), in
+// one upstream stream per node cluster: the load generator's clients share
+// one (or --node-clusters). No drain delay at shutdown: nothing balances
+// load onto this relay, and a scenario's end would wait it out.
 func relayConfig(listen, admin, authority, origin string) string {
 	return fmt.Sprintf(`listen: %q
 admin: %q
@@ -388,5 +533,6 @@ log:
   level: warn
 downstream:
   send_timeout: 60s
+  drain_delay: 0s
 `, listen, admin, authority, origin)
 }

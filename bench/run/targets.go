@@ -49,14 +49,21 @@ func status(ok bool) string {
 // client per origin change.
 func checkTargets(r Results) []Target {
 	n := targetN(r)
-	find := func(mode, variant, workload string) *Scenario {
+	// find returns the scenario of workload case c (a workload and, for
+	// envoy, its names), measured at n without error.
+	findCase := func(mode, variant string, c workloadCase) *Scenario {
 		for i, s := range r.Scenarios {
-			if s.Mode == mode && s.Variant == variant && s.Workload == workload && s.Clients == n && s.Error == "" {
+			if s.Mode == mode && s.Variant == variant && s.Workload == c.workload && s.Clients == n && s.Error == "" &&
+				(c.workload != workloadEnvoy || s.Names == c.names) {
 				return &r.Scenarios[i]
 			}
 		}
 		return nil
 	}
+	find := func(mode, variant, workload string) *Scenario {
+		return findCase(mode, variant, workloadCase{workload, namesXDSTP})
+	}
+	cases := workloadCases(r.Settings)
 	var ts []Target
 	add := func(name, want string, measured bool, got string, ok bool) {
 		t := Target{Name: name, Want: want, Got: got, Status: "not measured"}
@@ -69,10 +76,10 @@ func checkTargets(r Results) []Target {
 	}
 
 	// Fan-out latency and the serving process's CPU, relayed against direct.
-	for _, w := range r.Settings.Workloads {
+	for _, c := range cases {
 		for _, v := range r.Settings.Variants {
-			d, rl := find("direct", v, w), find("relayed", v, w)
-			name := fmt.Sprintf("fan-out p99, relayed ÷ direct (%s, %s)", w, v)
+			d, rl := findCase("direct", v, c), findCase("relayed", v, c)
+			name := fmt.Sprintf("fan-out p99, relayed ÷ direct (%s, %s)", c, v)
 			if d == nil || rl == nil || d.FanoutP99MS <= 0 {
 				add(name, "≤ 0.5", false, "", false)
 				continue
@@ -81,9 +88,9 @@ func checkTargets(r Results) []Target {
 			add(name, "≤ 0.5", true, fmt.Sprintf("%.2f (%.1f / %.1f ms)", ratio, rl.FanoutP99MS, d.FanoutP99MS), ratio <= 0.5)
 		}
 	}
-	for _, w := range r.Settings.Workloads {
-		d, rl := find("direct", targetVariant, w), find("relayed", targetVariant, w)
-		name := fmt.Sprintf("serving CPU per update, relayed ÷ direct (%s, %s)", w, targetVariant)
+	for _, c := range cases {
+		d, rl := findCase("direct", targetVariant, c), findCase("relayed", targetVariant, c)
+		name := fmt.Sprintf("serving CPU per update, relayed ÷ direct (%s, %s)", c, targetVariant)
 		if d == nil || rl == nil || d.ServingCPUSPerUpdate <= 0 {
 			add(name, "≤ 0.5", false, "", false)
 			continue
@@ -94,6 +101,9 @@ func checkTargets(r Results) []Target {
 
 	// One origin change, one response per client.
 	for _, w := range r.Settings.Workloads {
+		if w == workloadEnvoy {
+			continue // per affected client, below
+		}
 		for _, v := range r.Settings.Variants {
 			rl := find("relayed", v, w)
 			name := fmt.Sprintf("responses per client per update, relayed (%s, %s)", w, v)
@@ -102,6 +112,46 @@ func checkTargets(r Results) []Target {
 				continue
 			}
 			add(name, "exactly 1.00", true, perUpdateText(rl.ClientResponsesPerUpdate), rl.ClientResponsesPerUpdate == 1)
+		}
+	}
+
+	// Envoy-shaped: per affected client one response holding just what
+	// changed in its window; nothing for the others; a cold initial sync in
+	// one response per client, no slower than direct.
+	for _, c := range cases {
+		if c.workload != workloadEnvoy {
+			continue
+		}
+		for _, v := range r.Settings.Variants {
+			rl := findCase("relayed", v, c)
+			ok := rl != nil && rl.Envoy != nil && rl.Envoy.Tally.Affected > 0
+			name := fmt.Sprintf("responses per affected client per update, relayed (%s, %s)", c, v)
+			if !ok {
+				add(name, "exactly 1.00", false, "", false)
+				add(fmt.Sprintf("resources per affected client per update, relayed (%s, %s)", c, v), "= changed names in its window", false, "", false)
+				add(fmt.Sprintf("responses to unaffected clients, relayed (%s, %s)", c, v), "0", false, "", false)
+			} else {
+				e := rl.Envoy
+				add(name, "exactly 1.00", true, perUpdateText(e.ResponsesPerAffected), e.Tally.AffectedResponses == int64(e.Tally.Affected))
+				add(fmt.Sprintf("resources per affected client per update, relayed (%s, %s)", c, v), "= changed names in its window", true,
+					fmt.Sprintf("%.3f vs %.3f", e.ResourcesPerAffected, e.ChangedInWindowPerAffected), e.Tally.AffectedResources == e.Tally.ChangedInWindows)
+				add(fmt.Sprintf("responses to unaffected clients, relayed (%s, %s)", c, v), "0", true,
+					fmt.Sprintf("%d over %d client-updates", e.UnaffectedResponses, e.Tally.Unaffected), e.UnaffectedResponses == 0)
+			}
+			name = fmt.Sprintf("cold initial sync: responses per client, relayed (%s, %s)", c, v)
+			if rl == nil {
+				add(name, "exactly 1.00", false, "", false)
+			} else {
+				add(name, "exactly 1.00", true, fmt.Sprintf("%s (max %d)", perUpdateText(rl.InitialResponsesPerClient), rl.InitialMaxResponses),
+					rl.InitialResponsesPerClient == 1 && rl.InitialMaxResponses == 1)
+			}
+		}
+		d, rl := findCase("direct", targetVariant, c), findCase("relayed", targetVariant, c)
+		name := fmt.Sprintf("cold initial sync, relayed vs direct (%s, %s)", c, targetVariant)
+		if d == nil || rl == nil {
+			add(name, "relayed ≤ direct", false, "", false)
+		} else {
+			add(name, "relayed ≤ direct", true, fmt.Sprintf("%.2f s vs %.2f s", rl.InitialSyncS, d.InitialSyncS), rl.InitialSyncS <= d.InitialSyncS)
 		}
 	}
 
@@ -125,9 +175,9 @@ func checkTargets(r Results) []Target {
 	} else {
 		add(name, "relayed ≤ direct", false, "", false)
 	}
-	for _, w := range r.Settings.Workloads {
-		rl := find("relayed", targetVariant, w)
-		name := fmt.Sprintf("reconnect storm: extra origin requests (%s, %s)", w, targetVariant)
+	for _, c := range cases {
+		rl := findCase("relayed", targetVariant, c)
+		name := fmt.Sprintf("reconnect storm: extra origin requests (%s, %s)", c, targetVariant)
 		if rl == nil {
 			add(name, "0", false, "", false)
 			continue
@@ -183,6 +233,22 @@ func checkTargets(r Results) []Target {
 		add("downstream envelope allocations per client per update", "small constant, independent of size", false, "", false)
 	}
 	return ts
+}
+
+// workloadCase is a workload with the names it runs with.
+type workloadCase struct{ workload, names string }
+
+func (c workloadCase) String() string { return label(c.workload, c.names) }
+
+// workloadCases lists the run's workloads, envoy once per names scheme.
+func workloadCases(s Settings) []workloadCase {
+	var out []workloadCase
+	for _, w := range s.Workloads {
+		for _, names := range schemesFor(w, s.NameSchemes) {
+			out = append(out, workloadCase{w, names})
+		}
+	}
+	return out
 }
 
 // writeTargets writes the targets, checked at n clients.

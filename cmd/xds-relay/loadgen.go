@@ -31,6 +31,7 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg      loadgen.Config
 		variant  string
 		names    string
+		namesAt  string
 		duration time.Duration
 		admin    string
 		asJSON   bool
@@ -42,6 +43,10 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.Conns, "conns", 0, "gRPC connections the clients share (default: one per 100 clients)")
 	fs.StringVar(&variant, "variant", "delta", "protocol variant: delta or sotw")
 	fs.StringVar(&names, "names", "", "comma-separated resource names every client subscribes to")
+	fs.StringVar(&namesAt, "names-file", "", "read the names from `file`, one per line (instead of --names)")
+	fs.IntVar(&cfg.Window, "window", 0, "each client subscribes to its own window of this many of the names, client i's starting at name i×stride (0: all names)")
+	fs.IntVar(&cfg.Stride, "stride", 0, "distance between consecutive clients' windows (default: names/clients, at least 1)")
+	fs.IntVar(&cfg.NodeClusters, "node-clusters", 1, "spread the clients over this many node clusters, loadgen-0, loadgen-1, ... (1: all in cluster loadgen)")
 	fs.StringVar(&cfg.Glob, "glob", "", "xdstp glob collection URL every client subscribes to (instead of --names)")
 	fs.StringVar(&cfg.TypeURL, "type", "eds", "resource type: a type URL or eds, cds, lds, rds, sds")
 	fs.DurationVar(&duration, "duration", 0, "how long to run (0: until interrupted)")
@@ -56,6 +61,16 @@ func cmdLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg.Variant = loadgen.Variant(variant)
 	if names != "" {
 		cfg.Names = strings.Split(names, ",")
+	}
+	if namesAt != "" {
+		if names != "" {
+			return usageError{"loadgen: --names and --names-file: set one"}
+		}
+		b, err := os.ReadFile(namesAt)
+		if err != nil {
+			return usageError{fmt.Sprintf("loadgen: --names-file: %v", err)}
+		}
+		cfg.Names = strings.Fields(string(b))
 	}
 	fleet, err := loadgen.New(cfg)
 	if err != nil {

@@ -27,6 +27,9 @@ type applyRun struct {
 	member map[Key]bool
 	// before holds the state of each touched collection before the update.
 	before map[Key]State
+	// owed: watchers owed a fresh do_not_cache revision that the origin
+	// sent again unchanged: told although nothing changed for the others.
+	owed []note
 }
 
 func newApplyRun() applyRun {
@@ -100,10 +103,15 @@ func (c *Cache) Apply(u Update) {
 			c.touchLocked(&a, k)
 			e.state = StatePresent
 		case e.state == StatePending:
-			e.state = StateAbsent
+			e.state, e.err = StateAbsent, nil
 			a.change(k, false)
 			c.reconcileLocked(e)
 		}
+	}
+	// After Complete: an error the response carries for a collection it
+	// also answers stays beside the answer.
+	for _, re := range u.Errors {
+		c.applyErrorLocked(&a, u.Stream, u.TypeURL, re, inUpdate)
 	}
 	if u.FullState {
 		for _, n := range u.Unanswered {
@@ -158,6 +166,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 			c.touchMemberLocked(a, e)
 			c.setPresentLocked(e, &back, now)
 			a.change(k, true)
+			c.noteAliasesLocked(a, e)
 			c.reconcileLocked(e)
 			return
 		}
@@ -170,6 +179,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		e.res = &hb
 		c.setExpiresLocked(e, expiry(r, now))
 		a.change(k, true)
+		c.noteAliasesLocked(a, e)
 		return
 	}
 	if r.Body == nil {
@@ -181,14 +191,23 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 		c.entries[k] = e
 		c.addByTypeLocked(e)
 	}
+	c.answerOwedLocked(a, e, r)
 	e.originVersion = r.OriginVersion
 	if e.state == StatePresent && identical(e.res, r) {
 		c.setExpiresLocked(e, expiry(r, now))
+		if e.err != nil {
+			// The revision again, after an error: clients that were told
+			// the error are sent the resource, which clears it (TP3).
+			e.err = nil
+			a.change(k, true)
+		}
 		return
 	}
+	c.noteAliasesLocked(a, e) // the aliases it leaves
 	c.touchMemberLocked(a, e)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
+	c.noteAliasesLocked(a, e) // the aliases it takes
 	a.revised = append(a.revised, Revision{Key: k, Res: r})
 	c.reconcileLocked(e)
 }
@@ -201,7 +220,7 @@ func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {
 	if e.collection {
 		// The origin says the collection is empty.
 		c.touchLocked(a, k)
-		e.state = StatePresent
+		e.state, e.err = StatePresent, nil
 		var gone []*entry
 		for _, m := range c.membersLocked(k) {
 			if m.state == StatePresent {
@@ -224,6 +243,7 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	wasPresent := e.state == StatePresent
 	if wasPresent {
 		c.touchMemberLocked(a, e)
+		c.noteAliasesLocked(a, e)
 	}
 	c.setAbsentLocked(e)
 	a.change(e.key, wasPresent)
@@ -256,7 +276,7 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 			continue
 		}
 		c.touchLocked(a, e.key)
-		e.state = StatePresent
+		e.state, e.err = StatePresent, nil
 	}
 }
 
@@ -264,6 +284,7 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 // gauges and LRU byte count.
 func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	old := e.size()
+	c.indexAliasesLocked(e, e.res, r) // e.res is nil unless present
 	if e.state != StatePresent {
 		e.state = StatePresent
 		st := e.key.streamType()
@@ -280,7 +301,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 			m[e.key.Name] = e
 		}
 	}
-	e.res, e.lapsed = r, nil
+	e.res, e.lapsed, e.err = r, nil, nil
 	c.setExpiresLocked(e, expiry(r, now))
 	c.totals.Bytes += e.size() - old
 	c.m.bytes.Add(float64(e.size() - old))
@@ -288,7 +309,9 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 
 // setAbsentLocked forgets e's revision (if any) and marks it absent.
 func (c *Cache) setAbsentLocked(e *entry) {
+	e.waiting = nil // its watchers are told of the change
 	if e.state == StatePresent {
+		c.indexAliasesLocked(e, e.res, nil)
 		c.totals.Bytes -= e.size()
 		c.totals.Resources--
 		c.m.bytes.Sub(float64(e.size()))
@@ -307,7 +330,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 			}
 		}
 	}
-	e.state, e.res, e.lapsed = StateAbsent, nil, nil
+	e.state, e.res, e.lapsed, e.err = StateAbsent, nil, nil, nil
 	c.setExpiresLocked(e, time.Time{})
 }
 
@@ -318,7 +341,8 @@ func ContentVersion(body *anypb.Any) string {
 	return cachev3.HashResource(body.GetValue())
 }
 
-// versioned returns rs with each revision's Version set from its bytes.
+// versioned returns rs with each revision's Version set from its bytes
+// and fields (RevisionVersion).
 // Revisions are immutable once handed over, so one whose Version differs
 // is replaced by a copy. Hashing happens before Apply locks: the work is
 // per origin change, not per client, and need not hold up readers.
@@ -328,7 +352,7 @@ func versioned(rs []*Resource) []*Resource {
 		if r == nil || r.Heartbeat || r.Body == nil {
 			continue
 		}
-		v := ContentVersion(r.Body)
+		v := RevisionVersion(r)
 		if r.Version == v {
 			continue
 		}
@@ -345,10 +369,10 @@ func versioned(rs []*Resource) []*Resource {
 	return out
 }
 
-// identical: r is the cached revision again (same bytes and TTL), whatever
-// version the origin gave it.
+// identical: r is the cached revision again (same bytes, fields and TTL),
+// whatever version the origin gave it. Versions cover the fields.
 func identical(cur, r *Resource) bool {
-	return cur != nil &&
+	return cur != nil && cur.Version == r.Version &&
 		cur.Body.GetTypeUrl() == r.Body.GetTypeUrl() &&
 		bytes.Equal(cur.Body.GetValue(), r.Body.GetValue()) &&
 		sameTTL(cur.TTL, r.TTL)

@@ -149,7 +149,7 @@ func res(name, version string, size int) *Resource {
 
 // withVersion sets r's Version as Apply does, for comparing with Get.
 func withVersion(r *Resource) *Resource {
-	r.Version = ContentVersion(r.Body)
+	r.Version = RevisionVersion(r)
 	return r
 }
 

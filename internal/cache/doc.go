@@ -16,8 +16,12 @@
 //     absent), its current revision, its TTL, whether it is subscribed
 //     upstream and whether it waits in the LRU (nobody watches it).
 //   - revision (Resource): one version of a resource as the origin sent
-//     it, immutable once applied; a change is a new *Resource. Its Version
-//     comes from its bytes (ContentVersion), not from the origin.
+//     it (body, TTL, and the origin's aliases, metadata and cache control),
+//     immutable once applied; a change is a new *Resource. Its Version
+//     comes from its bytes and those fields (RevisionVersion), not from
+//     the origin.
+//   - alias: another name of a resource (Resource.Aliases); a watched
+//     alias key reads as the resource that lists it (fields.go).
 //   - watcher (Watcher): a downstream session. It watches keys; the cache
 //     tells it which of them changed (Notify) and when a change is whole
 //     (Flush), and the session reads current state back (Get, Members).

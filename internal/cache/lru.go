@@ -10,13 +10,19 @@ import "go.uber.org/zap"
 // callback fires on Remove.
 
 // reconcileLocked puts e into the LRU when nobody holds it and takes it out
-// when somebody does; for an entry already in the LRU it only updates the
+// when somebody does (a do_not_cache revision nobody holds is dropped); for an entry already in the LRU it only updates the
 // byte count (an origin update does not make a key recently used).
 func (c *Cache) reconcileLocked(e *entry) {
 	if c.entries[e.key] != e {
 		return
 	}
 	held := c.heldLocked(e)
+	if !held && e.state == StatePresent && e.res.DoNotCache() {
+		// The origin said not to cache it: kept only while watched
+		// (fields.go). Dropped like an eviction, and unsubscribed.
+		c.evictLocked(e)
+		return
+	}
 	switch {
 	case held && e.inLRU:
 		c.lru.Remove(e.key)

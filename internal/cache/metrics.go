@@ -16,6 +16,9 @@ type metrics struct {
 	evictions prometheus.Counter
 	// expirations: label type.
 	expirations *prometheus.CounterVec
+	// refetches: label type; new watchers of a do_not_cache revision,
+	// each a re-request of the key from the origin (fields.go).
+	refetches *prometheus.CounterVec
 	// fanout: label type; origin change arrival → last watcher's send.
 	fanout *prometheus.HistogramVec
 }
@@ -48,6 +51,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "cache", Name: "expirations_total",
 			Help: "Resources made absent because their TTL elapsed without an update or heartbeat, by resource type.",
 		}, []string{"type"}),
+		refetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "refetches_total",
+			Help: "New watchers of a cached do_not_cache resource, each asked of the origin again instead of served from cache, by resource type.",
+		}, []string{"type"}),
 		fanout: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "xds_relay", Name: "fanout_duration_seconds",
 			Help: "From an origin change's arrival at the relay to the last client's send of the response carrying it, by resource type.",
@@ -60,10 +67,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.hits.WithLabelValues(t)
 		m.misses.WithLabelValues(t)
 		m.expirations.WithLabelValues(t)
+		m.refetches.WithLabelValues(t)
 		m.fanout.WithLabelValues(t)
 	}
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.fanout)
+		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.refetches, m.fanout)
 	}
 	return m
 }

@@ -116,6 +116,7 @@ func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
 		}
 		nb.addWatchers(k, c.watchers[k], globWatchers, c.watchers[k.streamType().wildcard()])
 	}
+	nb.notes = append(nb.notes, a.owed...)
 	var seen map[note]struct{}
 	for ck, before := range a.before {
 		e := c.entries[ck]

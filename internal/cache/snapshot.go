@@ -24,17 +24,21 @@ import (
 // name) and, for a resource: the name the origin sent, the content
 // version, the revision's origin version, the entry's origin version (what
 // initial_resource_versions carries), the body's type URL and bytes, the
-// TTL (ns, 0: none), the absolute TTL expiry (Unix ns, 0: none) and when
-// the revision arrived (Unix ns). Strings and bytes are a uvarint length
-// and the bytes; numbers are varints.
+// TTL (ns, 0: none), the absolute TTL expiry (Unix ns, 0: none), when
+// the revision arrived (Unix ns) and, since format version 2, the
+// revision's wrapper fields (aliases, metadata, cache control: their
+// deterministic encoding as a Resource message; empty: none). Strings and
+// bytes are a uvarint length and the bytes; numbers are varints.
 //
 // DecodeSnapshot checks the whole file (magic, version, checksum,
-// fingerprint, every record, every content version against its bytes)
+// fingerprint, every record, every content version against its bytes and
+// fields)
 // before it returns anything: a snapshot is used whole or not at all.
 
 // SnapshotFormatVersion is the version of the format this code writes and
-// reads.
-const SnapshotFormatVersion uint32 = 1
+// reads. 2: resource records end with the wrapper fields (version 1's are
+// refused as another version: the relay starts without them).
+const SnapshotFormatVersion uint32 = 2
 
 const (
 	snapshotMagic     = "XDSRSNAP"
@@ -86,6 +90,9 @@ func EncodeSnapshot(fp Fingerprint, written time.Time, entries []SnapshotEntry, 
 		est += 64 + len(e.Key.Stream.Authority) + len(e.Key.Stream.Group) + len(e.Key.TypeURL) + len(e.Key.Name)
 		if r := e.Res; r != nil {
 			est += len(r.Name) + len(r.Version) + len(r.OriginVersion) + len(e.OriginVersion) + len(r.Body.GetTypeUrl()) + len(r.Body.GetValue())
+			if r.HasFields() {
+				est += 64 * (1 + len(r.Aliases))
+			}
 		}
 	}
 	if maxBytes > 0 {
@@ -149,7 +156,10 @@ func appendResourceRecord(b []byte, e SnapshotEntry) []byte {
 	}
 	b = binary.AppendVarint(b, ttl)
 	b = binary.AppendVarint(b, unixNano(e.Expires))
-	return binary.AppendVarint(b, unixNano(r.Arrived))
+	b = binary.AppendVarint(b, unixNano(r.Arrived))
+	fields := encodeFields(r)
+	b = binary.AppendUvarint(b, uint64(len(fields)))
+	return append(b, fields...)
 }
 
 func uvarintLen(v uint64) int {
@@ -317,8 +327,15 @@ func (d *decoder) entry() (SnapshotEntry, error) {
 		ttl := d.varint()
 		e.Expires = fromUnixNano(d.varint())
 		r.Arrived = fromUnixNano(d.varint())
+		fields := d.string("resource fields")
 		if d.err != nil {
 			break
+		}
+		if err := decodeFields([]byte(fields), r); err != nil {
+			return e, fmt.Errorf("%q: %v", e.Key.Name, err)
+		}
+		if r.DoNotCache() {
+			return e, fmt.Errorf("%q is marked do_not_cache: never written to a snapshot", e.Key.Name)
 		}
 		if ttl < 0 {
 			return e, fmt.Errorf("negative TTL for %q", e.Key.Name)
@@ -332,7 +349,7 @@ func (d *decoder) entry() (SnapshotEntry, error) {
 		if r.Body.GetTypeUrl() != e.Key.TypeURL {
 			return e, fmt.Errorf("body of %q is a %s, key type %s", e.Key.Name, r.Body.GetTypeUrl(), e.Key.TypeURL)
 		}
-		if v := ContentVersion(r.Body); v != r.Version {
+		if v := RevisionVersion(r); v != r.Version {
 			return e, fmt.Errorf("content version of %q is %s, recorded %s", e.Key.Name, v, r.Version)
 		}
 		e.Res = r

@@ -19,7 +19,8 @@ func (c *Cache) Generation() uint64 {
 // SnapshotEntries returns what a snapshot should hold, most valuable
 // first: the present resources some client watches (sorted by key), then
 // the unwatched ones from the most to the least recently used, then the
-// collections the origin has answered (sorted). Only pointers to immutable
+// collections the origin has answered (sorted). A revision the origin
+// marked do_not_cache is never listed. Only pointers to immutable
 // revisions are copied under the lock; encoding happens outside it. gen is
 // the Generation the entries are of.
 func (c *Cache) SnapshotEntries() (entries []SnapshotEntry, gen uint64) {
@@ -36,7 +37,7 @@ func (c *Cache) SnapshotEntries() (entries []SnapshotEntry, gen uint64) {
 			}
 		case e.inLRU:
 			// below, in LRU order
-		case e.visibleState(now) == StatePresent:
+		case e.visibleState(now) == StatePresent && !e.res.DoNotCache():
 			entries = append(entries, snapshotEntryOf(e))
 		}
 	}
@@ -44,7 +45,7 @@ func (c *Cache) SnapshotEntries() (entries []SnapshotEntry, gen uint64) {
 	keys := c.lru.Keys() // oldest first
 	for i := len(keys) - 1; i >= 0; i-- {
 		e := c.entries[keys[i]]
-		if e != nil && !e.collection && e.visibleState(now) == StatePresent {
+		if e != nil && !e.collection && e.visibleState(now) == StatePresent && !e.res.DoNotCache() {
 			entries = append(entries, snapshotEntryOf(e))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -40,10 +41,11 @@ type Resource struct {
 	// Name is the name the origin sent (not necessarily canonical).
 	Name string
 	// Version is the relay's version of this revision: derived from its
-	// bytes (go-control-plane's HashResource: hex SHA-256), so it is the
-	// same whatever version string the origin wrapped around them, across
-	// relay restarts and origin failover. Set by Cache.Apply; what delta
-	// clients are sent.
+	// bytes and its fields below (RevisionVersion: go-control-plane's
+	// HashResource of the bytes when it has none of those fields), so it
+	// is the same whatever version string the origin wrapped around them,
+	// across relay restarts and origin failover. Set by Cache.Apply; what
+	// delta clients are sent.
 	Version string
 	// OriginVersion is the origin's version of this resource (delta), or the
 	// response's version_info (SotW): what the relay tells that origin it
@@ -55,6 +57,14 @@ type Resource struct {
 	// TTL, when set, is how long the resource lives without an update or
 	// heartbeat (spec, "TTL").
 	TTL *durationpb.Duration
+	// Aliases, Metadata and CacheControl are the origin's Resource
+	// wrapper fields (delta resources, or SotW resources in the wrapper),
+	// kept with the revision and passed on to clients as sent (fields.go).
+	// A revision that differs from the cached one in any of them is a
+	// change. Read-only, like the rest of the revision.
+	Aliases      []string
+	Metadata     *corev3.Metadata
+	CacheControl *CacheControl
 	// Heartbeat marks a revision that only refreshed the TTL: Body and
 	// Version are those of the previous revision.
 	Heartbeat bool
@@ -154,7 +164,24 @@ type Update struct {
 	// after the request it answers. They keep their state: absence is
 	// inferred only for a name the answered request held.
 	Unanswered []string
+	// Errors are the origin's resource_errors (xRFC TP3), each under a
+	// canonical name, glob URL or Wildcard: NOT_FOUND makes the key absent
+	// (as Removed does) and keeps the origin's status with it; any other
+	// code keeps the key's state (a cached revision stays) and records the
+	// status beside it, until a revision, a removal or an answer clears it.
+	Errors []ResourceError
 	// Arrived is when the relay received the change (zero: when Apply
 	// starts); the fan-out duration is measured from it.
 	Arrived time.Time
+}
+
+// ResourceError is an error an origin sent for one key (xRFC TP3
+// resource_errors), or one the relay makes for a stream no origin answers
+// (SetStreamError).
+type ResourceError struct {
+	// Name is canonical: a resource name, a glob URL or Wildcard.
+	Name string
+	// Detail is the status as the origin sent it; shared by every client
+	// that is sent it, never modified.
+	Detail *statuspb.Status
 }

@@ -49,7 +49,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	node := ss.nodeLocked()
 	ts.started = true
 	if nonce := req.GetResponseNonce(); nonce != "" {
-		ss.recordNackLocked(ts, nonce, "", req.GetErrorDetail())
+		ss.answerLocked(ts, nonce, "", req.GetErrorDetail())
 	}
 	if first && !ts.explicit && len(subscribe) == 0 && len(unsubscribe) == 0 {
 		// Legacy wildcard: no name ever subscribed on this type.
@@ -85,7 +85,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	}
 	for _, r := range rs {
 		if r.err != nil {
-			ts.unknown[r.name] = false
+			ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
 			continue
 		}
 		delete(ts.unknown, r.name) // served now (a reload added its authority)
@@ -109,8 +109,9 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 // changed resources and removals only.
 func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
+	w.diff.seq = ss.nonce + 1 // this response's nonce, if built
 	d := w.diffLocked(variantDelta)
-	if len(d.updates) == 0 && len(d.removed) == 0 {
+	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
 		return outMsg{}, false
 	}
 	var resources []*discoveryv3.Resource
@@ -121,6 +122,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 		}
 	}
 	sort.Strings(d.removed)
+	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	return outMsg{
@@ -130,6 +132,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 			RemovedResources: d.removed,
 			Nonce:            nonce,
 			ControlPlane:     ss.srv.controlPlane,
+			ResourceErrors:   errs,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources) + len(d.removed),

@@ -11,9 +11,11 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// deltaEnvelope wraps r for a delta client under the name it asked for. The
-// body is r's shared Any: nothing is decoded or re-encoded. heartbeat sends
-// name, version and TTL only. Nil when there is nothing to send.
+// deltaEnvelope wraps r for a delta client under the name it asked for
+// (for a name asked by alias, the resource's own). The body is r's shared
+// Any, and the origin's aliases, metadata and cache control are r's as
+// sent: nothing is decoded or re-encoded. heartbeat sends name, version
+// and TTL only. Nil when there is nothing to send.
 func deltaEnvelope(name string, r *cache.Resource, heartbeat bool) *discoveryv3.Resource {
 	env := &discoveryv3.Resource{Name: name, Version: r.Version, Ttl: r.TTL}
 	if !heartbeat {
@@ -21,6 +23,7 @@ func deltaEnvelope(name string, r *cache.Resource, heartbeat bool) *discoveryv3.
 			return nil
 		}
 		env.Resource = r.Body
+		env.Aliases, env.Metadata, env.CacheControl = r.Aliases, r.Metadata, r.CacheControl
 	}
 	return env
 }
@@ -47,13 +50,25 @@ func newWrapperCache() *lru.Cache[wrapperKey, *anypb.Any] {
 	return c
 }
 
-// sotwEnvelope returns what goes in DiscoveryResponse.resources for r: its
-// shared Any as is, or, when r has a TTL and the client takes TTLs (ttl:
-// features.go), the Resource wrapper (heartbeat: without the body),
+// sotwEnvelope is sotwEnvelopeFor a client that takes TTLs (ttl) or
+// advertised neither wrapper feature (unary Fetch and REST).
+func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat, ttl bool) *anypb.Any {
+	wrap := wrapNone
+	if ttl {
+		wrap = wrapTTL
+	}
+	return sotwEnvelopeFor(wrappers, name, r, heartbeat, wrap)
+}
+
+// sotwEnvelopeFor returns what goes in DiscoveryResponse.resources for r:
+// its shared Any as is, or the Resource wrapper (heartbeat: without the
+// body) when the client takes it for r (wrap, features.go): r has a TTL
+// and the client takes TTLs, or r carries the origin's aliases, metadata
+// or cache control and the client takes the wrapper. The wrapper is
 // marshalled once for every client (wrappers may be nil: no sharing). Nil
 // when there is nothing to send.
-func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat, ttl bool) *anypb.Any {
-	if (r.TTL == nil || !ttl) && !heartbeat {
+func sotwEnvelopeFor(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) *anypb.Any {
+	if !heartbeat && !(r.TTL != nil && wrap >= wrapTTL) && !(r.HasFields() && wrap >= wrapFields) {
 		return r.Body
 	}
 	k := wrapperKey{res: r, name: name, heartbeat: heartbeat}

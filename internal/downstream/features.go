@@ -16,3 +16,30 @@ import (
 func supportsTTL(node *corev3.Node) bool {
 	return slices.Contains(node.GetClientFeatures(), xdstype.FeatureResourceTTL)
 }
+
+// sotwWrap is which SotW resources a client is sent in the
+// envoy.service.discovery.v3.Resource wrapper rather than bare.
+type sotwWrap uint8
+
+const (
+	// wrapNone: every resource bare (the client advertised neither
+	// feature: it may not unwrap).
+	wrapNone sotwWrap = iota
+	// wrapFields: xdstype.FeatureResourceInSotW: resources the origin sent
+	// with aliases, metadata or cache control, so they reach the client.
+	wrapFields
+	// wrapTTL: xdstype.FeatureResourceTTL: those, resources with a TTL,
+	// and heartbeats.
+	wrapTTL
+)
+
+// sotwWrapOf returns what the client of node takes in the wrapper.
+func sotwWrapOf(node *corev3.Node) sotwWrap {
+	switch {
+	case supportsTTL(node):
+		return wrapTTL
+	case slices.Contains(node.GetClientFeatures(), xdstype.FeatureResourceInSotW):
+		return wrapFields
+	}
+	return wrapNone
+}

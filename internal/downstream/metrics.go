@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -22,6 +23,9 @@ type metrics struct {
 	limitRejections  *prometheus.CounterVec // limit (limits.go)
 	accessDenied     *prometheus.CounterVec // type, authority (access.go)
 	nodeDenied       prometheus.Counter     // access.go
+	// resourceErrors: type, code (cache.CodeLabel): resource_errors sent
+	// (resourceerrors.go).
+	resourceErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -70,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "node_identity_denied_total",
 			Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
 		}),
+		resourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "resource_errors_sent_total",
+			Help: "Resource errors (resource_errors) sent to clients, the origins' and the relay's own, by type URL and code.",
+		}, []string{"type", "code"}),
 	}
 	// Every series whose label values are known at start exists from
 	// start, at zero; the authorities' come with setAuthorities.
@@ -83,6 +91,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		for _, r := range requestErrorReasons {
 			m.requestErrors.WithLabelValues(t, r)
 		}
+		for _, c := range cache.CodeLabels() {
+			m.resourceErrors.WithLabelValues(t, c)
+		}
 	}
 	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion} {
 		m.limitRejections.WithLabelValues(l)
@@ -90,7 +101,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
 			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
-			m.accessDenied, m.nodeDenied)
+			m.accessDenied, m.nodeDenied, m.resourceErrors)
 	}
 	return m
 }

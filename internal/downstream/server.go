@@ -11,6 +11,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/access"
@@ -22,7 +23,12 @@ type Cache interface {
 	Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
 	Unwatch(w cache.Watcher, keys ...cache.Key)
 	Get(k cache.Key) (*cache.Resource, cache.State)
+	// Withheld: r, a do_not_cache revision Get returned for k, is not to
+	// be sent to w now (donotcache.go).
+	Withheld(w cache.Watcher, k cache.Key, r *cache.Resource) bool
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
+	Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status)
+	LookupMembers(k cache.Key) cache.CollectionLookup
 }
 
 // DefaultFetchWait is used when Options.FetchWait is zero.

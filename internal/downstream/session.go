@@ -42,9 +42,11 @@ type session struct {
 
 	mu   sync.Mutex
 	node *corev3.Node // guarded by mu; from the first request
-	// ttl: the node advertised TTL support (features.go); guarded
-	// by mu, copied into each typeState.
-	ttl bool
+	// ttl: the node advertised TTL support; wrap: what it takes in the
+	// SotW Resource wrapper (features.go). Guarded by mu, copied into
+	// each typeState.
+	ttl  bool
+	wrap sotwWrap
 	// logFields are the session's log context (variant, peer, node id and
 	// cluster, groups); lg is the logger carrying them, built on first use
 	// (most sessions never log: a logger per session would cost a buffer
@@ -245,9 +247,9 @@ func (ss *session) setNode(n *corev3.Node) error {
 		return nil
 	}
 	ss.node = kept
-	ss.ttl = supportsTTL(n) // client features are read here, not kept
+	ss.ttl, ss.wrap = supportsTTL(n), sotwWrapOf(n) // client features are read here, not kept
 	for _, ts := range ss.types {
-		ts.ttl = ss.ttl
+		ts.ttl, ts.wrap = ss.ttl, ss.wrap
 	}
 	ss.forgetDecisionsLocked()
 	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
@@ -261,7 +263,7 @@ func (ss *session) typeLocked(typeURL string) *typeState {
 	ts, ok := ss.types[typeURL]
 	if !ok {
 		ts = newTypeState(typeURL)
-		ts.ttl = ss.ttl
+		ts.ttl, ts.wrap = ss.ttl, ss.wrap
 		ss.types[typeURL] = ts
 		ss.srv.counts.typ(ss.variant, ts.label, 1)
 	}

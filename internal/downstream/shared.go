@@ -23,10 +23,10 @@ import (
 // path (collectLocked, then the variant's response builder).
 
 // sharedKey names a change's shared encoding in its Memo: one per variant
-// and, for SotW, whether the clients take TTLs (the TTL wrapper or not).
+// and, for SotW, what the clients take in the Resource wrapper.
 type sharedKey struct {
 	variant string
-	ttl     bool
+	wrap    sotwWrap
 }
 
 // sharedLocked builds this session's response from the shared encoding of
@@ -61,13 +61,17 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 			return outMsg{}, nil, false // holds these bytes: a TTL change or nothing
 		}
 	}
-	shared := ss.srv.sharedResources(cs, ss.variant, ts.ttl)
+	shared := ss.srv.sharedResources(cs, ss.variant, ts.wrap)
 	if shared == nil {
 		return outMsg{}, nil, false
 	}
 
+	seq := ss.nonce + 1 // delta: this response's nonce; SotW: its version_info
+	if ss.variant == variantSotW {
+		seq = ts.version + 1
+	}
 	for _, r := range revs {
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version}
+		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}
 	}
 	ss.resetDirtyLocked()
 	ss.writer.roundLocked()
@@ -123,13 +127,13 @@ func appendString(b []byte, n protowire.Number, v string) []byte {
 // sharedResources returns the encoding of a change's revisions as the
 // resources of a response of variant, under their canonical names, with
 // the control_plane every response carries: built
-// once per change and variant (SotW: and ttl), then shared by every
+// once per change and variant (SotW: and wrap), then shared by every
 // client. nil when it cannot be built.
-func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, ttl bool) []byte {
+func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, wrap sotwWrap) []byte {
 	if variant == variantDelta {
-		ttl = false // the delta envelope is the same either way
+		wrap = wrapNone // the delta envelope is the same either way
 	}
-	b, _ := cs.Memo(sharedKey{variant: variant, ttl: ttl}, func() any {
+	b, _ := cs.Memo(sharedKey{variant: variant, wrap: wrap}, func() any {
 		revs := cs.Revisions()
 		var msg proto.Message
 		if variant == variantDelta {
@@ -141,7 +145,7 @@ func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, ttl bool) 
 		} else {
 			rs := make([]*anypb.Any, 0, len(revs))
 			for _, r := range revs {
-				a := sotwEnvelope(s.wrappers, r.Key.Name, r.Res, false, ttl)
+				a := sotwEnvelopeFor(s.wrappers, r.Key.Name, r.Res, false, wrap)
 				if a == nil {
 					return []byte(nil)
 				}

@@ -42,7 +42,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 			zap.String("nonce", clientText(nonce)))
 		return nil
 	}
-	if nonce != "" && !ss.recordNackLocked(ts, nonce, req.GetVersionInfo(), req.GetErrorDetail()) {
+	if nonce != "" && !ss.answerLocked(ts, nonce, req.GetVersionInfo(), req.GetErrorDetail()) {
 		ts.ackVersion = req.GetVersionInfo()
 	}
 	first := !ts.started
@@ -88,8 +88,14 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	removedAny := ts.keepOnlyLocked(names, &ch)
 	for _, r := range rs {
 		if r.err != nil {
-			continue // logged and counted; SotW cannot say "does not exist"
+			// Logged and counted; answered once with a NOT_FOUND
+			// resource error (a repeat of the list keeps its place).
+			if _, ok := ts.unknown[r.name]; !ok {
+				ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
+			}
+			continue
 		}
+		delete(ts.unknown, r.name) // served now (a reload added its authority)
 		ts.subscribeLocked(r, &ch)
 		// Spec: the server must resend any newly requested resource.
 		ts.force[r.name] = struct{}{}
@@ -108,6 +114,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 // anything changed, an omission included), for the others the changed ones.
 func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
+	w.diff.seq = ts.version + 1 // this response's version_info, if built
 	d := w.diffLocked(variantSotW)
 	var resources []*anypb.Any
 	if fullStateTypes[ts.typeURL] {
@@ -116,26 +123,28 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		}
 		resources = ss.fullStateLocked(ts, d.updates)
 	} else {
-		if len(d.updates) == 0 {
+		if len(d.updates) == 0 && len(d.errors) == 0 {
 			return outMsg{}, false
 		}
 		resources = make([]*anypb.Any, 0, len(d.updates))
 		for _, u := range d.updates {
-			if a := sotwEnvelope(ss.srv.wrappers, u.name, u.res, u.heartbeat, ts.ttl); a != nil {
+			if a := sotwEnvelopeFor(ss.srv.wrappers, u.name, u.res, u.heartbeat, ts.wrap); a != nil {
 				resources = append(resources, a)
 			}
 		}
 	}
 	ts.version++
+	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	return outMsg{
 		msg: &discoveryv3.DiscoveryResponse{
-			VersionInfo:  strconv.FormatUint(ts.version, 10),
-			Resources:    resources,
-			TypeUrl:      ts.typeURL,
-			Nonce:        nonce,
-			ControlPlane: ss.srv.controlPlane,
+			VersionInfo:    strconv.FormatUint(ts.version, 10),
+			Resources:      resources,
+			TypeUrl:        ts.typeURL,
+			Nonce:          nonce,
+			ControlPlane:   ss.srv.controlPlane,
+			ResourceErrors: errs,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources),
@@ -163,7 +172,7 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) []*anypb.Any
 	sort.Strings(names)
 	resources := make([]*anypb.Any, 0, len(names))
 	for _, n := range names {
-		if a := sotwEnvelope(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n], ts.ttl); a != nil {
+		if a := sotwEnvelopeFor(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n], ts.wrap); a != nil {
 			resources = append(resources, a)
 		}
 	}

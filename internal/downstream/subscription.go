@@ -3,6 +3,8 @@ package downstream
 import (
 	"sort"
 
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
@@ -20,6 +22,9 @@ type sub struct {
 	memberKeys map[string]string
 	// emptyReported: the glob's own name went out in removed_resources.
 	emptyReported bool
+	// via: the resource's own name the client was sent for this name,
+	// when the name is an alias of it (alias.go); "" otherwise.
+	via string
 }
 
 // held is what the client holds of one name: the revision last sent, or
@@ -28,6 +33,19 @@ type held struct {
 	res     *cache.Resource // nil when absent or only known by version
 	version string          // res.Version, or from initial_resource_versions
 	absent  bool
+	// seq: the response that carried it (configstatus.go); 0 when only
+	// the client's declared version is known.
+	seq uint64
+	// err is the resource error last sent for the name (the cache's
+	// status, compared by pointer), until the resource is sent again.
+	err *statuspb.Status
+}
+
+// unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
+// client is told) and whether the client was told.
+type unknownName struct {
+	detail   *statuspb.Status
+	reported bool
 }
 
 // typeState is a session's state for one type URL. All fields are guarded
@@ -40,6 +58,10 @@ type typeState struct {
 	colls map[string]*sub
 	// byKey: for each watched key, the client's names that map to it.
 	byKey map[cache.Key][]string
+	// via: resources' own names sent for names the client subscribed by
+	// alias, with how many of its subscriptions they answer (alias.go);
+	// nil until one is.
+	via map[string]int
 	// explicit: the client has subscribed to a name (any, "*" included) on
 	// this type, so an empty set no longer means the legacy wildcard.
 	explicit bool
@@ -49,8 +71,9 @@ type typeState struct {
 	// wildcard unsubscribe exception).
 	force map[string]struct{}
 	// unknown: names that cannot be served (authority with no
-	// configuration); delta answers them in removed_resources once.
-	unknown map[string]bool
+	// configuration, type not carried, denied glob); answered once (delta
+	// in removed_resources, SotW with a NOT_FOUND resource error).
+	unknown map[string]unknownName
 	// evalAll: the subscription set changed; the writer evaluates every
 	// subscription of this type.
 	evalAll bool
@@ -66,8 +89,10 @@ type typeState struct {
 	// ClientCounts counts it until the session ends (a reload that lists
 	// the type changes its label, not what this session counted).
 	label string
-	// ttl: the client takes TTLs and heartbeats (features.go).
-	ttl bool
+	// ttl: the client takes TTLs and heartbeats; wrap: which SotW
+	// resources it takes in the Resource wrapper (features.go).
+	ttl  bool
+	wrap sotwWrap
 
 	// SotW / delta bookkeeping.
 	lastNonce  string // nonce of the latest response of this type
@@ -75,6 +100,14 @@ type typeState struct {
 	ackVersion string // SotW: version_info of the latest ACK
 	nackCount  int
 	lastNack   string // error_detail message of the latest NACK
+
+	// What the client answered, for ConfigStatus (configstatus.go):
+	// answered is the highest response seq it ACKed or NACKed; nacked
+	// marks the names of NACKed responses (nil until a NACK);
+	// lastNackSeq is the seq of the latest NACK marked.
+	answered    uint64
+	nacked      map[string]*nackMark
+	lastNackSeq uint64
 }
 
 func newTypeState(typeURL string) *typeState {
@@ -86,7 +119,7 @@ func newTypeState(typeURL string) *typeState {
 		byKey:   make(map[cache.Key][]string),
 		sent:    make(map[string]held),
 		force:   make(map[string]struct{}),
-		unknown: make(map[string]bool),
+		unknown: make(map[string]unknownName),
 	}
 }
 
@@ -148,6 +181,12 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 			}
 		}
 	}
+	if via := s.via; via != "" {
+		ts.setViaLocked(s, "")
+		if !ts.subscribedLocked(via) {
+			delete(ts.sent, via)
+		}
+	}
 	if !ts.subscribedLocked(name) {
 		delete(ts.sent, name)
 	}
@@ -166,6 +205,9 @@ func (ts *typeState) subscribeLocked(r resolved, ch *change) {
 // unsubscribeLocked drops name, noting in ch a key no name of this session
 // maps to any more.
 func (ts *typeState) unsubscribeLocked(name string, ch *change) {
+	if ts.unsubscribeViaLocked(name, ch) {
+		return
+	}
 	if key, last, ok := ts.removeLocked(name); ok && last {
 		ch.unwatch = append(ch.unwatch, key)
 	}
@@ -196,6 +238,11 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 			ts.unsubscribeLocked(n, ch)
 		}
 	}
+	for n := range ts.unknown {
+		if _, ok := want[n]; !ok {
+			ts.forgetUnknownLocked(n)
+		}
+	}
 	return removedAny
 }
 
@@ -204,6 +251,9 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 // holds of name is kept; otherwise it is forgotten or removed).
 func (ts *typeState) subscribedLocked(name string) bool {
 	if s, ok := ts.subs[name]; ok && !s.collection {
+		return true
+	}
+	if ts.via[name] > 0 {
 		return true
 	}
 	return ts.inCollectionLocked(name)

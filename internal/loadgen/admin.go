@@ -9,6 +9,7 @@ import (
 //
 //	GET  /status     Status as JSON
 //	GET  /summary    Summary as JSON
+//	GET  /clients    ClientCounts as JSON: what each client received
 //	POST /reconnect  start a reconnect storm (returns at once)
 func (f *Fleet) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -17,6 +18,9 @@ func (f *Fleet) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /summary", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, f.Summary())
+	})
+	mux.HandleFunc("GET /clients", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, f.ClientCounts())
 	})
 	mux.HandleFunc("POST /reconnect", func(w http.ResponseWriter, _ *http.Request) {
 		f.Reconnect()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -27,6 +28,9 @@ type client struct {
 	f    *Fleet       // read-only after New
 	id   int          // read-only after New
 	node *corev3.Node // read-only after New
+	// names is what the client subscribes to (its window, the names or
+	// the glob). Read-only after New.
+	names []string
 
 	rng *rand.Rand // owned by the run goroutine
 	// have maps each resource name to the version the client holds; reset
@@ -43,6 +47,27 @@ type client struct {
 	mu sync.Mutex
 	// latencies are the stamp-based fan-out samples. Guarded by mu.
 	latencies []time.Duration
+
+	// counts is what the client received since Run started, for a harness
+	// that tells affected from unaffected clients per update.
+	counts clientCounts
+}
+
+// clientCounts are one client's totals, written by its run goroutine and
+// read by anyone.
+type clientCounts struct {
+	responses atomic.Int64
+	resources atomic.Int64
+	bytes     atomic.Int64 // serialized size of the responses (proto.Size)
+	updated   atomic.Int64 // fan-out samples: resources with a push stamp new to the client, received while synced
+}
+
+// response counts one response of size bytes holding resources resources.
+func (c *client) response(size, resources int) {
+	c.f.responseReceived(size)
+	c.counts.responses.Add(1)
+	c.counts.resources.Add(int64(resources))
+	c.counts.bytes.Add(int64(size))
 }
 
 func newClient(f *Fleet, id int) *client {
@@ -51,9 +76,10 @@ func newClient(f *Fleet, id int) *client {
 		id: id,
 		node: &corev3.Node{
 			Id:            fmt.Sprintf("loadgen-%d", id),
-			Cluster:       f.cfg.NodeCluster,
+			Cluster:       f.cfg.nodeCluster(id),
 			UserAgentName: "xds-relay-loadgen",
 		},
+		names:     f.cfg.ClientSubscription(id),
 		rng:       rand.New(rand.NewPCG(uint64(id), 0x10adbe9)),
 		lastStamp: make(map[string]int64),
 	}
@@ -103,7 +129,7 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 	}
 	c.f.streamOpened()
 	defer c.f.streamClosed()
-	names := c.f.cfg.subscription()
+	names := c.names
 	typeURL := c.f.cfg.TypeURL
 	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
 		return fmt.Errorf("send subscription: %w", err)
@@ -115,7 +141,7 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 			return fmt.Errorf("receive: %w", err)
 		}
 		now := time.Now()
-		c.f.responseReceived(proto.Size(resp))
+		c.response(proto.Size(resp), len(resp.GetResources()))
 		for i, a := range resp.GetResources() {
 			name, body, err := sotwResource(a)
 			if err != nil {
@@ -150,7 +176,7 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 	c.f.streamOpened()
 	defer c.f.streamClosed()
 	typeURL := c.f.cfg.TypeURL
-	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: c.f.cfg.subscription()}); err != nil {
+	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: c.names}); err != nil {
 		return fmt.Errorf("send subscription: %w", err)
 	}
 	for {
@@ -159,7 +185,7 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 			return fmt.Errorf("receive: %w", err)
 		}
 		now := time.Now()
-		c.f.responseReceived(proto.Size(resp))
+		c.response(proto.Size(resp), len(resp.GetResources()))
 		for _, r := range resp.GetResources() {
 			c.receive(r.GetName(), r.GetVersion(), r.GetResource().GetValue(), now)
 		}
@@ -197,6 +223,7 @@ func (c *client) receive(name, version string, body []byte, now time.Time) {
 	c.mu.Lock()
 	c.latencies = append(c.latencies, now.Sub(ts))
 	c.mu.Unlock()
+	c.counts.updated.Add(1)
 	c.f.stamped.Add(1)
 }
 
@@ -211,7 +238,7 @@ func (c *client) checkSynced(answered bool) {
 			return
 		}
 	} else {
-		for _, n := range c.f.cfg.Names {
+		for _, n := range c.names {
 			if _, ok := c.have[n]; !ok {
 				return
 			}

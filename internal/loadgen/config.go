@@ -35,9 +35,21 @@ type Config struct {
 	// TypeURL is the resource type subscribed to. A full type URL, or one of
 	// the short forms eds, cds, lds, rds, sds. Default: ClusterLoadAssignment.
 	TypeURL string
-	// Names are the resources every client subscribes to. Exactly one of
-	// Names and Glob is set.
+	// Names are the resources every client subscribes to (or, with
+	// Window, the ring of names the clients' windows are cut from).
+	// Exactly one of Names and Glob is set.
 	Names []string
+	// Window, when not 0, gives each client its own subscription, as
+	// Envoys of different services each want their own clusters: client i
+	// subscribes to the Window names starting at Names[i*Stride], wrapping
+	// around the end of Names, so neighbouring clients' windows overlap.
+	// Default 0: every client subscribes to all of Names. At most
+	// len(Names); needs Names.
+	Window int
+	// Stride is how far apart two consecutive clients' windows start.
+	// Default: len(Names)/Clients, at least 1, so the windows cover every
+	// name. Only with Window.
+	Stride int
 	// Glob is an xdstp glob collection URL every client subscribes to.
 	Glob string
 	// NackFraction is the fraction of responses NACKed, in [0, 1]. Default 0.
@@ -45,6 +57,12 @@ type Config struct {
 	// NodeCluster is the Node.cluster every client presents; Node.id is
 	// "loadgen-<index>". Default "loadgen".
 	NodeCluster string
+	// NodeClusters, when more than 1, spreads the clients over that many
+	// node clusters, as Envoys of different services: client i presents
+	// "<NodeCluster>-<i mod NodeClusters>". A relay that groups plain
+	// names by node cluster then keeps one upstream stream per cluster.
+	// Default 1: every client presents NodeCluster.
+	NodeClusters int
 	// Logger receives stream errors at Debug. Default: no logging.
 	Logger *zap.Logger
 }
@@ -74,8 +92,14 @@ func (c Config) withDefaults() Config {
 	if full, ok := typeAliases[strings.ToLower(c.TypeURL)]; ok {
 		c.TypeURL = full
 	}
+	if c.Window > 0 && c.Stride == 0 && c.Clients > 0 {
+		c.Stride = max(1, len(c.Names)/c.Clients)
+	}
 	if c.NodeCluster == "" {
 		c.NodeCluster = "loadgen"
+	}
+	if c.NodeClusters == 0 {
+		c.NodeClusters = 1
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -119,16 +143,56 @@ func (c Config) Validate() error {
 	if c.Glob != "" && !strings.HasSuffix(strings.SplitN(c.Glob, "?", 2)[0], "/*") {
 		bad("glob", "%q does not end in /*", c.Glob)
 	}
+	switch {
+	case c.Window < 0:
+		bad("window", "%d: want 0 (every name) or more", c.Window)
+	case c.Window > 0 && c.Glob != "":
+		bad("window", "a window is cut from names, not a glob")
+	case c.Window > len(c.Names) && len(c.Names) > 0:
+		bad("window", "%d: more than the %d names", c.Window, len(c.Names))
+	case c.Window == 0 && c.Stride != 0:
+		bad("stride", "%d: only with a window", c.Stride)
+	case c.Window > 0 && c.Stride < 1:
+		bad("stride", "%d: want at least 1", c.Stride)
+	}
+	if c.NodeClusters < 1 {
+		bad("node-clusters", "%d: want at least 1", c.NodeClusters)
+	}
 	if c.NackFraction < 0 || c.NackFraction > 1 {
 		bad("nack-fraction", "%v: want a value in [0, 1]", c.NackFraction)
 	}
 	return errors.Join(errs...)
 }
 
-// subscription is what every client subscribes to.
+// subscription is what the clients subscribe to: the glob, or every name
+// some client's subscription holds.
 func (c Config) subscription() []string {
 	if c.Glob != "" {
 		return []string{c.Glob}
 	}
 	return c.Names
+}
+
+// nodeCluster is the Node.cluster client i presents.
+func (c Config) nodeCluster(i int) string {
+	if c.NodeClusters <= 1 {
+		return c.NodeCluster
+	}
+	return fmt.Sprintf("%s-%d", c.NodeCluster, i%c.NodeClusters)
+}
+
+// ClientSubscription returns what client i (from 0) subscribes to, after
+// defaults: its window of Names, or the whole subscription without one.
+// The caller must not modify the result.
+func (c Config) ClientSubscription(i int) []string {
+	c = c.withDefaults()
+	if c.Window == 0 || len(c.Names) == 0 {
+		return c.subscription()
+	}
+	out := make([]string, c.Window)
+	start := i * c.Stride
+	for j := range out {
+		out[j] = c.Names[(start+j)%len(c.Names)]
+	}
+	return out
 }

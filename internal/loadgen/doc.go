@@ -4,8 +4,11 @@
 // A Fleet spreads N clients over C gRPC connections (many streams per
 // connection, so ten thousand clients do not need ten thousand sockets).
 // Each client opens one ADS stream (SotW or delta), subscribes to a list of
-// names or one glob, ACKs every response (NACKs a configurable fraction) and
-// records when each resource version arrived.
+// names, its own window of them (Config.Window: overlapping windows, as
+// Envoys of different services want different clusters) or one glob, ACKs
+// every response (NACKs a configurable fraction) and records when each
+// resource version arrived and what it received (ClientCounts; an update's
+// UpdateTally tells the clients it affected from the others).
 //
 // Fan-out latency. When a resource body carries a push stamp (see Stamp; the
 // benchmark origin under bench/origin embeds one in every pushed resource),

@@ -61,7 +61,11 @@ type Summary struct {
 	TypeURL      string   `json:"type_url"`
 	Conns        int      `json:"conns"`
 	Subscription []string `json:"subscription"`
-	VersionsSeen int      `json:"versions_seen"`
+	// Window and Stride are the clients' windows of Subscription (0: every
+	// client subscribes to all of it).
+	Window       int `json:"window,omitempty"`
+	Stride       int `json:"stride,omitempty"`
+	VersionsSeen int `json:"versions_seen"`
 	// LatencySource is "origin-stamp" (samples: receipt − push stamp, one
 	// per client and stamped resource of an update) or "first-to-last" (samples: last − first
 	// receipt across the fleet, one per updated version), or "" when no
@@ -109,6 +113,8 @@ func (f *Fleet) Summary() Summary {
 		TypeURL:      f.cfg.TypeURL,
 		Conns:        f.cfg.Conns,
 		Subscription: f.cfg.subscription(),
+		Window:       f.cfg.Window,
+		Stride:       f.cfg.Stride,
 	}
 	var samples []time.Duration
 	for _, c := range f.clients {
@@ -160,8 +166,12 @@ func (s Status) ProgressLine() string {
 
 // WriteText writes s for a human.
 func (s Summary) WriteText(w io.Writer) error {
+	subscribed := fmt.Sprintf("subscribed to %d name(s)", len(s.Subscription))
+	if s.Window > 0 {
+		subscribed = fmt.Sprintf("each subscribed to a window of %d of %d names (stride %d)", s.Window, len(s.Subscription), s.Stride)
+	}
 	_, err := fmt.Fprintf(w, `target            %s (%s, %s)
-clients           %d over %d connections, subscribed to %d name(s)
+clients           %d over %d connections, %s
 streams           %d open, %d opened, %d errors
 synced            %d of %d (initial sync %.3fs)
 responses         %d (%d ACKed, %d NACKed), %d resources, %d bytes
@@ -169,7 +179,7 @@ versions seen     %d
 fan-out latency   %s: %d samples, p50 %.2fms p99 %.2fms max %.2fms
 `,
 		s.Target, s.Variant, s.TypeURL,
-		s.Clients, s.Conns, len(s.Subscription),
+		s.Clients, s.Conns, subscribed,
 		s.StreamsOpen, s.StreamsOpened, s.StreamErrors,
 		s.Synced, s.Clients, s.InitialSyncS,
 		s.Responses, s.Acks, s.Nacks, s.Received, s.BytesReceived,

@@ -93,7 +93,10 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
-	r.addStatusPages(c, up, ds)
+	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
+		return err
+	}
+	r.addStatusPages(c, up, ds, r.csds)
 	r.reloadComponents(c, up, ds) // reloadhooks.go
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/csds"
 )
 
 // Relay is one relay process: the downstream gRPC server, the admin HTTP
@@ -36,6 +37,7 @@ type Relay struct {
 	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
 	rest   restListener                  // rest_listen (rest.go)
+	csds   *csds.Server                  // read-only after New; csds_listen (csds.go)
 	// upCreds are the upstream credentials by setting (upstreamauth.go);
 	// used by New and by reloads (serialised by reloadMu).
 	upCreds *upstreamCreds
@@ -205,6 +207,14 @@ func (r *Relay) Start(ctx context.Context) error {
 		_ = adminLis.Close()
 		return err
 	}
+	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
+		_ = xdsLis.Close()
+		_ = adminLis.Close()
+		if restLis != nil {
+			_ = restLis.Close()
+		}
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 
 	r.mu.Lock()
@@ -218,6 +228,7 @@ func (r *Relay) Start(ctx context.Context) error {
 		if restLis != nil {
 			_ = restLis.Close()
 		}
+		r.csds.Close(ctx)
 		if st == stateClosed {
 			return ErrClosed
 		}
@@ -264,7 +275,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	r.m.ready.Set(1)
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	r.lg.Info("relay serving", zap.String("listen", xdsLis.Addr().String()), zap.String("admin", adminLis.Addr().String()),
-		zap.String("rest_listen", r.RESTAddr()))
+		zap.String("rest_listen", r.RESTAddr()), zap.String("csds_listen", r.CSDSAddr()))
 	return nil
 }
 
@@ -401,6 +412,7 @@ func (r *Relay) Close() error {
 	if err := r.shutdownREST(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	r.csds.Close(ctx) // its streams end at once; unary calls get the grace period
 	select {
 	case <-grpcStopped:
 	case <-ctx.Done():

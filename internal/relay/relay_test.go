@@ -85,6 +85,7 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 	}{
 		{name: "listen", key: "listen"},
 		{name: "admin", key: "admin"},
+		{name: "csds_listen", key: "csds_listen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,10 +95,13 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 			}
 			defer busy.Close()
 			c := testConfig(t)
-			if tt.key == "listen" {
+			switch tt.key {
+			case "listen":
 				c.Listen = busy.Addr().String()
-			} else {
+			case "admin":
 				c.Admin = busy.Addr().String()
+			case "csds_listen":
+				c.CSDSListen = busy.Addr().String()
 			}
 			r := newRelay(t, c)
 			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)

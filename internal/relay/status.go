@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -34,8 +35,11 @@ type Status struct {
 	Links          []upstream.LinkStatus   `json:"links"`
 	LinksTruncated bool                    `json:"links_truncated"`
 	Clients        downstream.ClientCounts `json:"clients"`
-	Cache          CacheStatus             `json:"cache"`
-	Nacks          downstream.NacksList    `json:"nacks"`
+	// ClientStates: the first csds.PageClients client streams, their
+	// resources counted by type as synced, NACKed or pending (internal/csds).
+	ClientStates csds.Page            `json:"client_states"`
+	Cache        CacheStatus          `json:"cache"`
+	Nacks        downstream.NacksList `json:"nacks"`
 }
 
 // AuthorityStatus sums up an authority's upstream links.
@@ -78,12 +82,14 @@ type statusSources struct {
 	cache   *cache.Cache          // read-only after New
 	up      *upstream.Manager     // read-only after New
 	ds      *downstream.Server    // read-only after New
+	csds    *csds.Server          // read-only after New
 	ready   func() error          // read-only after New
 	config  func() *config.Config // the running config (Relay.config: follows reloads)
 }
 
 // status gathers Status. Its cost is O(authorities + upstream links + the
-// served types), whatever the number of clients or resources.
+// served types), whatever the number of clients or resources, plus the
+// client table's, bounded by csds.PageClients and its entries.
 func (s *statusSources) status() Status {
 	now := time.Now()
 	cfg := s.config()
@@ -131,6 +137,7 @@ func (s *statusSources) status() Status {
 	}
 	st.Links = append(st.Links, links...)
 	st.Clients = s.ds.ClientCounts()
+	st.ClientStates = s.csds.Page()
 	stats := s.cache.Stats()
 	st.Cache = CacheStatus{Stats: stats, HitRatio: stats.HitRatio()}
 	st.Nacks.Recent, st.Nacks.Total = s.ds.Nacks()

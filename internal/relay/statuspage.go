@@ -14,6 +14,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
@@ -41,6 +42,8 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 	"counts":     func(m map[string]int) string { return formatCounts(m, false) },
 	"typeCounts": func(m map[string]int) string { return formatCounts(m, true) },
 	"short":      shortType,
+	"shortAll":   formatTypes,
+	"states":     formatClientStates,
 	"age":        formatAge,
 	"errAt":      formatErrAt,
 	"authErrors": formatAuthorityErrors,
@@ -53,8 +56,8 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 // addStatusPages mounts the status page (/), its JSON (StatusPath) and
 // assets, and the JSON pages beside it: /debug/cache, /debug/nacks,
 // /debug/config.
-func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server) {
-	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, ready: r.readiness, config: r.config}
+func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, cs *csds.Server) {
+	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, csds: cs, ready: r.readiness, config: r.config}
 	lg := r.lg.Named("status")
 	a := r.admin
 	a.handle("/", "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -154,6 +157,24 @@ func formatCounts(m map[string]int, shorten bool) string {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, out[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// formatTypes names types by shortType, joined (status.js: shortAll).
+func formatTypes(ts []string) string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = shortType(t)
+	}
+	return strings.Join(out, ", ")
+}
+
+// formatClientStates says how many clients the table lists (status.js:
+// states).
+func formatClientStates(p csds.Page) string {
+	if p.Matched > len(p.Rows) {
+		return fmt.Sprintf("the first %d of %d", len(p.Rows), p.Matched)
+	}
+	return fmt.Sprintf("%d", len(p.Rows))
 }
 
 // formatErrAt is an error with the time it happened (status.js: errAt).

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -50,6 +54,9 @@ type linkState struct {
 	lastErr      string
 	lastErrAt    time.Time
 	lastResponse time.Time
+	// unavailable: the cache was told no origin answers the link
+	// (noOriginAnswers), and not yet that one does.
+	unavailable bool
 }
 
 func (l *link) setState(origin, state string) {
@@ -69,7 +76,12 @@ func (l *link) answered() {
 	l.mu.Lock()
 	l.status.state, l.status.lastResponse = "open", time.Now()
 	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
+	clearUnavailable := l.status.unavailable
+	l.status.unavailable = false
 	l.mu.Unlock()
+	if clearUnavailable {
+		l.mgr.cache.SetStreamError(l.id, nil)
+	}
 }
 
 // originAlive records an answered liveness probe (probe.go): the origin
@@ -78,7 +90,35 @@ func (l *link) originAlive() {
 	l.mu.Lock()
 	l.status.state = "open"
 	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
+	clearUnavailable := l.status.unavailable
+	l.status.unavailable = false
 	l.mu.Unlock()
+	if clearUnavailable {
+		l.mgr.cache.SetStreamError(l.id, nil)
+	}
+}
+
+// noOriginAnswers tells the cache that no origin of the authority answers
+// the link (every one was tried and none answered, err the last attempt's
+// error): the link's pending names get the relay's UNAVAILABLE
+// (resource_errors), so clients learn it now rather than by their own
+// timers. The next answer clears it (answered, originAlive).
+func (l *link) noOriginAnswers(err error) {
+	l.mu.Lock()
+	already := l.status.unavailable
+	l.status.unavailable = true
+	l.mu.Unlock()
+	if already {
+		return
+	}
+	// The message names the authority only, not the group key, the
+	// origins' addresses or the transport's error text (logged here):
+	// every client of the link reads it.
+	l.mgr.cache.SetStreamError(l.id, &statuspb.Status{
+		Code:    int32(codes.Unavailable),
+		Message: "xds-relay: no origin of authority " + l.id.Authority + " answers; the resource is requested and will be sent once one does",
+	})
+	l.lg.Debug("clients told no origin answers (UNAVAILABLE for pending names)", zap.Error(err))
 }
 
 func (l *link) describe(now time.Time) LinkStatus {

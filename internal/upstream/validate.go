@@ -6,6 +6,7 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -64,6 +65,7 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 			return u, err
 		}
 		cr := &cache.Resource{Name: res.GetName(), OriginVersion: res.GetVersion(), TTL: res.GetTtl(), Arrived: now}
+		keepFields(cr, res)
 		if res.GetResource() == nil {
 			cr.Heartbeat = true
 			u.Resources = append(u.Resources, cr)
@@ -85,12 +87,38 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 		}
 		u.Removed = append(u.Removed, c)
 	}
+	return resourceErrors(u, r.GetResourceErrors())
+}
+
+// resourceErrors adds a response's resource_errors (xRFC TP3) to u, each
+// under its canonical name ("" and "*" are the Wildcard). A NOT_FOUND is
+// also a removal: the spec makes it one, and what a response answers
+// (answered.go) counts it as such.
+func resourceErrors(u cache.Update, errs []*discoveryv3.ResourceError) (cache.Update, error) {
+	for i, re := range errs {
+		name := re.GetResourceName().GetName()
+		if re.GetErrorDetail() == nil {
+			return u, rejectf("resource_errors[%d] (%q) has no error_detail", i, name)
+		}
+		c := cache.Wildcard
+		if name != "" {
+			var err error
+			if c, err = cache.CanonicalName(name); err != nil {
+				return u, rejectf("resource_errors[%d] name %q is not valid: %v", i, name, err)
+			}
+		}
+		u.Errors = append(u.Errors, cache.ResourceError{Name: c, Detail: re.GetErrorDetail()})
+		if codes.Code(re.GetErrorDetail().GetCode()) == codes.NotFound {
+			u.Removed = append(u.Removed, c)
+		}
+	}
 	return u, nil
 }
 
 // sotwUpdate validates a SotW response and turns it into a cache update.
 // Resources may be wrapped in envoy.service.discovery.v3.Resource (TTL,
-// heartbeats); the wrapper is removed.
+// heartbeats, aliases, metadata, cache control); the wrapper is removed,
+// its fields kept.
 func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Time) (cache.Update, error) {
 	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl(), Arrived: now}
 	seen := names{}
@@ -104,6 +132,7 @@ func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Ti
 				return u, rejectf("resources[%d]: Resource wrapper cannot be decoded: %v", i, err)
 			}
 			cr.Name, cr.TTL, cr.Body = w.GetName(), w.GetTtl(), w.GetResource()
+			keepFields(cr, &w)
 			if cr.Body == nil {
 				if cr.Name == "" {
 					return u, rejectf("resources[%d]: heartbeat without a name", i)
@@ -142,5 +171,5 @@ func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Ti
 		}
 		u.Resources = append(u.Resources, cr)
 	}
-	return u, nil
+	return resourceErrors(u, r.GetResourceErrors())
 }

@@ -45,6 +45,9 @@
     }
     return Object.keys(out).sort().map(k => k + ": " + out[k]).join(", ");
   }
+  function shortAll(ts) { return (ts || []).map(short).join(", "); }
+  // states: how many clients the table lists (statuspage.go: formatClientStates).
+  function states(p) { return p.matched > p.rows.length ? "the first " + p.rows.length + " of " + p.matched : String(p.rows.length); }
   function ratio(c) {
     if (c.hits + c.misses === 0) return "n/a (no subscriptions yet)";
     return (c.hit_ratio * 100).toFixed(1) + "% (" + c.hits + " hits, " + c.misses + " misses)";
@@ -86,6 +89,9 @@
     setText("clients-sotw", st.clients.streams.sotw);
     setText("clients-delta", st.clients.streams.delta);
     fillRows("clients-rows", st.clients.by_type.map(t => [short(t.type), t.sotw, t.delta]));
+    setText("client-states-count", states(st.client_states));
+    fillRows("client-states-rows", st.client_states.rows.map(c => [c.client, c.variant, shortAll(c.types),
+      counts(c.synced, true), { text: counts(c.nacked, true), cls: "err" }, counts(c.pending, true)]));
     live("clients");
 
     const c = st.cache;

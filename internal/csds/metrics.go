@@ -1,0 +1,40 @@
+package csds
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Method label values of xds_relay_csds_requests_total.
+const (
+	methodFetch  = "fetch"
+	methodStream = "stream"
+	methodDebug  = "debug" // GET /debug/csds
+)
+
+type metrics struct {
+	requests  *prometheus.CounterVec // by method
+	truncated prometheus.Counter
+	clients   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "csds", Name: "requests_total",
+			Help: "Client status requests answered, by method (fetch, stream: one per request on the stream; debug: GET /debug/csds).",
+		}, []string{"method"}),
+		truncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "csds", Name: "truncated_total",
+			Help: "Client status responses cut at the per-response bounds (clients or resource entries).",
+		}),
+		clients: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "csds", Name: "clients_reported_total",
+			Help: "Client configs put in client status responses, summed over responses.",
+		}),
+	}
+	for _, method := range []string{methodFetch, methodStream, methodDebug} {
+		m.requests.WithLabelValues(method)
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.truncated, m.clients)
+	}
+	return m
+}

@@ -1,0 +1,339 @@
+package csds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+
+	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/xds-relay/xds-relay/internal/downstream"
+)
+
+// The bounds of one response (FetchClientStatus, each StreamClientStatus
+// answer, GET /debug/csds), whatever the fleet and whatever the caller
+// asks: clients are listed by stream id, oldest first.
+const (
+	// DefaultMaxClients: at most this many client configs per response;
+	// the others that match are only counted (the truncation note).
+	DefaultMaxClients = 1000
+	// DefaultMaxResources: at most this many resource entries
+	// (generic_xds_configs) per response, over all its clients; a client
+	// listed after they are spent is listed with none (its node only).
+	DefaultMaxResources = 20000
+	// DefaultMaxBytes: at most about this many encoded bytes per response
+	// (an upper bound of each entry's and node's size): under gRPC's
+	// default receive limit of 4 MiB, so a caller with default options
+	// can take any response.
+	DefaultMaxBytes = 3 << 20
+	// maxBuilding: reports built at once, over every caller; the others
+	// wait their turn (or their deadline).
+	maxBuilding = 2
+)
+
+// TruncatedHeader is the response metadata that says a response was cut
+// at its bounds: "<listed> of <matched> clients; <n> resource entries
+// left out". Fetch: a header. Stream: the header when the first answer is
+// cut, and the trailer (the note of every cut answer, in order).
+const TruncatedHeader = "x-xds-relay-csds-truncated"
+
+// Source is what CSDS reports on: the connected clients
+// (downstream.Server).
+type Source interface {
+	ConfigStatus(downstream.StatusQuery) downstream.StatusReport
+}
+
+// Options configure a Server.
+type Options struct {
+	// Source is required.
+	Source Source
+	// Listen is the gRPC address (csds_listen); "" serves no listener
+	// (the service and /debug/csds still work).
+	Listen string
+	// ServerOptions are the listener's gRPC options (the downstream TLS,
+	// keepalive and message limits).
+	ServerOptions []grpc.ServerOption
+	// MaxClients, MaxResources and MaxBytes bound each response; 0:
+	// the defaults.
+	MaxClients   int
+	MaxResources int
+	MaxBytes     int
+	Logger       *zap.Logger
+	Registry     prometheus.Registerer
+	// OnFail is told when the listener stops serving before Close.
+	OnFail func(error)
+}
+
+// Server serves envoy.service.status.v3.ClientStatusDiscoveryService and
+// /debug/csds.
+type Server struct {
+	statusv3.UnimplementedClientStatusDiscoveryServiceServer
+
+	src          Source      // read-only after New
+	lg           *zap.Logger // read-only after New
+	m            *metrics    // read-only after New
+	maxClients   int         // read-only after New
+	maxResources int         // read-only after New
+	maxBytes     int         // read-only after New
+	// slots bounds the reports built at once (maxBuilding).
+	slots chan struct{}
+	// closing is closed by Close: open streams end, waiting calls give up.
+	closing   chan struct{}
+	closeOnce sync.Once
+	// wg owns the stream pumps and the serve goroutine.
+	wg sync.WaitGroup
+
+	listen string       // read-only after New
+	gs     *grpc.Server // read-only after New; nil when listen is ""
+	onFail func(error)  // read-only after New
+	mu     sync.Mutex   // guards lis, state
+	lis    net.Listener // guarded by mu; set by Start
+	state  lifecycle    // guarded by mu
+}
+
+// lifecycle: new → started (Start) → closed (Close); Close also from new.
+type lifecycle int
+
+const (
+	stateNew lifecycle = iota
+	stateStarted
+	stateClosed
+)
+
+// New builds a Server; nothing is bound until Start.
+func New(o Options) (*Server, error) {
+	if o.Source == nil {
+		return nil, errors.New("csds: no source")
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.MaxClients <= 0 {
+		o.MaxClients = DefaultMaxClients
+	}
+	if o.MaxResources <= 0 {
+		o.MaxResources = DefaultMaxResources
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	s := &Server{
+		src:          o.Source,
+		lg:           o.Logger.Named("csds"),
+		m:            newMetrics(o.Registry),
+		maxClients:   o.MaxClients,
+		maxResources: o.MaxResources,
+		maxBytes:     o.MaxBytes,
+		slots:        make(chan struct{}, maxBuilding),
+		closing:      make(chan struct{}),
+		listen:       o.Listen,
+		onFail:       o.OnFail,
+	}
+	if o.Listen != "" {
+		s.gs = grpc.NewServer(o.ServerOptions...)
+		statusv3.RegisterClientStatusDiscoveryServiceServer(s.gs, s)
+	}
+	return s, nil
+}
+
+// FetchClientStatus answers one request.
+func (s *Server) FetchClientStatus(ctx context.Context, req *statusv3.ClientStatusRequest) (*statusv3.ClientStatusResponse, error) {
+	s.m.requests.WithLabelValues(methodFetch).Inc()
+	resp, note, err := s.answer(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(TruncatedHeader, note))
+	}
+	return resp, nil
+}
+
+// StreamClientStatus answers each request of the stream, in order, until
+// the caller ends it or the relay shuts down (Unavailable).
+func (s *Server) StreamClientStatus(stream statusv3.ClientStatusDiscoveryService_StreamClientStatusServer) error {
+	ctx := stream.Context()
+	type received struct {
+		req *statusv3.ClientStatusRequest
+		err error
+	}
+	reqs := make(chan received)
+	done := make(chan struct{})
+	defer close(done)
+	s.wg.Add(1)
+	go func() { // the pump: ends when Recv fails, at the latest once this handler returned
+		defer s.wg.Done()
+		for {
+			req, err := stream.Recv()
+			select {
+			case reqs <- received{req, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-s.closing:
+			return status.Error(codes.Unavailable, ErrClosed.Error())
+		case r := <-reqs:
+			if errors.Is(r.err, io.EOF) {
+				return nil
+			}
+			if r.err != nil {
+				return r.err
+			}
+			s.m.requests.WithLabelValues(methodStream).Inc()
+			resp, note, err := s.answer(ctx, r.req)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				md := metadata.Pairs(TruncatedHeader, note)
+				if first {
+					_ = stream.SetHeader(md)
+				}
+				stream.SetTrailer(md)
+			}
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+			first = false
+		}
+	}
+}
+
+// answer builds the response to req, and the truncation note when it was
+// cut; errors are gRPC statuses.
+func (s *Server) answer(ctx context.Context, req *statusv3.ClientStatusRequest) (*statusv3.ClientStatusResponse, string, error) {
+	sel, err := compileRequest(req)
+	if err != nil {
+		return nil, "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	rep, err := s.report(ctx, downstream.StatusQuery{Match: sel, MaxClients: s.maxClients, MaxResources: s.maxResources, MaxBytes: s.maxBytes})
+	if err != nil {
+		return nil, "", err
+	}
+	resp := response(rep)
+	s.m.clients.Add(float64(len(rep.Clients)))
+	return resp, s.note(len(rep.Clients), rep.Matched, rep.ResourcesCut), nil
+}
+
+// report takes a building slot and asks the source.
+func (s *Server) report(ctx context.Context, q downstream.StatusQuery) (downstream.StatusReport, error) {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return downstream.StatusReport{}, status.FromContextError(ctx.Err()).Err()
+	case <-s.closing:
+		return downstream.StatusReport{}, status.Error(codes.Unavailable, ErrClosed.Error())
+	}
+	defer func() { <-s.slots }()
+	return s.src.ConfigStatus(q), nil
+}
+
+// note is the truncation note of a response that lists listed of matched
+// clients and left cut resource entries out; "" when nothing was cut.
+func (s *Server) note(listed, matched, cut int) string {
+	if matched <= listed && cut == 0 {
+		return ""
+	}
+	s.m.truncated.Inc()
+	s.lg.Debug("client status response cut at its bounds", zap.Int("matched", matched), zap.Int("listed", listed),
+		zap.Int("resources_cut", cut))
+	return fmt.Sprintf("%d of %d clients; %d resource entries left out (at most %d clients, %d resource entries and about %d bytes per response)",
+		listed, matched, cut, s.maxClients, s.maxResources, s.maxBytes)
+}
+
+// Start binds the listener (none when Listen is "") and serves it until
+// Close. A busy address fails here: "csds_listen 127.0.0.1:1: ...".
+func (s *Server) Start(ctx context.Context) error {
+	if s.gs == nil {
+		return nil
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", s.listen)
+	if err != nil {
+		var sysErr *os.SyscallError
+		if errors.As(err, &sysErr) {
+			err = sysErr.Err // "address already in use", as the relay's other listeners say
+		}
+		return fmt.Errorf("csds_listen %s: %w", s.listen, err)
+	}
+	s.mu.Lock()
+	if s.state != stateNew {
+		st := s.state
+		s.mu.Unlock()
+		_ = l.Close()
+		if st == stateClosed {
+			return ErrClosed
+		}
+		return ErrStarted
+	}
+	s.state, s.lis = stateStarted, l
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		if err := s.gs.Serve(l); err != nil && s.onFail != nil {
+			select {
+			case <-s.closing:
+			default:
+				s.onFail(fmt.Errorf("csds_listen %s: serve: %w", l.Addr(), err))
+			}
+		}
+	}()
+	s.lg.Info("client status discovery serving", zap.String("csds_listen", l.Addr().String()))
+	return nil
+}
+
+// Addr is the bound address ("" before Start, or when there is no
+// listener).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lis == nil {
+		return ""
+	}
+	return s.lis.Addr().String()
+}
+
+// Close ends open streams (Unavailable) and waiting calls, stops the
+// listener (calls in flight get until ctx ends) and waits for every
+// goroutine the Server started. It may be called more than once.
+func (s *Server) Close(ctx context.Context) {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.mu.Lock()
+	s.state = stateClosed
+	s.mu.Unlock()
+	if s.gs != nil {
+		stopped := make(chan struct{})
+		go func() {
+			s.gs.GracefulStop()
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			s.gs.Stop()
+			<-stopped
+		}
+	}
+	s.wg.Wait()
+}

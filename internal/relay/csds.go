@@ -1,0 +1,54 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/csds"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+)
+
+// buildCSDS wires Client Status Discovery (internal/csds) to the
+// downstream server: its gRPC listener on csds_listen, built with the
+// downstream listener's own options (downstream.tls, client certificates
+// required when ca_file is set; keepalive, message and stream limits), and
+// /debug/csds on the admin listener. Start binds it; Close ends it.
+func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, ds *downstream.Server) error {
+	var opts []grpc.ServerOption
+	if cfg.CSDSListen != "" {
+		o, err := serverOptions(cfg.Downstream, lg.Named("csds"))
+		if err != nil {
+			return fmt.Errorf("csds_listen: %w", err)
+		}
+		opts = o
+	}
+	// A response fits downstream.max_send_msg_size, which the listener
+	// enforces, with room for what the size bound does not count.
+	maxBytes := csds.DefaultMaxBytes
+	if send := int(cfg.Downstream.MaxSendMsgSize); send > 0 {
+		maxBytes = min(maxBytes, send*3/4)
+	}
+	s, err := csds.New(csds.Options{Source: ds, Listen: cfg.CSDSListen, ServerOptions: opts, MaxBytes: maxBytes,
+		Logger: lg, Registry: reg, OnFail: r.fail})
+	if err != nil {
+		return err
+	}
+	r.csds = s
+	r.onStop(func() { s.Close(context.Background()) }) // a relay never started, or New failing later
+	r.admin.handle(csds.DebugPath, "client status per connected client stream: resources ACKed, NACKed, sent, requested, by type (JSON; ?node_id=)", s.DebugHandler())
+	return nil
+}
+
+// CSDSAddr is the bound csds_listen address ("" before Start, or when
+// CSDS is off).
+func (r *Relay) CSDSAddr() string {
+	if r.csds == nil {
+		return ""
+	}
+	return r.csds.Addr()
+}
