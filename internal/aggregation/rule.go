@@ -7,9 +7,10 @@ import (
 // The YAML schema of aggregation.rules. Rules are tried in order and the
 // first one that matches a request wins. A request is (type URL, resource
 // name, client Node); a wildcard subscription has the resource name "".
-// Every rule's result names an authority and builds a group key; clients
-// whose requests resolve to the same (authority, group) share one upstream
-// stream, so a group must only contain clients the origin answers alike.
+// Every rule's result names an authority and builds a group key, or refuses
+// the request; clients whose requests resolve to the same (authority,
+// group) share one upstream stream, so a group must only contain clients
+// the origin answers alike.
 // Two rules that build the same key for the same authority share a stream on
 // purpose (e.g. one rule for EDS and one for CDS, both grouping by cluster).
 //
@@ -144,8 +145,9 @@ type Target struct {
 	// group's stream. Default: absent: a Node built from the group key
 	// alone, the same whichever client of the group comes first: each node
 	// field the key takes a value from holds that value (the whole field
-	// for node_field, only the captured text for a capture, metadata as a
-	// string at its path), with the relay's node id unless the key uses
+	// for node_field, only the captured or rewritten text for a capture or
+	// a rewrite, metadata as a string at its path), with the relay's node
+	// id unless the key uses
 	// node.id; never anything else a client sent (upstreamnode.go).
 	Node *UpstreamNode `yaml:"node,omitempty"`
 }
