@@ -106,7 +106,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(typeURL, items, unknown, fa, supportsTTL(req.GetNode()))
+		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, sotwWrapOf(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			if len(resp.GetResources()) == 0 && s.allAbsent(items) {
@@ -199,14 +199,16 @@ type fetchItem struct {
 }
 
 // fetchResponse builds a fetch's response from what the cache holds now
-// (ttl: the client takes TTLs, features.go); pending reports that some of
+// (wrap: what the client takes in the Resource wrapper, features.go); pending reports that some of
 // it is not known yet. Its version_info (and
 // nonce) is a hash of the names, versions and errors it lists.
 // Members fa does not let the client receive are left out.
 // resource_errors (resourceerrors.go) hold, under the names as asked, the
 // error of each name and collection asked for, NOT_FOUND for a name that
 // does not exist (the origin's status, or the relay's), and unknown.
-func (s *Server) fetchResponse(typeURL string, items []fetchItem, unknown []resErr, fa *fetchAccess, ttl bool) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+// A do_not_cache revision the cache withholds from w (the poll's watcher:
+// owed the origin's fresh copy, donotcache.go) is pending.
+func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchItem, unknown []resErr, fa *fetchAccess, wrap sotwWrap) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	type entry struct {
 		name string
 		r    *cache.Resource
@@ -239,6 +241,9 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, unknown []resE
 			continue
 		}
 		r, st, err := s.cache.Lookup(it.res.Key)
+		if st == cache.StatePresent && s.cache.Withheld(w, it.res.Key, r) {
+			r, st, err = nil, cache.StatePending, nil
+		}
 		pending = pending || st == cache.StatePending
 		if st == cache.StateAbsent && err == nil {
 			err = relayNotFound
@@ -258,7 +263,7 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, unknown []resE
 	resources := make([]*anypb.Any, 0, len(entries))
 	for _, e := range entries {
 		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-		if a := sotwEnvelope(s.wrappers, e.name, e.r, false, ttl); a != nil {
+		if a := sotwEnvelopeFor(s.wrappers, e.name, e.r, false, wrap); a != nil {
 			resources = append(resources, a)
 		}
 	}
