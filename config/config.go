@@ -297,7 +297,7 @@ type RESTPolling struct {
 
 // ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
 // The certificate pair and the CA file are re-read when their files change
-// (rotation needs no restart; open connections are kept).
+// (internal/creds: rotation needs no restart; open connections are kept).
 type ServerTLS struct {
 	// CertFile is a PEM certificate chain. Default "" (plaintext).
 	CertFile string `yaml:"cert_file"`
@@ -369,7 +369,7 @@ type Upstream struct {
 }
 
 // ClientTLS is TLS toward origins. The client certificate pair and the CA
-// file are re-read when their files change (new connections use them;
+// file are re-read when their files change (internal/creds: new connections use them;
 // open ones are kept).
 type ClientTLS struct {
 	// Enabled turns TLS on. Default false (plaintext).

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
@@ -33,8 +34,8 @@ func newUpstreamCreds(lg *zap.Logger) *upstreamCreds {
 // authorities turns cfg's authorities into upstream's, each with the TLS
 // and bearer token that apply to it (its own, or upstream's). Files of a
 // setting seen for the first time are read now (an error if they do not
-// load) and followed afterwards: a rotated CA, client certificate or token
-// is used by the next connection or stream.
+// load) and followed afterwards (internal/creds): a rotated CA, client
+// certificate or token is used by the next connection or stream.
 func (uc *upstreamCreds) authorities(cfg *config.Config) ([]upstream.Authority, error) {
 	auths := make([]upstream.Authority, 0, len(cfg.Authorities))
 	for i, a := range cfg.Authorities {
@@ -42,11 +43,11 @@ func (uc *upstreamCreds) authorities(cfg *config.Config) ([]upstream.Authority, 
 		if t := cfg.UpstreamTLS(a); t.Enabled {
 			c, ok := uc.tls[t]
 			if !ok {
-				src, err := t.Source(filesNotReloaded(uc.lg))
+				src, err := creds.NewRotatingClientTLS(t, filesNotReloaded(uc.lg))
 				if err != nil {
 					return nil, fmt.Errorf("authorities[%d] %s: upstream TLS: %w", i, a.Name, err)
 				}
-				c = upstream.TLSCredentials(src.Config)
+				c = creds.TLSCredentials(src.Config)
 				uc.tls[t] = c
 			}
 			ua.Credentials = c
@@ -54,11 +55,11 @@ func (uc *upstreamCreds) authorities(cfg *config.Config) ([]upstream.Authority, 
 		if file := cfg.BearerTokenFile(a); file != "" {
 			p, ok := uc.tokens[file]
 			if !ok {
-				src, err := config.NewBearerTokenSource(file, filesNotReloaded(uc.lg))
+				src, err := creds.NewRotatingToken(file, filesNotReloaded(uc.lg))
 				if err != nil {
 					return nil, fmt.Errorf("authorities[%d] %s: %w", i, a.Name, err)
 				}
-				p = upstream.BearerCredentials(src.Token, cfg.Upstream.AllowPlaintextBearerToken)
+				p = creds.BearerCredentials(src.Token, cfg.Upstream.AllowPlaintextBearerToken)
 				uc.tokens[file] = p
 			}
 			ua.PerRPC = p

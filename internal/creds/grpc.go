@@ -1,4 +1,4 @@
-package upstream
+package creds
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // configuration is config() as it is at each handshake: a CA or client
 // certificate rotated on disk is used by the next connection, while open
 // connections (and the streams on them) are kept. config must return a
-// new *tls.Config each call (config.ClientTLSSource.Config does); the
+// new *tls.Config each call (RotatingClientTLS.Config does); the
 // handshake itself is grpc's TLS credentials', so the dialled host is
 // verified unless the config sets ServerName.
 func TLSCredentials(config func() *tls.Config) credentials.TransportCredentials {
@@ -47,7 +47,7 @@ func (c *reloadingTLS) OverrideServerName(string) error {
 
 // BearerCredentials are per-RPC credentials that send "authorization:
 // Bearer <token()>" on each stream to an origin; token is called once per
-// stream (config.BearerTokenSource.Token re-reads a rotated file). Unless
+// stream (RotatingToken.Token re-reads a rotated file). Unless
 // allowPlaintext, grpc refuses to send them over a connection without
 // transport security ("cannot send secure credentials on an insecure
 // connection"), so a token never leaves in plaintext by mistake.
