@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 )
 
@@ -133,11 +134,12 @@ type Authority struct {
 	// README's "Served variants and types").
 	Types []string `yaml:"types"`
 	// Allow lists who may subscribe to this authority's names (any entry
-	// matching allows; see AccessRule). Default: absent, every client may.
-	Allow []AccessRule `yaml:"allow"`
+	// matching allows; an entry is access.Rule: exactly one of uri_san,
+	// dns_san, node_id, node_cluster). Default: absent, every client may.
+	Allow []access.Rule `yaml:"allow"`
 	// AllowByType: for each type URL listed, a list that replaces Allow
 	// (so Secrets can be narrower). Default none.
-	AllowByType map[string][]AccessRule `yaml:"allow_by_type"`
+	AllowByType map[string][]access.Rule `yaml:"allow_by_type"`
 	// TLS secures connections to this authority's origins, replacing
 	// upstream.tls as a whole. Default: absent, upstream.tls applies.
 	TLS *ClientTLS `yaml:"tls"`
