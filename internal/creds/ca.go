@@ -13,16 +13,8 @@ type rotatingCA = rotating[*x509.CertPool]
 
 // newRotatingCA reads the file now: a file that does not load is an error.
 func newRotatingCA(file string, onError func(error)) (*rotatingCA, error) {
-	return newRotating([]string{file}, func() (*x509.CertPool, error) { return loadPool(file) }, onError,
-		func(err error, loaded bool) error {
-			if !loaded {
-				return err
-			}
-			return fmt.Errorf("TLS CA file %s: %w; keeping the loaded one", file, err)
-		},
-		func(err error) error {
-			return fmt.Errorf("TLS CA file %s: reload: %w; keeping the loaded one", file, err)
-		})
+	statFailed, loadFailed := keepingLoaded("TLS CA file " + file)
+	return newRotating([]string{file}, func() (*x509.CertPool, error) { return loadPool(file) }, onError, statFailed, loadFailed)
 }
 
 func loadPool(file string) (*x509.CertPool, error) {

@@ -19,20 +19,28 @@ func newRotatingCertificate(certFile, keyFile string, onError func(error)) (*rot
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		return &cert, err
 	}
-	f, err := newRotating([]string{certFile, keyFile}, load, onError,
-		func(err error, loaded bool) error {
-			if !loaded {
-				return err
-			}
-			return fmt.Errorf("TLS certificate %s: %w; keeping the loaded one", certFile, err)
-		},
-		func(err error) error {
-			return fmt.Errorf("TLS certificate %s: reload: %w; keeping the loaded one", certFile, err)
-		})
+	statFailed, loadFailed := keepingLoaded("TLS certificate " + certFile)
+	f, err := newRotating([]string{certFile, keyFile}, load, onError, statFailed, loadFailed)
 	if err != nil {
 		return nil, err
 	}
 	return &rotatingCertificate{f}, nil
+}
+
+// keepingLoaded makes a TLS file's errors for rotating, named what ("TLS
+// CA file ca.pem"): at build time a file that does not stat is that error
+// as is; later, the error says the value loaded before stays in use.
+func keepingLoaded(what string) (statFailed func(err error, loaded bool) error, loadFailed func(error) error) {
+	statFailed = func(err error, loaded bool) error {
+		if !loaded {
+			return err
+		}
+		return fmt.Errorf("%s: %w; keeping the loaded one", what, err)
+	}
+	loadFailed = func(err error) error {
+		return fmt.Errorf("%s: reload: %w; keeping the loaded one", what, err)
+	}
+	return statFailed, loadFailed
 }
 
 func (r *rotatingCertificate) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
