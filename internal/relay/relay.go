@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/csds"
 )
 
@@ -40,9 +41,9 @@ type Relay struct {
 	stops releases
 	rest  restListener // rest_listen (rest.go)
 	csds  *csds.Server // read-only after New; csds_listen (csds.go)
-	// upCreds are the upstream credentials by setting (upstreamauth.go);
-	// used by New and by reloads (serialised by reloadMu).
-	upCreds *upstreamCreds
+	// upCreds are the upstream credentials by setting (creds.Origins,
+	// upstreamauth.go); used by New and by reloads (serialised by reloadMu).
+	upCreds *creds.Origins
 	// reloads are applied in order by a reload (reload.go); read-only
 	// after New. reloadMu serialises reloads.
 	reloads  []reloadHook
