@@ -17,31 +17,31 @@ import (
 // handshake itself is grpc's TLS credentials', so the dialled host is
 // verified unless the config sets ServerName.
 func TLSCredentials(config func() *tls.Config) credentials.TransportCredentials {
-	return &reloadingTLS{config: config, info: credentials.NewTLS(&tls.Config{}).Info()}
+	return &rotatingTLS{config: config, info: credentials.NewTLS(&tls.Config{}).Info()}
 }
 
-type reloadingTLS struct {
+type rotatingTLS struct {
 	config func() *tls.Config       // read-only
 	info   credentials.ProtocolInfo // read-only
 }
 
-func (c *reloadingTLS) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (c *rotatingTLS) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	return credentials.NewTLS(c.config()).ClientHandshake(ctx, authority, raw)
 }
 
-func (c *reloadingTLS) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (c *rotatingTLS) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	return nil, nil, errors.New("upstream: TLSCredentials are for dialling origins, not for serving")
 }
 
-func (c *reloadingTLS) Info() credentials.ProtocolInfo { return c.info }
+func (c *rotatingTLS) Info() credentials.ProtocolInfo { return c.info }
 
-func (c *reloadingTLS) Clone() credentials.TransportCredentials {
-	return &reloadingTLS{config: c.config, info: c.info}
+func (c *rotatingTLS) Clone() credentials.TransportCredentials {
+	return &rotatingTLS{config: c.config, info: c.info}
 }
 
 // OverrideServerName is deprecated in grpc and unused: set ServerName in
 // the config instead.
-func (c *reloadingTLS) OverrideServerName(string) error {
+func (c *rotatingTLS) OverrideServerName(string) error {
 	return errors.New("upstream: TLSCredentials: set the server name in the TLS config")
 }
 
