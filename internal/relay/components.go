@@ -12,6 +12,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
@@ -33,8 +34,8 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err != nil {
 		return err
 	}
-	r.upCreds = newUpstreamCreds(lg.Named("upstream"))
-	auths, err := r.upCreds.authorities(cfg) // upstreamauth.go
+	r.upCreds = creds.NewOrigins(filesNotReloaded(lg.Named("upstream")))
+	auths, err := upstreamAuthorities(cfg, r.upCreds) // upstreamauth.go
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 
 // upstreamDialOptions turns the upstream section into dial options:
 // keepalive and message size limits. TLS is per authority
-// (upstreamCreds.authorities).
+// (upstreamAuthorities).
 func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
 	opts := []grpc.DialOption{
 		// No pings without streams: gRPC servers by default count those as

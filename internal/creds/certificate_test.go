@@ -1,4 +1,4 @@
-package config
+package creds
 
 import (
 	"crypto/ecdsa"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xds-relay/xds-relay/config"
 )
 
 // writePair writes a fresh self-signed certificate named cn and its key to
@@ -69,11 +71,11 @@ func TestCertReload(t *testing.T) {
 	writePair(t, certFile, keyFile, "first", base)
 
 	var reported []error // appended by onError, called synchronously by GetCertificate
-	server, err := ServerTLS{CertFile: certFile, KeyFile: keyFile}.TLSConfig(func(err error) { reported = append(reported, err) })
+	server, err := ServerTLSConfig(config.ServerTLS{CertFile: certFile, KeyFile: keyFile}, func(err error) { reported = append(reported, err) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := ClientTLS{Enabled: true, CertFile: certFile, KeyFile: keyFile}.TLSConfig(nil)
+	client, err := ClientTLSConfig(config.ClientTLS{Enabled: true, CertFile: certFile, KeyFile: keyFile}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,25 @@
-package config
+package creds
 
 import (
+	"fmt"
 	"os"
 	"sync"
 	"time"
 )
 
-// fileValue serves a value loaded from files (a CA pool, a certificate
+// rotating serves a value loaded from files (a CA pool, a certificate
 // pair, a bearer token) and loads it again when any of the files' size or
 // modification time changes, so a file rotated by rename is used by the
 // next connection or stream without a restart. A file that no longer
 // stats or loads (say, a half-written one) is reported to onError and the
 // value loaded before stays in use. Safe for concurrent use.
-type fileValue[T any] struct {
-	files   []string          // read-only after newFileValue
-	load    func() (T, error) // read-only after newFileValue
-	onError func(error)       // read-only after newFileValue; may be nil
+type rotating[T any] struct {
+	files   []string          // read-only after newRotating
+	load    func() (T, error) // read-only after newRotating
+	onError func(error)       // read-only after newRotating; may be nil
 	// statFailed makes the error for a file that does not stat (loaded:
 	// whether a value is kept), loadFailed the one reported for files that
-	// stat but do not load again. Read-only after newFileValue.
+	// stat but do not load again. Read-only after newRotating.
 	statFailed func(err error, loaded bool) error
 	loadFailed func(error) error
 
@@ -33,11 +34,11 @@ type fileStamp struct {
 	size int64
 }
 
-// newFileValue loads the value now: files that do not stat or load are an
+// newRotating loads the value now: files that do not stat or load are an
 // error (statFailed's or load's).
-func newFileValue[T any](files []string, load func() (T, error), onError func(error),
-	statFailed func(err error, loaded bool) error, loadFailed func(error) error) (*fileValue[T], error) {
-	f := &fileValue[T]{files: files, load: load, onError: onError, statFailed: statFailed, loadFailed: loadFailed}
+func newRotating[T any](files []string, load func() (T, error), onError func(error),
+	statFailed func(err error, loaded bool) error, loadFailed func(error) error) (*rotating[T], error) {
+	f := &rotating[T]{files: files, load: load, onError: onError, statFailed: statFailed, loadFailed: loadFailed}
 	stamps, err := f.stat()
 	if err != nil {
 		return nil, statFailed(err, false)
@@ -50,7 +51,7 @@ func newFileValue[T any](files []string, load func() (T, error), onError func(er
 	return f, nil
 }
 
-func (f *fileValue[T]) stat() ([]fileStamp, error) {
+func (f *rotating[T]) stat() ([]fileStamp, error) {
 	stamps := make([]fileStamp, len(f.files))
 	for i, file := range f.files {
 		fi, err := os.Stat(file)
@@ -63,7 +64,7 @@ func (f *fileValue[T]) stat() ([]fileStamp, error) {
 }
 
 // current returns the value, loading it again if a file changed.
-func (f *fileValue[T]) current() T {
+func (f *rotating[T]) current() T {
 	stamps, statErr := f.stat()
 	f.mu.Lock()
 	val := f.val
@@ -90,8 +91,17 @@ func (f *fileValue[T]) current() T {
 	return fresh
 }
 
-func (f *fileValue[T]) report(err error) {
+func (f *rotating[T]) report(err error) {
 	if f.onError != nil {
 		f.onError(err)
 	}
+}
+
+// unwrapPathError shows an *os.PathError as "path: cause" (without the
+// operation), as config's validation does.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
 }

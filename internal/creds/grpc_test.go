@@ -1,18 +1,9 @@
-package upstream
+package creds
 
 import (
 	"context"
 	"testing"
-
-	"google.golang.org/grpc/credentials"
 )
-
-// unkeyableCreds is a credentials value that is not comparable, so it
-// cannot key a shared connection (New refuses it).
-type unkeyableCreds struct {
-	credentials.TransportCredentials
-	_ []int
-}
 
 func TestBearerCredentials(t *testing.T) {
 	tok := "t-1"

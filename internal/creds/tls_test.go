@@ -1,10 +1,12 @@
-package config
+package creds
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xds-relay/xds-relay/config"
 )
 
 // Working certificates are exercised end to end by internal/relay's TLS
@@ -20,22 +22,22 @@ func TestTLSConfig(t *testing.T) {
 		wantCfg bool
 		wantErr string
 	}{
-		{name: "server off", build: func() (bool, error) { c, err := ServerTLS{}.TLSConfig(nil); return c != nil, err }},
+		{name: "server off", build: func() (bool, error) { c, err := ServerTLSConfig(config.ServerTLS{}, nil); return c != nil, err }},
 		{name: "server bad pair", build: func() (bool, error) {
-			c, err := ServerTLS{CertFile: garbage, KeyFile: garbage}.TLSConfig(nil)
+			c, err := ServerTLSConfig(config.ServerTLS{CertFile: garbage, KeyFile: garbage}, nil)
 			return c != nil, err
 		}, wantErr: "downstream.tls: load cert_file " + garbage},
-		{name: "client off", build: func() (bool, error) { c, err := ClientTLS{}.TLSConfig(nil); return c != nil, err }},
+		{name: "client off", build: func() (bool, error) { c, err := ClientTLSConfig(config.ClientTLS{}, nil); return c != nil, err }},
 		{name: "client system roots", build: func() (bool, error) {
-			c, err := ClientTLS{Enabled: true, ServerName: "origin.example"}.TLSConfig(nil)
+			c, err := ClientTLSConfig(config.ClientTLS{Enabled: true, ServerName: "origin.example"}, nil)
 			return c != nil && c.RootCAs == nil && c.ServerName == "origin.example", err
 		}, wantCfg: true},
 		{name: "client bad CA", build: func() (bool, error) {
-			c, err := ClientTLS{Enabled: true, CAFile: garbage}.TLSConfig(nil)
+			c, err := ClientTLSConfig(config.ClientTLS{Enabled: true, CAFile: garbage}, nil)
 			return c != nil, err
 		}, wantErr: "upstream.tls.ca_file: " + garbage + ": no PEM certificates"},
 		{name: "client bad pair", build: func() (bool, error) {
-			c, err := ClientTLS{Enabled: true, CertFile: garbage, KeyFile: garbage}.TLSConfig(nil)
+			c, err := ClientTLSConfig(config.ClientTLS{Enabled: true, CertFile: garbage, KeyFile: garbage}, nil)
 			return c != nil, err
 		}, wantErr: "upstream.tls: load cert_file"},
 	}

@@ -1,4 +1,4 @@
-package config
+package creds
 
 import (
 	"crypto/tls"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xds-relay/xds-relay/config"
 )
 
 // TestCAReload: the downstream listener's client CA and the upstream root
@@ -34,11 +36,11 @@ func TestCAReload(t *testing.T) {
 
 	var reported []error // appended by onError, called synchronously
 	onError := func(err error) { reported = append(reported, err) }
-	server, err := ServerTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}.TLSConfig(onError)
+	server, err := ServerTLSConfig(config.ServerTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}, onError)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := ClientTLS{Enabled: true, CAFile: caFile}.Source(onError)
+	client, err := NewRotatingClientTLS(config.ClientTLS{Enabled: true, CAFile: caFile}, onError)
 	if err != nil {
 		t.Fatal(err)
 	}
