@@ -69,7 +69,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	}
 	c.SetUpstream(up)
 	r.readyCheck(up.Ready)
-	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", up.StatusHandler())
+	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", upstreamsPage(up))
 	r.onStop(up.Close)
 
 	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
@@ -101,7 +101,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	ds.Register(r.grpc)
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
-	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
+	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", clientsPage(ds))
 	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
 		return err
 	}
