@@ -2,9 +2,7 @@ package cache
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// CachePath is where the JSON listing of cached keys is served
-// (InspectHandler).
+// CachePath is where the admin listener serves Inspect's listing as JSON
+// (query: ParseFilter's; internal/relay serves it).
 const CachePath = "/debug/cache"
 
 // Bounds of a listing: how many entries one answer carries by default and
@@ -231,22 +229,6 @@ func ParseFilter(q map[string][]string) (Filter, error) {
 		f.Limit = n
 	}
 	return f, nil
-}
-
-// InspectHandler serves Inspect as JSON (query: ParseFilter's); mount it
-// at CachePath. A bad parameter is a 400 naming it.
-func (c *Cache) InspectHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ParseFilter(r.URL.Query())
-		if err != nil {
-			http.Error(w, CachePath+": "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(c.Inspect(f)) // the client hung up: nothing to do
-	})
 }
 
 // describeError is a resource error as /debug/cache shows it: its code and

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/snapshot"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
@@ -27,8 +28,15 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:     reg,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
-	// Warm restart (snapshot.go): restores now; its final write runs just before c.Close.
-	r.snapshots(cfg, lg, reg, c)
+	// Warm restart: restored now, before anything serves; written every
+	// cache.snapshot_interval in which the cache changed, and once more at
+	// Close, after the upstream stopped: its onStop runs just before c.Close.
+	if s := snapshot.FromConfig(cfg, c, lg, reg); s != nil {
+		s.Load()
+		r.goRun(s.Run)
+		r.onStop(s.Final)
+		r.onReload(s.Reload)
+	}
 
 	dial, err := upstreamDialOptions(cfg.Upstream)
 	if err != nil {
@@ -61,7 +69,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	}
 	c.SetUpstream(up)
 	r.readyCheck(up.Ready)
-	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", up.StatusHandler())
+	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", upstreamsPage(up))
 	r.onStop(up.Close)
 
 	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
@@ -93,7 +101,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	ds.Register(r.grpc)
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
-	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
+	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", clientsPage(ds))
 	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
 		return err
 	}

@@ -1,10 +1,8 @@
 package upstream
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -175,31 +173,25 @@ func (m *Manager) Status() []LinkStatus {
 	return out
 }
 
-// StatusHandler serves Status as JSON, with an "unused" row (its origin
-// checks) for each authority that has no link yet; mount it at
-// UpstreamsPath.
-func (m *Manager) StatusHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		out := m.Status()
-		m.mu.Lock()
-		auths := sortedAuthorities(m.auths)
-		m.mu.Unlock()
-		linked := make(map[string]bool, len(auths))
-		for _, st := range out {
-			linked[st.Authority] = true
+// Links is what UpstreamsPath shows: Status, with an "unused" row (its
+// origin checks) for each authority that has no link yet, by authority.
+func (m *Manager) Links() []LinkStatus {
+	out := m.Status()
+	m.mu.Lock()
+	auths := sortedAuthorities(m.auths)
+	m.mu.Unlock()
+	linked := make(map[string]bool, len(auths))
+	for _, st := range out {
+		linked[st.Authority] = true
+	}
+	for _, a := range auths {
+		if !linked[a.name] {
+			out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
+				Origins: m.OriginChecks(a.name)})
 		}
-		for _, a := range auths {
-			if !linked[a.name] {
-				out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
-					Origins: m.OriginChecks(a.name)})
-			}
-		}
-		slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out) // the client hung up: nothing to do
-	})
+	}
+	slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })
+	return out
 }
 
 // Ready returns why some link cannot serve yet (for /readyz): no origin

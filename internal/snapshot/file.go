@@ -1,4 +1,4 @@
-package cache
+package snapshot
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 )
 
-// WriteSnapshotFile replaces path with data atomically: a temporary file
+// WriteFile replaces path with data atomically: a temporary file
 // in the same directory is written, synced and renamed over path, and the
 // directory is synced, so path holds either the old snapshot or the new
 // one, whole, even across a crash.
-func WriteSnapshotFile(path string, data []byte) (err error) {
+func WriteFile(path string, data []byte) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -50,19 +50,19 @@ func WriteSnapshotFile(path string, data []byte) (err error) {
 	return nil
 }
 
-// ReadSnapshotFile reads path whole, refusing a file larger than maxBytes
+// ReadFile reads path whole, refusing a file larger than maxBytes
 // (maxBytes <= 0: no bound), and anything but a regular file of this
-// process's user that no other user may write (ErrSnapshotUntrusted; see
+// process's user that no other user may write (ErrUntrusted; see
 // openTrusted). Opening it never blocks. A missing file is an error
 // wrapping fs.ErrNotExist.
-func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
+func ReadFile(path string, maxBytes int64) ([]byte, error) {
 	f, fi, err := openTrusted(path)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	defer f.Close()
 	if maxBytes > 0 && fi.Size() > maxBytes {
-		return nil, fmt.Errorf("snapshot %s: %w: %d bytes, more than %d", path, ErrSnapshotTooLarge, fi.Size(), maxBytes)
+		return nil, fmt.Errorf("snapshot %s: %w: %d bytes, more than %d", path, ErrTooLarge, fi.Size(), maxBytes)
 	}
 	r := io.Reader(f)
 	if maxBytes > 0 {
@@ -73,7 +73,7 @@ func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot %s: read: %w", path, err)
 	}
 	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return nil, fmt.Errorf("snapshot %s: %w: more than %d bytes", path, ErrSnapshotTooLarge, maxBytes)
+		return nil, fmt.Errorf("snapshot %s: %w: more than %d bytes", path, ErrTooLarge, maxBytes)
 	}
 	return data, nil
 }
@@ -81,7 +81,7 @@ func ReadSnapshotFile(path string, maxBytes int64) ([]byte, error) {
 // openTrusted opens path for reading without blocking (a FIFO or a device
 // at the path cannot hold the start up) and checks the opened file (fstat:
 // what is checked is what is read) with trusted. Anything else is refused
-// with ErrSnapshotUntrusted: the checksum and the config fingerprint are
+// with ErrUntrusted: the checksum and the config fingerprint are
 // not authentication, anyone who can write the file could make the relay
 // serve what they wrote.
 func openTrusted(path string) (*os.File, os.FileInfo, error) {

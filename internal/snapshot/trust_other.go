@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cache
+package snapshot
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ const openNonblock = 0
 // mode are checked on unix only).
 func trusted(fi os.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: not a regular file (%s)", ErrSnapshotUntrusted, fi.Mode().Type())
+		return fmt.Errorf("%w: not a regular file (%s)", ErrUntrusted, fi.Mode().Type())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package relay
+package snapshot
 
 import (
 	"crypto/sha256"
@@ -12,43 +12,40 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// snapshots wires warm restart when cache.snapshot_path is set: the
-// snapshot is restored into c now, before anything serves; written every
-// cache.snapshot_interval in which the cache changed (a goRun loop); and
-// written once more at Close, after the upstream stopped and before the
-// cache closes (an onStop registered right after c.Close's, so it runs
-// just before it). A snapshot that cannot be read never stops the relay.
-// A reload that changes what keys mean (authorities, rules, node) changes
-// the fingerprint the next snapshot is written under.
-func (r *Relay) snapshots(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache) {
+// FromConfig returns the Snapshotter of c that cfg's cache.snapshot_*
+// keys ask for, or nil when cache.snapshot_path is not set (no warm
+// restart). It reads and writes nothing yet: the relay calls Load before
+// anything serves, runs Run, calls Final at Close (after the upstream
+// stopped and before the cache closes) and Reload on every reload.
+func FromConfig(cfg *config.Config, c *cache.Cache, lg *zap.Logger, reg prometheus.Registerer) *Snapshotter {
 	if cfg.Cache.SnapshotPath == "" {
-		return
+		return nil
 	}
-	s := cache.NewSnapshotter(c, cache.SnapshotOptions{
+	return New(c, Options{
 		Path:        cfg.Cache.SnapshotPath,
 		Interval:    cfg.Cache.SnapshotInterval,
 		MaxBytes:    int64(cfg.Cache.SnapshotMaxBytes),
-		Fingerprint: configFingerprint(cfg),
+		Fingerprint: ConfigFingerprint(cfg),
 		Logger:      lg,
 		Registry:    reg,
 	})
-	s.Load()
-	r.goRun(s.Run)
-	r.onStop(s.Final)
-	// Claims no field (cache.snapshot_* need a restart); follows every
-	// reload, so a snapshot is always written under the running config.
-	r.onReload(func(_, next *config.Config) error {
-		s.SetFingerprint(configFingerprint(next))
-		return nil
-	})
 }
 
-// configFingerprint hashes the parts of cfg that decide what a cache key
+// Reload follows a config reload: a reload that changes what keys mean
+// (authorities, rules, node) changes the fingerprint the next snapshot is
+// written under. It claims no config field (cache.snapshot_* need a
+// restart) and never refuses a reload.
+func (s *Snapshotter) Reload(_, next *config.Config) error {
+	s.SetFingerprint(ConfigFingerprint(next))
+	return nil
+}
+
+// ConfigFingerprint hashes the parts of cfg that decide what a cache key
 // means and what the origin answers for it: the node shown upstream, each
 // authority's name, origins, transport and glob mode, and the aggregation
 // rules (the built-in plain-names rule included). A snapshot written under
 // another fingerprint is not loaded.
-func configFingerprint(cfg *config.Config) cache.Fingerprint {
+func ConfigFingerprint(cfg *config.Config) Fingerprint {
 	type authority struct {
 		Name, Transport, GlobCollections string
 		Origins                          []string
@@ -65,7 +62,7 @@ func configFingerprint(cfg *config.Config) cache.Fingerprint {
 	if err != nil {
 		// Plain data; cannot fail. A fingerprint of nothing matches no
 		// snapshot written with one.
-		return cache.Fingerprint{}
+		return Fingerprint{}
 	}
 	return sha256.Sum256(b)
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cache
+package snapshot
 
 import (
 	"fmt"
@@ -16,15 +16,15 @@ const openNonblock = syscall.O_NONBLOCK
 // else may write.
 func trusted(fi os.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: not a regular file (%s)", ErrSnapshotUntrusted, fi.Mode().Type())
+		return fmt.Errorf("%w: not a regular file (%s)", ErrUntrusted, fi.Mode().Type())
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		if uid := os.Geteuid(); int(st.Uid) != uid {
-			return fmt.Errorf("%w: owned by uid %d, not by this process's uid %d", ErrSnapshotUntrusted, st.Uid, uid)
+			return fmt.Errorf("%w: owned by uid %d, not by this process's uid %d", ErrUntrusted, st.Uid, uid)
 		}
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("%w: mode %04o lets other users write it", ErrSnapshotUntrusted, perm)
+		return fmt.Errorf("%w: mode %04o lets other users write it", ErrUntrusted, perm)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package cache
+package snapshot
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
 // The snapshot format: what the cache held, on disk, so a restarted relay
@@ -30,20 +32,19 @@ import (
 // deterministic encoding as a Resource message; empty: none). Strings and
 // bytes are a uvarint length and the bytes; numbers are varints.
 //
-// DecodeSnapshot checks the whole file (magic, version, checksum,
-// fingerprint, every record, every content version against its bytes and
-// fields)
+// Decode checks the whole file (magic, version, checksum, fingerprint,
+// every record, every content version against its bytes and fields)
 // before it returns anything: a snapshot is used whole or not at all.
 
-// SnapshotFormatVersion is the version of the format this code writes and
-// reads. 2: resource records end with the wrapper fields (version 1's are
+// FormatVersion is the version of the format this code writes and reads.
+// 2: resource records end with the wrapper fields (version 1's are
 // refused as another version: the relay starts without them).
-const SnapshotFormatVersion uint32 = 2
+const FormatVersion uint32 = 2
 
 const (
-	snapshotMagic     = "XDSRSNAP"
-	snapshotHeaderLen = len(snapshotMagic) + 4 + sha256.Size + 8
-	snapshotSumLen    = sha256.Size
+	magic     = "XDSRSNAP"
+	headerLen = len(magic) + 4 + sha256.Size + 8
+	sumLen    = sha256.Size
 
 	recordResource   byte = 1
 	recordCollection byte = 2
@@ -55,37 +56,21 @@ const (
 // fingerprint is not loaded.
 type Fingerprint [sha256.Size]byte
 
-// SnapshotEntry is one record of a snapshot.
-type SnapshotEntry struct {
-	Key Key
-	// Collection: Key is a collection (glob or Wildcard) the origin had
-	// answered; Res is nil.
-	Collection bool
-	// Res is the resource's current revision (immutable, shared with the
-	// cache when collected).
-	Res *Resource
-	// OriginVersion is the origin's latest version of the resource (what
-	// the relay tells the origin it holds).
-	OriginVersion string
-	// Expires is when the revision's TTL lapses; zero: no TTL.
-	Expires time.Time
-}
-
 // Snapshot is a decoded snapshot.
 type Snapshot struct {
 	Fingerprint Fingerprint
 	Written     time.Time
-	Entries     []SnapshotEntry
+	Entries     []cache.SnapshotEntry
 }
 
-// EncodeSnapshot encodes entries in their order, resources first, up to
+// Encode encodes entries in their order, resources first, up to
 // maxBytes for the whole file (maxBytes <= 0: no bound). Resources that
 // do not fit are left out from the first that does not fit on, and then
 // no collection is written either (a collection missing a member would
 // make the member read as absent): truncated reports that. The result is
 // deterministic for the same arguments.
-func EncodeSnapshot(fp Fingerprint, written time.Time, entries []SnapshotEntry, maxBytes int64) (data []byte, resources int, truncated bool) {
-	est := snapshotHeaderLen + snapshotSumLen
+func Encode(fp Fingerprint, written time.Time, entries []cache.SnapshotEntry, maxBytes int64) (data []byte, resources int, truncated bool) {
+	est := headerLen + sumLen
 	for _, e := range entries {
 		est += 64 + len(e.Key.Stream.Authority) + len(e.Key.Stream.Group) + len(e.Key.TypeURL) + len(e.Key.Name)
 		if r := e.Res; r != nil {
@@ -99,12 +84,12 @@ func EncodeSnapshot(fp Fingerprint, written time.Time, entries []SnapshotEntry, 
 		est = int(min(int64(est), maxBytes))
 	}
 	buf := make([]byte, 0, est)
-	buf = append(buf, snapshotMagic...)
-	buf = binary.BigEndian.AppendUint32(buf, SnapshotFormatVersion)
+	buf = append(buf, magic...)
+	buf = binary.BigEndian.AppendUint32(buf, FormatVersion)
 	buf = append(buf, fp[:]...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(written.UnixNano()))
 	fits := func(rec []byte) bool {
-		n := int64(len(buf)) + int64(uvarintLen(uint64(len(rec)))) + int64(len(rec)) + snapshotSumLen
+		n := int64(len(buf)) + int64(uvarintLen(uint64(len(rec)))) + int64(len(rec)) + sumLen
 		return maxBytes <= 0 || n <= maxBytes
 	}
 	var rec []byte
@@ -140,7 +125,7 @@ func EncodeSnapshot(fp Fingerprint, written time.Time, entries []SnapshotEntry, 
 	return append(buf, sum[:]...), resources, truncated
 }
 
-func appendResourceRecord(b []byte, e SnapshotEntry) []byte {
+func appendResourceRecord(b []byte, e cache.SnapshotEntry) []byte {
 	b = appendKey(append(b, recordResource), e.Key)
 	r := e.Res
 	b = appendString(b, r.Name)
@@ -157,7 +142,7 @@ func appendResourceRecord(b []byte, e SnapshotEntry) []byte {
 	b = binary.AppendVarint(b, ttl)
 	b = binary.AppendVarint(b, unixNano(e.Expires))
 	b = binary.AppendVarint(b, unixNano(r.Arrived))
-	fields := encodeFields(r)
+	fields := cache.EncodeFields(r)
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	return append(b, fields...)
 }
@@ -170,7 +155,7 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-func appendKey(b []byte, k Key) []byte {
+func appendKey(b []byte, k cache.Key) []byte {
 	b = appendString(b, k.Stream.Authority)
 	b = appendString(b, k.Stream.Group)
 	b = appendString(b, k.TypeURL)
@@ -196,49 +181,49 @@ func fromUnixNano(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
-// DecodeSnapshot checks and decodes a whole snapshot. want is the running
-// config's fingerprint. Errors wrap ErrSnapshotCorrupt (not a snapshot,
-// truncated, checksum or record invalid), ErrSnapshotVersion (another
-// format version) or ErrSnapshotForeign (another config); nothing is
+// Decode checks and decodes a whole snapshot. want is the running
+// config's fingerprint. Errors wrap ErrCorrupt (not a snapshot,
+// truncated, checksum or record invalid), ErrVersion (another
+// format version) or ErrForeign (another config); nothing is
 // returned with an error.
-func DecodeSnapshot(data []byte, want Fingerprint) (*Snapshot, error) {
-	if len(data) < len(snapshotMagic) || string(data[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, fmt.Errorf("%w: no snapshot magic at the start", ErrSnapshotCorrupt)
+func Decode(data []byte, want Fingerprint) (*Snapshot, error) {
+	if len(data) < len(magic) || string(data[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: no snapshot magic at the start", ErrCorrupt)
 	}
-	if len(data) < snapshotHeaderLen+snapshotSumLen {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than header and checksum", ErrSnapshotCorrupt, len(data))
+	if len(data) < headerLen+sumLen {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than header and checksum", ErrCorrupt, len(data))
 	}
-	if v := binary.BigEndian.Uint32(data[len(snapshotMagic):]); v != SnapshotFormatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this relay reads %d", ErrSnapshotVersion, v, SnapshotFormatVersion)
+	if v := binary.BigEndian.Uint32(data[len(magic):]); v != FormatVersion {
+		return nil, fmt.Errorf("%w: format version %d, this relay reads %d", ErrVersion, v, FormatVersion)
 	}
-	body, sum := data[:len(data)-snapshotSumLen], data[len(data)-snapshotSumLen:]
+	body, sum := data[:len(data)-sumLen], data[len(data)-sumLen:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrSnapshotCorrupt)
+		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorrupt)
 	}
 	s := &Snapshot{}
-	off := len(snapshotMagic) + 4
+	off := len(magic) + 4
 	copy(s.Fingerprint[:], body[off:off+sha256.Size])
 	off += sha256.Size
 	s.Written = fromUnixNano(int64(binary.BigEndian.Uint64(body[off:])))
 	off += 8
 	if s.Fingerprint != want {
-		return nil, fmt.Errorf("%w: written under a config with fingerprint %x, running %x", ErrSnapshotForeign, s.Fingerprint[:6], want[:6])
+		return nil, fmt.Errorf("%w: written under a config with fingerprint %x, running %x", ErrForeign, s.Fingerprint[:6], want[:6])
 	}
 	d := decoder{b: body[off:]}
-	seen := make(map[Key]struct{})
+	seen := make(map[cache.Key]struct{})
 	for i := 0; len(d.b) > 0; i++ {
 		n := d.uvarint()
 		if d.err != nil || n > uint64(len(d.b)) {
-			return nil, fmt.Errorf("%w: record %d: bad length", ErrSnapshotCorrupt, i)
+			return nil, fmt.Errorf("%w: record %d: bad length", ErrCorrupt, i)
 		}
 		rd := decoder{b: d.b[:n]}
 		d.b = d.b[n:]
 		e, err := rd.entry()
 		if err != nil {
-			return nil, fmt.Errorf("%w: record %d: %v", ErrSnapshotCorrupt, i, err)
+			return nil, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
 		}
 		if _, dup := seen[e.Key]; dup {
-			return nil, fmt.Errorf("%w: record %d: key %s %s listed twice", ErrSnapshotCorrupt, i, e.Key.TypeURL, e.Key.Name)
+			return nil, fmt.Errorf("%w: record %d: key %s %s listed twice", ErrCorrupt, i, e.Key.TypeURL, e.Key.Name)
 		}
 		seen[e.Key] = struct{}{}
 		s.Entries = append(s.Entries, e)
@@ -298,26 +283,26 @@ func (d *decoder) string(what string) string {
 	return s
 }
 
-func (d *decoder) entry() (SnapshotEntry, error) {
-	var e SnapshotEntry
+func (d *decoder) entry() (cache.SnapshotEntry, error) {
+	var e cache.SnapshotEntry
 	if len(d.b) == 0 {
 		return e, fmt.Errorf("empty record")
 	}
 	kind := d.b[0]
 	d.b = d.b[1:]
-	e.Key = Key{
-		Stream:  StreamID{Authority: d.string("authority"), Group: d.string("group")},
+	e.Key = cache.Key{
+		Stream:  cache.StreamID{Authority: d.string("authority"), Group: d.string("group")},
 		TypeURL: d.string("type URL"),
 		Name:    d.string("name"),
 	}
 	switch kind {
 	case recordCollection:
 		e.Collection = true
-		if d.err == nil && !isCollectionName(e.Key.Name) {
+		if d.err == nil && !e.Key.IsCollection() {
 			return e, fmt.Errorf("collection record for %q, not a collection name", e.Key.Name)
 		}
 	case recordResource:
-		r := &Resource{
+		r := &cache.Resource{
 			Name:          d.string("resource name"),
 			Version:       d.string("version"),
 			OriginVersion: d.string("origin version"),
@@ -331,7 +316,7 @@ func (d *decoder) entry() (SnapshotEntry, error) {
 		if d.err != nil {
 			break
 		}
-		if err := decodeFields([]byte(fields), r); err != nil {
+		if err := cache.DecodeFields([]byte(fields), r); err != nil {
 			return e, fmt.Errorf("%q: %v", e.Key.Name, err)
 		}
 		if r.DoNotCache() {
@@ -343,13 +328,13 @@ func (d *decoder) entry() (SnapshotEntry, error) {
 		if ttl > 0 {
 			r.TTL = durationpb.New(time.Duration(ttl))
 		}
-		if canon, err := CanonicalName(r.Name); err != nil || canon != e.Key.Name || isCollectionName(canon) {
+		if canon, err := cache.CanonicalName(r.Name); err != nil || canon != e.Key.Name || e.Key.IsCollection() {
 			return e, fmt.Errorf("resource name %q does not match key %q", r.Name, e.Key.Name)
 		}
 		if r.Body.GetTypeUrl() != e.Key.TypeURL {
 			return e, fmt.Errorf("body of %q is a %s, key type %s", e.Key.Name, r.Body.GetTypeUrl(), e.Key.TypeURL)
 		}
-		if v := RevisionVersion(r); v != r.Version {
+		if v := cache.RevisionVersion(r); v != r.Version {
 			return e, fmt.Errorf("content version of %q is %s, recorded %s", e.Key.Name, v, r.Version)
 		}
 		e.Res = r

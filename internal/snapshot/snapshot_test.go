@@ -1,4 +1,4 @@
-package cache
+package snapshot
 
 import (
 	"bytes"
@@ -15,156 +15,65 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
 )
-
-var testFP = Fingerprint{1, 2, 3}
-
-const globName = "xdstp://auth/envoy.config.listener.v3.Listener/dir/*"
-
-// snapFixture is a cache holding: a watched legacy resource with a TTL,
-// two unwatched ones (b used more recently than c), an xdstp resource in
-// a glob the origin answered, and the legacy stream's known Wildcard.
-func snapFixture(t *testing.T) *fixture {
-	t.Helper()
-	f := newFixture(t, unbounded)
-	w := &fakeWatcher{}
-	a, b, c := key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "c")
-	g := key(xdstpStream, lds, globName)
-	f.c.Watch(w, nil, a, b, c, g, key(legacyStream, lds, Wildcard))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, FullState: true, Resources: []*Resource{
-		withTTL(res("a", "1", 10), time.Minute, f.now), res("b", "2", 20), res("c", "3", 30),
-	}})
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Complete: []string{globName}, Resources: []*Resource{
-		res("xdstp://auth/envoy.config.listener.v3.Listener/dir/x", "4", 40),
-	}})
-	f.c.Unwatch(w, c, key(legacyStream, lds, Wildcard))
-	f.c.Unwatch(w, b) // b newer in the LRU than c
-	return f
-}
 
 func encodeFixture(t *testing.T, f *fixture) []byte {
 	t.Helper()
 	es, _ := f.c.SnapshotEntries()
-	data, n, truncated := EncodeSnapshot(testFP, f.now, es, 0)
+	data, n, truncated := Encode(testFP, f.now, es, 0)
 	if n != 4 || truncated {
-		t.Fatalf("EncodeSnapshot: %d resources, truncated %v; want 4, false", n, truncated)
+		t.Fatalf("Encode: %d resources, truncated %v; want 4, false", n, truncated)
 	}
 	return data
 }
 
-func TestSnapshotOrder(t *testing.T) {
-	f := snapFixture(t)
-	es, _ := f.c.SnapshotEntries()
-	var got []string
-	for _, e := range es {
-		got = append(got, e.Key.Name)
-	}
-	// Watched (a, the glob member) by key, then the LRU newest first (b,
-	// c), then the known collections by key.
-	want := []string{"xdstp://auth/envoy.config.listener.v3.Listener/dir/x", "a", "b", "c", globName, "*"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("entries (-want +got):\n%s", diff)
-	}
-}
-
+// TestSnapshotRoundTrip: what the cache collected comes back from the
+// format as it was (revisions, origin versions, TTL expiries), and a
+// fresh cache restores all of it. What a cache restores from those
+// entries (Get, Versions, hits, subscriptions, TTLs) is the cache's
+// TestSnapshotRestore.
 func TestSnapshotRoundTrip(t *testing.T) {
 	f := snapFixture(t)
 	data := encodeFixture(t, f)
-	snap, err := DecodeSnapshot(data, testFP)
+	snap, err := Decode(data, testFP)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !snap.Written.Equal(f.now) {
 		t.Errorf("written %v, want %v", snap.Written, f.now)
 	}
+	es, _ := f.c.SnapshotEntries()
+	if diff := cmp.Diff(es, snap.Entries, protocmp.Transform()); diff != "" {
+		t.Errorf("entries (-collected +decoded):\n%s", diff)
+	}
 
 	g := newFixture(t, unbounded)
 	g.now = f.now.Add(30 * time.Second)
 	rr := g.c.Restore(snap.Entries)
-	if diff := cmp.Diff(RestoreResult{Resources: 4, Collections: 2}, rr); diff != "" {
+	if diff := cmp.Diff(cache.RestoreResult{Resources: 4, Collections: 2}, rr); diff != "" {
 		t.Errorf("restore (-want +got):\n%s", diff)
 	}
-	for _, k := range []Key{key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "c"), key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/x")} {
-		want, _ := f.c.Get(k)
-		got, st := g.c.Get(k)
-		if st != StatePresent {
-			t.Errorf("%s: %v after restore", k.Name, st)
-			continue
-		}
-		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
-			t.Errorf("%s (-before +restored):\n%s", k.Name, diff)
-		}
-	}
-	if diff := cmp.Diff(f.c.Versions(legacyStream, lds), g.c.Versions(legacyStream, lds)); diff != "" {
-		t.Errorf("Versions (initial_resource_versions) (-before +restored):\n%s", diff)
-	}
-	// Nothing restored is subscribed or watched: a watch subscribes and is
-	// a hit, answered at once; the known Wildcard answers with its members.
-	w := &fakeWatcher{}
-	g.c.Watch(w, nil, key(legacyStream, lds, Wildcard))
-	if diff := cmp.Diff([]string{"a", "b", "c"}, w.take()); diff != "" {
-		t.Errorf("wildcard watch notified (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener *"}, g.sub.take()); diff != "" {
-		t.Errorf("subscriptions (-want +got):\n%s", diff)
-	}
-	if hits(g, lds) != 1 || misses(g, lds) != 0 {
-		t.Errorf("hits %v misses %v, want 1 0", hits(g, lds), misses(g, lds))
-	}
-	// a's TTL lapses when it would have: 1 minute after it arrived.
-	g.now = f.now.Add(time.Minute)
-	if _, st := g.c.Get(key(legacyStream, lds, "a")); st != StateAbsent {
-		t.Errorf("a after its TTL: %v, want absent", st)
-	}
-}
-
-func TestSnapshotRestoreExpiredAndBounds(t *testing.T) {
-	f := snapFixture(t)
-	snap, err := DecodeSnapshot(encodeFixture(t, f), testFP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Run("expired", func(t *testing.T) {
-		g := newFixture(t, unbounded)
-		g.now = f.now.Add(2 * time.Minute)
-		rr := g.c.Restore(snap.Entries)
-		if diff := cmp.Diff(RestoreResult{Resources: 3, Collections: 2, Expired: 1}, rr); diff != "" {
-			t.Errorf("restore (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("bounds", func(t *testing.T) {
-		// Room for two keys: the first two entries, no collection.
-		g := newFixture(t, Options{MaxResources: 2, MaxBytes: -1})
-		rr := g.c.Restore(snap.Entries)
-		if diff := cmp.Diff(RestoreResult{Resources: 2, OverBounds: 4}, rr); diff != "" {
-			t.Errorf("restore (-want +got):\n%s", diff)
-		}
-		if _, st := g.c.Get(key(legacyStream, lds, "a")); st != StatePresent {
-			t.Errorf("a: %v, want present (first in the snapshot)", st)
-		}
-		if _, st := g.c.Get(key(legacyStream, lds, "b")); st != StatePending {
-			t.Errorf("b: %v, want pending (not restored)", st)
-		}
-	})
 }
 
 func TestSnapshotEncodeBound(t *testing.T) {
 	f := snapFixture(t)
 	es, _ := f.c.SnapshotEntries()
-	full, _, _ := EncodeSnapshot(testFP, f.now, es, 0)
+	full, _, _ := Encode(testFP, f.now, es, 0)
 	for _, max := range []int64{int64(len(full)), int64(len(full)) - 1, 200, 1} {
-		data, n, truncated := EncodeSnapshot(testFP, f.now, es, max)
+		data, n, truncated := Encode(testFP, f.now, es, max)
 		if int64(len(data)) > max && n > 0 {
 			t.Errorf("max %d: %d bytes", max, len(data))
 		}
-		again, _, _ := EncodeSnapshot(testFP, f.now, es, max)
+		again, _, _ := Encode(testFP, f.now, es, max)
 		if !bytes.Equal(data, again) {
 			t.Errorf("max %d: not deterministic", max)
 		}
 		if truncated != (max < int64(len(full))) {
 			t.Errorf("max %d: truncated %v", max, truncated)
 		}
-		snap, err := DecodeSnapshot(data, testFP)
+		snap, err := Decode(data, testFP)
 		if err != nil {
 			t.Fatalf("max %d: %v", max, err)
 		}
@@ -190,28 +99,28 @@ func TestSnapshotEncodeBound(t *testing.T) {
 func TestSnapshotCorruptionRejected(t *testing.T) {
 	f := snapFixture(t)
 	data := encodeFixture(t, f)
-	versionAt := len(snapshotMagic)
+	versionAt := len(magic)
 	for i := range data {
 		bad := bytes.Clone(data)
 		bad[i] ^= 0x5a
-		snap, err := DecodeSnapshot(bad, testFP)
+		snap, err := Decode(bad, testFP)
 		if err == nil || snap != nil {
 			t.Fatalf("byte %d flipped: decoded (%v)", i, err)
 		}
-		want := ErrSnapshotCorrupt
+		want := ErrCorrupt
 		if i >= versionAt && i < versionAt+4 {
-			want = ErrSnapshotVersion
+			want = ErrVersion
 		}
 		if !errors.Is(err, want) {
 			t.Errorf("byte %d flipped: %v, want %v", i, err, want)
 		}
 	}
 	for n := range len(data) {
-		if snap, err := DecodeSnapshot(data[:n], testFP); !errors.Is(err, ErrSnapshotCorrupt) || snap != nil {
+		if snap, err := Decode(data[:n], testFP); !errors.Is(err, ErrCorrupt) || snap != nil {
 			t.Fatalf("truncated to %d bytes: %v, want corrupt", n, err)
 		}
 	}
-	if _, err := DecodeSnapshot(append(bytes.Clone(data), 0), testFP); !errors.Is(err, ErrSnapshotCorrupt) {
+	if _, err := Decode(append(bytes.Clone(data), 0), testFP); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("a byte appended: %v, want corrupt", err)
 	}
 }
@@ -219,31 +128,31 @@ func TestSnapshotCorruptionRejected(t *testing.T) {
 func TestSnapshotForeignAndVersion(t *testing.T) {
 	f := snapFixture(t)
 	data := encodeFixture(t, f)
-	if _, err := DecodeSnapshot(data, Fingerprint{9}); !errors.Is(err, ErrSnapshotForeign) {
+	if _, err := Decode(data, Fingerprint{9}); !errors.Is(err, ErrForeign) {
 		t.Errorf("other fingerprint: %v, want foreign", err)
 	}
 	// A later format version, with a valid checksum.
-	body := bytes.Clone(data[:len(data)-snapshotSumLen])
-	binary.BigEndian.PutUint32(body[len(snapshotMagic):], SnapshotFormatVersion+1)
-	if _, err := DecodeSnapshot(resum(body), testFP); !errors.Is(err, ErrSnapshotVersion) {
-		t.Errorf("format version %d: %v, want incompatible", SnapshotFormatVersion+1, err)
+	body := bytes.Clone(data[:len(data)-sumLen])
+	binary.BigEndian.PutUint32(body[len(magic):], FormatVersion+1)
+	if _, err := Decode(resum(body), testFP); !errors.Is(err, ErrVersion) {
+		t.Errorf("format version %d: %v, want incompatible", FormatVersion+1, err)
 	}
 	// A record whose content version does not match its bytes, checksum valid.
-	body = bytes.Clone(data[:len(data)-snapshotSumLen])
-	i := bytes.Index(body, []byte(ContentVersion(mustGet(t, f, "a").Body)))
+	body = bytes.Clone(data[:len(data)-sumLen])
+	i := bytes.Index(body, []byte(cache.ContentVersion(mustGet(t, f, "a").Body)))
 	body[i] ^= 1
-	if _, err := DecodeSnapshot(resum(body), testFP); !errors.Is(err, ErrSnapshotCorrupt) {
+	if _, err := Decode(resum(body), testFP); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("content version mismatch: %v, want corrupt", err)
 	}
-	if _, err := DecodeSnapshot([]byte("{\"json\": true}"), testFP); !errors.Is(err, ErrSnapshotCorrupt) {
+	if _, err := Decode([]byte("{\"json\": true}"), testFP); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("another file: %v, want corrupt", err)
 	}
 }
 
-func mustGet(t *testing.T, f *fixture, name string) *Resource {
+func mustGet(t *testing.T, f *fixture, name string) *cache.Resource {
 	t.Helper()
-	r, st := f.c.Get(key(legacyStream, lds, name))
-	if st != StatePresent {
+	r, st := f.c.Get(key(legacyStream, name))
+	if st != cache.StatePresent {
 		t.Fatalf("%s: %v", name, st)
 	}
 	return r
@@ -259,29 +168,29 @@ func sumOf(b []byte) []byte {
 }
 
 func FuzzDecodeSnapshot(f *testing.F) {
-	c := New(Options{MaxResources: -1, MaxBytes: -1})
+	c := cache.New(unbounded)
 	defer c.Close()
-	c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "2", 5)}})
+	c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, Resources: []*cache.Resource{res("a", "1", 10), res("b", "2", 5)}})
 	es, _ := c.SnapshotEntries()
-	data, _, _ := EncodeSnapshot(testFP, time.Unix(5, 0), es, 0)
+	data, _, _ := Encode(testFP, time.Unix(5, 0), es, 0)
 	f.Add(data)
 	f.Add(data[:len(data)/2])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		snap, err := DecodeSnapshot(b, testFP)
+		snap, err := Decode(b, testFP)
 		if (err == nil) != (snap != nil) {
 			t.Fatalf("snapshot %v with error %v", snap, err)
 		}
 		if err == nil {
-			g := New(Options{MaxResources: -1, MaxBytes: -1})
+			g := cache.New(unbounded)
 			g.Restore(snap.Entries)
 			g.Close()
 		}
 		// The checksum is over the body: a fuzzed body with a fixed-up
 		// checksum exercises the record decoder.
-		if len(b) > snapshotHeaderLen {
-			body := append(bytes.Clone(data[:snapshotHeaderLen]), b[snapshotHeaderLen:]...)
-			if snap, err := DecodeSnapshot(resum(body), testFP); err == nil {
-				g := New(Options{MaxResources: -1, MaxBytes: -1})
+		if len(b) > headerLen {
+			body := append(bytes.Clone(data[:headerLen]), b[headerLen:]...)
+			if snap, err := Decode(resum(body), testFP); err == nil {
+				g := cache.New(unbounded)
 				g.Restore(snap.Entries)
 				g.Close()
 			}
@@ -292,23 +201,23 @@ func FuzzDecodeSnapshot(f *testing.F) {
 func TestSnapshotFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "snap")
-	if err := WriteSnapshotFile(path, []byte("one")); err != nil {
+	if err := WriteFile(path, []byte("one")); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSnapshotFile(path, []byte("two")); err != nil {
+	if err := WriteFile(path, []byte("two")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadSnapshotFile(path, 3)
+	got, err := ReadFile(path, 3)
 	if err != nil || string(got) != "two" {
 		t.Errorf("read %q, %v; want two", got, err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("directory holds %d files, want only the snapshot (no temporary left)", len(ents))
 	}
-	if _, err := ReadSnapshotFile(path, 2); !errors.Is(err, ErrSnapshotTooLarge) {
+	if _, err := ReadFile(path, 2); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("over the bound: %v, want too large", err)
 	}
-	if err := WriteSnapshotFile(filepath.Join(dir, "missing", "snap"), nil); err == nil {
+	if err := WriteFile(filepath.Join(dir, "missing", "snap"), nil); err == nil {
 		t.Error("write into a missing directory: no error")
 	}
 }
@@ -318,8 +227,8 @@ func TestSnapshotFileAtomic(t *testing.T) {
 func TestSnapshotterLoadResults(t *testing.T) {
 	f := snapFixture(t)
 	good := encodeFixture(t, f)
-	badVersion := bytes.Clone(good[:len(good)-snapshotSumLen])
-	binary.BigEndian.PutUint32(badVersion[len(snapshotMagic):], 99)
+	badVersion := bytes.Clone(good[:len(good)-sumLen])
+	binary.BigEndian.PutUint32(badVersion[len(magic):], 99)
 	for _, tc := range []struct {
 		name  string
 		file  []byte // nil: no file
@@ -361,7 +270,7 @@ func TestSnapshotterLoadResults(t *testing.T) {
 			}
 			g := newFixture(t, unbounded)
 			reg := prometheus.NewRegistry()
-			s := NewSnapshotter(g.c, SnapshotOptions{Path: path, Interval: time.Hour, MaxBytes: tc.max, Fingerprint: tc.fp, Registry: reg, Now: func() time.Time { return g.now }})
+			s := New(g.c, Options{Path: path, Interval: time.Hour, MaxBytes: tc.max, Fingerprint: tc.fp, Registry: reg, Now: func() time.Time { return g.now }})
 			got, rr := s.Load()
 			if got != tc.want || rr.Resources != tc.wantN {
 				t.Errorf("Load: %s, %d resources; want %s, %d", got, rr.Resources, tc.want, tc.wantN)
@@ -369,8 +278,8 @@ func TestSnapshotterLoadResults(t *testing.T) {
 			if n := testutil.ToFloat64(s.m.loads.WithLabelValues(string(tc.want))); n != 1 {
 				t.Errorf("loads_total{result=%s} = %v, want 1", tc.want, n)
 			}
-			if tc.want != LoadLoaded && testutil.ToFloat64(g.c.m.resources) != 0 {
-				t.Errorf("cache holds %v resources after a failed load", testutil.ToFloat64(g.c.m.resources))
+			if tc.want != LoadLoaded && g.c.Stats().Resources != 0 {
+				t.Errorf("cache holds %v resources after a failed load", g.c.Stats().Resources)
 			}
 			wantAge := -1.0
 			if tc.want == LoadLoaded {
@@ -388,7 +297,7 @@ func TestSnapshotterLoadResults(t *testing.T) {
 func TestSnapshotterWrites(t *testing.T) {
 	f := snapFixture(t)
 	path := filepath.Join(t.TempDir(), "snap")
-	s := NewSnapshotter(f.c, SnapshotOptions{Path: path, Interval: time.Hour, Fingerprint: testFP, Now: func() time.Time { return f.now }})
+	s := New(f.c, Options{Path: path, Interval: time.Hour, Fingerprint: testFP, Now: func() time.Time { return f.now }})
 	s.Load()
 	s.Final()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -410,7 +319,7 @@ func TestSnapshotterWrites(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 1 {
 		t.Errorf("writes ok %v after an unchanged Final, want 1", n)
 	}
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("d", "5", 5)}})
+	f.c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, Resources: []*cache.Resource{res("d", "5", 5)}})
 	s.Final()
 	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 2 {
 		t.Errorf("writes ok %v after a change, want 2", n)
@@ -426,7 +335,7 @@ func TestSnapshotterWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecodeSnapshot(data, other); err != nil {
+	if _, err := Decode(data, other); err != nil {
 		t.Errorf("snapshot after SetFingerprint: %v", err)
 	}
 }

@@ -1,10 +1,9 @@
-package relay
+package snapshot
 
 import (
 	"testing"
 
 	"github.com/xds-relay/xds-relay/config"
-	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
 // TestConfigFingerprint: what decides a key's meaning changes the
@@ -14,8 +13,8 @@ func TestConfigFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := configFingerprint(base)
-	if fp == (cache.Fingerprint{}) {
+	fp := ConfigFingerprint(base)
+	if fp == (Fingerprint{}) {
 		t.Fatal("fingerprint of example.yaml is empty (marshaling failed)")
 	}
 	for _, tc := range []struct {
@@ -38,7 +37,7 @@ func TestConfigFingerprint(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.edit(c)
-			if got := configFingerprint(c) == fp; got != tc.same {
+			if got := ConfigFingerprint(c) == fp; got != tc.same {
 				t.Errorf("same fingerprint: %v, want %v", got, tc.same)
 			}
 		})

@@ -1,4 +1,4 @@
-package cache
+package snapshot
 
 import (
 	"context"
@@ -8,22 +8,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// SnapshotOptions configure a Snapshotter (config: cache.snapshot_*).
-type SnapshotOptions struct {
+// Options configure a Snapshotter (config: cache.snapshot_*, FromConfig).
+type Options struct {
 	// Path of the snapshot file; its directory holds the temporary file of
 	// each write.
 	Path string
 	// Interval: a snapshot is written at most this often, and only when
 	// the cache changed since the last one.
 	Interval time.Duration
-	// MaxBytes bounds the file, written and read (see EncodeSnapshot for
+	// MaxBytes bounds the file, written and read (see Encode for
 	// what is left out when the cache does not fit). <= 0: no bound.
 	MaxBytes int64
 	// Fingerprint of the running config; a snapshot of another is ignored.
 	Fingerprint Fingerprint
-	// Logger; named "cache.snapshot". nil: no logging.
+	// Logger; named "cache.snapshot" (the name its log lines have always
+	// had). nil: no logging.
 	Logger *zap.Logger
 	// Registry for the snapshot metrics; nil: not registered.
 	Registry prometheus.Registerer
@@ -47,7 +50,7 @@ const (
 	LoadError        LoadResult = "error"
 )
 
-// Snapshotter keeps a Cache's snapshot on disk: Load at start, Run while
+// Snapshotter keeps a cache.Cache's snapshot on disk: Load at start, Run while
 // the relay serves (periodic writes), Final at shutdown. It never stops
 // the relay: a snapshot that cannot be read is ignored, one that cannot be
 // written is retried at the next interval; both are logged and counted.
@@ -56,12 +59,12 @@ const (
 // while it runs, and Final writes only after Run returned (the relay calls
 // it from Close, after the upstream stopped and before the cache closes).
 type Snapshotter struct {
-	c        *Cache           // read-only after New
+	c        *cache.Cache     // read-only after New
 	path     string           // read-only after New
 	interval time.Duration    // read-only after New
 	maxBytes int64            // read-only after New
 	lg       *zap.Logger      // read-only after New
-	m        *snapshotMetrics // read-only after New
+	m        *metrics         // read-only after New
 	now      func() time.Time // read-only after New
 
 	// fp is the running config's fingerprint (SetFingerprint on reload).
@@ -78,9 +81,9 @@ type Snapshotter struct {
 	current bool
 }
 
-// NewSnapshotter returns a Snapshotter of c; it reads and writes nothing
+// New returns a Snapshotter of c; it reads and writes nothing
 // yet.
-func NewSnapshotter(c *Cache, opts SnapshotOptions) *Snapshotter {
+func New(c *cache.Cache, opts Options) *Snapshotter {
 	lg := opts.Logger
 	if lg == nil {
 		lg = zap.NewNop()
@@ -94,7 +97,7 @@ func NewSnapshotter(c *Cache, opts SnapshotOptions) *Snapshotter {
 		lg: lg.Named("cache").Named("snapshot"), now: now,
 	}
 	s.SetFingerprint(opts.Fingerprint)
-	s.m = newSnapshotMetrics(opts.Registry, s.age)
+	s.m = newMetrics(opts.Registry, s.age)
 	return s
 }
 
@@ -121,41 +124,41 @@ func (s *Snapshotter) age() float64 {
 // Load reads the snapshot at the path and, when it checks out whole,
 // restores it into the cache (before the relay serves). Any failure is
 // logged with its reason and counted, and the cache stays as it was.
-func (s *Snapshotter) Load() (LoadResult, RestoreResult) {
+func (s *Snapshotter) Load() (LoadResult, cache.RestoreResult) {
 	result, rr := s.load()
 	s.m.loads.WithLabelValues(string(result)).Inc()
 	s.lastGen = s.c.Generation()
 	return result, rr
 }
 
-func (s *Snapshotter) load() (LoadResult, RestoreResult) {
-	data, err := ReadSnapshotFile(s.path, s.maxBytes)
+func (s *Snapshotter) load() (LoadResult, cache.RestoreResult) {
+	data, err := ReadFile(s.path, s.maxBytes)
 	if err != nil {
 		if isNotExist(err) {
 			s.lg.Info("no snapshot to load; starting empty", zap.String("path", s.path))
-			return LoadAbsent, RestoreResult{}
+			return LoadAbsent, cache.RestoreResult{}
 		}
 		result := LoadError
 		switch {
-		case errors.Is(err, ErrSnapshotTooLarge):
+		case errors.Is(err, ErrTooLarge):
 			result = LoadTooLarge
-		case errors.Is(err, ErrSnapshotUntrusted):
+		case errors.Is(err, ErrUntrusted):
 			result = LoadUntrusted
 		}
 		s.lg.Warn("snapshot not loaded; starting empty", zap.String("path", s.path), zap.String("result", string(result)), zap.Error(err))
-		return result, RestoreResult{}
+		return result, cache.RestoreResult{}
 	}
-	snap, err := DecodeSnapshot(data, *s.fp.Load())
+	snap, err := Decode(data, *s.fp.Load())
 	if err != nil {
 		result := LoadCorrupt
 		switch {
-		case errors.Is(err, ErrSnapshotVersion):
+		case errors.Is(err, ErrVersion):
 			result = LoadIncompatible
-		case errors.Is(err, ErrSnapshotForeign):
+		case errors.Is(err, ErrForeign):
 			result = LoadForeign
 		}
 		s.lg.Warn("snapshot not loaded; starting empty", zap.String("path", s.path), zap.String("result", string(result)), zap.Error(err))
-		return result, RestoreResult{}
+		return result, cache.RestoreResult{}
 	}
 	rr := s.c.Restore(snap.Entries)
 	s.m.restored.Set(float64(rr.Resources))
@@ -206,8 +209,8 @@ func (s *Snapshotter) write() error {
 	start := s.now()
 	fp := *s.fp.Load()
 	entries, gen := s.c.SnapshotEntries()
-	data, n, truncated := EncodeSnapshot(fp, start, entries, s.maxBytes)
-	if err := WriteSnapshotFile(s.path, data); err != nil {
+	data, n, truncated := Encode(fp, start, entries, s.maxBytes)
+	if err := WriteFile(s.path, data); err != nil {
 		s.m.writes.WithLabelValues(writeError).Inc()
 		s.lg.Error("snapshot not written", zap.String("path", s.path), zap.Error(err))
 		return err
