@@ -35,7 +35,7 @@ import (
 type originGate struct {
 	mu       sync.Mutex
 	cert     *tls.Certificate // guarded by mu; serving certificate
-	clientCA *testCA          // guarded by mu; nil: no client certificate asked
+	clientCA *xdstest.CA      // guarded by mu; nil: no client certificate asked
 	token    string           // guarded by mu; "": any or none accepted
 	seen     []gateSeen       // guarded by mu
 	poke     chan struct{}    // 1 slot: a stream was seen
@@ -47,14 +47,14 @@ type gateSeen struct {
 	refused  bool
 }
 
-func newOriginGate(cert issued, clientCA *testCA) *originGate {
-	return &originGate{cert: &cert.tls, clientCA: clientCA, poke: make(chan struct{}, 1)}
+func newOriginGate(cert xdstest.Leaf, clientCA *xdstest.CA) *originGate {
+	return &originGate{cert: &cert.TLS, clientCA: clientCA, poke: make(chan struct{}, 1)}
 }
 
 // set changes what the next start of the origin serves with.
-func (g *originGate) set(cert issued, clientCA *testCA) {
+func (g *originGate) set(cert xdstest.Leaf, clientCA *xdstest.CA) {
 	g.mu.Lock()
-	g.cert, g.clientCA = &cert.tls, clientCA
+	g.cert, g.clientCA = &cert.TLS, clientCA
 	g.mu.Unlock()
 }
 
@@ -68,7 +68,7 @@ func (g *originGate) serverOpts() []grpc.ServerOption {
 	g.mu.Lock()
 	tc := &tls.Config{Certificates: []tls.Certificate{*g.cert}, MinVersion: tls.VersionTLS12}
 	if g.clientCA != nil {
-		tc.ClientCAs, tc.ClientAuth = g.clientCA.pool(), tls.RequireAndVerifyClientCert
+		tc.ClientCAs, tc.ClientAuth = g.clientCA.Pool(), tls.RequireAndVerifyClientCert
 	}
 	g.mu.Unlock()
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc)), grpc.StreamInterceptor(g.intercept)}
@@ -126,20 +126,20 @@ type tlsFiles struct {
 	dir, ca, cert, key string
 }
 
-func newTLSFiles(t *testing.T, ca *testCA, client issued) tlsFiles {
+func newTLSFiles(t *testing.T, ca *xdstest.CA, client xdstest.Leaf) tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
-	f := tlsFiles{dir: dir, ca: filepath.Join(dir, "ca.pem"), cert: filepath.Join(dir, "relay.pem"), key: filepath.Join(dir, "relay-key.pem")}
+	f := tlsFiles{dir: dir, ca: filepath.Join(dir, "ca.PEM"), cert: filepath.Join(dir, "relay.pem"), key: filepath.Join(dir, "relay-key.pem")}
 	f.rotate(t, ca, client)
 	return f
 }
 
 // rotate replaces the CA file and the client pair, each by rename.
-func (f tlsFiles) rotate(t *testing.T, ca *testCA, client issued) {
+func (f tlsFiles) rotate(t *testing.T, ca *xdstest.CA, client xdstest.Leaf) {
 	t.Helper()
-	writeFileAtomic(t, f.ca, ca.pem)
-	writeFileAtomic(t, f.cert, client.certPEM)
-	writeFileAtomic(t, f.key, client.keyPEM)
+	writeFileAtomic(t, f.ca, ca.PEM)
+	writeFileAtomic(t, f.cert, client.CertPEM)
+	writeFileAtomic(t, f.key, client.KeyPEM)
 }
 
 // mtls is the relay's client TLS from f.
@@ -210,14 +210,14 @@ const nocaAuthority = "noca.example"
 // /debug/upstreams and serves nothing, so the two never share a
 // connection. upstream.tls stays plaintext.
 func TestUpstreamTLSPerAuthority(t *testing.T) {
-	ca := newTestCA(t, "test-ca")
-	gate := newOriginGate(ca.server("origin"), ca)
+	ca := xdstest.NewCA(t, "test-ca")
+	gate := newOriginGate(ca.Server("origin"), ca)
 	o := newGCPOriginWith(t, gate.serverOpts)
 	c := dsCluster("tls")
 	other := "xdstp://" + nocaAuthority + "/envoy.config.cluster.v3.Cluster/tls"
 	o.set(resource.ClusterType, c, cluster(c, 1))
 	o.set(resource.ClusterType, other, cluster(other, 1))
-	files := newTLSFiles(t, ca, ca.client("relay"))
+	files := newTLSFiles(t, ca, ca.Client("relay"))
 
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
@@ -262,12 +262,12 @@ func TestUpstreamTLSPerAuthority(t *testing.T) {
 // presents the new client certificate, and the client, never dropped, gets
 // the origin's next change.
 func TestUpstreamTLSRotation(t *testing.T) {
-	ca1, ca2 := newTestCA(t, "ca-1"), newTestCA(t, "ca-2")
-	gate := newOriginGate(ca1.server("origin-1"), ca1)
+	ca1, ca2 := xdstest.NewCA(t, "ca-1"), xdstest.NewCA(t, "ca-2")
+	gate := newOriginGate(ca1.Server("origin-1"), ca1)
 	o := newGCPOriginWith(t, gate.serverOpts)
 	c := dsCluster("rotated")
 	o.set(resource.ClusterType, c, cluster(c, 1))
-	files := newTLSFiles(t, ca1, ca1.client("relay-1"))
+	files := newTLSFiles(t, ca1, ca1.Client("relay-1"))
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
 		cfg.Authorities[0].TLS = files.mtls()
@@ -276,7 +276,7 @@ func TestUpstreamTLSRotation(t *testing.T) {
 	v := subscribeClusters(t, d, c)
 	gate.waitSeen(t, "from relay-1", func(s gateSeen) bool { return s.clientCN == "relay-1" })
 
-	files.rotate(t, ca2, ca2.client("relay-2"))
+	files.rotate(t, ca2, ca2.Client("relay-2"))
 	o.set(resource.ClusterType, c, cluster(c, 2))
 	waitClusterTimeout(t, d, v, c, 2)
 	o.mu.Lock()
@@ -286,7 +286,7 @@ func TestUpstreamTLSRotation(t *testing.T) {
 		t.Errorf("origin saw %d delta streams after the rotation, want the first one kept", opens)
 	}
 
-	gate.set(ca2.server("origin-2"), ca2)
+	gate.set(ca2.Server("origin-2"), ca2)
 	o.stop()
 	o.restart()
 	gate.waitSeen(t, "from relay-2 (the rotated client certificate)", func(s gateSeen) bool { return s.clientCN == "relay-2" })
@@ -304,15 +304,15 @@ func TestUpstreamTLSRotation(t *testing.T) {
 // client, never dropped, is served again. A wrong token is refused with
 // Unauthenticated, which /debug/upstreams shows, without the token.
 func TestUpstreamBearerToken(t *testing.T) {
-	ca := newTestCA(t, "ca")
-	gate := newOriginGate(ca.server("origin"), nil)
+	ca := xdstest.NewCA(t, "ca")
+	gate := newOriginGate(ca.Server("origin"), nil)
 	gate.expectToken("token-1")
 	o := newGCPOriginWith(t, gate.serverOpts)
 	c := dsCluster("token")
 	o.set(resource.ClusterType, c, cluster(c, 1))
 	dir := t.TempDir()
-	caFile, tokFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "token")
-	writeFileAtomic(t, caFile, ca.pem)
+	caFile, tokFile := filepath.Join(dir, "ca.PEM"), filepath.Join(dir, "token")
+	writeFileAtomic(t, caFile, ca.PEM)
 	writeFileAtomic(t, tokFile, []byte("token-1\n"))
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
