@@ -3,12 +3,12 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -72,25 +72,20 @@ func clientIDs(resp *statusv3.ClientStatusResponse) []string {
 func waitCSDS(t *testing.T, c statusv3.ClientStatusDiscoveryServiceClient, what string, req *statusv3.ClientStatusRequest,
 	cond func(*statusv3.ClientStatusResponse) string) *statusv3.ClientStatusResponse {
 	t.Helper()
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var resp *statusv3.ClientStatusResponse
+	xdstest.Poll(t, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-		resp, err := c.FetchClientStatus(ctx, req)
-		cancel()
-		if err != nil {
+		defer cancel()
+		var err error
+		if resp, err = c.FetchClientStatus(ctx, req); err != nil {
 			t.Fatalf("%s: FetchClientStatus: %v", what, err)
 		}
-		diff := cond(resp)
-		if diff == "" {
-			return resp
+		if diff := cond(resp); diff != "" {
+			return errors.New("\n" + diff)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v:\n%s", what, xdstest.WaitTimeout, diff)
-		}
-		<-tick.C
-	}
+		return nil
+	})
+	return resp
 }
 
 func entriesAre(want []csdsEntry) func(*statusv3.ClientStatusResponse) string {

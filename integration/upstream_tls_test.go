@@ -3,6 +3,7 @@ package integration
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,16 +152,13 @@ func (f tlsFiles) mtls() *config.ClientTLS {
 // satisfying cond, and returns it.
 func upstreamLink(t *testing.T, r *relayproc.Relay, authority string, cond func(upstream.LinkStatus) bool) upstream.LinkStatus {
 	t.Helper()
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond) // a page to re-read: no event to wait on
-	defer tick.Stop()
-	var links []upstream.LinkStatus
-	for {
+	var found upstream.LinkStatus
+	xdstest.Poll(t, "/debug/upstreams: a link of "+authority+" as expected", func() error { // a page to re-read: no event to wait on
 		resp, err := http.Get("http://" + r.AdminAddr() + upstream.UpstreamsPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		links = nil
+		var links []upstream.LinkStatus
 		err = json.NewDecoder(resp.Body).Decode(&links)
 		resp.Body.Close()
 		if err != nil {
@@ -168,14 +166,13 @@ func upstreamLink(t *testing.T, r *relayproc.Relay, authority string, cond func(
 		}
 		for _, l := range links {
 			if l.Authority == authority && cond(l) {
-				return l
+				found = l
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/debug/upstreams: no link of %s as expected after %v: %+v", authority, xdstest.WaitTimeout, links)
-		}
-		<-tick.C
-	}
+		return fmt.Errorf("links %+v", links)
+	})
+	return found
 }
 
 // clusterTimeout is the connect timeout, in seconds, of cluster name in v
