@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -102,24 +101,16 @@ func (g *originGate) intercept(srv any, ss grpc.ServerStream, _ *grpc.StreamServ
 // waitSeen waits until a stream the gate saw satisfies cond.
 func (g *originGate) waitSeen(t *testing.T, what string, cond func(gateSeen) bool) {
 	t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
-	defer deadline.Stop()
-	for {
+	xdstest.Await(t, "origin gate: a stream "+what, g.poke, func() error {
 		g.mu.Lock()
+		defer g.mu.Unlock()
 		for _, s := range g.seen {
 			if cond(s) {
-				g.mu.Unlock()
-				return
+				return nil
 			}
 		}
-		seen := append([]gateSeen(nil), g.seen...)
-		g.mu.Unlock()
-		select {
-		case <-g.poke:
-		case <-deadline.C:
-			t.Fatalf("origin gate: no stream %s after %v; saw %+v", what, xdstest.WaitTimeout, seen)
-		}
-	}
+		return fmt.Errorf("saw %+v", g.seen)
+	})
 }
 
 // tlsFiles are the relay's TLS files in a test's directory.

@@ -63,3 +63,19 @@ func TestPoll(t *testing.T) {
 }
 
 var errNotYet = errors.New("not yet")
+
+// TestAwait: Await re-checks each time wake yields.
+func TestAwait(t *testing.T) {
+	wake := make(chan int, 1)
+	n := 0
+	Await(t, "second call", wake, func() error {
+		if n++; n < 2 {
+			wake <- n
+			return errNotYet
+		}
+		return nil
+	})
+	if n != 2 {
+		t.Fatalf("check called %d times, want 2", n)
+	}
+}
