@@ -4,15 +4,18 @@
 // cmd/xds-relay and the integration tests both start the relay through it.
 //
 // What it does, by file (README.md has the lifecycle and the seams):
-//   - relay.go: Relay, its lifecycle (New, Start, Failed, Close) and the
-//     seams components plug into (goRun, onStop, readyCheck, onReload).
+//   - relay.go: Relay (New, Start, Failed, Close) and the seams components
+//     plug into (goRun, onStop, readyCheck, onReload); lifecycle.go: its
+//     one phase (new, serving, draining, stopping, closed) and the one
+//     release path for every way out.
 //   - components.go: the cache, upstream and downstream built from the
-//     config and wired together; snapshot.go: warm restart (the cache
-//     snapshot restored in New, written periodically and at Close).
+//     config and wired together, with warm restart (internal/snapshot)
+//     loaded in New and written by a goRun loop and at Close.
 //   - grpc.go: the downstream gRPC server's options (keepalive, message
-//     sizes, TLS); upstreamauth.go: each authority's upstream TLS and
-//     bearer token; rest.go: REST-JSON polling on rest_listen, and pprof;
-//     csds.go: Client Status Discovery on csds_listen and /debug/csds.
+//     sizes, TLS from internal/creds); upstreamauth.go: each authority's
+//     upstream TLS and bearer token; rest.go: REST-JSON polling on
+//     rest_listen, and pprof; csds.go: Client Status Discovery on
+//     csds_listen and /debug/csds.
 //   - drain.go: every stream registered so Close can end them in waves.
 //   - reload.go, reloadhooks.go, configwatch.go: Reload (SIGHUP, POST
 //     /debug/reload, config_watch) validates a new config and applies it
@@ -20,8 +23,9 @@
 //   - admin.go, adminguard.go, operations.go: the admin HTTP server
 //     (/metrics, /healthz, /readyz, /debug/), what it trusts (Host and
 //     Origin checks), and its state-changing endpoints (reload, log level).
-//   - status.go, statuspage.go: the status page (/), /debug/status and the
-//     other /debug pages.
+//   - adminjson.go: the components' debug pages (/debug/cache, upstreams,
+//     clients, nacks, csds), served as JSON by one writer; status.go,
+//     statuspage.go: the status page (/), /debug/status, /debug/config.
 //   - logging.go: NewLogger, zap from the log section; metrics.go:
 //     NewRegistry and the process-level series; errors.go: the sentinels.
 package relay
