@@ -14,8 +14,8 @@ import (
 )
 
 // The relay says a resource or a collection does not exist only when the
-// origin said so for that name (DESIGN.md, "Absence only when the origin
-// said so"). Each test below is a response the relay once read as absence
+// origin said so for that name (docs/reliability.md, "Absence only when
+// the origin said so"). Each test below is a response the relay once read as absence
 // of something the origin never spoke of; a scripted origin sends it,
 // because a go-control-plane origin never interleaves its answers so.
 

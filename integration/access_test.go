@@ -2,19 +2,10 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,107 +38,27 @@ const (
 // accessPKI is a CA, the relay's server certificate (127.0.0.1) and client
 // certificates, written as PEM files into a test directory.
 type accessPKI struct {
-	t                  testing.TB
-	dir                string
-	ca                 *x509.Certificate
-	caKey              *ecdsa.PrivateKey
 	pool               *x509.CertPool
 	caFile             string
 	serverCert, srvKey string
-	serial             int64
 	prodApp, gateway   tls.Certificate // URI SANs under ns/prod
 	staging, dnsOnly   tls.Certificate // ns/staging; DNS SAN api.prod.example only
 }
 
 func newAccessPKI(t testing.TB) *accessPKI {
 	t.Helper()
-	p := &accessPKI{t: t, dir: t.TempDir(), pool: x509.NewCertPool()}
-	p.caKey = accessKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "access test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
+	dir := t.TempDir()
+	ca := xdstest.NewCA(t, "access test CA")
+	p := &accessPKI{pool: ca.Pool(), caFile: ca.WriteFile(dir, "ca.pem")}
+	p.serverCert, p.srvKey = ca.Server("access test server").WriteFiles(t, dir, "server")
+	client := func(uris, dns []string) tls.Certificate {
+		return ca.Issue("access test leaf", x509.ExtKeyUsageClientAuth, xdstest.SANs{URIs: uris, DNS: dns}).TLS
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.ca, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	p.pool.AddCert(p.ca)
-	p.caFile = p.write("ca.pem", "CERTIFICATE", der)
-	p.serial = 1
-	srv, srvKey := p.leaf(x509.ExtKeyUsageServerAuth, nil, nil, []net.IP{net.ParseIP("127.0.0.1")})
-	p.serverCert = p.write("server.pem", "CERTIFICATE", srv)
-	kd, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.srvKey = p.write("server-key.pem", "EC PRIVATE KEY", kd)
-	p.prodApp = p.client([]string{spiffeProdApp}, []string{"app.prod.example"})
-	p.gateway = p.client([]string{spiffeProdGateway}, nil)
-	p.staging = p.client([]string{spiffeStagingApp}, []string{"app.staging.example"})
-	p.dnsOnly = p.client(nil, []string{"api.prod.example"})
+	p.prodApp = client([]string{spiffeProdApp}, []string{"app.prod.example"})
+	p.gateway = client([]string{spiffeProdGateway}, nil)
+	p.staging = client([]string{spiffeStagingApp}, []string{"app.staging.example"})
+	p.dnsOnly = client(nil, []string{"api.prod.example"})
 	return p
-}
-
-func accessKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func (p *accessPKI) write(name, blockType string, der []byte) string {
-	p.t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der}), 0o600); err != nil {
-		p.t.Fatal(err)
-	}
-	return path
-}
-
-// leaf issues a certificate signed by the CA.
-func (p *accessPKI) leaf(usage x509.ExtKeyUsage, uris, dns []string, ips []net.IP) ([]byte, *ecdsa.PrivateKey) {
-	p.t.Helper()
-	p.serial++
-	key := accessKey(p.t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serial),
-		Subject:      pkix.Name{CommonName: "access test leaf"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-	}
-	for _, u := range uris {
-		parsed, err := url.Parse(u)
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, parsed)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return der, key
-}
-
-// client issues a client certificate with the given SANs.
-func (p *accessPKI) client(uris, dns []string) tls.Certificate {
-	p.t.Helper()
-	der, key := p.leaf(x509.ExtKeyUsageClientAuth, uris, dns, nil)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // tlsConfig is a client's TLS config presenting cert (none when nil).

@@ -3,13 +3,13 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -182,19 +182,12 @@ func (o *snapOrigin) fullNodes() []*corev3.Node {
 // nodes.
 func (o *snapOrigin) waitStreams(want []string) {
 	o.t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
-	defer deadline.Stop()
-	for {
-		opens, got := o.streamNodes()
-		if opens == len(want) && cmp.Equal(want, got) {
-			return
+	xdstest.Await(o.t, "origin streams", o.poke, func() error {
+		if opens, got := o.streamNodes(); opens != len(want) || !cmp.Equal(want, got) {
+			return fmt.Errorf("%d opened, nodes %v; want %v", opens, got, want)
 		}
-		select {
-		case <-o.poke:
-		case <-deadline.C:
-			o.t.Fatalf("origin streams: %d opened, nodes %v; want %v", opens, got, want)
-		}
-	}
+		return nil
+	})
 }
 
 func decodeAggRules(t testing.TB, src string) []aggregation.Rule {

@@ -3,12 +3,12 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -72,25 +72,20 @@ func clientIDs(resp *statusv3.ClientStatusResponse) []string {
 func waitCSDS(t *testing.T, c statusv3.ClientStatusDiscoveryServiceClient, what string, req *statusv3.ClientStatusRequest,
 	cond func(*statusv3.ClientStatusResponse) string) *statusv3.ClientStatusResponse {
 	t.Helper()
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var resp *statusv3.ClientStatusResponse
+	xdstest.Poll(t, what, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-		resp, err := c.FetchClientStatus(ctx, req)
-		cancel()
-		if err != nil {
+		defer cancel()
+		var err error
+		if resp, err = c.FetchClientStatus(ctx, req); err != nil {
 			t.Fatalf("%s: FetchClientStatus: %v", what, err)
 		}
-		diff := cond(resp)
-		if diff == "" {
-			return resp
+		if diff := cond(resp); diff != "" {
+			return errors.New("\n" + diff)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v:\n%s", what, xdstest.WaitTimeout, diff)
-		}
-		<-tick.C
-	}
+		return nil
+	})
+	return resp
 }
 
 func entriesAre(want []csdsEntry) func(*statusv3.ClientStatusResponse) string {
@@ -278,13 +273,13 @@ func TestCSDSRemoved(t *testing.T) {
 // without a client certificate is refused at the handshake, and one that
 // does not trust the relay's serving CA does not connect.
 func TestCSDSWithClientCertificates(t *testing.T) {
-	serving, clients := newTestCA(t, "serving-ca"), newTestCA(t, "clients")
+	serving, clients := xdstest.NewCA(t, "serving-ca"), xdstest.NewCA(t, "clients")
 	dir := t.TempDir()
-	certFile, keyFile, caFile := filepath.Join(dir, "relay.pem"), filepath.Join(dir, "relay-key.pem"), filepath.Join(dir, "clients.pem")
-	srv := serving.server("relay")
-	writeFileAtomic(t, certFile, srv.certPEM)
-	writeFileAtomic(t, keyFile, srv.keyPEM)
-	writeFileAtomic(t, caFile, clients.pem)
+	certFile, keyFile, caFile := filepath.Join(dir, "relay.pem"), filepath.Join(dir, "relay-key.pem"), filepath.Join(dir, "clients.PEM")
+	srv := serving.Server("relay")
+	writeFileAtomic(t, certFile, srv.CertPEM)
+	writeFileAtomic(t, keyFile, srv.KeyPEM)
+	writeFileAtomic(t, caFile, clients.PEM)
 	o := newGCPOrigin(t)
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
@@ -303,13 +298,13 @@ func TestCSDSWithClientCertificates(t *testing.T) {
 		}
 		return err
 	}
-	if err := fetch(&tls.Config{RootCAs: serving.pool(), Certificates: []tls.Certificate{clients.client("operator").tls}}); err != nil {
+	if err := fetch(&tls.Config{RootCAs: serving.Pool(), Certificates: []tls.Certificate{clients.Client("operator").TLS}}); err != nil {
 		t.Errorf("caller with a client certificate: %v", err)
 	}
-	if err := fetch(&tls.Config{RootCAs: serving.pool()}); grpcCode(err) != codes.Unavailable {
+	if err := fetch(&tls.Config{RootCAs: serving.Pool()}); grpcCode(err) != codes.Unavailable {
 		t.Errorf("caller without a client certificate: %v; want the connection refused (Unavailable)", err)
 	}
-	if err := fetch(&tls.Config{RootCAs: clients.pool(), Certificates: []tls.Certificate{clients.client("operator").tls}}); grpcCode(err) != codes.Unavailable {
+	if err := fetch(&tls.Config{RootCAs: clients.Pool(), Certificates: []tls.Certificate{clients.Client("operator").TLS}}); grpcCode(err) != codes.Unavailable {
 		t.Errorf("caller that does not trust the relay: %v; want Unavailable", err)
 	}
 	// Plaintext is not served.

@@ -23,13 +23,13 @@ import (
 // new CA is served, and a new one with a certificate of the old CA is
 // refused, without a restart.
 func TestDownstreamClientCARotation(t *testing.T) {
-	serving, caA, caB := newTestCA(t, "serving-ca"), newTestCA(t, "clients-a"), newTestCA(t, "clients-b")
+	serving, caA, caB := xdstest.NewCA(t, "serving-ca"), xdstest.NewCA(t, "clients-a"), xdstest.NewCA(t, "clients-b")
 	dir := t.TempDir()
-	certFile, keyFile, caFile := filepath.Join(dir, "relay.pem"), filepath.Join(dir, "relay-key.pem"), filepath.Join(dir, "clients.pem")
-	srv := serving.server("relay")
-	writeFileAtomic(t, certFile, srv.certPEM)
-	writeFileAtomic(t, keyFile, srv.keyPEM)
-	writeFileAtomic(t, caFile, caA.pem)
+	certFile, keyFile, caFile := filepath.Join(dir, "relay.pem"), filepath.Join(dir, "relay-key.pem"), filepath.Join(dir, "clients.PEM")
+	srv := serving.Server("relay")
+	writeFileAtomic(t, certFile, srv.CertPEM)
+	writeFileAtomic(t, keyFile, srv.KeyPEM)
+	writeFileAtomic(t, caFile, caA.PEM)
 
 	o := newGCPOrigin(t)
 	c := dsCluster("mtls")
@@ -38,21 +38,21 @@ func TestDownstreamClientCARotation(t *testing.T) {
 		cfg.Log.Level = config.LogInfo
 		cfg.Downstream.TLS = config.ServerTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}
 	}, o.addr)
-	client := func(cert issued) grpc.DialOption {
-		return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: serving.pool(), Certificates: []tls.Certificate{cert.tls}}))
+	client := func(cert xdstest.Leaf) grpc.DialOption {
+		return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: serving.Pool(), Certificates: []tls.Certificate{cert.TLS}}))
 	}
 
-	first := openDelta(t, dial(t, r.XDSAddr(), client(caA.client("a-1"))))
+	first := openDelta(t, dial(t, r.XDSAddr(), client(caA.Client("a-1"))))
 	v := subscribeClusters(t, first, c)
 
-	writeFileAtomic(t, caFile, caB.pem)
-	subscribeClusters(t, openDelta(t, dial(t, r.XDSAddr(), client(caB.client("b-1")))), c)
+	writeFileAtomic(t, caFile, caB.PEM)
+	subscribeClusters(t, openDelta(t, dial(t, r.XDSAddr(), client(caB.Client("b-1")))), c)
 
 	// The refusal ends the connection: the stream fails to open, to send
 	// or on its first receive, never answered.
 	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
-	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, r.XDSAddr(), client(caA.client("a-2"))))
+	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(dial(t, r.XDSAddr(), client(caA.Client("a-2"))))
 	st, err := ads.DeltaAggregatedResources(ctx)
 	if err == nil {
 		if err = st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c}}); err == nil {

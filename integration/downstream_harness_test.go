@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -92,22 +93,17 @@ func relayMetric(t testing.TB, r *relayproc.Relay, name string, labels ...string
 }
 
 // waitRelayMetric waits until the relay's metric satisfies cond (re-read
-// every few milliseconds, up to xdstest.WaitTimeout) and returns its value.
+// by xdstest.Poll) and returns its value.
 func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(float64) bool, name string, labels ...string) float64 {
 	t.Helper()
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		v := relayMetric(t, r, name, labels...)
-		if cond(v) {
-			return v
+	var v float64
+	xdstest.Poll(t, what, func() error {
+		if v = relayMetric(t, r, name, labels...); !cond(v) {
+			return fmt.Errorf("%s = %v", name, v)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s = %v after %v", what, name, v, xdstest.WaitTimeout)
-		}
-		<-tick.C
-	}
+		return nil
+	})
+	return v
 }
 
 // waitUntil re-reads cond every few milliseconds for up to d and reports

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -136,13 +137,10 @@ func (g *gatedListener) count() int {
 // index from.
 func (g *gatedListener) waitRefused(from, n int) {
 	g.t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
-	defer deadline.Stop()
-	for len(g.refusedSince(from)) < n {
-		select {
-		case <-g.poke:
-		case <-deadline.C:
-			g.t.Fatalf("gated origin: %d connection attempts refused after %v, want %d", len(g.refusedSince(from)), xdstest.WaitTimeout, n)
+	xdstest.Await(g.t, "gated origin: connection attempts refused", g.poke, func() error {
+		if got := len(g.refusedSince(from)); got < n {
+			return fmt.Errorf("%d refused, want %d", got, n)
 		}
-	}
+		return nil
+	})
 }

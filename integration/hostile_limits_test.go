@@ -197,15 +197,14 @@ func TestSotWVersionAndDebugPageBounded(t *testing.T) {
 	many := openSotW(t, conn)
 	many.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNames: names})
 	url := "http://" + r.AdminAddr() + downstream.ClientsPath
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond) // re-poll the page: the subscription lands asynchronously
-	defer tick.Stop()
-	for {
+	var raw []byte
+	// Re-poll the page: the subscription lands asynchronously.
+	xdstest.Poll(t, url+" shows the client of 500 names", func() error {
 		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, _ := io.ReadAll(resp.Body)
+		raw, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		var infos []downstream.ClientInfo
 		if err := json.Unmarshal(raw, &infos); err != nil {
@@ -227,16 +226,13 @@ func TestSotWVersionAndDebugPageBounded(t *testing.T) {
 				}
 			}
 		}
-		if shown {
-			if len(raw) > 64<<10 {
-				t.Fatalf("%s is %d bytes for two clients, want under 64 KiB", url, len(raw))
-			}
-			return
+		if !shown {
+			return fmt.Errorf("%.2000s", raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never showed the client of %d names:\n%.2000s", url, n, raw)
-		}
-		<-tick.C
+		return nil
+	})
+	if len(raw) > 64<<10 {
+		t.Fatalf("%s is %d bytes for two clients, want under 64 KiB", url, len(raw))
 	}
 }
 
@@ -320,10 +316,8 @@ func TestRESTStalledPollsAreBounded(t *testing.T) {
 		}, o.addr)
 		stalled := []net.Conn{stalledPoll(t, r.RESTAddr()), stalledPoll(t, r.RESTAddr())}
 		body := `{"node": {"id": "poller"}, "resource_names": ["` + c + `"]}`
-		deadline := time.Now().Add(xdstest.WaitTimeout)
-		tick := time.NewTicker(5 * time.Millisecond) // re-poll: the stalled polls are admitted asynchronously
-		defer tick.Stop()
-		for {
+		// Re-poll: the stalled polls are admitted asynchronously.
+		xdstest.Poll(t, "a third poll beside two stalled ones refused, naming max_streams", func() error {
 			resp, err := http.Post("http://"+r.RESTAddr()+"/v3/discovery:clusters", "application/json", strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
@@ -331,10 +325,7 @@ func TestRESTStalledPollsAreBounded(t *testing.T) {
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(raw), "max_streams") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a third poll beside two stalled ones: HTTP %d %s, want 503 naming max_streams", resp.StatusCode, raw)
+				return nil
 			}
 			// A poll served while a stalled one's headers were on the way
 			// took its place, and that one was refused: stall another.
@@ -343,8 +334,8 @@ func TestRESTStalledPollsAreBounded(t *testing.T) {
 					stalled[i] = stalledPoll(t, r.RESTAddr())
 				}
 			}
-			<-tick.C
-		}
+			return fmt.Errorf("HTTP %d %s, want 503", resp.StatusCode, raw)
+		})
 		// Refused as it opens: no request needed (a Send could meet its end).
 		s := openDelta(t, dial(t, r.XDSAddr()))
 		if st := s.Err(); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_streams") {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -32,6 +33,10 @@ import (
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
+
+// errNotYet is a wait's condition not holding yet, where the condition has
+// nothing more to say.
+var errNotYet = errors.New("not yet")
 
 // gcpOrigin is a real go-control-plane origin on loopback: its server over
 // one LinearCache per type in a MuxCache (newGCPOrigin) or over one ADS
@@ -284,21 +289,14 @@ func (o *gcpOrigin) record(f func()) {
 // waitFor waits until cond (evaluated under the origin's lock) holds.
 func (o *gcpOrigin) waitFor(what string, cond func() bool) {
 	o.t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
-	defer deadline.Stop()
-	for {
+	xdstest.Await(o.t, "origin: "+what, o.poke, func() error {
 		o.mu.Lock()
-		ok := cond()
-		o.mu.Unlock()
-		if ok {
-			return
+		defer o.mu.Unlock()
+		if !cond() {
+			return errNotYet
 		}
-		select {
-		case <-o.poke:
-		case <-deadline.C:
-			o.t.Fatalf("origin: timed out waiting for %s", what)
-		}
-	}
+		return nil
+	})
 }
 
 // linear is the LinearCache of typeURL (not on a snapshot origin).
@@ -444,15 +442,12 @@ func (w *watcher) count(name string) int {
 // waitFor waits until cond holds, re-checking after each notification.
 func (w *watcher) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
-	defer deadline.Stop()
-	for !cond() {
-		select {
-		case <-w.poke:
-		case <-deadline.C:
-			t.Fatalf("watcher: timed out waiting for %s", what)
+	xdstest.Await(t, "watcher: "+what, w.poke, func() error {
+		if !cond() {
+			return errNotYet
 		}
-	}
+		return nil
+	})
 }
 
 // waitState waits until the cache holds k in state want (re-checked after

@@ -292,14 +292,14 @@ func TestReloadAccessRules(t *testing.T) {
 // it is answered through the stream it has. Another authority's link and
 // client are untouched.
 func TestReloadUpstreamTLS(t *testing.T) {
-	ca := newTestCA(t, "reload-ca")
-	gate := newOriginGate(ca.server("origin"), ca)
+	ca := xdstest.NewCA(t, "reload-ca")
+	gate := newOriginGate(ca.Server("origin"), ca)
 	oTLS, oPlain := newGCPOriginWith(t, gate.serverOpts), newGCPOrigin(t)
 	s1 := xdstpName("s.example", "envoy.config.cluster.v3.Cluster", "s1")
 	p1 := xdstpName("p.example", "envoy.config.cluster.v3.Cluster", "p1")
 	oTLS.set(resource.ClusterType, s1, cluster(s1, 1))
 	oPlain.set(resource.ClusterType, p1, cluster(p1, 1))
-	files := newTLSFiles(t, ca, ca.client("relay"))
+	files := newTLSFiles(t, ca, ca.Client("relay"))
 	withTLS := func(caFile string) string {
 		return reloadConfig([][2]string{{"p.example", oPlain.addr}}, fmt.Sprintf(
 			"  - name: s.example\n    origins: [%q]\n    tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}\n",

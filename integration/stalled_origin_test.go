@@ -2,11 +2,10 @@ package integration
 
 import (
 	"encoding/json"
-	"io"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
@@ -68,35 +67,19 @@ func TestReadyzFollowsUpstream(t *testing.T) {
 	o.set(resource.ClusterType, c, cluster(c, 1))
 	o.stop()
 	r := startRelay(t, func(cfg *config.Config) { cfg.Log.Level = config.LogInfo }, o.addr)
-	readyz := func() (int, string) {
-		resp, err := http.Get("http://" + r.AdminAddr() + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, _ := readyz(); code != http.StatusOK {
+	if code, _ := readyz(t, r); code != http.StatusOK {
 		t.Fatalf("/readyz before any client: %d, want 200 (no link asked for yet)", code)
 	}
 	d := openDelta(t, dial(t, r.XDSAddr()))
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNamesSubscribe: []string{c}})
 	waitReadyz := func(what string, want int, contains string) {
 		t.Helper()
-		deadline := time.Now().Add(xdstest.WaitTimeout)
-		tick := time.NewTicker(10 * time.Millisecond) // re-read the page: /readyz has no event to wait on
-		defer tick.Stop()
-		for {
-			code, body := readyz()
-			if code == want && strings.Contains(body, contains) {
-				return
+		xdstest.Poll(t, what, func() error {
+			if code, body := readyz(t, r); code != want || !strings.Contains(body, contains) {
+				return fmt.Errorf("/readyz %d %q, want %d containing %q", code, body, want, contains)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: /readyz %d %q, want %d containing %q", what, code, body, want, contains)
-			}
-			<-tick.C
-		}
+			return nil
+		})
 	}
 	waitReadyz("origin down, nothing cached", http.StatusServiceUnavailable, "upstream "+dsAuthority+": no origin has answered")
 	o.restart()
@@ -107,7 +90,7 @@ func TestReadyzFollowsUpstream(t *testing.T) {
 	// Read once the relay has seen the loss, or 200 would prove nothing.
 	waitRelayMetric(t, r, "the origin's loss seen", func(v float64) bool { return v > lost },
 		"xds_relay_upstream_reconnects_total", "authority", dsAuthority)
-	if code, body := readyz(); code != http.StatusOK {
+	if code, body := readyz(t, r); code != http.StatusOK {
 		t.Errorf("/readyz with the origin gone but state cached: %d %q, want 200", code, body)
 	}
 }

@@ -83,15 +83,12 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for st := fetchStatus(t, admin); !settled(st); st = fetchStatus(t, admin) {
-		if time.Now().After(deadline) {
-			t.Fatalf("per-client table never settled: %+v", st.ClientStates)
+	xdstest.Poll(t, "per-client table settled", func() error {
+		if st := fetchStatus(t, admin); !settled(st) {
+			return fmt.Errorf("%+v", st.ClientStates)
 		}
-		<-tick.C
-	}
+		return nil
+	})
 	st := fetchStatus(t, admin)
 	if st.Cache.Resources != 3 {
 		t.Fatalf("/debug/status: cache holds %d resources, want 3 (c1, c2, e1)", st.Cache.Resources)

@@ -3,13 +3,13 @@ package integration
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -35,7 +35,7 @@ import (
 type originGate struct {
 	mu       sync.Mutex
 	cert     *tls.Certificate // guarded by mu; serving certificate
-	clientCA *testCA          // guarded by mu; nil: no client certificate asked
+	clientCA *xdstest.CA      // guarded by mu; nil: no client certificate asked
 	token    string           // guarded by mu; "": any or none accepted
 	seen     []gateSeen       // guarded by mu
 	poke     chan struct{}    // 1 slot: a stream was seen
@@ -47,14 +47,14 @@ type gateSeen struct {
 	refused  bool
 }
 
-func newOriginGate(cert issued, clientCA *testCA) *originGate {
-	return &originGate{cert: &cert.tls, clientCA: clientCA, poke: make(chan struct{}, 1)}
+func newOriginGate(cert xdstest.Leaf, clientCA *xdstest.CA) *originGate {
+	return &originGate{cert: &cert.TLS, clientCA: clientCA, poke: make(chan struct{}, 1)}
 }
 
 // set changes what the next start of the origin serves with.
-func (g *originGate) set(cert issued, clientCA *testCA) {
+func (g *originGate) set(cert xdstest.Leaf, clientCA *xdstest.CA) {
 	g.mu.Lock()
-	g.cert, g.clientCA = &cert.tls, clientCA
+	g.cert, g.clientCA = &cert.TLS, clientCA
 	g.mu.Unlock()
 }
 
@@ -68,7 +68,7 @@ func (g *originGate) serverOpts() []grpc.ServerOption {
 	g.mu.Lock()
 	tc := &tls.Config{Certificates: []tls.Certificate{*g.cert}, MinVersion: tls.VersionTLS12}
 	if g.clientCA != nil {
-		tc.ClientCAs, tc.ClientAuth = g.clientCA.pool(), tls.RequireAndVerifyClientCert
+		tc.ClientCAs, tc.ClientAuth = g.clientCA.Pool(), tls.RequireAndVerifyClientCert
 	}
 	g.mu.Unlock()
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc)), grpc.StreamInterceptor(g.intercept)}
@@ -101,24 +101,16 @@ func (g *originGate) intercept(srv any, ss grpc.ServerStream, _ *grpc.StreamServ
 // waitSeen waits until a stream the gate saw satisfies cond.
 func (g *originGate) waitSeen(t *testing.T, what string, cond func(gateSeen) bool) {
 	t.Helper()
-	deadline := time.NewTimer(xdstest.WaitTimeout)
-	defer deadline.Stop()
-	for {
+	xdstest.Await(t, "origin gate: a stream "+what, g.poke, func() error {
 		g.mu.Lock()
+		defer g.mu.Unlock()
 		for _, s := range g.seen {
 			if cond(s) {
-				g.mu.Unlock()
-				return
+				return nil
 			}
 		}
-		seen := append([]gateSeen(nil), g.seen...)
-		g.mu.Unlock()
-		select {
-		case <-g.poke:
-		case <-deadline.C:
-			t.Fatalf("origin gate: no stream %s after %v; saw %+v", what, xdstest.WaitTimeout, seen)
-		}
-	}
+		return fmt.Errorf("saw %+v", g.seen)
+	})
 }
 
 // tlsFiles are the relay's TLS files in a test's directory.
@@ -126,20 +118,20 @@ type tlsFiles struct {
 	dir, ca, cert, key string
 }
 
-func newTLSFiles(t *testing.T, ca *testCA, client issued) tlsFiles {
+func newTLSFiles(t *testing.T, ca *xdstest.CA, client xdstest.Leaf) tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
-	f := tlsFiles{dir: dir, ca: filepath.Join(dir, "ca.pem"), cert: filepath.Join(dir, "relay.pem"), key: filepath.Join(dir, "relay-key.pem")}
+	f := tlsFiles{dir: dir, ca: filepath.Join(dir, "ca.PEM"), cert: filepath.Join(dir, "relay.pem"), key: filepath.Join(dir, "relay-key.pem")}
 	f.rotate(t, ca, client)
 	return f
 }
 
 // rotate replaces the CA file and the client pair, each by rename.
-func (f tlsFiles) rotate(t *testing.T, ca *testCA, client issued) {
+func (f tlsFiles) rotate(t *testing.T, ca *xdstest.CA, client xdstest.Leaf) {
 	t.Helper()
-	writeFileAtomic(t, f.ca, ca.pem)
-	writeFileAtomic(t, f.cert, client.certPEM)
-	writeFileAtomic(t, f.key, client.keyPEM)
+	writeFileAtomic(t, f.ca, ca.PEM)
+	writeFileAtomic(t, f.cert, client.CertPEM)
+	writeFileAtomic(t, f.key, client.KeyPEM)
 }
 
 // mtls is the relay's client TLS from f.
@@ -151,16 +143,13 @@ func (f tlsFiles) mtls() *config.ClientTLS {
 // satisfying cond, and returns it.
 func upstreamLink(t *testing.T, r *relayproc.Relay, authority string, cond func(upstream.LinkStatus) bool) upstream.LinkStatus {
 	t.Helper()
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond) // a page to re-read: no event to wait on
-	defer tick.Stop()
-	var links []upstream.LinkStatus
-	for {
+	var found upstream.LinkStatus
+	xdstest.Poll(t, "/debug/upstreams: a link of "+authority+" as expected", func() error { // a page to re-read: no event to wait on
 		resp, err := http.Get("http://" + r.AdminAddr() + upstream.UpstreamsPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		links = nil
+		var links []upstream.LinkStatus
 		err = json.NewDecoder(resp.Body).Decode(&links)
 		resp.Body.Close()
 		if err != nil {
@@ -168,14 +157,13 @@ func upstreamLink(t *testing.T, r *relayproc.Relay, authority string, cond func(
 		}
 		for _, l := range links {
 			if l.Authority == authority && cond(l) {
-				return l
+				found = l
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/debug/upstreams: no link of %s as expected after %v: %+v", authority, xdstest.WaitTimeout, links)
-		}
-		<-tick.C
-	}
+		return fmt.Errorf("links %+v", links)
+	})
+	return found
 }
 
 // clusterTimeout is the connect timeout, in seconds, of cluster name in v
@@ -210,14 +198,14 @@ const nocaAuthority = "noca.example"
 // /debug/upstreams and serves nothing, so the two never share a
 // connection. upstream.tls stays plaintext.
 func TestUpstreamTLSPerAuthority(t *testing.T) {
-	ca := newTestCA(t, "test-ca")
-	gate := newOriginGate(ca.server("origin"), ca)
+	ca := xdstest.NewCA(t, "test-ca")
+	gate := newOriginGate(ca.Server("origin"), ca)
 	o := newGCPOriginWith(t, gate.serverOpts)
 	c := dsCluster("tls")
 	other := "xdstp://" + nocaAuthority + "/envoy.config.cluster.v3.Cluster/tls"
 	o.set(resource.ClusterType, c, cluster(c, 1))
 	o.set(resource.ClusterType, other, cluster(other, 1))
-	files := newTLSFiles(t, ca, ca.client("relay"))
+	files := newTLSFiles(t, ca, ca.Client("relay"))
 
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
@@ -262,12 +250,12 @@ func TestUpstreamTLSPerAuthority(t *testing.T) {
 // presents the new client certificate, and the client, never dropped, gets
 // the origin's next change.
 func TestUpstreamTLSRotation(t *testing.T) {
-	ca1, ca2 := newTestCA(t, "ca-1"), newTestCA(t, "ca-2")
-	gate := newOriginGate(ca1.server("origin-1"), ca1)
+	ca1, ca2 := xdstest.NewCA(t, "ca-1"), xdstest.NewCA(t, "ca-2")
+	gate := newOriginGate(ca1.Server("origin-1"), ca1)
 	o := newGCPOriginWith(t, gate.serverOpts)
 	c := dsCluster("rotated")
 	o.set(resource.ClusterType, c, cluster(c, 1))
-	files := newTLSFiles(t, ca1, ca1.client("relay-1"))
+	files := newTLSFiles(t, ca1, ca1.Client("relay-1"))
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
 		cfg.Authorities[0].TLS = files.mtls()
@@ -276,7 +264,7 @@ func TestUpstreamTLSRotation(t *testing.T) {
 	v := subscribeClusters(t, d, c)
 	gate.waitSeen(t, "from relay-1", func(s gateSeen) bool { return s.clientCN == "relay-1" })
 
-	files.rotate(t, ca2, ca2.client("relay-2"))
+	files.rotate(t, ca2, ca2.Client("relay-2"))
 	o.set(resource.ClusterType, c, cluster(c, 2))
 	waitClusterTimeout(t, d, v, c, 2)
 	o.mu.Lock()
@@ -286,7 +274,7 @@ func TestUpstreamTLSRotation(t *testing.T) {
 		t.Errorf("origin saw %d delta streams after the rotation, want the first one kept", opens)
 	}
 
-	gate.set(ca2.server("origin-2"), ca2)
+	gate.set(ca2.Server("origin-2"), ca2)
 	o.stop()
 	o.restart()
 	gate.waitSeen(t, "from relay-2 (the rotated client certificate)", func(s gateSeen) bool { return s.clientCN == "relay-2" })
@@ -304,15 +292,15 @@ func TestUpstreamTLSRotation(t *testing.T) {
 // client, never dropped, is served again. A wrong token is refused with
 // Unauthenticated, which /debug/upstreams shows, without the token.
 func TestUpstreamBearerToken(t *testing.T) {
-	ca := newTestCA(t, "ca")
-	gate := newOriginGate(ca.server("origin"), nil)
+	ca := xdstest.NewCA(t, "ca")
+	gate := newOriginGate(ca.Server("origin"), nil)
 	gate.expectToken("token-1")
 	o := newGCPOriginWith(t, gate.serverOpts)
 	c := dsCluster("token")
 	o.set(resource.ClusterType, c, cluster(c, 1))
 	dir := t.TempDir()
-	caFile, tokFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "token")
-	writeFileAtomic(t, caFile, ca.pem)
+	caFile, tokFile := filepath.Join(dir, "ca.PEM"), filepath.Join(dir, "token")
+	writeFileAtomic(t, caFile, ca.PEM)
 	writeFileAtomic(t, tokFile, []byte("token-1\n"))
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -124,19 +125,12 @@ func readyz(t *testing.T, r *relayproc.Relay) (int, string) {
 // answers want.
 func waitReadyz(t *testing.T, r *relayproc.Relay, what string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(xdstest.WaitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		code, body := readyz(t, r)
-		if code == want {
-			return
+	xdstest.Poll(t, what, func() error {
+		if code, body := readyz(t, r); code != want {
+			return fmt.Errorf("/readyz %d %q, want %d", code, body, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /readyz %d %q, want %d", what, code, body, want)
-		}
-		<-tick.C
-	}
+		return nil
+	})
 }
 
 // originCounts is what the origin was asked and sent on delta streams,

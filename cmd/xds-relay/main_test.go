@@ -272,14 +272,12 @@ func (p *process) waitServing(t *testing.T) servingLog {
 // waitLog waits until stderr contains text.
 func (p *process) waitLog(t *testing.T, text string) {
 	t.Helper()
-	deadline := time.After(xdstest.WaitTimeout)
-	for !strings.Contains(p.stderr.String(), text) {
-		select {
-		case <-p.logged:
-		case <-deadline:
-			t.Fatalf("no %q logged within %v\nstderr:\n%s", text, xdstest.WaitTimeout, p.stderr)
+	xdstest.Await(t, fmt.Sprintf("%q logged", text), p.logged, func() error {
+		if s := p.stderr.String(); !strings.Contains(s, text) {
+			return fmt.Errorf("stderr:\n%s", s)
 		}
-	}
+		return nil
+	})
 }
 
 // waitExit returns the exit code.

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestServeSnapshotOnSIGTERM: DESIGN.md's promise for cache.snapshot_path,
-// with the real binary: a corrupt snapshot at the path does not stop the
+// TestServeSnapshotOnSIGTERM: the promise of cache.snapshot_path
+// (docs/reliability.md, "Warm restart"), with the real binary: a corrupt snapshot at the path does not stop the
 // relay from starting (it is logged), and after a clean SIGTERM a snapshot
 // exists at exactly that path, which the next start loads.
 func TestServeSnapshotOnSIGTERM(t *testing.T) {

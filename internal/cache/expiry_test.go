@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -320,23 +321,18 @@ func TestExpiryRealTimer(t *testing.T) {
 	w := chanWatcher{c: make(chan Key, 1)}
 	c.Watch(w, nil, a)
 	c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("a", "1", 1), time.Millisecond, time.Now())}})
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	for {
-		if _, st := c.Get(a); st == StateAbsent {
-			c.mu.Lock()
-			n := len(c.expiries)
-			c.mu.Unlock()
-			if n == 0 {
-				return // expired by the timer, not only read as lapsed
-			}
+	xdstest.Await(t, "resource with a 1ms TTL expired", w.c, func() error {
+		if _, st := c.Get(a); st != StateAbsent {
+			return fmt.Errorf("%v", st)
 		}
-		select {
-		case <-w.c:
-		case <-deadline.C:
-			t.Fatal("resource with a 1ms TTL not expired within 10s")
+		c.mu.Lock()
+		n := len(c.expiries)
+		c.mu.Unlock()
+		if n != 0 {
+			return fmt.Errorf("absent, but %d expiries pending: read as lapsed, not expired by the timer", n)
 		}
-	}
+		return nil
+	})
 }
 
 // TestExpiryConcurrent: updates with short TTLs, heartbeats, reads and

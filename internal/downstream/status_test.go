@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -41,16 +40,12 @@ func TestClientCounts(t *testing.T) {
 	}
 
 	d2.Send(&discoveryv3.DeltaDiscoveryRequest{}) // no type_url: the relay ends the stream
-	deadline := time.After(xdstest.WaitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for e.srv.ClientCounts().Total != 2 {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("after a stream ended: %+v", e.srv.ClientCounts())
+	xdstest.Poll(t, "after a stream ended", func() error {
+		if c := e.srv.ClientCounts(); c.Total != 2 {
+			return fmt.Errorf("%+v", c)
 		}
-	}
+		return nil
+	})
 	want = ClientCounts{
 		Streams: map[string]int64{"sotw": 1, "delta": 1}, Total: 2,
 		ByType: []TypeCount{{Type: "envoy.config.endpoint.v3.ClusterLoadAssignment", SotW: 1, Delta: 1}},

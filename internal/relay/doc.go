@@ -1,5 +1,31 @@
-// Package relay is the xds-relay process as a library: it builds every
-// component from a config.Config, binds the downstream gRPC listener and the
-// admin HTTP server, and shuts everything down within the grace period.
+// Package relay is the xds-relay process as a library: New builds every
+// component from a config.Config, Start binds the listeners and serves,
+// Close drains and shuts everything down within the grace period.
 // cmd/xds-relay and the integration tests both start the relay through it.
+//
+// What it does, by file (README.md has the lifecycle and the seams):
+//   - relay.go: Relay (New, Start, Failed, Close) and the seams components
+//     plug into (goRun, onStop, readyCheck, onReload); lifecycle.go: its
+//     one phase (new, serving, draining, stopping, closed) and the one
+//     release path for every way out.
+//   - components.go: the cache, upstream and downstream built from the
+//     config and wired together, with warm restart (internal/snapshot)
+//     loaded in New and written by a goRun loop and at Close.
+//   - grpc.go: the downstream gRPC server's options (keepalive, message
+//     sizes, TLS from internal/creds); upstreamauth.go: each authority's
+//     upstream TLS and bearer token; rest.go: REST-JSON polling on
+//     rest_listen, and pprof; csds.go: Client Status Discovery on
+//     csds_listen and /debug/csds.
+//   - drain.go: every stream registered so Close can end them in waves.
+//   - reload.go, reloadhooks.go, configwatch.go: Reload (SIGHUP, POST
+//     /debug/reload, config_watch) validates a new config and applies it
+//     through the hooks that claim its fields; any other change is refused.
+//   - admin.go, adminguard.go, operations.go: the admin HTTP server
+//     (/metrics, /healthz, /readyz, /debug/), what it trusts (Host and
+//     Origin checks), and its state-changing endpoints (reload, log level).
+//   - adminjson.go: the components' debug pages (/debug/cache, upstreams,
+//     clients, nacks, csds), served as JSON by one writer; status.go,
+//     statuspage.go: the status page (/), /debug/status, /debug/config.
+//   - logging.go: NewLogger, zap from the log section; metrics.go:
+//     NewRegistry and the process-level series; errors.go: the sentinels.
 package relay

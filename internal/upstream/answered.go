@@ -8,10 +8,11 @@ import (
 
 // Which subscriptions a response answers. The relay tells clients that a
 // resource or a collection does not exist only when the origin said so for
-// that name (DESIGN.md): a delta removed_resources, a glob's own answer, or
-// a SotW full-state response that answers a request which already held the
-// name. A response of a type is not, by itself, the answer to every
-// subscription of that type.
+// that name (docs/reliability.md, "Absence only when the origin said so"):
+// a delta removed_resources, a glob's own answer, or a SotW full-state
+// response that answers a request which already held the name. A response
+// of a type is not, by itself, the answer to every subscription of that
+// type.
 
 // deltaAnswers returns, among the collections awaiting their first answer
 // (name → the number of the request that subscribed it), those the delta

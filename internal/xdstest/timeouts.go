@@ -2,7 +2,7 @@ package xdstest
 
 import "time"
 
-// The two timeouts every test of the project waits with.
+// The timeouts every test of the project waits with.
 const (
 	// WaitTimeout bounds every wait for something that must happen. It is
 	// long on purpose: a test fails on it only when the thing never
@@ -12,4 +12,7 @@ const (
 	// happen (a response, a notification, a request) before it accepts
 	// that it did not.
 	QuietPeriod = 300 * time.Millisecond
+	// PollPause is the pause between two checks of Poll: short against
+	// WaitTimeout, long enough that a poll does not spin.
+	PollPause = 10 * time.Millisecond
 )
