@@ -158,28 +158,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	k := Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name}
 	e := c.entries[k]
 	if r.Heartbeat {
-		if e != nil && e.state == StateAbsent && e.lapsed != nil && r.OriginVersion == e.originVersion {
-			// A late heartbeat: the origin says the revision whose TTL
-			// lapsed still stands. It is present again, with the new TTL.
-			back := *e.lapsed
-			back.TTL, back.Arrived = r.TTL, r.Arrived
-			c.touchMemberLocked(a, e)
-			c.setPresentLocked(e, &back, now)
-			a.change(k, true)
-			c.noteAliasesLocked(a, e)
-			c.reconcileLocked(e)
-			return
-		}
-		if e == nil || e.state != StatePresent {
-			c.lg.Debug("heartbeat for a resource not cached; ignored", zap.String("type_url", u.TypeURL), zap.String("name", r.Name))
-			return
-		}
-		hb := *e.res
-		hb.TTL, hb.Arrived, hb.Heartbeat = r.TTL, r.Arrived, false
-		e.res = &hb
-		c.setExpiresLocked(e, expiry(r, now))
-		a.change(k, true)
-		c.noteAliasesLocked(a, e)
+		c.applyHeartbeatLocked(a, k, e, r, now)
 		return
 	}
 	if r.Body == nil {
@@ -210,6 +189,35 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	c.noteAliasesLocked(a, e) // the aliases it takes
 	a.revised = append(a.revised, Revision{Key: k, Res: r})
 	c.reconcileLocked(e)
+}
+
+// applyHeartbeatLocked applies heartbeat r (no body: the origin says the
+// revision it last sent still stands, with a new TTL) for key k, cached as
+// e (nil: not cached): a present resource's TTL is renewed, one whose TTL
+// lapsed on that very revision is present again; any other is ignored.
+func (c *Cache) applyHeartbeatLocked(a *applyRun, k Key, e *entry, r *Resource, now time.Time) {
+	if e != nil && e.state == StateAbsent && e.lapsed != nil && r.OriginVersion == e.originVersion {
+		// A late heartbeat: the origin says the revision whose TTL
+		// lapsed still stands. It is present again, with the new TTL.
+		back := *e.lapsed
+		back.TTL, back.Arrived = r.TTL, r.Arrived
+		c.touchMemberLocked(a, e)
+		c.setPresentLocked(e, &back, now)
+		a.change(k, true)
+		c.noteAliasesLocked(a, e)
+		c.reconcileLocked(e)
+		return
+	}
+	if e == nil || e.state != StatePresent {
+		c.lg.Debug("heartbeat for a resource not cached; ignored", zap.String("type_url", k.TypeURL), zap.String("name", r.Name))
+		return
+	}
+	hb := *e.res
+	hb.TTL, hb.Arrived, hb.Heartbeat = r.TTL, r.Arrived, false
+	e.res = &hb
+	c.setExpiresLocked(e, expiry(r, now))
+	a.change(k, true)
+	c.noteAliasesLocked(a, e)
 }
 
 func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {

@@ -101,61 +101,9 @@ func (c *Cache) Restore(entries []SnapshotEntry) RestoreResult {
 	var res RestoreResult
 	c.mu.Lock()
 	now := c.now()
-	roomKeys, roomBytes := int64(-1), int64(-1)
-	if c.maxResources >= 0 {
-		roomKeys = max(int64(c.maxResources-c.lru.Len()), 0)
-	}
-	if c.maxBytes >= 0 {
-		roomBytes = max(c.maxBytes-c.lruBytes, 0)
-	}
-	fits := func(size int64) bool {
-		if (roomKeys >= 0 && roomKeys < 1) || (roomBytes >= 0 && roomBytes < size) {
-			return false
-		}
-		if roomKeys >= 0 {
-			roomKeys--
-		}
-		if roomBytes >= 0 {
-			roomBytes -= size
-		}
-		return true
-	}
-	var take, colls []SnapshotEntry
-	full := false
-	for _, e := range entries {
-		switch {
-		case e.Collection || e.Res == nil:
-			colls = append(colls, e)
-		case c.entries[e.Key] != nil:
-			res.Existing++
-		case !e.Expires.IsZero() && !now.Before(e.Expires):
-			res.Expired++
-		case full || !fits(int64(e.Res.Size())):
-			full = true
-			res.OverBounds++
-		default:
-			take = append(take, e)
-		}
-	}
-	if full {
-		res.OverBounds += len(colls)
-		colls = nil
-	} else {
-		var ok []SnapshotEntry
-		for _, e := range colls {
-			if c.entries[e.Key] != nil {
-				res.Existing++
-				continue
-			}
-			if !fits(0) {
-				res.OverBounds += len(colls)
-				ok = nil
-				break
-			}
-			ok = append(ok, e)
-		}
-		colls = ok
-	}
+	room := c.restoreRoomLocked()
+	take, colls, full := c.pickResourcesLocked(entries, now, room, &res)
+	colls = c.pickCollectionsLocked(colls, full, room, &res)
 	// Least valuable first, so the first entries are the newest in the LRU;
 	// collections last: evicting one of them drops its unsubscribed members.
 	for i := len(take) - 1; i >= 0; i-- {
@@ -174,6 +122,85 @@ func (c *Cache) Restore(entries []SnapshotEntry) RestoreResult {
 	c.mu.Unlock()
 	c.flush()
 	return res
+}
+
+// restoreRoom is the room a restore has left within the cache's bounds:
+// keys and bytes, -1 when unbounded.
+type restoreRoom struct {
+	keys, bytes int64
+}
+
+// restoreRoomLocked returns the room the cache has now within its bounds.
+func (c *Cache) restoreRoomLocked() *restoreRoom {
+	room := &restoreRoom{keys: -1, bytes: -1}
+	if c.maxResources >= 0 {
+		room.keys = max(int64(c.maxResources-c.lru.Len()), 0)
+	}
+	if c.maxBytes >= 0 {
+		room.bytes = max(c.maxBytes-c.lruBytes, 0)
+	}
+	return room
+}
+
+// fits says whether a key of size bytes fits in the room left, and if so
+// takes its room.
+func (room *restoreRoom) fits(size int64) bool {
+	if (room.keys >= 0 && room.keys < 1) || (room.bytes >= 0 && room.bytes < size) {
+		return false
+	}
+	if room.keys >= 0 {
+		room.keys--
+	}
+	if room.bytes >= 0 {
+		room.bytes -= size
+	}
+	return true
+}
+
+// pickResourcesLocked returns the resources of entries to restore, in
+// order, and the collections, to pick after them. A resource is skipped
+// (counted in res) when the cache holds its key, it expired, or it does
+// not fit in room; full: one did not fit, so none after it was taken.
+func (c *Cache) pickResourcesLocked(entries []SnapshotEntry, now time.Time, room *restoreRoom, res *RestoreResult) (take, colls []SnapshotEntry, full bool) {
+	for _, e := range entries {
+		switch {
+		case e.Collection || e.Res == nil:
+			colls = append(colls, e)
+		case c.entries[e.Key] != nil:
+			res.Existing++
+		case !e.Expires.IsZero() && !now.Before(e.Expires):
+			res.Expired++
+		case full || !room.fits(int64(e.Res.Size())):
+			full = true
+			res.OverBounds++
+		default:
+			take = append(take, e)
+		}
+	}
+	return take, colls, full
+}
+
+// pickCollectionsLocked returns the collections of colls to restore: none
+// when a resource did not fit (full) or they do not all fit in room, else
+// those whose key the cache does not hold. Those skipped count in res.
+func (c *Cache) pickCollectionsLocked(colls []SnapshotEntry, full bool, room *restoreRoom, res *RestoreResult) []SnapshotEntry {
+	if full {
+		res.OverBounds += len(colls)
+		return nil
+	}
+	var ok []SnapshotEntry
+	for _, e := range colls {
+		if c.entries[e.Key] != nil {
+			res.Existing++
+			continue
+		}
+		if !room.fits(0) {
+			res.OverBounds += len(colls)
+			return nil
+		}
+		ok = append(ok, e)
+	}
+	return ok
 }
 
 func (c *Cache) restoreResourceLocked(se SnapshotEntry, now time.Time) {

@@ -21,6 +21,27 @@ import (
 // buildComponents builds the cache, the upstream as its Subscriber and the
 // downstream server, and plugs them into the relay's seams.
 func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) error {
+	c := r.buildCache(cfg, lg, reg)
+	up, err := r.buildUpstream(cfg, lg, reg, c)
+	if err != nil {
+		return err
+	}
+	ds, err := r.buildDownstream(cfg, lg, reg, c, up)
+	if err != nil {
+		return err
+	}
+	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
+		return err
+	}
+	r.addStatusPages(c, up, ds, r.csds)
+	r.reloadComponents(c, up, ds) // reloadhooks.go
+	return nil
+}
+
+// buildCache builds the cache, restored from its warm-restart snapshot
+// when one is configured, and plugs it and the snapshot's writer into the
+// relay's seams.
+func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) *cache.Cache {
 	c := cache.New(cache.Options{
 		MaxResources: cfg.Cache.MaxResources,
 		MaxBytes:     int64(cfg.Cache.MaxBytes),
@@ -37,15 +58,20 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		r.onStop(s.Final)
 		r.onReload(s.Reload)
 	}
+	return c
+}
 
+// buildUpstream builds the upstream, the cache's Subscriber, and plugs it
+// into the relay's seams: readiness, its admin page, Close.
+func (r *Relay) buildUpstream(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache) (*upstream.Manager, error) {
 	dial, err := upstreamDialOptions(cfg.Upstream)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.upCreds = creds.NewOrigins(filesNotReloaded(lg.Named("upstream")))
 	auths, err := upstreamAuthorities(cfg, r.upCreds) // upstreamauth.go
 	if err != nil {
-		return err
+		return nil, err
 	}
 	up, err := upstream.New(upstream.Options{
 		Authorities: auths,
@@ -65,20 +91,26 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:         reg,
 	})
 	if err != nil {
-		return fmt.Errorf("upstream: %w", err)
+		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	c.SetUpstream(up)
 	r.readyCheck(up.Ready)
 	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", upstreamsPage(up))
 	r.onStop(up.Close)
+	return up, nil
+}
 
+// buildDownstream builds the downstream server on c and up, registers it
+// on the relay's gRPC server and plugs it into the relay's seams: REST,
+// its admin page, Close.
+func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache, up *upstream.Manager) (*downstream.Server, error) {
 	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pol, err := access.New(cfg.AccessOptions())
 	if err != nil {
-		return fmt.Errorf("access: %w", err)
+		return nil, fmt.Errorf("access: %w", err)
 	}
 	ds, err := downstream.New(downstream.Options{
 		Cache:       c,
@@ -96,18 +128,13 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Authorities:    cfg.AuthorityNames(),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ds.Register(r.grpc)
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
 	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", clientsPage(ds))
-	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
-		return err
-	}
-	r.addStatusPages(c, up, ds, r.csds)
-	r.reloadComponents(c, up, ds) // reloadhooks.go
-	return nil
+	return ds, nil
 }
 
 // upstreamDialOptions turns the upstream section into dial options:

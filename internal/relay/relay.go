@@ -163,45 +163,21 @@ func (r *Relay) Start(ctx context.Context) error {
 	if err := r.life.startable(); err != nil {
 		return err
 	}
-	// bound are what Start has bound so far, let go of in reverse on every
-	// way out of Start that does not serve.
-	var bound releases
-	cfg := r.config()
-	xdsLis, err := listen(ctx, "listen", cfg.Listen)
+	ls, bound, err := r.bind(ctx)
 	if err != nil {
 		return err
 	}
-	bound.add(func() { _ = xdsLis.Close() })
-	adminLis, err := listen(ctx, "admin", cfg.Admin)
-	if err != nil {
-		bound.release()
-		return err
-	}
-	bound.add(func() { _ = adminLis.Close() })
-	restLis, err := r.listenREST(ctx)
-	if err != nil {
-		bound.release()
-		return err
-	}
-	if restLis != nil {
-		bound.add(func() { _ = restLis.Close() })
-	}
-	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
-		bound.release()
-		return err
-	}
-	bound.add(func() { r.csds.Close(ctx) })
 	runCtx, cancel := context.WithCancel(context.Background())
 	bound.add(cancel)
 
 	err = r.life.start(cancel, func() {
 		r.mu.Lock()
-		r.xdsLis, r.adminLis = xdsLis, adminLis
+		r.xdsLis, r.adminLis = ls.xds, ls.admin
 		r.mu.Unlock()
 		// Added under the lifecycle's lock so that Close, which takes it
 		// first, never Waits before these Adds.
 		r.wg.Add(2 + len(r.runs))
-		if restLis != nil {
+		if ls.rest != nil {
 			r.wg.Add(1)
 		}
 	})
@@ -210,6 +186,57 @@ func (r *Relay) Start(ctx context.Context) error {
 		return err
 	}
 
+	r.serve(runCtx, ls)
+	r.m.ready.Set(1)
+	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	r.lg.Info("relay serving", zap.String("listen", ls.xds.Addr().String()), zap.String("admin", ls.admin.Addr().String()),
+		zap.String("rest_listen", r.RESTAddr()), zap.String("csds_listen", r.CSDSAddr()))
+	return nil
+}
+
+// startListeners are the listeners Start binds; rest is nil without
+// rest_listen.
+type startListeners struct {
+	xds, admin, rest net.Listener
+}
+
+// bind binds the downstream, admin and REST listeners and starts the CSDS
+// server, in that order. bound are what it bound, to let go of in reverse
+// on every way out of Start that does not serve; on an error it has let
+// go of them already.
+func (r *Relay) bind(ctx context.Context) (ls startListeners, bound releases, err error) {
+	cfg := r.config()
+	xdsLis, err := listen(ctx, "listen", cfg.Listen)
+	if err != nil {
+		return ls, nil, err
+	}
+	bound.add(func() { _ = xdsLis.Close() })
+	adminLis, err := listen(ctx, "admin", cfg.Admin)
+	if err != nil {
+		bound.release()
+		return ls, nil, err
+	}
+	bound.add(func() { _ = adminLis.Close() })
+	restLis, err := r.listenREST(ctx)
+	if err != nil {
+		bound.release()
+		return ls, nil, err
+	}
+	if restLis != nil {
+		bound.add(func() { _ = restLis.Close() })
+	}
+	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
+		bound.release()
+		return ls, nil, err
+	}
+	bound.add(func() { r.csds.Close(ctx) })
+	return startListeners{xds: xdsLis, admin: adminLis, rest: restLis}, bound, nil
+}
+
+// serve starts the goRun loops on runCtx and the servers on ls, each in a
+// goroutine r.wg waits for (Start added them). A loop's error, or a
+// server's, stops the relay (Failed).
+func (r *Relay) serve(runCtx context.Context, ls startListeners) {
 	for _, fn := range r.runs {
 		go func() {
 			defer r.wg.Done()
@@ -220,29 +247,23 @@ func (r *Relay) Start(ctx context.Context) error {
 	}
 	go func() {
 		defer r.wg.Done()
-		if err := r.grpc.Serve(xdsLis); err != nil {
-			r.fail(fmt.Errorf("listen %s: serve: %w", xdsLis.Addr(), err))
+		if err := r.grpc.Serve(ls.xds); err != nil {
+			r.fail(fmt.Errorf("listen %s: serve: %w", ls.xds.Addr(), err))
 		}
 	}()
 	go func() {
 		defer r.wg.Done()
-		if err := r.http.Serve(adminLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.fail(fmt.Errorf("admin %s: serve: %w", adminLis.Addr(), err))
+		if err := r.http.Serve(ls.admin); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.fail(fmt.Errorf("admin %s: serve: %w", ls.admin.Addr(), err))
 		}
 	}()
 
-	if restLis != nil {
+	if ls.rest != nil {
 		go func() {
 			defer r.wg.Done()
-			r.serveREST(restLis)
+			r.serveREST(ls.rest)
 		}()
 	}
-
-	r.m.ready.Set(1)
-	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	r.lg.Info("relay serving", zap.String("listen", xdsLis.Addr().String()), zap.String("admin", adminLis.Addr().String()),
-		zap.String("rest_listen", r.RESTAddr()), zap.String("csds_listen", r.CSDSAddr()))
-	return nil
 }
 
 // listen binds addr, naming the config key in errors: "listen
@@ -343,18 +364,36 @@ func (r *Relay) Close() error {
 	cfg := r.config()
 	r.reloadMu.Unlock()
 
-	r.m.ready.Set(0)
-	r.health.Shutdown()
-	if d := cfg.Downstream.DrainDelay; d > 0 {
-		r.lg.Info("draining: not ready; serving on until load balancers notice", zap.Duration("drain_delay", d))
-		time.Sleep(d) // nothing to wait on: the delay is the point
-	}
+	r.unready(cfg.Downstream.DrainDelay)
 	r.life.stop()
 	cancel()
 
 	grace := cfg.ShutdownGracePeriod
 	ctx, stop := context.WithTimeout(context.Background(), grace)
 	defer stop()
+	err := r.shutdownServers(ctx, cfg, grace)
+	r.wg.Wait()
+	r.stops.release()
+	r.lg.Info("relay stopped")
+	return err
+}
+
+// unready makes the relay answer not ready (/readyz, gRPC health) and
+// serves on for drainDelay, so that load balancers notice first.
+func (r *Relay) unready(drainDelay time.Duration) {
+	r.m.ready.Set(0)
+	r.health.Shutdown()
+	if d := drainDelay; d > 0 {
+		r.lg.Info("draining: not ready; serving on until load balancers notice", zap.Duration("drain_delay", d))
+		time.Sleep(d) // nothing to wait on: the delay is the point
+	}
+}
+
+// shutdownServers stops the gRPC, admin, REST and CSDS servers within ctx
+// (the grace period): the downstream streams end in waves, whatever is
+// left when ctx ends is cut. It returns the admin's and REST's shutdown
+// errors.
+func (r *Relay) shutdownServers(ctx context.Context, cfg *config.Config, grace time.Duration) error {
 	grpcStopped := make(chan struct{})
 	go func() {
 		r.grpc.GracefulStop()
@@ -380,8 +419,5 @@ func (r *Relay) Close() error {
 		r.grpc.Stop()
 		<-grpcStopped
 	}
-	r.wg.Wait()
-	r.stops.release()
-	r.lg.Info("relay stopped")
 	return errors.Join(errs...)
 }

@@ -81,22 +81,35 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 // what this attempt told the origin. The first request of a type carries
 // initial_resource_versions for what the cache holds on this link.
 func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState) error {
-	// Names unsubscribed and subscribed again since the last sync: the
-	// origin must forget them (an unsubscribe now) to send them again
-	// (the subscribe below).
 	l.answerRefused()
 	resub, node, wants := l.syncView()
+	if err := l.deltaResubscribe(ads, st, resub); err != nil {
+		return err
+	}
+	types := slices.Sorted(maps.Keys(wants))
+	for _, t := range types {
+		req := l.deltaSubscription(st, t, wants[t], node)
+		if req == nil {
+			continue
+		}
+		if err := l.sendDeltaSubscription(ads, req); err != nil {
+			return err
+		}
+	}
+	l.completeEmulatedGlobs(st, types, wants)
+	return nil
+}
+
+// deltaResubscribe makes the origin forget the names unsubscribed and
+// subscribed again since the last sync (resub), so that it sends them
+// again: it unsubscribes those this attempt told it of now, and forgets
+// them in st, so the subscribe of deltaSubscription follows.
+func (l *link) deltaResubscribe(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState, resub map[string][]string) error {
 	for _, t := range slices.Sorted(maps.Keys(resub)) {
-		sent := st.sent[t]
 		var again []string
 		for _, n := range resub[t] {
-			if _, ok := sent[n]; ok {
-				delete(sent, n)
-				delete(st.answeredAt[t], n)
-				delete(st.awaiting[t], n)
-				if n == cache.Wildcard {
-					st.wildcardAnswered[t] = false
-				}
+			if _, ok := st.sent[t][n]; ok {
+				st.forget(t, n)
 				again = append(again, n)
 			}
 		}
@@ -107,76 +120,52 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 			return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
 		}
 	}
-	types := make([]string, 0, len(wants))
-	for t := range wants {
-		types = append(types, t)
+	return nil
+}
+
+// deltaSubscription returns the request that brings what this attempt told
+// the origin of type t to w, and notes it in st as sent; nil when the
+// origin was told w already. The attempt's first request carries the node;
+// a type's first subscribe carries initial_resource_versions.
+func (l *link) deltaSubscription(st *deltaState, t string, w *want, node *corev3.Node) *discoveryv3.DeltaDiscoveryRequest {
+	first := st.sent[t] == nil
+	req := st.diff(t, w)
+	if len(req.ResourceNamesSubscribe) == 0 && len(req.ResourceNamesUnsubscribe) == 0 {
+		return nil
 	}
-	sort.Strings(types)
+	if first && len(req.ResourceNamesSubscribe) > 0 {
+		req.InitialResourceVersions = l.mgr.cache.Versions(l.id, t)
+	}
+	sort.Strings(req.ResourceNamesSubscribe)
+	sort.Strings(req.ResourceNamesUnsubscribe)
+	if !st.nodeSent {
+		req.Node = node
+		st.nodeSent = true
+	}
+	st.noteSent(req)
+	return req
+}
+
+// sendDeltaSubscription sends req, split to fit the origin's limit
+// (splitDelta).
+func (l *link) sendDeltaSubscription(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, req *discoveryv3.DeltaDiscoveryRequest) error {
+	parts := splitDelta(req, l.mgr.maxRequest)
+	for _, part := range parts {
+		if err := ads.Send(part); err != nil {
+			return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
+		}
+	}
+	l.lg.Debug("delta subscription sent", zap.String("type_url", req.GetTypeUrl()),
+		zap.Int("subscribe", len(req.ResourceNamesSubscribe)), zap.Int("unsubscribe", len(req.ResourceNamesUnsubscribe)),
+		zap.Int("initial_versions", len(req.InitialResourceVersions)), zap.Int("requests", len(parts)))
+	return nil
+}
+
+// completeEmulatedGlobs completes, in the cache, the emulated globs added
+// while the Wildcard was already answered: the cache computes their
+// membership.
+func (l *link) completeEmulatedGlobs(st *deltaState, types []string, wants map[string]*want) {
 	var local []cache.Update
-	for _, t := range types {
-		w := wants[t]
-		sent := st.sent[t]
-		first := sent == nil
-		if first {
-			sent = make(map[string]int)
-			st.sent[t] = sent
-		}
-		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t}
-		for n := range w.names {
-			if _, ok := sent[n]; !ok {
-				req.ResourceNamesSubscribe = append(req.ResourceNamesSubscribe, n)
-			}
-		}
-		for n := range sent {
-			if _, ok := w.names[n]; !ok {
-				req.ResourceNamesUnsubscribe = append(req.ResourceNamesUnsubscribe, n)
-			}
-		}
-		if len(req.ResourceNamesSubscribe) == 0 && len(req.ResourceNamesUnsubscribe) == 0 {
-			continue
-		}
-		if first && len(req.ResourceNamesSubscribe) > 0 {
-			req.InitialResourceVersions = l.mgr.cache.Versions(l.id, t)
-		}
-		sort.Strings(req.ResourceNamesSubscribe)
-		sort.Strings(req.ResourceNamesUnsubscribe)
-		if !st.nodeSent {
-			req.Node = node
-			st.nodeSent = true
-		}
-		aw := st.awaiting[t]
-		if aw == nil {
-			aw = make(map[string]int)
-			st.awaiting[t] = aw
-		}
-		st.seq++
-		for _, n := range req.ResourceNamesSubscribe {
-			sent[n] = st.seq
-			if n == cache.Wildcard || isGlob(n) {
-				aw[n] = st.seq
-			}
-		}
-		for _, n := range req.ResourceNamesUnsubscribe {
-			delete(sent, n)
-			delete(st.answeredAt[t], n)
-			delete(aw, n)
-			if n == cache.Wildcard {
-				st.wildcardAnswered[t] = false
-			}
-		}
-		st.record(req)
-		parts := splitDelta(req, l.mgr.maxRequest)
-		for _, part := range parts {
-			if err := ads.Send(part); err != nil {
-				return fmt.Errorf("upstream %s: send delta request: %w", l.id.Authority, err)
-			}
-		}
-		l.lg.Debug("delta subscription sent", zap.String("type_url", t),
-			zap.Int("subscribe", len(req.ResourceNamesSubscribe)), zap.Int("unsubscribe", len(req.ResourceNamesUnsubscribe)),
-			zap.Int("initial_versions", len(req.InitialResourceVersions)), zap.Int("requests", len(parts)))
-	}
-	// Emulated globs added while the Wildcard was already answered are
-	// complete at once: the cache computes their membership.
 	for _, t := range types {
 		if st.wildcardAnswered[t] && len(wants[t].emulatedGlobs) > 0 {
 			local = append(local, cache.Update{Stream: l.id, TypeURL: t, Complete: wants[t].emulatedGlobs})
@@ -185,7 +174,63 @@ func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggrega
 	for _, u := range local {
 		l.mgr.cache.Apply(u)
 	}
-	return nil
+}
+
+// diff returns a request (type, names only) subscribing the names of w
+// this attempt did not tell the origin of type t, and unsubscribing those
+// it told that w no longer has, unsorted.
+func (st *deltaState) diff(t string, w *want) *discoveryv3.DeltaDiscoveryRequest {
+	sent := st.sent[t]
+	if sent == nil {
+		sent = make(map[string]int)
+		st.sent[t] = sent
+	}
+	req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t}
+	for n := range w.names {
+		if _, ok := sent[n]; !ok {
+			req.ResourceNamesSubscribe = append(req.ResourceNamesSubscribe, n)
+		}
+	}
+	for n := range sent {
+		if _, ok := w.names[n]; !ok {
+			req.ResourceNamesUnsubscribe = append(req.ResourceNamesUnsubscribe, n)
+		}
+	}
+	return req
+}
+
+// noteSent records subscription request req as sent under the next seq:
+// its names subscribed (collections as awaiting their first answer), its
+// names unsubscribed forgotten.
+func (st *deltaState) noteSent(req *discoveryv3.DeltaDiscoveryRequest) {
+	t := req.GetTypeUrl()
+	aw := st.awaiting[t]
+	if aw == nil {
+		aw = make(map[string]int)
+		st.awaiting[t] = aw
+	}
+	st.seq++
+	for _, n := range req.ResourceNamesSubscribe {
+		st.sent[t][n] = st.seq
+		if n == cache.Wildcard || isGlob(n) {
+			aw[n] = st.seq
+		}
+	}
+	for _, n := range req.ResourceNamesUnsubscribe {
+		st.forget(t, n)
+	}
+	st.record(req)
+}
+
+// forget drops name n of type t from what this attempt told the origin: no
+// longer sent, answered or awaiting; a forgotten Wildcard is unanswered.
+func (st *deltaState) forget(t, n string) {
+	delete(st.sent[t], n)
+	delete(st.answeredAt[t], n)
+	delete(st.awaiting[t], n)
+	if n == cache.Wildcard {
+		st.wildcardAnswered[t] = false
+	}
 }
 
 // deltaHandle validates a response, applies it to the cache and ACKs it,

@@ -190,53 +190,69 @@ func (f *fileSource) scan() {
 	old := f.files
 	f.mu.Unlock()
 	problems := make(map[string]FileProblem)
-	fileError := func(path string, err error) {
-		f.fileError(path, err)
-		problems[path] = FileProblem{File: path, Error: err.Error(), At: time.Now().UTC()}
-	}
 	files := make(map[string]*parsedFile, len(entries))
 	for _, de := range entries {
-		ext := strings.ToLower(filepath.Ext(de.Name()))
-		if de.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") || strings.HasPrefix(de.Name(), ".") {
+		if !isSourceFile(de) {
 			continue
 		}
 		path := filepath.Join(f.dir, de.Name())
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // removed meanwhile
-			}
-			fileError(path, err)
-			if p := old[path]; p != nil {
-				files[path] = p
-			}
-			continue
+		if p := f.readFile(path, old[path], problems); p != nil {
+			files[path] = p
 		}
-		sum := sha256.Sum256(raw)
-		hash := hex.EncodeToString(sum[:8])
-		prev := old[path]
-		if prev != nil && prev.hash == hash {
-			files[path] = prev
-			if p, bad := f.problem(path); bad {
-				problems[path] = p // still bad, reported once
-			}
-			continue
-		}
-		rs, err := parseFile(raw, time.Now())
-		if err != nil {
-			fileError(path, err)
-			if prev != nil {
-				// Remember the bad content's hash so it is reported once,
-				// keep the last good resources.
-				files[path] = &parsedFile{hash: hash, resources: prev.resources}
-			} else {
-				files[path] = &parsedFile{hash: hash}
-			}
-			continue
-		}
-		files[path] = &parsedFile{hash: hash, resources: rs}
 	}
+	state := f.merge(files, problems)
+	f.mu.Lock()
+	f.files, f.state, f.ready, f.err, f.problems = files, state, true, nil, problems
+	f.mu.Unlock()
+	f.notify()
+}
 
+// isSourceFile says whether directory entry de is a file the source reads:
+// YAML or JSON, not hidden.
+func isSourceFile(de os.DirEntry) bool {
+	ext := strings.ToLower(filepath.Ext(de.Name()))
+	return !de.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") && !strings.HasPrefix(de.Name(), ".")
+}
+
+// readFile returns what the file at path holds now, given prev, what the
+// last scan parsed of it (nil: none): prev when its content is unchanged
+// or it cannot be read, its last good resources under the new content's
+// hash when that is bad (so it is reported once), nil when it is gone.
+// Problems go to problems.
+func (f *fileSource) readFile(path string, prev *parsedFile, problems map[string]FileProblem) *parsedFile {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		f.badFile(problems, path, err)
+		return prev
+	}
+	sum := sha256.Sum256(raw)
+	hash := hex.EncodeToString(sum[:8])
+	if prev != nil && prev.hash == hash {
+		if p, bad := f.problem(path); bad {
+			problems[path] = p // still bad, reported once
+		}
+		return prev
+	}
+	rs, err := parseFile(raw, time.Now())
+	if err != nil {
+		f.badFile(problems, path, err)
+		if prev != nil {
+			// Remember the bad content's hash so it is reported once,
+			// keep the last good resources.
+			return &parsedFile{hash: hash, resources: prev.resources}
+		}
+		return &parsedFile{hash: hash}
+	}
+	return &parsedFile{hash: hash, resources: rs}
+}
+
+// merge returns the resources of files by type and canonical name. Files
+// are taken in path order; a name a file defines again is skipped, a
+// problem of that file.
+func (f *fileSource) merge(files map[string]*parsedFile, problems map[string]FileProblem) map[string]map[string]*cache.Resource {
 	state := make(map[string]map[string]*cache.Resource)
 	paths := make([]string, 0, len(files))
 	for p := range files {
@@ -252,16 +268,20 @@ func (f *fileSource) scan() {
 			}
 			c, _ := cache.CanonicalName(fr.res.Name)
 			if _, dup := byName[c]; dup {
-				fileError(p, fmt.Errorf("resource %q of type %s is already defined by another file; skipped", fr.res.Name, fr.typeURL))
+				f.badFile(problems, p, fmt.Errorf("resource %q of type %s is already defined by another file; skipped", fr.res.Name, fr.typeURL))
 				continue
 			}
 			byName[c] = fr.res
 		}
 	}
-	f.mu.Lock()
-	f.files, f.state, f.ready, f.err, f.problems = files, state, true, nil, problems
-	f.mu.Unlock()
-	f.notify()
+	return state
+}
+
+// badFile reports the problem err of the file at path and records it in
+// problems.
+func (f *fileSource) badFile(problems map[string]FileProblem, path string, err error) {
+	f.fileError(path, err)
+	problems[path] = FileProblem{File: path, Error: err.Error(), At: time.Now().UTC()}
 }
 
 // problem returns the problem recorded for path.

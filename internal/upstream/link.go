@@ -91,6 +91,40 @@ func newLink(m *Manager, id cache.StreamID, a *authority) *link {
 	}
 }
 
+// refuseOver says whether err, the end of an attempt, is the origin
+// refusing one type or one name, and if so refuses it (refused.go): the
+// origin is up, so the link asks again at once, without it, on the same
+// origin.
+func (l *link) refuseOver(err error) bool {
+	if t := l.refusedType(err); t != "" {
+		l.refuse(t, "", err)
+		return true
+	}
+	if t, n := l.refusedName(err); n != "" {
+		l.refuse(t, n, err) // likewise, one name
+		return true
+	}
+	return false
+}
+
+// explainFailure returns err, the end of an attempt on origin that got no
+// answer, with why origin cannot be reached in words, not gRPC's
+// ("produced zero addresses"), when a check of it finds a cause; the
+// cause is recorded for /debug/upstreams, not logged (the caller logs the
+// attempt with it).
+func (l *link) explainFailure(ctx context.Context, origin string, err error) error {
+	if err == nil || errors.Is(err, ErrNoResponse) || strings.HasPrefix(origin, FileOriginPrefix) {
+		return err
+	}
+	cerr := l.mgr.resolveOrigin(ctx, origin)
+	if cerr == nil || ctx.Err() != nil {
+		return err
+	}
+	l.mgr.checks.set(l.id.Authority, origin, cerr)
+	l.mgr.metrics.originCheckFailures.WithLabelValues(l.id.Authority).Inc()
+	return fmt.Errorf("upstream %s: %w (%v)", l.id.Authority, cerr, err)
+}
+
 // update changes the desired set and wakes the run goroutine; never blocks.
 func (l *link) update(node *corev3.Node, typeURL string, names []string, add bool) {
 	l.mu.Lock()
@@ -261,13 +295,7 @@ func (l *link) run(ctx context.Context) {
 			continue
 		}
 		l.mgr.metrics.reconnects.WithLabelValues(l.id.Authority).Inc()
-		if t := l.refusedType(err); t != "" {
-			// The origin is up; it refused one type. Ask again at once,
-			// without it, on the same origin.
-			l.refuse(t, "", err)
-			healthy = true
-		} else if t, n := l.refusedName(err); n != "" {
-			l.refuse(t, n, err) // likewise, one name
+		if l.refuseOver(err) {
 			healthy = true
 		}
 		if healthy {
@@ -275,14 +303,7 @@ func (l *link) run(ctx context.Context) {
 			idx = 0
 		} else {
 			idx = (idx + 1) % len(l.auth.origins)
-			if err != nil && !errors.Is(err, ErrNoResponse) && !strings.HasPrefix(origin, FileOriginPrefix) {
-				// Say why in words, not gRPC's ("produced zero addresses").
-				if cerr := l.mgr.resolveOrigin(ctx, origin); cerr != nil && ctx.Err() == nil {
-					l.mgr.checks.set(l.id.Authority, origin, cerr) // logged below, with the attempt
-					l.mgr.metrics.originCheckFailures.WithLabelValues(l.id.Authority).Inc()
-					err = fmt.Errorf("upstream %s: %w (%v)", l.id.Authority, cerr, err)
-				}
-			}
+			err = l.explainFailure(ctx, origin, err)
 		}
 		if err != nil {
 			l.setError(err)

@@ -39,13 +39,34 @@ func (m *Manager) SetAuthorities(auths []Authority) error {
 	m.reloading.Lock()
 	defer m.reloading.Unlock()
 
-	var closing, restarting []*link
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil
 	}
-	prev := m.auths
+	prev, closing, restarting := m.replaceAuthoritiesLocked(next, auths)
+	m.mu.Unlock()
+
+	m.logAuthorityChanges(prev, next)
+	m.checkChangedOrigins(prev, next)
+	for _, l := range closing {
+		l.cancel()
+		<-l.done
+		l.answerAbsent()
+	}
+	for _, l := range restarting {
+		m.restart(l, next[l.id.Authority])
+	}
+	m.metrics.setAuthorities(slices.Collect(maps.Keys(prev)), authorityNames(auths))
+	return nil
+}
+
+// replaceAuthoritiesLocked makes next (built from auths) the authorities
+// and returns the previous ones, the links to close (their authority is
+// removed; dropped from m.links) and the links to restart (their authority
+// changed).
+func (m *Manager) replaceAuthoritiesLocked(next map[string]*authority, auths []Authority) (prev map[string]*authority, closing, restarting []*link) {
+	prev = m.auths
 	for id, l := range m.links {
 		switch a := next[id.Authority]; {
 		case a == nil:
@@ -59,8 +80,12 @@ func (m *Manager) SetAuthorities(auths []Authority) error {
 	for _, a := range auths {
 		m.addFileSourcesLocked(a)
 	}
-	m.mu.Unlock()
+	return prev, closing, restarting
+}
 
+// logAuthorityChanges logs each authority removed, changed or added from
+// prev to next.
+func (m *Manager) logAuthorityChanges(prev, next map[string]*authority) {
 	for name, a := range prev {
 		switch b := next[name]; {
 		case b == nil:
@@ -70,11 +95,19 @@ func (m *Manager) SetAuthorities(auths []Authority) error {
 				zap.Strings("origins", b.origins), zap.Bool("sotw", b.sotw), zap.Bool("emulated_globs", b.emulated))
 		}
 	}
-	var check []*authority
 	for _, a := range sortedAuthorities(next) {
 		if prev[a.name] == nil {
 			m.lg.Info("authority added", zap.String("authority", a.name))
 		}
+	}
+}
+
+// checkChangedOrigins checks the origins of the authorities added, or
+// whose origins changed, from prev to next, and drops the checks of those
+// removed.
+func (m *Manager) checkChangedOrigins(prev, next map[string]*authority) {
+	var check []*authority
+	for _, a := range sortedAuthorities(next) {
 		if prev[a.name] == nil || !slices.Equal(prev[a.name].origins, a.origins) {
 			check = append(check, a)
 		}
@@ -87,16 +120,6 @@ func (m *Manager) SetAuthorities(auths []Authority) error {
 	if len(check) > 0 {
 		m.checkOrigins(check)
 	}
-	for _, l := range closing {
-		l.cancel()
-		<-l.done
-		l.answerAbsent()
-	}
-	for _, l := range restarting {
-		m.restart(l, next[l.id.Authority])
-	}
-	m.metrics.setAuthorities(slices.Collect(maps.Keys(prev)), authorityNames(auths))
-	return nil
 }
 
 // authorityNames are the names of auths.
