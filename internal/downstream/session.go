@@ -503,6 +503,7 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	writerEnd := ss.writer.closeLocked()
 	sets := ss.sets
 	ss.sets = nil
+	ss.endGathersLocked()
 	ss.mu.Unlock()
 	for _, cs := range sets {
 		cs.Done() // no response will carry them any more

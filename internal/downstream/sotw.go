@@ -86,6 +86,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	var ch change
 	ss.mu.Lock()
 	removedAny := ts.keepOnlyLocked(names, &ch)
+	var owed []string
 	for _, r := range rs {
 		if r.err != nil {
 			continue // logged and counted; SotW cannot say "does not exist"
@@ -93,7 +94,9 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		ts.subscribeLocked(r, &ch)
 		// Spec: the server must resend any newly requested resource.
 		ts.force[r.name] = struct{}{}
+		owed = append(owed, r.name)
 	}
+	ss.gatherLocked(ts, owed) // answered together (gather.go)
 	if len(rs) > 0 || first || (removedAny && fullStateTypes[typeURL]) {
 		ts.evalAll = true
 	}

@@ -277,6 +277,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	pol := ss.srv.access.Load()
 	for _, w := range works {
 		ss.checkMembersLocked(pol, w)
+		ss.gatherRoundLocked(rd, w) // gather.go
 	}
 	var lg *zap.Logger
 	if ss.srv.lg.Core().Enabled(zap.DebugLevel) {

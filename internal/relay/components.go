@@ -85,6 +85,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Limits:         downstreamLimits(cfg),
 		ControlPlaneID: cfg.ControlPlaneIdentifier(),
 		Authorities:    cfg.AuthorityNames(),
+		GatherWindow:   cfg.Downstream.GatherWindow,
 	})
 	if err != nil {
 		return err
