@@ -103,6 +103,7 @@ func (ss *session) gatherExpired(ts *typeState, g *gathering) {
 		return
 	}
 	ts.gather = nil
+	ss.srv.m.gatherExpired.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	var start chan struct{}
 	if ss.hasWorkLocked() {
 		start = ss.wakeLocked()

@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -222,6 +223,9 @@ func TestGatherWindowBounds(t *testing.T) {
 			e.answer(rs[2])
 			c.recv(rs[2])
 			c.none()
+			if got := testutil.ToFloat64(e.srv.m.gatherExpired.WithLabelValues(typeLabel(edsType))); got != 1 {
+				t.Errorf("xds_relay_downstream_gather_expired_total = %v, want 1", got)
+			}
 		})
 	}
 }

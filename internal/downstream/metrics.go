@@ -22,6 +22,7 @@ type metrics struct {
 	limitRejections  *prometheus.CounterVec // limit (limits.go)
 	accessDenied     *prometheus.CounterVec // type, authority (access.go)
 	nodeDenied       prometheus.Counter     // access.go
+	gatherExpired    *prometheus.CounterVec // type (gather.go)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -70,6 +71,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "node_identity_denied_total",
 			Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
 		}),
+		gatherExpired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "gather_expired_total",
+			Help: "Gather windows (downstream.gather_window) that passed before every name a request subscribed was resolved, by type URL: what was known went out, the rest as it came.",
+		}, []string{"type"}),
 	}
 	// Every series whose label values are known at start exists from
 	// start, at zero; the authorities' come with setAuthorities.
@@ -77,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.streams.WithLabelValues(v)
 	}
 	for _, t := range xdstype.Labels() {
-		for _, c := range []*prometheus.CounterVec{m.requests, m.responses, m.nacks, m.responseResource, m.sharedResponses} {
+		for _, c := range []*prometheus.CounterVec{m.requests, m.responses, m.nacks, m.responseResource, m.sharedResponses, m.gatherExpired} {
 			c.WithLabelValues(t)
 		}
 		for _, r := range requestErrorReasons {
@@ -90,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
 			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
-			m.accessDenied, m.nodeDenied)
+			m.accessDenied, m.nodeDenied, m.gatherExpired)
 	}
 	return m
 }
