@@ -63,11 +63,57 @@ func (ss *session) gatherLocked(ts *typeState, names []string) {
 
 // gatherRoundLocked sets what w's diff holds back in round rd, if its
 // type is gathering, and keeps the round's origin changes of that type for
-// the response that will carry them.
+// the response that will carry them. The keys of the names it holds back
+// that are still pending become the session's awaiting.
 func (ss *session) gatherRoundLocked(rd *round, w *work) {
-	if w.diff.hold = ss.holdLocked(w); w.diff.hold != nil {
-		ss.keepSetsLocked(rd, w.ts.typeURL)
+	if w.diff.hold = ss.holdLocked(w); w.diff.hold == nil {
+		return
 	}
+	ss.keepSetsLocked(rd, w.ts.typeURL)
+	for i := range w.probes {
+		// A collection's answer is announced as its members (or itself,
+		// when empty): keys not awaited, so they wake the writer.
+		p := &w.probes[i]
+		if !p.collection && p.state == cache.StatePending && w.diff.hold.awaits(p.name) {
+			if ss.awaiting == nil {
+				ss.awaiting = make(map[cache.Key]struct{})
+			}
+			ss.awaiting[p.key] = struct{}{}
+		}
+	}
+}
+
+// While names are held back, the cache announces each piece of the
+// origin's answer to them as a change of its own. Waking the writer for
+// each would make it look them all up again to hold them back again: a
+// burst of clients would cost a round per client and piece. So the keys
+// held back and still pending are noted (awaiting) and a Flush that brings
+// nothing else (notified keys all awaited, some still to come) wakes no
+// writer; the last of them, anything else, a request or the window does.
+// Every resolution of a pending name is announced to its watchers, so a
+// name resolved is never waited on past its Notify. Only an idle writer
+// is spared: a running one may have looked up before the change, and
+// runs another round.
+
+// noteAwaitedLocked notes that key k was notified: one awaited less, or
+// something else (noted).
+func (ss *session) noteAwaitedLocked(k cache.Key) {
+	if _, ok := ss.awaiting[k]; !ok {
+		ss.noted = true
+		return
+	}
+	delete(ss.awaiting, k)
+	if len(ss.awaiting) == 0 {
+		ss.awaiting, ss.noted = nil, true
+	}
+}
+
+// quietLocked reports whether a Flush may leave the writer idle: it only
+// brought awaited keys, and some are still to come.
+func (ss *session) quietLocked() bool {
+	quiet := !ss.noted && !ss.writer.runningLocked()
+	ss.noted = false
+	return quiet
 }
 
 // holdLocked decides, from w's probes just looked up, whether w's type is
@@ -103,6 +149,7 @@ func (ss *session) gatherExpired(ts *typeState, g *gathering) {
 		return
 	}
 	ts.gather = nil
+	ss.awaiting, ss.noted = nil, false
 	ss.srv.m.gatherExpired.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	var start chan struct{}
 	if ss.hasWorkLocked() {
@@ -120,6 +167,7 @@ func (ss *session) endGatherLocked(ts *typeState) {
 		g.stop()
 	}
 	ts.gather = nil
+	ss.awaiting, ss.noted = nil, false // recomputed by the next round that holds back
 }
 
 // endGathersLocked ends every gather of the session (its stream ends).

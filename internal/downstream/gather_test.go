@@ -3,6 +3,7 @@ package downstream
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,6 +282,35 @@ func TestGatherWarmAndCold(t *testing.T) {
 			<-sub.subscribed
 			c.none()
 			e.answer(rs[3:]...)
+			c.recv(rs...)
+			c.none()
+		})
+	}
+}
+
+// While a client's names are held back, the pieces of the origin's answer
+// that leave some still to come wake no writer: a burst of clients does
+// not cost a round of lookups per client and piece.
+func TestGatherQuietUntilComplete(t *testing.T) {
+	for _, variant := range []string{variantDelta, variantSotW} {
+		t.Run(variant, func(t *testing.T) {
+			e, sub, ft := gatherEnv(t)
+			c := newGatherClient(t, e, variant)
+			names, rs := eds("e", 20)
+			c.subscribe(names...)
+			<-sub.subscribed
+			ft.waitArmed(t)
+			c.none() // the writer is idle, holding them back
+			var gets atomic.Int64
+			e.cache.setHooks(cacheHooks{afterGet: func(cache.Key) { gets.Add(1) }})
+			for i := 0; i < 15; i += 5 {
+				e.answer(rs[i : i+5]...)
+			}
+			c.none()
+			if n := gets.Load(); n != 0 {
+				t.Errorf("%d lookups while names were still to come, want 0", n)
+			}
+			e.answer(rs[15:]...)
 			c.recv(rs...)
 			c.none()
 		})

@@ -328,6 +328,7 @@ func (ss *session) collectLocked() *round {
 		} // else dropped: an idle session keeps no map sized for its initial sync
 	}()
 	ss.writer.roundLocked()
+	ss.awaiting, ss.noted = nil, false // this round looks them up again (gather.go)
 	rd := roundPool.Get().(*round)
 	rd.sets = append(rd.sets, ss.sets...)
 	clear(ss.sets)
