@@ -226,7 +226,7 @@ type Downstream struct {
 	// resolved (present or absent), so they arrive in one response, but
 	// at most this long; then what is known goes out and the rest as it
 	// comes. Changes to other names are never held back. 0 = no wait.
-	// Default 1s. Needs a restart to change.
+	// Default 2s. Needs a restart to change.
 	GatherWindow time.Duration `yaml:"gather_window"`
 	// Limits bound what one client can make the relay hold.
 	Limits Limits `yaml:"limits"`
@@ -434,7 +434,7 @@ const (
 	DefaultShutdownGracePeriod   = 10 * time.Second
 	DefaultSendTimeout           = 30 * time.Second
 	DefaultFetchWait             = 5 * time.Second
-	DefaultGatherWindow          = time.Second
+	DefaultGatherWindow          = 2 * time.Second
 	DefaultDownstreamMaxRecv     = 16 * MiB
 	DefaultDownstreamMaxSend     = 64 * MiB
 	DefaultUpstreamMaxRecv       = 64 * MiB
