@@ -9,24 +9,6 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// AccessRule is one entry of an allow list: exactly one matcher, whose
-// pattern is a glob where '*' matches any run of characters, '/' included.
-type AccessRule struct {
-	// URISAN matches a URI SAN (a SPIFFE ID) of the client's verified
-	// certificate (downstream.tls.ca_file).
-	URISAN string `yaml:"uri_san"`
-	// DNSSAN matches a DNS SAN of the client's verified certificate.
-	DNSSAN string `yaml:"dns_san"`
-	// NodeID matches node.id: for plaintext deployments, a claim, not proof.
-	NodeID string `yaml:"node_id"`
-	// NodeCluster matches node.cluster: a claim, not proof.
-	NodeCluster string `yaml:"node_cluster"`
-}
-
-func (r AccessRule) rule() access.Rule {
-	return access.Rule{URISAN: r.URISAN, DNSSAN: r.DNSSAN, NodeID: r.NodeID, NodeCluster: r.NodeCluster}
-}
-
 // AccessOptions returns the access policy's options: the allow lists of
 // every authority and downstream.node_identity.
 func (c *Config) AccessOptions() access.Options {
@@ -37,25 +19,17 @@ func (c *Config) AccessOptions() access.Options {
 		}
 		var aa access.Authority
 		if a.Allow != nil {
-			aa.Allow = rules(a.Allow)
+			aa.Allow = slices.Clone(a.Allow)
 		}
 		if len(a.AllowByType) > 0 {
 			aa.AllowByType = make(map[string][]access.Rule, len(a.AllowByType))
 			for t, rs := range a.AllowByType {
-				aa.AllowByType[t] = rules(rs)
+				aa.AllowByType[t] = slices.Clone(rs)
 			}
 		}
 		opts.Authorities[a.Name] = aa
 	}
 	return opts
-}
-
-func rules(rs []AccessRule) []access.Rule {
-	out := make([]access.Rule, len(rs))
-	for i, r := range rs {
-		out[i] = r.rule()
-	}
-	return out
 }
 
 // access validates the allow lists, node_identity, rest_listen.
@@ -98,12 +72,12 @@ func (v *validator) access() {
 	}
 }
 
-func (v *validator) allowList(path string, rs []AccessRule) {
+func (v *validator) allowList(path string, rs []access.Rule) {
 	if len(rs) == 0 {
 		v.add(path, "empty list: it would deny every client; leave the key out to allow every client")
 	}
 	for j, r := range rs {
-		if err := access.CheckRule(r.rule()); err != nil {
+		if err := access.CheckRule(r); err != nil {
 			v.add(joinIndex(path, j), "%v", err)
 		}
 	}

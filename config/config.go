@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 )
 
@@ -133,11 +134,12 @@ type Authority struct {
 	// README's "Served variants and types").
 	Types []string `yaml:"types"`
 	// Allow lists who may subscribe to this authority's names (any entry
-	// matching allows; see AccessRule). Default: absent, every client may.
-	Allow []AccessRule `yaml:"allow"`
+	// matching allows; an entry is access.Rule: exactly one of uri_san,
+	// dns_san, node_id, node_cluster). Default: absent, every client may.
+	Allow []access.Rule `yaml:"allow"`
 	// AllowByType: for each type URL listed, a list that replaces Allow
 	// (so Secrets can be narrower). Default none.
-	AllowByType map[string][]AccessRule `yaml:"allow_by_type"`
+	AllowByType map[string][]access.Rule `yaml:"allow_by_type"`
 	// TLS secures connections to this authority's origins, replacing
 	// upstream.tls as a whole. Default: absent, upstream.tls applies.
 	TLS *ClientTLS `yaml:"tls"`
@@ -305,7 +307,7 @@ type RESTPolling struct {
 
 // ServerTLS is the downstream listener's TLS. TLS is on when CertFile is set.
 // The certificate pair and the CA file are re-read when their files change
-// (rotation needs no restart; open connections are kept).
+// (internal/creds: rotation needs no restart; open connections are kept).
 type ServerTLS struct {
 	// CertFile is a PEM certificate chain. Default "" (plaintext).
 	CertFile string `yaml:"cert_file"`
@@ -377,7 +379,7 @@ type Upstream struct {
 }
 
 // ClientTLS is TLS toward origins. The client certificate pair and the CA
-// file are re-read when their files change (new connections use them;
+// file are re-read when their files change (internal/creds: new connections use them;
 // open ones are kept).
 type ClientTLS struct {
 	// Enabled turns TLS on. Default false (plaintext).

@@ -33,7 +33,8 @@ func (c *Config) BearerTokenFile(a Authority) string {
 // bytes, white space around it trimmed, not empty, and only the characters
 // RFC 6750 allows in a bearer token (visible ASCII, no spaces), so it
 // cannot break the header it goes into. Errors name the file, never the
-// token.
+// token. Validate checks a configured file with it; internal/creds reads a
+// rotated file with it too.
 func ReadBearerToken(file string) (string, error) {
 	f, err := os.Open(file)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/migrate"
+	"github.com/xds-relay/xds-relay/internal/migrate/legacykey"
 )
 
 // root is the repository, from this package's directory.
@@ -103,10 +105,12 @@ func yamlBlocks(t *testing.T, file string) []block {
 type blockKind int
 
 const (
-	relayConfig blockKind = iota
-	kubernetes            // apiVersion: a Kubernetes object
-	envoy                 // static_resources, dynamic_resources: an Envoy bootstrap
-	promConfig            // groups (rules), rule_files, scrape_configs: Prometheus's
+	relayConfig      blockKind = iota
+	kubernetes                 // apiVersion: a Kubernetes object
+	envoy                      // static_resources, dynamic_resources: an Envoy bootstrap
+	promConfig                 // groups (rules), rule_files, scrape_configs: Prometheus's
+	earlierRules               // fragments: an earlier relay's (envoyproxy/xds-relay) rules file
+	earlierBootstrap           // origin_server: an earlier relay's bootstrap file
 )
 
 func kindOf(top map[string]any) blockKind {
@@ -117,6 +121,10 @@ func kindOf(top map[string]any) blockKind {
 		return envoy
 	case top["groups"] != nil || top["scrape_configs"] != nil || top["rule_files"] != nil:
 		return promConfig
+	case top["fragments"] != nil:
+		return earlierRules
+	case top["origin_server"] != nil:
+		return earlierBootstrap
 	}
 	return relayConfig
 }
@@ -158,8 +166,11 @@ func checkRelayConfig(t *testing.T, b block, text string) {
 // validates as `xds-relay validate` would. The rule, by a block's
 // top-level keys: apiVersion is a Kubernetes object, static_resources or
 // dynamic_resources an Envoy bootstrap, groups, rule_files or
-// scrape_configs Prometheus's, and all of those must only parse; anything
-// else is a relay config, or a fragment of one: a fragment without
+// scrape_configs Prometheus's, origin_server an earlier relay's bootstrap,
+// and all of those must only parse; fragments is an earlier relay's rules
+// file, which must pass its checks (legacykey.Parse) and convert
+// (migrate.Convert); anything else is a relay config, or a fragment of
+// one: a fragment without
 // authorities is completed with one authority named "legacy" (what
 // aggregation examples send plain names to). A block holding several
 // configs separates them with "---".
@@ -180,6 +191,9 @@ func TestDocsYAMLBlocks(t *testing.T) {
 					break
 				}
 				n++
+				if kindOf(top) == earlierRules && i < len(docs) {
+					checkEarlierRules(t, b, docs[i])
+				}
 				if kindOf(top) != relayConfig || i >= len(docs) {
 					continue
 				}
@@ -193,6 +207,20 @@ func TestDocsYAMLBlocks(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no YAML blocks found in the docs")
+	}
+}
+
+// checkEarlierRules checks an earlier relay's rules file as migrate-rules
+// reads it: it passes the earlier relay's checks and converts.
+func checkEarlierRules(t *testing.T, b block, text string) {
+	t.Helper()
+	c, err := legacykey.Parse([]byte(text))
+	if err != nil {
+		t.Errorf("%v: not an earlier-relay rules file: %v", b, err)
+		return
+	}
+	if _, err := migrate.Convert(c, "legacy"); err != nil {
+		t.Errorf("%v: the earlier-relay rules do not convert: %v", b, err)
 	}
 }
 

@@ -8,5 +8,7 @@
 //   - blocks_test.go: every YAML block of README.md, docs/*.md,
 //     bench/README.md and deploy/**/README.md parses, and a relay config
 //     block loads and validates; every relative link names a file that
-//     exists, and every test a doc names as proof is defined.
+//     exists, and every test a doc names as proof is defined;
+//   - architecture_test.go: every package imports only what
+//     docs/architecture.md's table lets it.
 package docs

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -231,12 +232,14 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 		return []string{"streams", "names_per_stream", "name_length", "types_per_stream", "version_length"}, true
 	}
 	own := map[string][]string{
-		"xds_relay_config_reloads_total/result":            {"ok", "invalid", "error"},
-		"xds_relay_downstream_request_errors_total/reason": {"malformed_name", "no_rule", "resolve", "unknown_authority", "type_not_carried", "dynamic_parameters"},
-		"xds_relay_cache_snapshot_loads_total/result":      {"loaded", "absent", "corrupt", "incompatible", "foreign_config", "too_large", "untrusted", "error"},
-		"xds_relay_cache_snapshot_writes_total/result":     {"ok", "truncated", "error"},
-		"xds_relay_cache_snapshot_skipped_total/reason":    {"expired", "over_bounds"},
-		"xds_relay_csds_requests_total/method":             {"fetch", "stream", "debug"},
+		"xds_relay_config_reloads_total/result":                {"ok", "invalid", "error"},
+		"xds_relay_downstream_request_errors_total/reason":     {"malformed_name", "no_rule", "resolve", "unknown_authority", "type_not_carried", "dynamic_parameters"},
+		"xds_relay_cache_snapshot_loads_total/result":          {"loaded", "absent", "corrupt", "incompatible", "foreign_config", "too_large", "untrusted", "error"},
+		"xds_relay_cache_snapshot_writes_total/result":         {"ok", "truncated", "error"},
+		"xds_relay_cache_snapshot_skipped_total/reason":        {"expired", "over_bounds"},
+		"xds_relay_csds_requests_total/method":                 {"fetch", "stream", "debug"},
+		"xds_relay_upstream_resource_errors_total/code":        cache.CodeLabels(),
+		"xds_relay_downstream_resource_errors_sent_total/code": cache.CodeLabels(),
 	}
 	v, ok := own[metric+"/"+label]
 	return v, ok

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
@@ -220,11 +221,11 @@ func runAccessRelay(t *testing.T, p *accessPKI, o *gcpOrigin, edit func(*config.
 		cfg = c
 		c.Downstream.TLS = config.ServerTLS{CertFile: p.serverCert, KeyFile: p.srvKey, CAFile: p.caFile}
 		c.RESTListen = "127.0.0.1:0"
-		c.Authorities[0].Allow = []config.AccessRule{
+		c.Authorities[0].Allow = []access.Rule{
 			{URISAN: "spiffe://fleet.example/ns/prod/*"},
 			{DNSSAN: "*.prod.example"},
 		}
-		c.Authorities[0].AllowByType = map[string][]config.AccessRule{
+		c.Authorities[0].AllowByType = map[string][]access.Rule{
 			resource.SecretType: {{URISAN: spiffeProdGateway}},
 		}
 		if edit != nil {
@@ -397,7 +398,7 @@ func TestAccessNodeClaims(t *testing.T) {
   default: true
   result: {authority: ds.example, group: [{literal: all}]}
 `)
-		c.Authorities[0].Allow = []config.AccessRule{{NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
+		c.Authorities[0].Allow = []access.Rule{{NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
 	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 
@@ -647,7 +648,7 @@ func TestAccessMembersOwnAuthority(t *testing.T) {
 	t.Run("reload", func(t *testing.T) {
 		next := *cfg
 		next.Authorities = slices.Clone(cfg.Authorities)
-		next.Authorities[0].Allow = []config.AccessRule{{URISAN: spiffeProdGateway}}
+		next.Authorities[0].Allow = []access.Rule{{URISAN: spiffeProdGateway}}
 		if err := relay.ReloadConfig(&next); err != nil {
 			t.Fatal(err)
 		}
@@ -712,7 +713,7 @@ func TestAccessReloadEndsLongPolls(t *testing.T) {
 
 	next := *cfg
 	next.Authorities = slices.Clone(cfg.Authorities)
-	next.Authorities[0].Allow = []config.AccessRule{{URISAN: "spiffe://fleet.example/ns/prod/*"}}
+	next.Authorities[0].Allow = []access.Rule{{URISAN: "spiffe://fleet.example/ns/prod/*"}}
 	if err := relay.ReloadConfig(&next); err != nil {
 		t.Fatal(err)
 	}

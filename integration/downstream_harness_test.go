@@ -110,6 +110,24 @@ func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(fl
 	}
 }
 
+// waitUntil re-reads cond every few milliseconds for up to d and reports
+// whether it held: for pacing a test's next stimulus, never for the outcome
+// it asserts (that waits up to xdstest.WaitTimeout).
+func waitUntil(d time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
+}
+
 // waitStreamsGone waits until r holds no client stream of either variant:
 // clients that left are gone from the relay, not only from their side.
 func waitStreamsGone(t testing.TB, r *relayproc.Relay) {

@@ -220,8 +220,18 @@ func TestDownstreamBadRequests(t *testing.T) {
 }
 
 // A client that does not read is cut off with ResourceExhausted after
-// send_timeout; a concurrent client keeps receiving updates meanwhile.
+// send_timeout; a concurrent client keeps receiving every update meanwhile.
+//
+// gRPC takes one response past a stream's write quota (64 KiB) without
+// waiting, so the relay's Send of the slow client's first big response
+// returns at once, and only a later one waits for flow control the client
+// never grants; the cut-off comes send_timeout into that Send. The origin
+// changes the big cluster until the relay has counted the cut-off (how
+// many changes that takes depends on how the relay coalesces them, so on
+// the machine's speed): the slow client starts reading only then, since a
+// client that drains within send_timeout is rightly not cut off.
 func TestDownstreamSlowClient(t *testing.T) {
+	const sendTimeout = 200 * time.Millisecond
 	o := newGCPOrigin(t)
 	big, small := dsCluster("big"), dsCluster("small")
 	bigCluster := func(gen int64) *clusterv3.Cluster {
@@ -231,7 +241,7 @@ func TestDownstreamSlowClient(t *testing.T) {
 	}
 	o.set(resource.ClusterType, big, bigCluster(1))
 	o.set(resource.ClusterType, small, cluster(small, 1))
-	r := startRelay(t, func(c *config.Config) { c.Downstream.SendTimeout = 200 * time.Millisecond }, o.addr)
+	r := startRelay(t, func(c *config.Config) { c.Downstream.SendTimeout = sendTimeout }, o.addr)
 
 	slowConn := dial(t, r.XDSAddr(), grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
@@ -247,15 +257,33 @@ func TestDownstreamSlowClient(t *testing.T) {
 	fast := openDelta(t, dial(t, r.XDSAddr()))
 	fv := subscribeClusters(t, fast, small)
 
-	// Updates: the slow client's second big response cannot be sent; the
-	// fast client's updates keep flowing.
-	for gen := int64(2); gen <= 4; gen++ {
+	const slowCuts = "xds_relay_downstream_slow_disconnects_total"
+	cutOff := func() bool { return relayMetric(t, r, slowCuts) > 0 }
+	deadline := time.Now().Add(xdstest.WaitTimeout)
+	gen := int64(1)
+	for !cutOff() {
+		if time.Now().After(deadline) {
+			t.Fatalf("slow client not cut off within %v (%d origin changes)", xdstest.WaitTimeout, gen-1)
+		}
+		gen++
 		o.set(resource.ClusterType, big, bigCluster(gen))
 		o.set(resource.ClusterType, small, cluster(small, gen))
 		recvDelta(t, fast, fv, func() bool { return timeoutOf(fv, small) == gen })
+		// Give a Send that waits its send_timeout before the next change:
+		// not a wait for the outcome (that is the loop's deadline), only
+		// pacing, so a fast machine does not publish 3 MiB in a busy loop.
+		waitUntil(2*sendTimeout, cutOff)
 	}
+	t.Logf("slow client cut off after %d origin changes", gen-1)
+	// The fast client is not held up by the one cut off.
+	gen++
+	o.set(resource.ClusterType, small, cluster(small, gen))
+	recvDelta(t, fast, fv, func() bool { return timeoutOf(fv, small) == gen })
 	// Now drain the slow stream: it ends with ResourceExhausted.
 	if err := xdstest.Drain(t, slow.Recv); grpcCode(err) != codes.ResourceExhausted {
 		t.Fatalf("slow client ended with %v, want ResourceExhausted", err)
+	}
+	if n := relayMetric(t, r, slowCuts); n != 1 {
+		t.Errorf("%s = %v, want 1 (the slow client only)", slowCuts, n)
 	}
 }

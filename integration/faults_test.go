@@ -142,8 +142,9 @@ func TestFaultOriginFlapping(t *testing.T) {
 		gate.up()
 		o.waitDeltaSubscribed(reqs, resource.EndpointType, names)
 		if last {
-			// Delta clients are told it is gone; SotW cannot say so of a
-			// ClusterLoadAssignment, and its clients keep what they had.
+			// Delta clients are told it is gone; SotW clients of a
+			// ClusterLoadAssignment with a NOT_FOUND resource error,
+			// which this view does not apply: they keep what they had.
 			deltas, sotws := f.byVariant()
 			sotws.waitRevisions(revs)
 			delete(revs, names[0])

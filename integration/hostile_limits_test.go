@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
@@ -109,7 +110,7 @@ func TestDeniedGlobsCountTowardTheLimit(t *testing.T) {
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
 		cfg.Downstream.Limits.MaxNamesPerStream = limit
-		cfg.Authorities[0].Allow = []config.AccessRule{{NodeID: "ds-*"}}
+		cfg.Authorities[0].Allow = []access.Rule{{NodeID: "ds-*"}}
 	}, o.addr)
 	globs := func(b int) []string {
 		return namesOf(limit/2, func(i int) string { return dsCluster(fmt.Sprintf("dir-%d-%d/*", b, i)) })

@@ -1,13 +1,16 @@
 package integration
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
@@ -17,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -184,8 +188,40 @@ func TestDoNotCache(t *testing.T) {
 	if diff := cmp.Diff([]*discoveryv3.Resource{dncRes("fresh")}, first.Recv().GetResources(), protocmp.Transform(), ignoreVersion); diff != "" {
 		t.Fatalf("first client, the new copy (-want +got):\n%s", diff)
 	}
-	if n := relayMetric(t, r, "xds_relay_cache_refetches_total", "type", "envoy.config.cluster.v3.Cluster"); n != 1 {
-		t.Errorf("refetches_total{type=Cluster} = %v, want 1", n)
+	first.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resource.ClusterType, ResponseNonce: "ack"})
+
+	// A unary Fetch is not answered from cache either: it waits for the
+	// origin's copy, asked for again on its behalf.
+	fetched := make(chan *discoveryv3.DiscoveryResponse, 1)
+	fetchErr := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+		defer cancel()
+		resp, err := clusterservice.NewClusterDiscoveryServiceClient(conn).FetchClusters(ctx,
+			&discoveryv3.DiscoveryRequest{Node: inSotWNode, TypeUrl: resource.ClusterType, ResourceNames: []string{dnc}})
+		if err != nil {
+			fetchErr <- err
+			return
+		}
+		fetched <- resp
+	}()
+	o.next(dnc+" asked of the origin again for the Fetch", subscribes(resource.ClusterType, dnc))
+	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n3", Resources: []*discoveryv3.Resource{dncRes("fetch")}})
+	select {
+	case resp := <-fetched:
+		if len(resp.GetResources()) != 1 {
+			t.Fatalf("Fetch got %d resources, want 1", len(resp.GetResources()))
+		}
+		if diff := cmp.Diff(dncRes("fetch"), unwrap(t, resp.GetResources()[0]), protocmp.Transform(), ignoreVersion); diff != "" {
+			t.Fatalf("Fetch, the origin's fresh copy (-want +got):\n%s", diff)
+		}
+	case err := <-fetchErr:
+		t.Fatalf("Fetch: %v", err)
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatal("Fetch not answered")
+	}
+	if n := relayMetric(t, r, "xds_relay_cache_refetches_total", "type", "envoy.config.cluster.v3.Cluster"); n != 2 {
+		t.Errorf("refetches_total{type=Cluster} = %v, want 2 (the late stream, the Fetch)", n)
 	}
 
 	if err := r.Close(); err != nil {

@@ -241,6 +241,12 @@ func TestUpstreamTLSPerAuthority(t *testing.T) {
 	if !strings.Contains(l.LastError, "certificate signed by unknown authority") || l.State == "open" {
 		t.Errorf("link without the CA: %+v; want a last_error saying the origin's certificate is signed by an unknown authority", l)
 	}
+	// The client is told, once, that no origin answers (resource_errors),
+	// and gets nothing more.
+	if errs := noca.Recv().GetResourceErrors(); len(errs) != 1 || errs[0].GetResourceName().GetName() != other ||
+		codes.Code(errs[0].GetErrorDetail().GetCode()) != codes.Unavailable {
+		t.Errorf("client of the link without the CA: resource_errors %v, want UNAVAILABLE for %s", errs, other)
+	}
 	noca.None()
 	if l := upstreamLink(t, r, dsAuthority, func(upstream.LinkStatus) bool { return true }); l.State != "open" {
 		t.Errorf("link with the CA: %+v, want open", l)

@@ -253,6 +253,16 @@ func TestWarmRestart(t *testing.T) {
 				// it reached no client.
 				w.o.waitFor("the liveness probe answered", func() bool { return len(w.o.deltaResps) > resps })
 			}
+			if !tc.originUp && !tc.snapshot {
+				// Nothing to serve, no origin: each type's names are told
+				// UNAVAILABLE (resource_errors), in one response per type.
+				for _, typeURL := range []string{resource.EndpointType, resource.ClusterType} {
+					r, ok := c.recvOne(timeoutChan(t))
+					if !ok || len(r.resources) != 0 {
+						t.Fatalf("want a response of resource errors only for %s, got %+v (%v)", typeURL, r, ok)
+					}
+				}
+			}
 			c.quiet()
 			waitReadyz(t, b, "after reconnecting", tc.wantReady)
 

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -46,6 +50,25 @@ func (m *metadataFlags) Set(v string) error {
 	return nil
 }
 
+// typedMetadataFlags collects repeated --node-metadata-json flags:
+// path=JSON, or a JSON object.
+type typedMetadataFlags []string
+
+func (m *typedMetadataFlags) String() string { return strings.Join(*m, ",") }
+
+func (m *typedMetadataFlags) Set(v string) error {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil {
+			return fmt.Errorf("%q: not a JSON object: %v", v, err)
+		}
+	} else if path, _, ok := strings.Cut(v, "="); !ok || path == "" {
+		return fmt.Errorf("%q: want path=JSON, e.g. istio=true, or a JSON object", v)
+	}
+	*m = append(*m, v)
+	return nil
+}
+
 // cmdExplain implements `xds-relay explain`: it prints which aggregation
 // rule a request matches (the built-in plain-names rule included) and the
 // authority, group key and upstream node it resolves to, or "no rule
@@ -65,7 +88,9 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		subZone  = fs.String("node-sub-zone", "", "node.locality.sub_zone")
 		metadata metadataFlags
 	)
+	var typed typedMetadataFlags
 	fs.Var(&metadata, "node-metadata", "node.metadata string value as `path=value` (dot-separated path); repeatable")
+	fs.Var(&typed, "node-metadata-json", "node.metadata value of any type as `path=JSON` (true, 3, \"true\", null, {...}), or a JSON object of top-level keys (which may contain dots); repeatable")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -92,8 +117,8 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if *region != "" || *zone != "" || *subZone != "" {
 		node.Locality = &corev3.Locality{Region: *region, Zone: *zone, SubZone: *subZone}
 	}
-	if len(metadata) > 0 {
-		md, err := metadataStruct(metadata)
+	if len(metadata) > 0 || len(typed) > 0 {
+		md, err := metadataStruct(metadata, typed)
 		if err != nil {
 			return usageError{fmt.Sprintf("--node-metadata %v", err)}
 		}
@@ -120,6 +145,12 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", typeURL, *name, nameKind(*name))
 	fmt.Fprintf(stdout, "node:          %s\n", describeNode(node))
 	res, err := rules.Match(req)
+	var refused *aggregation.RefusedError
+	if errors.As(err, &refused) {
+		fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", refused.Rule, ruleIndex(allRules, refused.Rule))
+		fmt.Fprintf(stdout, "refused:       %s (the client's stream ends with FAILED_PRECONDITION)\n", refused.Reason)
+		return errReported
+	}
 	if err != nil {
 		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (rules tried: %d; none is default, no authority serves plain names)\n", len(allRules))
 		return errReported
@@ -188,12 +219,55 @@ func ruleIndex(rules []aggregation.Rule, name string) int {
 	return -1
 }
 
-// metadataStruct builds node.metadata from path=value pairs; a path's
-// dot-separated keys make nested structs.
-func metadataStruct(pairs []string) (*structpb.Struct, error) {
+// metadataStruct builds node.metadata from path=value pairs (strings) and
+// path=JSON pairs (any type); a path's dot-separated keys make nested
+// structs.
+func metadataStruct(pairs, typed []string) (*structpb.Struct, error) {
 	root := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	values := make([]*structpb.Value, 0, len(pairs)+len(typed))
 	for _, p := range pairs {
-		path, value, _ := strings.Cut(p, "=")
+		_, value, _ := strings.Cut(p, "=")
+		values = append(values, structpb.NewStringValue(value))
+	}
+	var objects []string
+	for _, p := range typed {
+		if strings.HasPrefix(strings.TrimSpace(p), "{") {
+			objects = append(objects, p)
+			continue
+		}
+		_, value, _ := strings.Cut(p, "=")
+		var v any
+		if err := json.Unmarshal([]byte(value), &v); err != nil {
+			return nil, fmt.Errorf("%q: not JSON: %v", p, err)
+		}
+		sv, err := structpb.NewValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", p, err)
+		}
+		values = append(values, sv)
+	}
+	for _, o := range objects {
+		var obj map[string]any
+		_ = json.Unmarshal([]byte(o), &obj) // checked by Set
+		st, err := structpb.NewStruct(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", o, err)
+		}
+		for k, v := range st.GetFields() {
+			if _, dup := root.Fields[k]; dup {
+				return nil, fmt.Errorf("%q: %s is set twice", o, k)
+			}
+			root.Fields[k] = v
+		}
+	}
+	paths := append([]string{}, pairs...)
+	for _, p := range typed {
+		if !strings.HasPrefix(strings.TrimSpace(p), "{") {
+			paths = append(paths, p)
+		}
+	}
+	for n, p := range paths {
+		path, _, _ := strings.Cut(p, "=")
 		keys := strings.Split(path, ".")
 		s := root
 		for i, k := range keys {
@@ -204,7 +278,7 @@ func metadataStruct(pairs []string) (*structpb.Struct, error) {
 				if _, dup := s.Fields[k]; dup {
 					return nil, fmt.Errorf("%q: %s is set twice", p, path)
 				}
-				s.Fields[k] = structpb.NewStringValue(value)
+				s.Fields[k] = values[n]
 				break
 			}
 			next := s.Fields[k]
@@ -244,10 +318,23 @@ func writeMetadata(b *strings.Builder, prefix string, s *structpb.Struct) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := s.GetFields()[k]
-		if sub := v.GetStructValue(); sub != nil {
-			writeMetadata(b, prefix+k+".", sub)
+		if sub := v.GetStructValue(); sub != nil && len(sub.GetFields()) > 0 {
+			key := k
+			if strings.Contains(k, ".") {
+				key = "[" + strconv.Quote(k) + "]"
+			}
+			writeMetadata(b, prefix+key+".", sub)
 			continue
 		}
-		fmt.Fprintf(b, " %s%s=%q", prefix, k, v.GetStringValue())
+		// A string quoted; any other type as JSON (true, 3, null, {}).
+		text := fmt.Sprintf("%q", v.GetStringValue())
+		if _, ok := v.GetKind().(*structpb.Value_StringValue); !ok {
+			js, _ := protojson.Marshal(v)
+			text = string(js)
+		}
+		if strings.Contains(k, ".") {
+			k = "[" + strconv.Quote(k) + "]" // a key with a dot, not a path
+		}
+		fmt.Fprintf(b, " %s%s=%s", prefix, k, text)
 	}
 }

@@ -44,6 +44,29 @@ aggregation:
       result: {authority: mesh, group: [{literal: fe}]}
 `
 
+// refuseConfig refuses the legacy-* clusters, groups by a typed metadata
+// bool and rewrites the cluster.
+const refuseConfig = `
+authorities:
+  - name: mesh
+    origins: ["127.0.0.1:19000"]
+    plain_names: false
+aggregation:
+  rules:
+    - name: no-legacy
+      match: {node: {cluster: {prefix: legacy-}}}
+      result: {refuse: {reason: "served by the old relay"}}
+    - name: mesh-flag
+      match: {node: {metadata: [{keys: [istio.io], bool: true}]}}
+      result:
+        authority: mesh
+        group:
+          - literal: "mesh/"
+          - rewrite: {from: node.cluster, regex: "-(prod|staging)$", replace: ""}
+            refuse_empty: true
+        node: {id: relay-mesh, metadata: {mesh: true}}
+`
+
 func writeExplainConfig(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "relay.yaml")
@@ -58,6 +81,7 @@ func TestExplain(t *testing.T) {
 	noDefault := writeExplainConfig(t, noDefaultConfig)
 	badRules := writeExplainConfig(t, badRulesConfig)
 	plain := writeExplainConfig(t, plainConfig)
+	refuse := writeExplainConfig(t, refuseConfig)
 	tests := []struct {
 		name       string
 		args       []string
@@ -112,6 +136,53 @@ authority:     legacy
 group key:     cluster=payments-prod
 upstream node: id "xds-relay", cluster "payments-prod" (from the group key alone; id the relay's unless the key uses it)
 `,
+		},
+		{
+			name:     "refused by a rule",
+			args:     []string{"--config", refuse, "--type", "cds", "--node-id", "old-1", "--node-cluster", "legacy-payments"},
+			wantCode: exitFail,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "" (wildcard)
+node:          id "old-1", cluster "legacy-payments"
+rule:          no-legacy (aggregation.rules[0])
+refused:       served by the old relay (the client's stream ends with FAILED_PRECONDITION)
+`,
+		},
+		{
+			name:     "typed metadata: the bool true, a rewrite, fixed upstream metadata",
+			args:     []string{"--config", refuse, "--type", "cds", "--node-id", "e-1", "--node-cluster", "payments-prod", "--node-metadata-json", `{"istio.io": true}`, "--node-metadata", "team=pay"},
+			wantCode: exitOK,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "" (wildcard)
+node:          id "e-1", cluster "payments-prod", metadata ["istio.io"]=true team="pay"
+rule:          mesh-flag (aggregation.rules[1])
+authority:     mesh
+group key:     mesh/payments
+upstream node: id "relay-mesh", cluster "", metadata mesh=true (set by the rule)
+`,
+		},
+		{
+			name:     "typed metadata: the string true is not the bool",
+			args:     []string{"--config", refuse, "--type", "cds", "--node-cluster", "payments-prod", "--node-metadata-json", `{"istio.io": "true"}`},
+			wantCode: exitFail,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "" (wildcard)
+node:          id "", cluster "payments-prod", metadata ["istio.io"]="true"
+no rule matches: the relay refuses this request (rules tried: 2; none is default, no authority serves plain names)
+`,
+		},
+		{
+			name:     "refuse_empty",
+			args:     []string{"--config", refuse, "--type", "cds", "--node-cluster", "-prod", "--node-metadata-json", `{"istio.io": true}`},
+			wantCode: exitFail,
+			wantStdout: `request:       type type.googleapis.com/envoy.config.cluster.v3.Cluster, name "" (wildcard)
+node:          id "", cluster "-prod", metadata ["istio.io"]=true
+rule:          mesh-flag (aggregation.rules[1])
+refused:       rules[1].result.group[1] is empty (refuse_empty) (the client's stream ends with FAILED_PRECONDITION)
+`,
+		},
+		{
+			name:       "bad typed metadata flag",
+			args:       []string{"--config", refuse, "--type", "cds", "--node-cluster", "c", "--node-metadata-json", "a=tru"},
+			wantCode:   exitUsage,
+			wantStderr: []string{`"a=tru": not JSON`},
 		},
 		{
 			name:     "no rule matches",

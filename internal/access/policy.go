@@ -5,17 +5,23 @@ import (
 	"sort"
 )
 
-// Rule is one matcher: exactly one of its fields is set, to a pattern.
+// Rule is one matcher: exactly one of its fields is set, to a pattern (a
+// glob where '*' matches any run of characters, '/' included). It is also
+// one entry of an allow list in the config (authorities[].allow,
+// authorities[].allow_by_type), decoded by config as is; CheckRule checks
+// one.
 type Rule struct {
-	// URISAN matches a URI SAN of the client's verified certificate (a
-	// SPIFFE ID, say).
-	URISAN string
+	// URISAN matches a URI SAN (a SPIFFE ID, say) of the client's verified
+	// certificate (downstream.tls.ca_file).
+	URISAN string `yaml:"uri_san"`
 	// DNSSAN matches a DNS SAN of the client's verified certificate.
-	DNSSAN string
-	// NodeID matches the node id the client sends: a claim, not proof.
-	NodeID string
-	// NodeCluster matches the node cluster the client sends: a claim.
-	NodeCluster string
+	DNSSAN string `yaml:"dns_san"`
+	// NodeID matches the node id the client sends (node_id): for
+	// plaintext deployments, a claim, not proof.
+	NodeID string `yaml:"node_id"`
+	// NodeCluster matches the node cluster the client sends
+	// (node_cluster): a claim, not proof.
+	NodeCluster string `yaml:"node_cluster"`
 }
 
 // Authority is the access rules of one authority. A nil Allow lets every

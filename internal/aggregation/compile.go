@@ -9,11 +9,14 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Rules is a compiled, immutable rule set, safe for concurrent use.
 type Rules struct {
-	rules []compiledRule // read-only after Compile
+	rules     []compiledRule // read-only after Compile
+	keep      []keptPath     // the metadata KeepNode keeps; read-only after Compile
+	keepEmpty bool           // KeepNode keeps an empty metadata (has_metadata); read-only after Compile
 }
 
 // compiledRule is a Rule with its regexes compiled and references resolved.
@@ -21,6 +24,7 @@ type compiledRule struct {
 	name      string
 	typeURLs  []string    // empty: any type
 	conds     []condition // all must hold
+	refuse    string      // the reason, for a rule whose result refuses
 	authority string
 	parts     []keyPart
 	fixedKey  string       // the key when every part is a literal, else ""
@@ -28,10 +32,20 @@ type compiledRule struct {
 	slots     []nodeSlot   // the node fields the key takes values from (upstreamnode.go)
 }
 
+type condKind uint8
+
+const (
+	condValue       condKind = iota // the field's value holds m
+	condPresent                     // a metadata path holds any value (want)
+	condHasMetadata                 // the node carries metadata (want)
+)
+
 // condition tests one field of a request.
 type condition struct {
+	kind  condKind
 	field field
-	m     matcher
+	m     matcher // condValue
+	want  bool    // condPresent, condHasMetadata
 }
 
 type matchKind uint8
@@ -40,6 +54,8 @@ const (
 	matchExact matchKind = iota
 	matchPrefix
 	matchRegex
+	matchNot
+	matchAll
 )
 
 // matcher is a compiled StringMatcher.
@@ -47,6 +63,7 @@ type matcher struct {
 	kind matchKind
 	s    string         // exact or prefix
 	re   *regexp.Regexp // anchored, for matchRegex
+	subs []matcher      // matchNot: one; matchAll: every one
 }
 
 func (m *matcher) match(v string) bool {
@@ -55,6 +72,15 @@ func (m *matcher) match(v string) bool {
 		return v == m.s
 	case matchPrefix:
 		return strings.HasPrefix(v, m.s)
+	case matchNot:
+		return !m.subs[0].match(v)
+	case matchAll:
+		for i := range m.subs {
+			if !m.subs[i].match(v) {
+				return false
+			}
+		}
+		return true
 	}
 	return m.re.MatchString(v)
 }
@@ -65,15 +91,19 @@ const (
 	partLiteral partKind = iota
 	partField
 	partCapture
+	partRewrite
 )
 
 // keyPart is a compiled GroupPart.
 type keyPart struct {
-	kind    partKind
-	literal string
-	field   field          // partField, partCapture
-	re      *regexp.Regexp // partCapture: the condition's regex
-	group   int            // partCapture: submatch index
+	kind        partKind
+	literal     string
+	field       field          // partField, partCapture, partRewrite
+	re          *regexp.Regexp // partCapture: the condition's regex; partRewrite: its own
+	group       int            // partCapture: submatch index
+	replace     string         // partRewrite: the template
+	refuseEmpty bool           // an empty value refuses the request
+	path        string         // of the part, for refusals
 }
 
 // Compile compiles rules. It checks everything Validate checks except that
@@ -88,7 +118,9 @@ func Compile(rules []Rule) (*Rules, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRules, errors.Join(errs...))
 	}
-	return &Rules{rules: compiled}, nil
+	r := &Rules{rules: compiled}
+	r.keep, r.keepEmpty = keptPaths(compiled)
+	return r, nil
 }
 
 // checker collects problems while rules are compiled.
@@ -153,7 +185,7 @@ func (m *Match) hasConditions() bool {
 		return false
 	}
 	l := n.Locality
-	return n.ID != nil || n.Cluster != nil || len(n.Metadata) > 0 ||
+	return n.ID != nil || n.Cluster != nil || len(n.Metadata) > 0 || n.HasMetadata != nil ||
 		(l != nil && (l.Region != nil || l.Zone != nil || l.SubZone != nil))
 }
 
@@ -196,30 +228,95 @@ func (c *checker) match(cr *compiledRule, p string, m *Match) []regexCondition {
 		addCond(field{kind: fieldZone}, np+".locality.zone", l.Zone)
 		addCond(field{kind: fieldSubZone}, np+".locality.sub_zone", l.SubZone)
 	}
+	if n.HasMetadata != nil {
+		cr.conds = append(cr.conds, condition{kind: condHasMetadata, want: *n.HasMetadata})
+	}
 	for j := range n.Metadata {
 		mm := &n.Metadata[j]
 		mp := fmt.Sprintf("%s.metadata[%d]", np, j)
-		keys, ok := splitPath(mm.Path)
-		switch {
-		case mm.Path == "":
-			c.add(mp+".path", "required")
-		case !ok:
-			c.add(mp+".path", "%q has an empty key (want dot-separated keys, e.g. team.name)", mm.Path)
+		keys, ok := c.metadataPath(mp, mm.Path, mm.Keys)
+
+		var set []string
+		for _, t := range []struct {
+			name string
+			set  bool
+		}{{"value", mm.Value != nil}, {"string", mm.String != nil}, {"bool", mm.Bool != nil}, {"present", mm.Present != nil}} {
+			if t.set {
+				set = append(set, t.name)
+			}
 		}
-		if !ok {
-			keys = nil
-		}
-		cm, mok := c.matcher(mp+".value", &mm.Value)
-		if !ok || !mok {
+		switch len(set) {
+		case 0:
+			c.add(mp, "one of value, string, bool or present is required")
+			continue
+		case 1:
+		default:
+			c.add(mp, "exactly one of value, string, bool or present may be set, found %s", strings.Join(set, " and "))
 			continue
 		}
 		f := field{kind: fieldMetadata, path: keys}
-		cr.conds = append(cr.conds, condition{field: f, m: cm})
-		if cm.kind == matchRegex {
-			regexes = append(regexes, regexCondition{field: f, path: mp + ".value.regex", re: cm.re})
+		switch {
+		case mm.Present != nil:
+			if ok {
+				cr.conds = append(cr.conds, condition{kind: condPresent, field: f, want: *mm.Present})
+			}
+		case mm.Bool != nil:
+			if ok {
+				f.typ = typeBool
+				cr.conds = append(cr.conds, condition{field: f, m: matcher{kind: matchExact, s: strconv.FormatBool(*mm.Bool)}})
+			}
+		default:
+			sm, sp := mm.Value, mp+".value"
+			if mm.String != nil {
+				sm, sp, f.typ = mm.String, mp+".string", typeString
+			}
+			cm, mok := c.matcher(sp, sm)
+			if !ok || !mok {
+				continue
+			}
+			cr.conds = append(cr.conds, condition{field: f, m: cm})
+			if cm.kind == matchRegex && mm.Path != "" {
+				regexes = append(regexes, regexCondition{field: f, path: sp + ".regex", re: cm.re})
+			}
 		}
 	}
 	return regexes
+}
+
+// metadataPath checks a metadata path written as path (dot-separated) or
+// keys (a list), exactly one of them, and returns its keys.
+func (c *checker) metadataPath(p, path string, keys []string) ([]string, bool) {
+	switch {
+	case path == "" && len(keys) == 0:
+		c.add(p+".path", "required (or keys, a list of keys)")
+		return nil, false
+	case path != "" && len(keys) > 0:
+		c.add(p, "exactly one of path or keys may be set, found path and keys")
+		return nil, false
+	case path != "":
+		k, ok := splitPath(path)
+		if !ok {
+			c.add(p+".path", "%q has an empty key (want dot-separated keys, e.g. team.name)", path)
+		}
+		return k, ok
+	}
+	for i, k := range keys {
+		if k == "" {
+			c.add(fmt.Sprintf("%s.keys[%d]", p, i), "empty")
+			return nil, false
+		}
+	}
+	return keys, true
+}
+
+// metadataKeys checks a metadata path written as keys only (a key part,
+// a rewrite's from: node.metadata).
+func (c *checker) metadataKeys(p string, keys []string, why string) ([]string, bool) {
+	if len(keys) == 0 {
+		c.add(p+".keys", "required%s", why)
+		return nil, false
+	}
+	return c.metadataPath(p, "", keys)
 }
 
 // matcher compiles one StringMatcher.
@@ -234,13 +331,19 @@ func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 	if sm.Regex != nil {
 		set = append(set, "regex")
 	}
+	if sm.Not != nil {
+		set = append(set, "not")
+	}
+	if sm.AllOf != nil {
+		set = append(set, "all_of")
+	}
 	switch len(set) {
 	case 0:
-		c.add(p, "one of exact, prefix or regex is required")
+		c.add(p, "one of exact, prefix, regex, not or all_of is required")
 		return matcher{}, false
 	case 1:
 	default:
-		c.add(p, "exactly one of exact, prefix or regex may be set, found %s", strings.Join(set, " and "))
+		c.add(p, "exactly one of exact, prefix, regex, not or all_of may be set, found %s", strings.Join(set, " and "))
 		return matcher{}, false
 	}
 	switch {
@@ -252,6 +355,21 @@ func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 			return matcher{}, false
 		}
 		return matcher{kind: matchPrefix, s: *sm.Prefix}, true
+	case sm.Not != nil:
+		sub, ok := c.matcher(p+".not", sm.Not)
+		return matcher{kind: matchNot, subs: []matcher{sub}}, ok
+	case sm.AllOf != nil:
+		if len(sm.AllOf) == 0 {
+			c.add(p+".all_of", "empty: list the matchers that must all hold")
+			return matcher{}, false
+		}
+		m, ok := matcher{kind: matchAll}, true
+		for i := range sm.AllOf {
+			sub, sok := c.matcher(fmt.Sprintf("%s.all_of[%d]", p, i), &sm.AllOf[i])
+			ok = ok && sok
+			m.subs = append(m.subs, sub)
+		}
+		return m, ok
 	}
 	if _, err := regexp.Compile(*sm.Regex); err != nil {
 		c.add(p+".regex", "does not compile: %v", err)
@@ -269,6 +387,24 @@ func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 
 // target compiles a rule's result into cr.
 func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexCondition, authorities []string, checkAuthorities bool) {
+	if t.Refuse != nil {
+		if t.Refuse.Reason == "" {
+			c.add(p+".refuse.reason", "required: what the refused client is told")
+		}
+		cr.refuse = t.Refuse.Reason
+		if cr.refuse == "" {
+			cr.refuse = "refused"
+		}
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"authority", t.Authority != ""}, {"group", len(t.Group) > 0}, {"node", t.Node != nil}} {
+			if f.set {
+				c.add(p+"."+f.name, "a rule that refuses serves nothing: leave %s out", f.name)
+			}
+		}
+		return
+	}
 	switch {
 	case t.Authority == "":
 		c.add(p+".authority", "required")
@@ -308,42 +444,119 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 	cr.slots = nodeSlots(cr.parts)
 
 	if n := t.Node; n != nil {
-		if n.ID == "" && n.Cluster == "" {
-			c.add(p+".node", "set id or cluster, or leave node out to present the node built from the group key")
+		if n.ID == "" && n.Cluster == "" && len(n.Metadata) == 0 {
+			c.add(p+".node", "set id, cluster or metadata, or leave node out to present the node built from the group key")
 		}
 		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
+		if len(n.Metadata) > 0 {
+			m := normalizeYAML(n.Metadata).(map[string]any)
+			if at, v := unsupported("", m); at != "" {
+				c.add(p+".node.metadata."+at, "a %T is not a metadata value (want a string, number, bool, null, list or map)", v)
+			} else if md, err := structpb.NewStruct(m); err == nil {
+				cr.node.Metadata = md
+			}
+		}
 	}
 }
+
+// normalizeYAML turns what YAML decodes into what structpb takes: maps
+// with non-string keys get string keys, integers stay numbers.
+func normalizeYAML(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalizeYAML(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalizeYAML(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeYAML(e)
+		}
+		return out
+	}
+	return v
+}
+
+// unsupported returns the path and value of the first value in v that
+// is not a metadata value, or "".
+func unsupported(path string, v any) (string, any) {
+	switch x := v.(type) {
+	case nil, string, bool, int, int64, uint64, float64:
+		return "", nil
+	case map[string]any:
+		for k, e := range x {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if at, bad := unsupported(p, e); at != "" {
+				return at, bad
+			}
+		}
+		return "", nil
+	case []any:
+		for i, e := range x {
+			if at, bad := unsupported(fmt.Sprintf("%s[%d]", path, i), e); at != "" {
+				return at, bad
+			}
+		}
+		return "", nil
+	}
+	if path == "" {
+		path = "."
+	}
+	return path, v
+}
+
+// partChoices lists the kinds of group part, for problems.
+const partChoices = "literal, node_field, capture, rewrite or metadata"
 
 // part compiles one GroupPart.
 func (c *checker) part(p string, g *GroupPart, regexes []regexCondition) (keyPart, bool) {
 	var set []string
-	if g.Literal != nil {
-		set = append(set, "literal")
-	}
-	if g.NodeField != nil {
-		set = append(set, "node_field")
-	}
-	if g.Capture != nil {
-		set = append(set, "capture")
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"literal", g.Literal != nil}, {"node_field", g.NodeField != nil}, {"capture", g.Capture != nil}, {"rewrite", g.Rewrite != nil}, {"metadata", g.Metadata != nil}} {
+		if k.set {
+			set = append(set, k.name)
+		}
 	}
 	switch len(set) {
 	case 0:
-		c.add(p, "one of literal, node_field or capture is required")
+		c.add(p, "one of %s is required", partChoices)
 		return keyPart{}, false
 	case 1:
 	default:
-		c.add(p, "exactly one of literal, node_field or capture may be set, found %s", strings.Join(set, " and "))
+		c.add(p, "exactly one of %s may be set, found %s", partChoices, strings.Join(set, " and "))
 		return keyPart{}, false
 	}
-
-	switch {
-	case g.Literal != nil:
+	if g.Literal != nil {
+		if g.RefuseEmpty {
+			c.add(p+".refuse_empty", "a literal is never empty: refuse_empty is for value parts")
+		}
 		if *g.Literal == "" {
 			c.add(p+".literal", "empty")
 			return keyPart{}, false
 		}
 		return keyPart{kind: partLiteral, literal: *g.Literal}, true
+	}
+	part, ok := c.valuePart(p, g, regexes)
+	part.refuseEmpty, part.path = g.RefuseEmpty, p
+	return part, ok
+}
+
+// valuePart compiles a GroupPart that takes a value from the request.
+func (c *checker) valuePart(p string, g *GroupPart, regexes []regexCondition) (keyPart, bool) {
+	switch {
 	case g.NodeField != nil:
 		f, ok := parseNodeField(*g.NodeField)
 		if !ok {
@@ -351,6 +564,15 @@ func (c *checker) part(p string, g *GroupPart, regexes []regexCondition) (keyPar
 			return keyPart{}, false
 		}
 		return keyPart{kind: partField, field: f}, true
+	case g.Metadata != nil:
+		keys, ok := c.metadataKeys(p+".metadata", g.Metadata.Keys, ": the path, a list of keys")
+		typ, tok := c.valueType(p+".metadata.type", g.Metadata.Type)
+		if !ok || !tok {
+			return keyPart{}, false
+		}
+		return keyPart{kind: partField, field: field{kind: fieldMetadata, path: keys, typ: typ}}, true
+	case g.Rewrite != nil:
+		return c.rewrite(p+".rewrite", g.Rewrite)
 	}
 
 	cp := g.Capture
@@ -389,7 +611,123 @@ func (c *checker) part(p string, g *GroupPart, regexes []regexCondition) (keyPar
 		c.add(p+".capture.group", "%s has %d capture groups, not %d", rc.path, rc.re.NumSubexp(), idx)
 		return keyPart{}, false
 	}
-	return keyPart{kind: partCapture, field: f, re: rc.re, group: idx}, true
+	return keyPart{kind: partCapture, field: rc.field, re: rc.re, group: idx}, true
+}
+
+// valueType parses a metadata value type.
+func (c *checker) valueType(p, t string) (valueType, bool) {
+	switch t {
+	case "string":
+		return typeString, true
+	case "bool":
+		return typeBool, true
+	case "number":
+		return typeNumber, true
+	case "":
+		c.add(p, "required: string, bool or number")
+	default:
+		c.add(p, "%q is not a metadata type (want string, bool or number)", t)
+	}
+	return typeAny, false
+}
+
+// rewrite compiles a rewrite part.
+func (c *checker) rewrite(p string, rw *Rewrite) (keyPart, bool) {
+	ok := true
+	var f field
+	switch {
+	case rw.From == "":
+		c.add(p+".from", "required (one of %s, or node.metadata with keys and type)", captureChoices)
+		ok = false
+	case rw.From == nodePrefix+"metadata":
+		keys, kok := c.metadataKeys(p, rw.Keys, " with from: node.metadata")
+		typ, tok := c.valueType(p+".type", rw.Type)
+		f, ok = field{kind: fieldMetadata, path: keys, typ: typ}, kok && tok
+	default:
+		var fok bool
+		f, fok = parseCaptureFrom(rw.From)
+		if !fok {
+			c.add(p+".from", "%q is not a request field (want %s, or node.metadata with keys and type)", rw.From, captureChoices)
+			ok = false
+		}
+		if len(rw.Keys) > 0 || rw.Type != "" {
+			c.add(p, "keys and type are for from: node.metadata")
+			ok = false
+		}
+	}
+	if rw.Regex == "" {
+		c.add(p+".regex", "required")
+		return keyPart{}, false
+	}
+	re, err := regexp.Compile(rw.Regex)
+	if err != nil {
+		c.add(p+".regex", "does not compile: %v", err)
+		return keyPart{}, false
+	}
+	for _, ref := range templateRefs(rw.Replace) {
+		if _, err := strconv.Atoi(ref); err == nil {
+			if n, _ := strconv.Atoi(ref); n <= re.NumSubexp() {
+				continue
+			}
+		} else if re.SubexpIndex(ref) >= 0 {
+			continue
+		}
+		c.add(p+".replace", "refers to group %q, which the regex does not have (it has %d; write ${1}x for group 1 followed by x)", ref, re.NumSubexp())
+		ok = false
+	}
+	return keyPart{kind: partRewrite, field: f, re: re, replace: rw.Replace}, ok
+}
+
+// templateRefs lists the group names and numbers a replacement template
+// refers to, as Regexp.Expand reads it: $name takes the longest run of
+// letters, digits and underscores; ${name} is braced; $$ is a "$".
+func templateRefs(t string) []string {
+	var refs []string
+	for i := 0; i < len(t); i++ {
+		if t[i] != '$' || i+1 >= len(t) {
+			continue
+		}
+		i++
+		if t[i] == '$' {
+			continue
+		}
+		if t[i] == '{' {
+			end := strings.IndexByte(t[i:], '}')
+			if end < 0 {
+				continue // not a reference: Expand copies it
+			}
+			if name := t[i+1 : i+end]; isTemplateName(name) {
+				refs = append(refs, name)
+			}
+			i += end
+			continue
+		}
+		j := i
+		for j < len(t) && isNameByte(t[j]) {
+			j++
+		}
+		if j > i {
+			refs = append(refs, t[i:j])
+			i = j - 1
+		}
+	}
+	return refs
+}
+
+func isTemplateName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNameByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
 func contains(list []string, s string) bool {

@@ -20,10 +20,21 @@ const (
 	fieldMetadata
 )
 
+// valueType restricts a metadata field to values of one type.
+type valueType uint8
+
+const (
+	typeAny    valueType = iota // any scalar, formatted
+	typeString                  // strings only
+	typeBool                    // bools only, as "true"/"false"
+	typeNumber                  // numbers only, shortest decimal form
+)
+
 // field is a value of a request: a fixed field, or a metadata path.
 type field struct {
 	kind fieldKind
-	path []string // metadata keys, for fieldMetadata
+	path []string  // metadata keys, for fieldMetadata
+	typ  valueType // for fieldMetadata
 }
 
 // nodeFieldNames are the fixed node fields, as written in node_field.
@@ -109,34 +120,47 @@ func (f field) value(req *Request) (string, bool) {
 	case fieldSubZone:
 		return n.GetLocality().GetSubZone(), true
 	case fieldMetadata:
-		return metadataValue(n.GetMetadata(), f.path)
+		return metadataValue(n.GetMetadata(), f.path, f.typ)
 	}
 	return "", false
 }
 
-// metadataValue walks path through nested Structs and formats the scalar at
-// its end. Only numbers and bools allocate.
-func metadataValue(s *structpb.Struct, path []string) (string, bool) {
+// metadataLookup walks path through nested Structs and returns the value
+// at its end, of any kind, or nil when the path is absent.
+func metadataLookup(s *structpb.Struct, path []string) *structpb.Value {
 	var v *structpb.Value
 	for i, k := range path {
 		v = s.GetFields()[k]
 		if v == nil {
-			return "", false
+			return nil
 		}
 		if i < len(path)-1 {
 			s = v.GetStructValue()
 			if s == nil {
-				return "", false
+				return nil
 			}
 		}
 	}
-	switch k := v.GetKind().(type) {
+	return v
+}
+
+// metadataValue walks path through nested Structs and formats the scalar at
+// its end if it has type typ (any scalar for typeAny). Only numbers and
+// bools allocate.
+func metadataValue(s *structpb.Struct, path []string, typ valueType) (string, bool) {
+	switch k := metadataLookup(s, path).GetKind().(type) {
 	case *structpb.Value_StringValue:
-		return k.StringValue, true
+		if typ == typeAny || typ == typeString {
+			return k.StringValue, true
+		}
 	case *structpb.Value_NumberValue:
-		return strconv.FormatFloat(k.NumberValue, 'f', -1, 64), true
+		if typ == typeAny || typ == typeNumber {
+			return strconv.FormatFloat(k.NumberValue, 'f', -1, 64), true
+		}
 	case *structpb.Value_BoolValue:
-		return strconv.FormatBool(k.BoolValue), true
+		if typ == typeAny || typ == typeBool {
+			return strconv.FormatBool(k.BoolValue), true
+		}
 	}
 	return "", false
 }

@@ -7,16 +7,26 @@ import (
 )
 
 // Match returns the result of the first rule that matches req, or an error
-// wrapping ErrNoMatch that names the type, resource and node. It allocates
-// only to build a key that is not fixed (once), for regex captures and for
-// the upstream node of a rule that sets none.
+// wrapping ErrNoMatch that names the type, resource and node, or a
+// *RefusedError (wrapping ErrRefused) when the first rule that matches
+// refuses it. It allocates only to build a key that is not fixed (once), for
+// regex captures, rewrites and for the upstream node of a rule that sets
+// none.
 func (r *Rules) Match(req Request) (Result, error) {
 	if r != nil {
 		for i := range r.rules {
 			cr := &r.rules[i]
 			if cr.matches(&req) {
+				if cr.refuse != "" {
+					return Result{}, &RefusedError{Rule: cr.name, Reason: cr.refuse}
+				}
 				var buf [maxStackParts]string
 				vals := cr.values(&req, buf[:0])
+				for j := range vals {
+					if vals[j] == "" && cr.parts[j].refuseEmpty {
+						return Result{}, &RefusedError{Rule: cr.name, Reason: cr.parts[j].path + " is empty (refuse_empty)"}
+					}
+				}
 				node := cr.node
 				if node == nil {
 					node = cr.groupNode(vals)
@@ -35,13 +45,23 @@ func (cr *compiledRule) matches(req *Request) bool {
 		return false
 	}
 	for i := range cr.conds {
-		c := &cr.conds[i]
-		v, ok := c.field.value(req)
-		if !ok || !c.m.match(v) {
+		if !cr.conds[i].holds(req) {
 			return false
 		}
 	}
 	return true
+}
+
+// holds reports whether the condition holds for req.
+func (c *condition) holds(req *Request) bool {
+	switch c.kind {
+	case condPresent:
+		return (metadataLookup(req.Node.GetMetadata(), c.field.path) != nil) == c.want
+	case condHasMetadata:
+		return (req.Node.GetMetadata() != nil) == c.want
+	}
+	v, ok := c.field.value(req)
+	return ok && c.m.match(v)
 }
 
 // maxStackParts is how many key parts are gathered without allocating.
@@ -93,6 +113,9 @@ func (p *keyPart) value(req *Request, sub *submatches) string {
 	case partField:
 		v, _ := p.field.value(req)
 		return v
+	case partRewrite:
+		v, _ := p.field.value(req)
+		return p.re.ReplaceAllString(v, p.replace)
 	}
 	v, _ := p.field.value(req)
 	if sub.re != p.re || sub.v != v || sub.loc == nil {

@@ -14,9 +14,10 @@ import (
 //
 //   - a field the key copies whole (a node_field part, or a capture of group
 //     0) shows its whole value;
-//   - a field the key only captures pieces of shows the captured text, the
-//     pieces joined by nodePieceSep in key order (cluster "staging-1" captured
-//     as "staging" shows "staging", never "staging-1");
+//   - a field the key only captures pieces of (or rewrites) shows the
+//     captured (rewritten) text, the pieces joined by nodePieceSep in key
+//     order (cluster "staging-1" captured as "staging" shows "staging",
+//     never "staging-1");
 //   - a metadata path shows the key's text as a string at that path (numbers
 //     and bools as the key writes them: "3", "true");
 //   - an empty value is not shown, and node.id empty means the relay's own;
@@ -44,7 +45,7 @@ func nodeSlots(parts []keyPart) []nodeSlot {
 			continue
 		}
 		s := slotFor(&slots, p.field)
-		if p.kind == partField || p.group == 0 {
+		if p.kind == partField || p.kind == partCapture && p.group == 0 {
 			if s.whole < 0 {
 				s.whole = i
 			}

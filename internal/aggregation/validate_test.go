@@ -89,11 +89,11 @@ func TestValidate(t *testing.T) {
       locality: {zone: {regex: "("}, sub_zone: {exact: "", prefix: a, regex: b}}
   result: ` + ok,
 			want: []FieldError{
-				{"rules[0].match.resource_name", "one of exact, prefix or regex is required"},
-				{"rules[0].match.node.id", "exactly one of exact, prefix or regex may be set, found exact and regex"},
+				{"rules[0].match.resource_name", "one of exact, prefix, regex, not or all_of is required"},
+				{"rules[0].match.node.id", "exactly one of exact, prefix, regex, not or all_of may be set, found exact and regex"},
 				{"rules[0].match.node.cluster.prefix", "empty: it would match everything; leave the condition out instead"},
 				{"rules[0].match.node.locality.zone.regex", "does not compile: error parsing regexp: missing closing ): `(`"},
-				{"rules[0].match.node.locality.sub_zone", "exactly one of exact, prefix or regex may be set, found exact and prefix and regex"},
+				{"rules[0].match.node.locality.sub_zone", "exactly one of exact, prefix, regex, not or all_of may be set, found exact and prefix and regex"},
 			},
 		},
 		{
@@ -109,9 +109,9 @@ func TestValidate(t *testing.T) {
         - {path: a.b, value: {regex: "[z"}}
   result: ` + ok,
 			want: []FieldError{
-				{"rules[0].match.node.metadata[0].path", "required"},
+				{"rules[0].match.node.metadata[0].path", "required (or keys, a list of keys)"},
 				{"rules[0].match.node.metadata[1].path", `"a..b" has an empty key (want dot-separated keys, e.g. team.name)`},
-				{"rules[0].match.node.metadata[2].value", "one of exact, prefix or regex is required"},
+				{"rules[0].match.node.metadata[2]", "one of value, string, bool or present is required"},
 				{"rules[0].match.node.metadata[3].value.regex", "does not compile: error parsing regexp: missing closing ]: `[z`"},
 			},
 		},
@@ -166,8 +166,8 @@ func TestValidate(t *testing.T) {
       - {node_field: id}
       - {capture: {from: node.id, group: 1}}`,
 			want: []FieldError{
-				{"rules[0].result.group[0]", "one of literal, node_field or capture is required"},
-				{"rules[0].result.group[1]", "exactly one of literal, node_field or capture may be set, found literal and node_field"},
+				{"rules[0].result.group[0]", "one of literal, node_field, capture, rewrite or metadata is required"},
+				{"rules[0].result.group[1]", "exactly one of literal, node_field, capture, rewrite or metadata may be set, found literal and node_field"},
 				{"rules[0].result.group[2].literal", "empty"},
 				{"rules[0].result.group[3].node_field", `"zone" is not a node field (want id, cluster, locality.region, locality.zone, locality.sub_zone or metadata.<path>)`},
 				{"rules[0].result.group[4].node_field", `"metadata." is not a node field (want id, cluster, locality.region, locality.zone, locality.sub_zone or metadata.<path>)`},
@@ -220,13 +220,112 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "negative and several matchers",
+			rules: `
+- name: x
+  match:
+    node:
+      id: {not: {}}
+      cluster: {all_of: []}
+      locality: {zone: {all_of: [{prefix: a}, {regex: "("}, {not: {exact: a, prefix: b}}]}}
+  result: ` + ok,
+			want: []FieldError{
+				{"rules[0].match.node.id.not", "one of exact, prefix, regex, not or all_of is required"},
+				{"rules[0].match.node.cluster.all_of", "empty: list the matchers that must all hold"},
+				{"rules[0].match.node.locality.zone.all_of[1].regex", "does not compile: error parsing regexp: missing closing ): `(`"},
+				{"rules[0].match.node.locality.zone.all_of[2].not", "exactly one of exact, prefix, regex, not or all_of may be set, found exact and prefix"},
+			},
+		},
+		{
+			name: "typed metadata conditions and key lists",
+			rules: `
+- name: x
+  match:
+    node:
+      metadata:
+        - {path: a, keys: [a], bool: true}
+        - {keys: [a, ""], present: true}
+        - {keys: [a], bool: true, string: {exact: x}}
+        - {keys: [a], string: {prefix: ""}}
+  result: ` + ok,
+			want: []FieldError{
+				{"rules[0].match.node.metadata[0]", "exactly one of path or keys may be set, found path and keys"},
+				{"rules[0].match.node.metadata[1].keys[1]", "empty"},
+				{"rules[0].match.node.metadata[2]", "exactly one of value, string, bool or present may be set, found string and bool"},
+				{"rules[0].match.node.metadata[3].string.prefix", "empty: it would match everything; leave the condition out instead"},
+			},
+		},
+		{
+			name: "refuse result with a group, without a reason",
+			rules: `
+- name: x
+  match: {node: {id: {exact: a}}}
+  result: {refuse: {}, authority: mesh, group: [{literal: g}], node: {id: n}}`,
+			want: []FieldError{
+				{"rules[0].result.refuse.reason", "required: what the refused client is told"},
+				{"rules[0].result.authority", "a rule that refuses serves nothing: leave authority out"},
+				{"rules[0].result.group", "a rule that refuses serves nothing: leave group out"},
+				{"rules[0].result.node", "a rule that refuses serves nothing: leave node out"},
+			},
+		},
+		{
+			name: "rewrite, metadata parts, refuse_empty",
+			rules: `
+- name: x
+  match: {node: {id: {exact: a}}}
+  result:
+    authority: mesh
+    group:
+      - {literal: a, refuse_empty: true}
+      - {rewrite: {from: node.zone, regex: x}}
+      - {literal: b}
+      - {rewrite: {from: node.id}}
+      - {literal: c}
+      - {rewrite: {from: node.id, regex: "(a)(?P<n>b)", replace: "$1$n$3${x}$1x${2}"}}
+      - {literal: d}
+      - {rewrite: {from: node.metadata, regex: x}}
+      - {literal: e}
+      - {rewrite: {from: node.cluster, keys: [a], regex: x}}
+      - {literal: f}
+      - {metadata: {keys: [a]}}
+      - {literal: g}
+      - {metadata: {type: text}}
+      - {literal: h}
+      - {rewrite: {from: node.id, regex: "("}}`,
+			want: []FieldError{
+				{"rules[0].result.group[0].refuse_empty", "a literal is never empty: refuse_empty is for value parts"},
+				{"rules[0].result.group[1].rewrite.from", `"node.zone" is not a request field (want resource_name, node.id, node.cluster, node.locality.region, node.locality.zone, node.locality.sub_zone or node.metadata.<path>, or node.metadata with keys and type)`},
+				{"rules[0].result.group[3].rewrite.regex", "required"},
+				{"rules[0].result.group[5].rewrite.replace", `refers to group "3", which the regex does not have (it has 2; write ${1}x for group 1 followed by x)`},
+				{"rules[0].result.group[5].rewrite.replace", `refers to group "x", which the regex does not have (it has 2; write ${1}x for group 1 followed by x)`},
+				{"rules[0].result.group[5].rewrite.replace", `refers to group "1x", which the regex does not have (it has 2; write ${1}x for group 1 followed by x)`},
+				{"rules[0].result.group[7].rewrite.keys", "required with from: node.metadata"},
+				{"rules[0].result.group[7].rewrite.type", "required: string, bool or number"},
+				{"rules[0].result.group[9].rewrite", "keys and type are for from: node.metadata"},
+				{"rules[0].result.group[11].metadata.type", "required: string, bool or number"},
+				{"rules[0].result.group[13].metadata.keys", "required: the path, a list of keys"},
+				{"rules[0].result.group[13].metadata.type", `"text" is not a metadata type (want string, bool or number)`},
+				{"rules[0].result.group[15].rewrite.regex", "does not compile: error parsing regexp: missing closing ): `(`"},
+			},
+		},
+		{
+			name: "upstream node metadata that is not a struct",
+			rules: `
+- name: x
+  match: {node: {id: {exact: a}}}
+  result: {authority: mesh, group: [{literal: g}], node: {metadata: {a: !!timestamp 2001-12-14}}}`,
+			want: []FieldError{
+				{"rules[0].result.node.metadata.a", "a time.Time is not a metadata value (want a string, number, bool, null, list or map)"},
+			},
+		},
+		{
 			name: "upstream node empty",
 			rules: `
 - name: x
   match: {node: {id: {exact: a}}}
   result: {authority: mesh, group: [{literal: g}], node: {}}`,
 			want: []FieldError{
-				{"rules[0].result.node", "set id or cluster, or leave node out to present the node built from the group key"},
+				{"rules[0].result.node", "set id, cluster or metadata, or leave node out to present the node built from the group key"},
 			},
 		},
 	}

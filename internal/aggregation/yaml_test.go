@@ -59,7 +59,7 @@ func TestDecodeRealisticRules(t *testing.T) {
 		{
 			Name: "canary",
 			Match: Match{Node: &NodeMatch{Metadata: []MetadataMatch{
-				{Path: "deploy.track", Value: StringMatcher{Exact: ptr("canary")}},
+				{Path: "deploy.track", Value: &StringMatcher{Exact: ptr("canary")}},
 			}}},
 			Result: Target{
 				Authority: "canary-origin",

@@ -103,10 +103,15 @@ func (c *Cache) Apply(u Update) {
 			c.touchLocked(&a, k)
 			e.state = StatePresent
 		case e.state == StatePending:
-			e.state = StateAbsent
+			e.state, e.err = StateAbsent, nil
 			a.change(k, false)
 			c.reconcileLocked(e)
 		}
+	}
+	// After Complete: an error the response carries for a collection it
+	// also answers stays beside the answer.
+	for _, re := range u.Errors {
+		c.applyErrorLocked(&a, u.Stream, u.TypeURL, re, inUpdate)
 	}
 	if u.FullState {
 		for _, n := range u.Unanswered {
@@ -190,6 +195,12 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	e.originVersion = r.OriginVersion
 	if e.state == StatePresent && identical(e.res, r) {
 		c.setExpiresLocked(e, expiry(r, now))
+		if e.err != nil {
+			// The revision again, after an error: clients that were told
+			// the error are sent the resource, which clears it (TP3).
+			e.err = nil
+			a.change(k, true)
+		}
 		return
 	}
 	c.noteAliasesLocked(a, e) // the aliases it leaves
@@ -209,7 +220,7 @@ func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {
 	if e.collection {
 		// The origin says the collection is empty.
 		c.touchLocked(a, k)
-		e.state = StatePresent
+		e.state, e.err = StatePresent, nil
 		var gone []*entry
 		for _, m := range c.membersLocked(k) {
 			if m.state == StatePresent {
@@ -265,7 +276,7 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 			continue
 		}
 		c.touchLocked(a, e.key)
-		e.state = StatePresent
+		e.state, e.err = StatePresent, nil
 	}
 }
 
@@ -290,7 +301,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 			m[e.key.Name] = e
 		}
 	}
-	e.res, e.lapsed = r, nil
+	e.res, e.lapsed, e.err = r, nil, nil
 	c.setExpiresLocked(e, expiry(r, now))
 	c.totals.Bytes += e.size() - old
 	c.m.bytes.Add(float64(e.size() - old))
@@ -319,7 +330,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 			}
 		}
 	}
-	e.state, e.res, e.lapsed = StateAbsent, nil, nil
+	e.state, e.res, e.lapsed, e.err = StateAbsent, nil, nil, nil
 	c.setExpiresLocked(e, time.Time{})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -44,10 +45,12 @@ type Options struct {
 // Contract:
 //   - Watch registers w for keys (resources or collections). A key nobody
 //     had subscribed is subscribed upstream (Subscriber.Subscribe, with node).
-//     Each key already known (present or absent) counts as a cache hit, each
-//     pending one as a miss (xds_relay_cache_hits_total/misses_total, by type).
-//     If a key is already known, w is notified of it (for a collection: of
-//     each member, or of the collection key itself when it is empty).
+//     Each key already known (present or absent, or pending with the
+//     origin's error: resourceerrors.go) counts as a cache hit, each other
+//     pending one as a miss (xds_relay_cache_hits_total/misses_total, by
+//     type). If a key is already known, w is notified of it (for a
+//     collection: of each member, or of the collection key itself when it
+//     is empty).
 //     Watching a key w already watches does nothing.
 //   - Unwatch removes w. A key no client watches moves to the LRU; it stays
 //     cached and subscribed until evicted, and eviction calls Unsubscribe.
@@ -125,6 +128,9 @@ type Cache struct {
 	// totals mirrors the size gauges and hit/miss counters for Stats
 	// (inspect.go). guarded by mu
 	totals Stats
+	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
+	// no origin answers (SetStreamError). guarded by mu
+	streamErr map[StreamID]*statuspb.Status
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
@@ -166,6 +172,7 @@ func New(opts Options) *Cache {
 		watchers:     make(map[Key]*watcherSet),
 		aliases:      make(map[Key]*entry),
 		watchedKeys:  make(map[StreamID]int),
+		streamErr:    make(map[StreamID]*statuspb.Status),
 		lru:          lru,
 	}
 }
@@ -224,9 +231,11 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			}
 			continue
 		}
+		// A pending key with the origin's error is answered too.
 		st := e.visibleState(now)
-		c.countLocked(k, st != StatePending)
-		if st != StatePending {
+		answered := st != StatePending || e.err != nil
+		c.countLocked(k, answered)
+		if answered {
 			nb.add(w, k)
 		}
 	}
@@ -280,23 +289,8 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 // A key that is an alias of a present resource (fields.go) reads as that
 // resource, under its own Name, when it is not present itself.
 func (c *Cache) Get(k Key) (*Resource, State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.servingLocked(k, c.now())
-	if e == nil {
-		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
-			return nil, StateAbsent
-		}
-		return nil, StatePending
-	}
-	if e.collection {
-		return nil, StatePending
-	}
-	st := e.visibleState(c.now())
-	if st != StatePresent {
-		return nil, st
-	}
-	return e.res, st
+	r, st, _ := c.Lookup(k)
+	return r, st
 }
 
 // Members returns the current members of a collection key (glob or
@@ -307,19 +301,33 @@ func (c *Cache) Get(k Key) (*Resource, State) {
 func (c *Cache) Members(k Key) ([]*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	rs, st, _ := c.membersOfLocked(k)
+	return rs, st
+}
+
+// membersOfLocked is Members, with the errors of the members that carry
+// one, by the member's revision (nil when none does).
+func (c *Cache) membersOfLocked(k Key) ([]*Resource, State, map[*Resource]*statuspb.Status) {
 	now := c.now()
 	var out []*Resource
+	var errs map[*Resource]*statuspb.Status
 	for _, m := range c.membersLocked(k) {
 		if m.visibleState(now) == StatePresent {
 			out = append(out, m.res)
+			if m.err != nil {
+				if errs == nil {
+					errs = make(map[*Resource]*statuspb.Status)
+				}
+				errs[m.res] = m.err
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	e := c.entries[k]
 	if e == nil || !e.collection {
-		return out, StatePending
+		return out, StatePending, errs
 	}
-	return out, c.collectionStateLocked(e)
+	return out, c.collectionStateLocked(e), errs
 }
 
 // newEntryLocked creates the entry of a key a client watches for the first
@@ -487,6 +495,7 @@ func (c *Cache) ReleaseStream(s StreamID) bool {
 			}
 		}
 	}
+	delete(c.streamErr, s)
 	for _, e := range gone {
 		e.subscribed = false // the link goes: nothing to unsubscribe
 		c.dropLocked(e)

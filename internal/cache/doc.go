@@ -31,6 +31,12 @@
 //     and timing the change until the last watcher has sent it.
 //   - subscriber (Subscriber): the upstream side, told which keys to
 //     subscribe and unsubscribe.
+//   - snapshot entry (SnapshotEntry): one key as warm restart keeps it: a
+//     present revision with its origin version and TTL expiry, or a known
+//     collection. SnapshotEntries collects them, Restore puts them back
+//     before the first Watch, Generation says whether anything changed
+//     (snapshotstate.go). That is all the cache knows of warm restart: the
+//     file, its format and when it is written are package snapshot's.
 //
 // See README.md for the files, the locking and the metrics.
 package cache

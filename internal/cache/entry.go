@@ -1,6 +1,10 @@
 package cache
 
-import "time"
+import (
+	"time"
+
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+)
 
 // streamType is one (stream, type) pair: the unit of FullState and of the
 // Wildcard collection.
@@ -34,6 +38,11 @@ type entry struct {
 	// lapsed is the revision whose TTL elapsed, while the entry is absent
 	// for that reason only: a heartbeat of its version brings it back.
 	lapsed *Resource
+	// err is the origin's error for this key (resource_errors): NOT_FOUND
+	// while absent for that reason, or a transient one beside the state it
+	// keeps (the cached revision, or pending). Cleared by a revision, a
+	// removal or an answer. Never modified once set (shared with clients).
+	err *statuspb.Status
 	// originVersion is the origin's version of the latest revision it sent
 	// (res.OriginVersion, or newer when the origin resent the same bytes
 	// under a new version).

@@ -65,13 +65,14 @@ func RevisionVersion(r *Resource) string {
 	h := sha256.New()
 	h.Write(binary.AppendUvarint(nil, uint64(len(body))))
 	h.Write(body)
-	h.Write(encodeFields(r))
+	h.Write(EncodeFields(r))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// encodeFields is the deterministic encoding of r's wrapper fields (as a
-// Resource message holding only them); nil when it has none.
-func encodeFields(r *Resource) []byte {
+// EncodeFields is the deterministic encoding of r's wrapper fields (as a
+// Resource message holding only them); nil when it has none. It is part of
+// RevisionVersion, and what a snapshot record stores (package snapshot).
+func EncodeFields(r *Resource) []byte {
 	if !r.HasFields() {
 		return nil
 	}
@@ -86,8 +87,9 @@ func encodeFields(r *Resource) []byte {
 	return b
 }
 
-// decodeFields sets r's wrapper fields from encodeFields' bytes.
-func decodeFields(b []byte, r *Resource) error {
+// DecodeFields sets r's wrapper fields from EncodeFields' bytes (a
+// snapshot record's).
+func DecodeFields(b []byte, r *Resource) error {
 	if len(b) == 0 {
 		return nil
 	}

@@ -1,9 +1,6 @@
 package cache
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -258,9 +255,9 @@ func TestDoNotCacheUnwatchedWhileOwed(t *testing.T) {
 	}
 }
 
-// TestSnapshotFields: the wrapper fields survive a snapshot round trip
-// (format 2); a format 1 snapshot is refused as another version; a
-// do_not_cache record is refused as corrupt.
+// TestSnapshotFields: the wrapper fields are restored with the revision
+// (an alias reads as its resource); a do_not_cache revision is never
+// collected (TestDoNotCache). The format's side: internal/snapshot.
 func TestSnapshotFields(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
@@ -268,33 +265,9 @@ func TestSnapshotFields(t *testing.T) {
 	f.c.Watch(w, nil, a)
 	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), []string{"al"}, metadata("m"), false)}})
 	es, _ := f.c.SnapshotEntries()
-	data, n, _ := EncodeSnapshot(testFP, f.now, es, 0)
-	if n != 1 {
-		t.Fatalf("%d resources encoded, want 1", n)
-	}
-	snap, err := DecodeSnapshot(data, testFP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := f.c.Get(a)
-	if diff := cmp.Diff(want, snap.Entries[0].Res, protocmp.Transform()); diff != "" {
-		t.Errorf("decoded (-want +got):\n%s", diff)
-	}
 	g := newFixture(t, unbounded)
-	g.c.Restore(snap.Entries)
+	g.c.Restore(es)
 	if r, st := g.c.Get(key(legacyStream, lds, "al")); st != StatePresent || r.Name != "a" {
 		t.Errorf("restored alias reads %v %v, want a", r, st)
-	}
-
-	body := bytes.Clone(data[:len(data)-snapshotSumLen])
-	binary.BigEndian.PutUint32(body[len(snapshotMagic):], 1)
-	if _, err := DecodeSnapshot(resum(body), testFP); !errors.Is(err, ErrSnapshotVersion) {
-		t.Errorf("format version 1: %v, want incompatible", err)
-	}
-
-	dnc := withVersion(withFields(res("a", "1", 3), nil, nil, true))
-	data, _, _ = EncodeSnapshot(testFP, f.now, []SnapshotEntry{{Key: a, Res: dnc}}, 0)
-	if _, err := DecodeSnapshot(data, testFP); !errors.Is(err, ErrSnapshotCorrupt) {
-		t.Errorf("do_not_cache record: %v, want corrupt", err)
 	}
 }

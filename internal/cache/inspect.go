@@ -2,16 +2,17 @@ package cache
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
 )
 
-// CachePath is where the JSON listing of cached keys is served
-// (InspectHandler).
+// CachePath is where the admin listener serves Inspect's listing as JSON
+// (query: ParseFilter's; internal/relay serves it).
 const CachePath = "/debug/cache"
 
 // Bounds of a listing: how many entries one answer carries by default and
@@ -96,6 +97,10 @@ type EntryInfo struct {
 	// collection (held keys are never evicted).
 	Watchers int  `json:"watchers"`
 	Held     bool `json:"held"`
+	// Error is the key's resource error as Lookup reads it (the origin's,
+	// or its stream's UNAVAILABLE while pending): "Code: message", the
+	// message cut at 256 bytes.
+	Error string `json:"error,omitempty"`
 }
 
 // Listing is one answer of Inspect.
@@ -153,8 +158,12 @@ func (c *Cache) Inspect(f Filter) Listing {
 		}
 		info := EntryInfo{Authority: k.Stream.Authority, Group: k.Stream.Group, TypeURL: k.TypeURL, Name: k.Name,
 			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.heldLocked(e)}
+		st := c.streamErr[k.Stream]
 		if e.collection {
 			info.State = c.collectionStateLocked(e).String()
+			if info.State != StatePending.String() {
+				st = nil
+			}
 			for _, m := range c.membersLocked(k) {
 				if m.visibleState(now) == StatePresent {
 					info.Members++
@@ -162,10 +171,19 @@ func (c *Cache) Inspect(f Filter) Listing {
 			}
 		} else {
 			info.State = e.visibleState(now).String()
+			if info.State != StatePending.String() {
+				st = nil
+			}
 			info.OriginVersion = e.originVersion
 			if e.state == StatePresent {
 				info.Version, info.Bytes = e.res.Version, int(e.size())
 			}
+		}
+		if e.err != nil {
+			st = e.err
+		}
+		if st != nil {
+			info.Error = describeError(st)
 		}
 		out.Entries = append(out.Entries, info)
 	}
@@ -213,18 +231,12 @@ func ParseFilter(q map[string][]string) (Filter, error) {
 	return f, nil
 }
 
-// InspectHandler serves Inspect as JSON (query: ParseFilter's); mount it
-// at CachePath. A bad parameter is a 400 naming it.
-func (c *Cache) InspectHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ParseFilter(r.URL.Query())
-		if err != nil {
-			http.Error(w, CachePath+": "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(c.Inspect(f)) // the client hung up: nothing to do
-	})
+// describeError is a resource error as /debug/cache shows it: its code and
+// message, the message cut at 256 bytes (an origin chose it).
+func describeError(st *statuspb.Status) string {
+	msg := st.GetMessage()
+	if len(msg) > 256 {
+		msg = strings.ToValidUTF8(msg[:256], "") + "…"
+	}
+	return codes.Code(st.GetCode()).String() + ": " + msg
 }

@@ -1,10 +1,7 @@
 package cache
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -75,26 +72,24 @@ func TestInspect(t *testing.T) {
 	}
 }
 
-// TestInspectHandler: query parameters reach the filter; bad ones are a
-// 400 that names the parameter; the answer is JSON.
-func TestInspectHandler(t *testing.T) {
+// TestParseFilter: query parameters reach the filter; a bad one is an
+// error that names the parameter (the relay answers it 400, with the
+// listing as JSON otherwise: internal/relay TestStatusPages).
+func TestParseFilter(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
 	for i := range 20 {
 		f.c.Watch(w, nil, key(xdstpStream, lds, fmt.Sprintf("n%02d", i)))
 	}
-	h := f.c.InspectHandler()
-	get := func(q url.Values) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, CachePath+"?"+q.Encode(), nil))
-		return rec
+	get := func(q url.Values) (Listing, error) {
+		flt, err := ParseFilter(q)
+		if err != nil {
+			return Listing{}, err
+		}
+		return f.c.Inspect(flt), nil
 	}
-	rec := get(url.Values{"prefix": {"n1"}, "limit": {"4"}})
-	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
-		t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
-	}
-	var list Listing
-	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+	list, err := get(url.Values{"prefix": {"n1"}, "limit": {"4"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if list.Matched != 10 || !list.Truncated || len(list.Entries) != 4 || list.Entries[0].Name != "n10" {
@@ -113,14 +108,12 @@ func TestInspectHandler(t *testing.T) {
 		{"type too long", url.Values{"type": {strings.Repeat("x", MaxInspectFilter+1)}}, "type: 2049 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := get(tc.q)
-			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), tc.want) {
-				t.Errorf("status %d body %q, want 400 containing %q", rec.Code, rec.Body.String(), tc.want)
+			if _, err := get(tc.q); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
-	rec = get(url.Values{"limit": {fmt.Sprint(MaxInspectLimit)}})
-	if rec.Code != http.StatusOK {
-		t.Errorf("limit at the maximum: status %d", rec.Code)
+	if _, err := get(url.Values{"limit": {fmt.Sprint(MaxInspectLimit)}}); err != nil {
+		t.Errorf("limit at the maximum: %v", err)
 	}
 }

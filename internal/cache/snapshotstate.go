@@ -5,8 +5,26 @@ import (
 	"time"
 )
 
-// What a snapshot holds, taken from the cache and put back (the format is
-// snapshot.go's; files and timing are snapshotter.go's).
+// What a snapshot holds, taken from the cache and put back: the API warm
+// restart (package snapshot: the format, the file, when it is written)
+// uses, and all of the cache it uses.
+
+// SnapshotEntry is one key of a snapshot: what SnapshotEntries collects
+// and Restore puts back.
+type SnapshotEntry struct {
+	Key Key
+	// Collection: Key is a collection (glob or Wildcard) the origin had
+	// answered; Res is nil.
+	Collection bool
+	// Res is the resource's current revision (immutable, shared with the
+	// cache when collected).
+	Res *Resource
+	// OriginVersion is the origin's latest version of the resource (what
+	// the relay tells the origin it holds).
+	OriginVersion string
+	// Expires is when the revision's TTL lapses; zero: no TTL.
+	Expires time.Time
+}
 
 // Generation counts changes to what the cache holds: it moves with every
 // Apply, expiry and eviction. Equal generations: nothing to rewrite.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -163,7 +164,24 @@ type Update struct {
 	// after the request it answers. They keep their state: absence is
 	// inferred only for a name the answered request held.
 	Unanswered []string
+	// Errors are the origin's resource_errors (xRFC TP3), each under a
+	// canonical name, glob URL or Wildcard: NOT_FOUND makes the key absent
+	// (as Removed does) and keeps the origin's status with it; any other
+	// code keeps the key's state (a cached revision stays) and records the
+	// status beside it, until a revision, a removal or an answer clears it.
+	Errors []ResourceError
 	// Arrived is when the relay received the change (zero: when Apply
 	// starts); the fan-out duration is measured from it.
 	Arrived time.Time
+}
+
+// ResourceError is an error an origin sent for one key (xRFC TP3
+// resource_errors), or one the relay makes for a stream no origin answers
+// (SetStreamError).
+type ResourceError struct {
+	// Name is canonical: a resource name, a glob URL or Wildcard.
+	Name string
+	// Detail is the status as the origin sent it; shared by every client
+	// that is sent it, never modified.
+	Detail *statuspb.Status
 }

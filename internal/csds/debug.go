@@ -1,8 +1,7 @@
 package csds
 
 import (
-	"encoding/json"
-	"net/http"
+	"context"
 	"slices"
 	"sort"
 
@@ -56,8 +55,8 @@ type TypeSummary struct {
 }
 
 // Summary reports the clients sel selects (nil: all), counted.
-func (s *Server) summary(r *http.Request, sel selector) (Summary, error) {
-	rep, err := s.report(r.Context(), downstream.StatusQuery{Match: sel, MaxClients: s.maxClients, MaxResources: s.maxResources})
+func (s *Server) summary(ctx context.Context, sel selector) (Summary, error) {
+	rep, err := s.report(ctx, downstream.StatusQuery{Match: sel, MaxClients: s.maxClients, MaxResources: s.maxResources})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -106,29 +105,21 @@ func summarize(c downstream.ClientStatus) ClientSummary {
 	return cs
 }
 
-// DebugHandler serves Summary as JSON; mount it at DebugPath. ?node_id=
-// selects the client streams of one node id.
-func (s *Server) DebugHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.m.requests.WithLabelValues(methodDebug).Inc()
-		var sel selector
-		if id := r.URL.Query().Get("node_id"); id != "" {
-			sel = func(n *corev3.Node) bool { return n.GetId() == id }
-		}
-		sum, err := s.summary(r, sel)
-		if err != nil {
-			http.Error(w, DebugPath+": "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if note := s.note(len(sum.Clients), sum.Matched, sum.ResourcesCut); note != "" {
-			w.Header().Set(TruncatedHeader, note)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(sum)
-	})
+// Debug is what DebugPath shows: the client streams of node id nodeID
+// ("": all), counted, and note, the value of TruncatedHeader when the
+// answer was cut ("" when not). An error: no report could be built now
+// (the relay answers 503).
+func (s *Server) Debug(ctx context.Context, nodeID string) (sum Summary, note string, err error) {
+	s.m.requests.WithLabelValues(methodDebug).Inc()
+	var sel selector
+	if nodeID != "" {
+		sel = func(n *corev3.Node) bool { return n.GetId() == nodeID }
+	}
+	sum, err = s.summary(ctx, sel)
+	if err != nil {
+		return Summary{}, "", err
+	}
+	return sum, s.note(len(sum.Clients), sum.Matched, sum.ResourcesCut), nil
 }
 
 // The status page's table: the first PageClients client streams, at most

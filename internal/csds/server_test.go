@@ -3,8 +3,6 @@ package csds
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -260,11 +258,18 @@ func TestDebugHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	rec := httptest.NewRecorder()
-	s.DebugHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, DebugPath+"?node_id=nacker", nil))
+	// As DebugPath?node_id=nacker shows it (the relay serves Debug as JSON).
+	sum, note, err := s.Debug(context.Background(), "nacker")
+	if err != nil || note != "" {
+		t.Fatalf("Debug: note %q, %v", note, err)
+	}
+	b, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got Summary
-	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
-		t.Fatalf("%v: %s", err, rec.Body)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
 	}
 	want := Summary{Matched: 1, MaxClients: DefaultMaxClients, MaxResources: DefaultMaxResources, Clients: []ClientSummary{
 		{ID: 2, NodeID: "nacker", Cluster: "c", Variant: "sotw", Stream: "ads", Types: []TypeSummary{

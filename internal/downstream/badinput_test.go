@@ -90,8 +90,9 @@ func TestBadRequestsEndOnlyTheirStream(t *testing.T) {
 }
 
 // An xdstp name whose authority has no configuration: a delta client gets
-// it in removed_resources; a SotW client gets nothing; both are counted and
-// both streams carry on.
+// it in removed_resources, and both a NOT_FOUND resource error saying why
+// (TestResourceErrorTypeNotCarriedSotW: once); both are counted and both
+// streams carry on.
 func TestUnknownAuthority(t *testing.T) {
 	e := newEnv(t, 0)
 	unknown := "xdstp://nowhere.example/envoy.config.endpoint.v3.ClusterLoadAssignment/x"
@@ -100,11 +101,13 @@ func TestUnknownAuthority(t *testing.T) {
 
 	d := e.delta()
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{unknown, known}})
-	checkDelta(t, deltaResp(edsType, []string{unknown}, dres(known, rk)), d.Recv())
+	checkDelta(t, deltaWithErrors(edsType, []string{unknown}, []*discoveryv3.ResourceError{resourceError(unknown, unknownAuthority)}, dres(known, rk)), d.Recv())
 
 	s := e.sotw()
 	s.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{unknown, known}})
-	checkSotW(t, sotwResp(edsType, "1", rk.Body), s.Recv())
+	want := sotwResp(edsType, "1", rk.Body)
+	want.ResourceErrors = []*discoveryv3.ResourceError{resourceError(unknown, unknownAuthority)}
+	checkSotW(t, want, s.Recv())
 
 	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(typeLabel(edsType), "unknown_authority")); got != 2 {
 		t.Errorf("unknown_authority errors = %v, want 2", got)
@@ -116,8 +119,8 @@ func TestUnknownAuthority(t *testing.T) {
 
 // TestTypesCarried: a name whose authority does not carry its type (its
 // configured list, or by default the served types) is answered as not
-// existing (delta: removed_resources), counted, never subscribed; the
-// stream and other names carry on.
+// existing (delta: removed_resources, with a NOT_FOUND saying why),
+// counted, never subscribed; the stream and other names carry on.
 func TestTypesCarried(t *testing.T) {
 	e := newEnv(t, 0)
 	e.srv.currentResolver().(*NameResolver).CarryTypes(map[string][]string{authority: {edsType, ldsType}}) // before any stream
@@ -131,9 +134,9 @@ func TestTypesCarried(t *testing.T) {
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{eds}})
 	checkDelta(t, deltaResp(edsType, nil, dres(eds, r)), d.Recv())
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: cdsType, ResourceNamesSubscribe: []string{cds}})
-	checkDelta(t, deltaResp(cdsType, []string{cds}), d.Recv())
+	checkDelta(t, deltaWithErrors(cdsType, []string{cds}, []*discoveryv3.ResourceError{resourceError(cds, typeNotCarried)}), d.Recv())
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: madeUp, ResourceNamesSubscribe: []string{invented}})
-	checkDelta(t, deltaResp(madeUp, []string{invented}), d.Recv())
+	checkDelta(t, deltaWithErrors(madeUp, []string{invented}, []*discoveryv3.ResourceError{resourceError(invented, typeNotCarried)}), d.Recv())
 	if got := testutil.ToFloat64(e.srv.m.requestErrors.WithLabelValues(typeLabel(cdsType), "type_not_carried")); got != 1 {
 		t.Errorf("type_not_carried for CDS = %v, want 1", got)
 	}

@@ -1,9 +1,7 @@
 package downstream
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 )
 
@@ -105,16 +103,13 @@ func (ss *session) describe() ClientInfo {
 	return ci
 }
 
-// ClientsHandler serves the JSON list of clients; mount it at ClientsPath.
-func (s *Server) ClientsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		clients, total := s.clients(maxClientsShown)
-		w.Header().Set("Content-Type", "application/json")
-		if len(clients) < total {
-			w.Header().Set(ClientsCutHeader, fmt.Sprintf("%d of %d", len(clients), total))
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(clients)
-	})
+// ClientsPage is what ClientsPath shows: the first maxClientsShown
+// connected clients by id, and cut, the value of ClientsCutHeader ("<shown>
+// of <total>") when that is not every client, "" when it is.
+func (s *Server) ClientsPage() (clients []ClientInfo, cut string) {
+	clients, total := s.clients(maxClientsShown)
+	if len(clients) < total {
+		cut = fmt.Sprintf("%d of %d", len(clients), total)
+	}
+	return clients, cut
 }

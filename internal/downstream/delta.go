@@ -86,7 +86,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	var owed []string
 	for _, r := range rs {
 		if r.err != nil {
-			ts.unknown[r.name] = false
+			ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
 			continue
 		}
 		delete(ts.unknown, r.name) // served now (a reload added its authority)
@@ -114,7 +114,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
 	w.diff.seq = ss.nonce + 1 // this response's nonce, if built
 	d := w.diffLocked(variantDelta)
-	if len(d.updates) == 0 && len(d.removed) == 0 {
+	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
 		return outMsg{}, false
 	}
 	var resources []*discoveryv3.Resource
@@ -125,6 +125,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 		}
 	}
 	sort.Strings(d.removed)
+	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	return outMsg{
@@ -134,6 +135,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 			RemovedResources: d.removed,
 			Nonce:            nonce,
 			ControlPlane:     ss.srv.controlPlane,
+			ResourceErrors:   errs,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources) + len(d.removed),

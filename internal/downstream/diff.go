@@ -3,6 +3,8 @@ package downstream
 import (
 	"slices"
 
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -23,8 +25,11 @@ type update struct {
 // write the typeState, under the session's mu, as diffLocked does.
 type diff struct {
 	ts      *typeState
+	variant string   // variantSotW or variantDelta
 	updates []update // resources to send, in the order found
 	removed []string // names the client is told do not exist (delta's removed_resources)
+	// errors: resource errors to send (resourceerrors.go).
+	errors []resErr
 	// changed: the client's view changed, if only because something it
 	// held is gone (a SotW full-state response then lists what remains).
 	changed bool
@@ -47,7 +52,8 @@ type diff struct {
 // removed belongs to the response built from it.
 func (d *diff) reset() {
 	clear(d.updates)
-	*d = diff{updates: d.updates[:0]}
+	clear(d.errors)
+	*d = diff{updates: d.updates[:0], errors: d.errors[:0]}
 }
 
 // diffLocked compares w's probes with what the client holds, records in
@@ -63,7 +69,7 @@ func (d *diff) reset() {
 func (w *work) diffLocked(variant string) *diff {
 	ts := w.ts
 	d := &w.diff
-	d.ts = ts
+	d.ts, d.variant = ts, variant
 	for n := range ts.force {
 		if _, ok := ts.subs[n]; !ok {
 			d.present = make(map[string]*cache.Resource)
@@ -83,8 +89,15 @@ func (w *work) diffLocked(variant string) *diff {
 		s := ts.subs[p.name]
 		if p.member {
 			d.memberLocked(s, p)
-		} else if p.state != cache.StatePending {
+			continue
+		}
+		if p.state != cache.StatePending {
 			d.collectionLocked(s, p, variant)
+		}
+		if p.err != nil && (!isNotFound(p.err) || p.name == cache.Wildcard) {
+			// The collection's own error (a glob's NOT_FOUND is its
+			// answer as known empty: emptyGlobLocked).
+			d.errorLocked(p.name, collectionWire(ts, p.name), p.err)
 		}
 	}
 	d.forcedLocked()
@@ -99,10 +112,16 @@ func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
 	switch p.state {
 	case cache.StatePresent:
-		d.updateLocked(p.name, p.res, force)
+		d.updateLocked(p.name, p.res, force || d.heldError(p.name, p.err))
+		if p.err != nil {
+			d.errorLocked(p.name, p.name, p.err) // transient: beside the revision
+		}
 	case cache.StateAbsent:
-		d.absentLocked(p.name, force)
+		d.absentLocked(p.name, force, d.notFoundLocked(p.err, relayNotFound))
 	default:
+		if p.err != nil {
+			d.errorLocked(p.name, p.name, p.err)
+		}
 		return // pending: still owed an answer
 	}
 	delete(d.ts.force, p.name)
@@ -115,7 +134,10 @@ func (d *diff) memberLocked(s *sub, p *probe) {
 	case isMember:
 		d.notePresent(name, p.res)
 		_, force := d.ts.force[name]
-		d.updateLocked(name, p.res, force)
+		d.updateLocked(name, p.res, force || d.heldError(name, p.err))
+		if p.err != nil {
+			d.errorLocked(name, name, p.err)
+		}
 	case left:
 		d.leaveLocked(name)
 	}
@@ -131,6 +153,8 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 	for _, r := range p.members {
 		d.notePresent(r.Name, r)
 		_, forceMember := ts.force[r.Name]
+		merr := p.memberErrs[r]
+		forceMember = forceMember || d.heldError(r.Name, merr)
 		if force && (variant == variantSotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
 			// A new subscription resends every member (the server sends
 			// every name subscribed; a glob's are its members: a relay
@@ -140,6 +164,9 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 			forceMember = true
 		}
 		d.updateLocked(r.Name, r, forceMember)
+		if merr != nil {
+			d.errorLocked(r.Name, r.Name, merr)
+		}
 	}
 	for n := range old {
 		if _, still := s.members[n]; !still {
@@ -148,8 +175,8 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 	}
 	if variant == variantDelta {
 		d.vanishedLocked(s)
-		d.emptyGlobLocked(s, p)
 	}
+	d.emptyGlobLocked(s, p)
 	if force && len(p.members) == 0 {
 		d.changed = true // answer a new subscription even when empty
 	}
@@ -168,26 +195,29 @@ func declared(ts *typeState, name string) bool {
 func (d *diff) vanishedLocked(s *sub) {
 	for n, h := range d.ts.sent {
 		if h.res == nil && !h.absent && h.version != "" && !d.ts.subscribedLocked(n) && s.holds(n) {
-			d.absentLocked(n, false)
+			d.absentLocked(n, false, nil)
 			delete(d.ts.sent, n)
 		}
 	}
 }
 
 // emptyGlobLocked answers an empty glob with its own name, once until it
-// has members again (delta).
+// has members again: in removed_resources (delta), with NOT_FOUND in
+// resource_errors (SotW; delta when the origin sent one).
 func (d *diff) emptyGlobLocked(s *sub, p *probe) {
 	if p.name == cache.Wildcard {
 		return
 	}
 	if len(p.members) > 0 {
 		s.emptyReported = false
-		delete(d.ts.sent, p.name)
+		if h, ok := d.ts.sent[p.name]; ok && (h.absent || h.err == nil) {
+			delete(d.ts.sent, p.name)
+		}
 		return
 	}
 	if !s.emptyReported {
 		s.emptyReported = true
-		d.absentLocked(p.name, true)
+		d.absentLocked(p.name, true, d.notFoundLocked(p.err, relayNotFound))
 	}
 }
 
@@ -207,20 +237,27 @@ func (d *diff) forcedLocked() {
 		if r, ok := d.present[n]; ok {
 			d.updateLocked(n, r, true)
 		} else {
-			d.absentLocked(n, true)
+			d.absentLocked(n, true, nil)
 			delete(ts.sent, n)
 		}
 		delete(ts.force, n)
 	}
 }
 
-// unknownLocked answers, once each, the names that cannot be served
-// (delta).
+// unknownLocked answers, once each, the names that cannot be served:
+// with the relay's NOT_FOUND saying why (an unknown authority, a type not
+// carried), and in delta's removed_resources. A denied glob is answered
+// as if it did not exist: over delta, removed_resources alone.
 func (d *diff) unknownLocked() {
-	for n, reported := range d.ts.unknown {
-		if !reported {
-			d.ts.unknown[n] = true
-			d.absentLocked(n, true)
+	for n, u := range d.ts.unknown {
+		if !u.reported {
+			u.reported = true
+			d.ts.unknown[n] = u
+			detail := u.detail
+			if detail == relayNotFound && d.variant == variantDelta {
+				detail = nil
+			}
+			d.absentLocked(n, true, detail)
 		}
 	}
 }
@@ -256,8 +293,9 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 }
 
 // absentLocked tells the client name does not exist, unless it was told
-// already (force: tell it again).
-func (d *diff) absentLocked(name string, force bool) {
+// already (force: tell it again); with detail, also as a resource error
+// (notFoundLocked).
+func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	if _, done := d.find(name); done {
 		return
 	}
@@ -266,7 +304,10 @@ func (d *diff) absentLocked(name string, force bool) {
 	}
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
-	d.ts.sent[name] = held{absent: true, seq: d.seq}
+	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail}
+	if detail != nil {
+		d.errors = append(d.errors, resErr{name: name, detail: detail})
+	}
 	d.changed = true
 }
 
@@ -278,7 +319,7 @@ func (d *diff) leaveLocked(name string) {
 		return
 	}
 	if _, ok := d.ts.sent[name]; ok {
-		d.absentLocked(name, false)
+		d.absentLocked(name, false, nil)
 	}
 	delete(d.ts.sent, name)
 	d.changed = true // SotW full state: the next response omits it

@@ -9,7 +9,8 @@ import "github.com/xds-relay/xds-relay/internal/cache"
 // anything else, then withholds what the cache says this session may not
 // be sent yet; it is notified of the key when it may. Collection members
 // are not withheld (a new glob or wildcard subscriber is sent the cached
-// member), nor what unary Fetch and REST polls read (docs/protocol.md).
+// member, docs/protocol.md). A unary Fetch or REST poll is a watcher too:
+// fetchResponse withholds from it the same way.
 
 // withholdOwed turns the probes of w (names subscribed directly) that
 // found a do_not_cache revision this session may not be sent yet into

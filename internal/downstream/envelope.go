@@ -50,16 +50,6 @@ func newWrapperCache() *lru.Cache[wrapperKey, *anypb.Any] {
 	return c
 }
 
-// sotwEnvelope is sotwEnvelopeFor a client that takes TTLs (ttl) or
-// advertised neither wrapper feature (unary Fetch and REST).
-func sotwEnvelope(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat, ttl bool) *anypb.Any {
-	wrap := wrapNone
-	if ttl {
-		wrap = wrapTTL
-	}
-	return sotwEnvelopeFor(wrappers, name, r, heartbeat, wrap)
-}
-
 // sotwEnvelopeFor returns what goes in DiscoveryResponse.resources for r:
 // its shared Any as is, or the Resource wrapper (heartbeat: without the
 // body) when the client takes it for r (wrap, features.go): r has a TTL

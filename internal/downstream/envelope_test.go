@@ -26,8 +26,8 @@ func TestSotWEnvelopeShared(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.r.(*cacheResource)
-			a := sotwEnvelope(wrappers, r.Name, r, tc.heartbeat, true)
-			b := sotwEnvelope(wrappers, r.Name, r, tc.heartbeat, true)
+			a := sotwEnvelopeFor(wrappers, r.Name, r, tc.heartbeat, wrapTTL)
+			b := sotwEnvelopeFor(wrappers, r.Name, r, tc.heartbeat, wrapTTL)
 			if a != b {
 				t.Fatalf("two clients got different envelopes %p %p", a, b)
 			}

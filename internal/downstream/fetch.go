@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,12 +77,14 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		return nil, err
 	}
 	var items []fetchItem
-	var watch change // keys, and the upstream nodes rules set for them
+	var unknown []resErr // names that cannot be served: NOT_FOUND
+	var watch change     // keys, and the upstream nodes rules set for them
 	for _, n := range names {
 		r, err := s.resolve(typeURL, n, req.GetNode())
 		if err != nil {
 			if isErr(err, ErrUnknownAuthority) {
 				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonUnknownAuthority).Inc()
+				unknown = append(unknown, resErr{name: n, detail: unknownStatus(err)})
 				continue
 			}
 			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
@@ -103,7 +106,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(typeURL, items, fa, supportsTTL(req.GetNode()))
+		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, sotwWrapOf(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			if len(resp.GetResources()) == 0 && s.allAbsent(items) {
@@ -111,6 +114,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			}
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
 			s.m.responseResource.WithLabelValues(typeLabel(typeURL)).Add(float64(len(resp.GetResources())))
+			s.m.countErrors(typeURL, resp.GetResourceErrors())
 			return resp, nil
 		}
 		select {
@@ -137,6 +141,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 			}
 			// Answer with what is known; the rest is still pending.
 			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
+			s.m.countErrors(typeURL, resp.GetResourceErrors())
 			return resp, nil
 		}
 	}
@@ -194,21 +199,33 @@ type fetchItem struct {
 }
 
 // fetchResponse builds a fetch's response from what the cache holds now
-// (ttl: the client takes TTLs, features.go); pending reports that some of
+// (wrap: what the client takes in the Resource wrapper, features.go); pending reports that some of
 // it is not known yet. Its version_info (and
-// nonce) is a hash of the names and versions it lists.
+// nonce) is a hash of the names, versions and errors it lists.
 // Members fa does not let the client receive are left out.
-func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAccess, ttl bool) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+// resource_errors (resourceerrors.go) hold, under the names as asked, the
+// error of each name and collection asked for, NOT_FOUND for a name that
+// does not exist (the origin's status, or the relay's), and unknown.
+// A do_not_cache revision the cache withholds from w (the poll's watcher:
+// owed the origin's fresh copy, donotcache.go) is pending.
+func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchItem, unknown []resErr, fa *fetchAccess, wrap sotwWrap) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	type entry struct {
 		name string
 		r    *cache.Resource
 	}
 	var entries []entry
+	errs := slices.Clone(unknown)
 	seen := make(map[string]struct{})
 	for _, it := range items {
 		if it.res.Collection {
-			members, st := s.cache.Members(it.res.Key)
+			l := s.cache.LookupMembers(it.res.Key)
+			members, st, err := l.Members, l.State, l.Err
 			pending = pending || st == cache.StatePending
+			if err != nil {
+				errs = append(errs, resErr{name: it.name, detail: err})
+			} else if st == cache.StateAbsent && it.res.Key.Name != cache.Wildcard {
+				errs = append(errs, resErr{name: it.name, detail: relayNotFound}) // a known empty glob
+			}
 			for _, r := range members {
 				if !fa.memberAllowed(s, it.res.Key.Stream, r.Name) {
 					continue
@@ -216,12 +233,24 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAcces
 				if _, dup := seen[r.Name]; !dup {
 					seen[r.Name] = struct{}{}
 					entries = append(entries, entry{r.Name, r})
+					if merr := l.MemberErrs[r]; merr != nil {
+						errs = append(errs, resErr{name: r.Name, detail: merr})
+					}
 				}
 			}
 			continue
 		}
-		r, st := s.cache.Get(it.res.Key)
+		r, st, err := s.cache.Lookup(it.res.Key)
+		if st == cache.StatePresent && s.cache.Withheld(w, it.res.Key, r) {
+			r, st, err = nil, cache.StatePending, nil
+		}
 		pending = pending || st == cache.StatePending
+		if st == cache.StateAbsent && err == nil {
+			err = relayNotFound
+		}
+		if err != nil {
+			errs = append(errs, resErr{name: it.name, detail: err})
+		}
 		if st == cache.StatePresent {
 			if _, dup := seen[it.name]; !dup {
 				seen[it.name] = struct{}{}
@@ -234,10 +263,15 @@ func (s *Server) fetchResponse(typeURL string, items []fetchItem, fa *fetchAcces
 	resources := make([]*anypb.Any, 0, len(entries))
 	for _, e := range entries {
 		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-		if a := sotwEnvelope(s.wrappers, e.name, e.r, false, ttl); a != nil {
+		if a := sotwEnvelopeFor(s.wrappers, e.name, e.r, false, wrap); a != nil {
 			resources = append(resources, a)
 		}
 	}
+	wire := wireErrors(errs)
+	for _, e := range wire {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", e.GetResourceName().GetName(), e.GetErrorDetail().GetCode(), e.GetErrorDetail().GetMessage())
+	}
 	v := strconv.FormatUint(h.Sum64(), 16)
-	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v, ControlPlane: s.controlPlane}, pending
+	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v, ControlPlane: s.controlPlane,
+		ResourceErrors: wire}, pending
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -23,6 +24,9 @@ type metrics struct {
 	accessDenied     *prometheus.CounterVec // type, authority (access.go)
 	nodeDenied       prometheus.Counter     // access.go
 	gatherExpired    *prometheus.CounterVec // type (gather.go)
+	// resourceErrors: type, code (cache.CodeLabel): resource_errors sent
+	// (resourceerrors.go).
+	resourceErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -75,6 +79,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "gather_expired_total",
 			Help: "Gather windows (downstream.gather_window) that passed before every name a request subscribed was resolved, by type URL: what was known went out, the rest as it came.",
 		}, []string{"type"}),
+		resourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "resource_errors_sent_total",
+			Help: "Resource errors (resource_errors) sent to clients, the origins' and the relay's own, by type URL and code.",
+		}, []string{"type", "code"}),
 	}
 	// Every series whose label values are known at start exists from
 	// start, at zero; the authorities' come with setAuthorities.
@@ -88,6 +96,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		for _, r := range requestErrorReasons {
 			m.requestErrors.WithLabelValues(t, r)
 		}
+		for _, c := range cache.CodeLabels() {
+			m.resourceErrors.WithLabelValues(t, c)
+		}
 	}
 	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion} {
 		m.limitRejections.WithLabelValues(l)
@@ -95,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
 			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
-			m.accessDenied, m.nodeDenied, m.gatherExpired)
+			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired)
 	}
 	return m
 }

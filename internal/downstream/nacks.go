@@ -1,8 +1,6 @@
 package downstream
 
 import (
-	"encoding/json"
-	"net/http"
 	"sync"
 	"time"
 )
@@ -71,13 +69,8 @@ type NacksList struct {
 	Recent []NackInfo `json:"recent"`
 }
 
-// NacksHandler serves the recent NACKs as JSON; mount it at NacksPath.
-func (s *Server) NacksHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		recent, total := s.Nacks()
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(NacksList{Total: total, Recent: recent})
-	})
+// NacksPage is what NacksPath shows: the recent NACKs and their total.
+func (s *Server) NacksPage() NacksList {
+	recent, total := s.Nacks()
+	return NacksList{Total: total, Recent: recent}
 }

@@ -1,11 +1,14 @@
 package downstream
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -19,7 +22,12 @@ type answeringSubscriber struct {
 	wg sync.WaitGroup
 }
 
+// heldPending in a name keeps it pending: the subscriber does not answer
+// it (an origin that has not answered yet).
+const heldPending = "/pending-"
+
 func (s *answeringSubscriber) Subscribe(st cache.StreamID, _ *corev3.Node, typeURL string, names []string) {
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.Contains(n, heldPending) })
 	s.wg.Add(1)
 	go func() { // Subscribe must not block or call back into the cache
 		defer s.wg.Done()
@@ -42,7 +50,7 @@ type cacheHooks struct {
 	// beforeWatch, when set, makes Watch watch one key at a time and runs
 	// before each.
 	beforeWatch func(i int, k cache.Key)
-	// afterGet runs after every Get.
+	// afterGet runs after every Get and Lookup.
 	afterGet func(k cache.Key)
 }
 
@@ -85,6 +93,20 @@ func (c *testCache) Get(k cache.Key) (*cache.Resource, cache.State) {
 		h.afterGet(k)
 	}
 	return r, st
+}
+
+// Lookup is what the writer reads a key with; afterGet runs after it too.
+func (c *testCache) Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status) {
+	r, st, err := c.Cache.Lookup(k)
+	if h := c.getHooks(); h.afterGet != nil {
+		h.afterGet(k)
+	}
+	return r, st, err
+}
+
+// setError records the origin's error for k.
+func (c *testCache) setError(k cache.Key, detail *statuspb.Status) {
+	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Errors: []cache.ResourceError{{Name: k.Name, Detail: detail}}})
 }
 
 // set stores r under k (present).

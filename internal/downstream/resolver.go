@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -26,7 +27,8 @@ type Resolution struct {
 
 // Resolver maps a requested name ("*" for the wildcard) of typeURL, as
 // node asked for it, to a cache key. Errors wrap ErrMalformedName,
-// ErrUnknownAuthority or ErrNoRule.
+// ErrUnknownAuthority or ErrNoRule, or are aggregation.ErrRefused (a rule
+// refuses the request).
 type Resolver interface {
 	Resolve(typeURL, name string, node *corev3.Node) (Resolution, error)
 }
@@ -124,6 +126,9 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		return Resolution{}, fmt.Errorf("%w: no rules configured", ErrNoRule)
 	}
 	res, err := r.rules.Match(req)
+	if errors.Is(err, aggregation.ErrRefused) {
+		return Resolution{}, err // names the rule and its reason
+	}
 	if err != nil {
 		// err repeats ErrNoRule's text; statusFor names type, name and node.
 		return Resolution{}, ErrNoRule

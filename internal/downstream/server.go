@@ -11,6 +11,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/access"
@@ -26,6 +27,8 @@ type Cache interface {
 	// be sent to w now (donotcache.go).
 	Withheld(w cache.Watcher, k cache.Key, r *cache.Resource) bool
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
+	Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status)
+	LookupMembers(k cache.Key) cache.CollectionLookup
 }
 
 // DefaultFetchWait is used when Options.FetchWait is zero.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/access"
+	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
@@ -458,7 +459,8 @@ func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) e
 	case isErr(err, ErrMalformedName):
 		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonMalformedName).Inc()
 		return status.Errorf(codes.InvalidArgument, "type %s: %v", typeURL, err)
-	case isErr(err, ErrNoRule):
+	case isErr(err, ErrNoRule), isErr(err, aggregation.ErrRefused):
+		// A rule's refuse result is counted with the requests no rule serves.
 		s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonNoRule).Inc()
 		return status.Errorf(codes.FailedPrecondition, "type %s, name %s, node id %s cluster %s: %v",
 			typeURL, quoteShort(name), quoteShort(node.GetId()), quoteShort(node.GetCluster()), err)

@@ -89,8 +89,14 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	var owed []string
 	for _, r := range rs {
 		if r.err != nil {
-			continue // logged and counted; SotW cannot say "does not exist"
+			// Logged and counted; answered once with a NOT_FOUND
+			// resource error (a repeat of the list keeps its place).
+			if _, ok := ts.unknown[r.name]; !ok {
+				ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
+			}
+			continue
 		}
+		delete(ts.unknown, r.name) // served now (a reload added its authority)
 		ts.subscribeLocked(r, &ch)
 		// Spec: the server must resend any newly requested resource.
 		ts.force[r.name] = struct{}{}
@@ -120,7 +126,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		}
 		resources = ss.fullStateLocked(ts, d.updates)
 	} else {
-		if len(d.updates) == 0 {
+		if len(d.updates) == 0 && len(d.errors) == 0 {
 			return outMsg{}, false
 		}
 		resources = make([]*anypb.Any, 0, len(d.updates))
@@ -131,15 +137,17 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		}
 	}
 	ts.version++
+	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	return outMsg{
 		msg: &discoveryv3.DiscoveryResponse{
-			VersionInfo:  strconv.FormatUint(ts.version, 10),
-			Resources:    resources,
-			TypeUrl:      ts.typeURL,
-			Nonce:        nonce,
-			ControlPlane: ss.srv.controlPlane,
+			VersionInfo:    strconv.FormatUint(ts.version, 10),
+			Resources:      resources,
+			TypeUrl:        ts.typeURL,
+			Nonce:          nonce,
+			ControlPlane:   ss.srv.controlPlane,
+			ResourceErrors: errs,
 		},
 		typeURL: ts.typeURL,
 		count:   len(resources),

@@ -122,11 +122,16 @@ func TestSotWFullStateVersusPerResource(t *testing.T) {
 			r = c.Recv()
 			checkSotW(t, want, r)
 			c.Send(sotwAck(r, n1, n2))
+			// A deletion is a full-state response without it, or, for
+			// the others, a response with no resource; both say it with
+			// a NOT_FOUND resource error (SotW has no removed_resources).
+			e.cache.remove(key(tc.typeURL, n1))
+			want = sotwResp(tc.typeURL, "3")
 			if tc.full {
-				// A deletion is a full-state response without it.
-				e.cache.remove(key(tc.typeURL, n1))
-				checkSotW(t, sotwResp(tc.typeURL, "3", r2b.Body), c.Recv())
+				want = sotwResp(tc.typeURL, "3", r2b.Body)
 			}
+			want.ResourceErrors = []*discoveryv3.ResourceError{resourceError(n1, relayNotFound)}
+			checkSotW(t, want, c.Recv())
 		})
 	}
 }

@@ -3,6 +3,8 @@ package downstream
 import (
 	"sort"
 
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
@@ -34,6 +36,16 @@ type held struct {
 	// seq: the response that carried it (configstatus.go); 0 when only
 	// the client's declared version is known.
 	seq uint64
+	// err is the resource error last sent for the name (the cache's
+	// status, compared by pointer), until the resource is sent again.
+	err *statuspb.Status
+}
+
+// unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
+// client is told) and whether the client was told.
+type unknownName struct {
+	detail   *statuspb.Status
+	reported bool
 }
 
 // typeState is a session's state for one type URL. All fields are guarded
@@ -59,8 +71,9 @@ type typeState struct {
 	// wildcard unsubscribe exception).
 	force map[string]struct{}
 	// unknown: names that cannot be served (authority with no
-	// configuration); delta answers them in removed_resources once.
-	unknown map[string]bool
+	// configuration, type not carried, denied glob); answered once (delta
+	// in removed_resources, SotW with a NOT_FOUND resource error).
+	unknown map[string]unknownName
 	// evalAll: the subscription set changed; the writer evaluates every
 	// subscription of this type.
 	evalAll bool
@@ -109,7 +122,7 @@ func newTypeState(typeURL string) *typeState {
 		byKey:   make(map[cache.Key][]string),
 		sent:    make(map[string]held),
 		force:   make(map[string]struct{}),
-		unknown: make(map[string]bool),
+		unknown: make(map[string]unknownName),
 	}
 }
 
@@ -226,6 +239,11 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 		if _, ok := want[n]; !ok {
 			removedAny = true
 			ts.unsubscribeLocked(n, ch)
+		}
+	}
+	for n := range ts.unknown {
+		if _, ok := want[n]; !ok {
+			ts.forgetUnknownLocked(n)
 		}
 	}
 	return removedAny

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -23,6 +24,9 @@ type probe struct {
 	res     *cache.Resource
 	members []*cache.Resource
 	state   cache.State
+	err     *statuspb.Status // the key's resource error (cache.Lookup)
+	// memberErrs: errors of members (collections listed in full).
+	memberErrs map[*cache.Resource]*statuspb.Status
 }
 
 // work is what the writer evaluates for one type on one wake-up.
@@ -206,6 +210,7 @@ func (ss *session) sendAll(msgs []outMsg) error {
 		}
 		ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
 		ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
+		ss.srv.m.countErrors(m.typeURL, responseErrors(m.msg))
 	}
 	return nil
 }
@@ -259,9 +264,10 @@ func (ss *session) build() ([]outMsg, *round) {
 		for i := range w.probes {
 			p := &w.probes[i]
 			if p.collection && !p.member {
-				p.members, p.state = ss.srv.cache.Members(p.key)
+				l := ss.srv.cache.LookupMembers(p.key)
+				p.members, p.state, p.err, p.memberErrs = l.Members, l.State, l.Err, l.MemberErrs
 			} else {
-				p.res, p.state = ss.srv.cache.Get(p.key)
+				p.res, p.state, p.err = ss.srv.cache.Lookup(p.key)
 			}
 		}
 		ss.withholdOwed(w)
@@ -375,8 +381,8 @@ func (ss *session) collectLocked() *round {
 }
 
 func hasUnreported(ts *typeState) bool {
-	for _, reported := range ts.unknown {
-		if !reported {
+	for _, u := range ts.unknown {
+		if !u.reported {
 			return true
 		}
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/snapshot"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
@@ -26,15 +28,22 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 		Registry:     reg,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
-	// Warm restart (snapshot.go): restores now; its final write runs just before c.Close.
-	r.snapshots(cfg, lg, reg, c)
+	// Warm restart: restored now, before anything serves; written every
+	// cache.snapshot_interval in which the cache changed, and once more at
+	// Close, after the upstream stopped: its onStop runs just before c.Close.
+	if s := snapshot.FromConfig(cfg, c, lg, reg); s != nil {
+		s.Load()
+		r.goRun(s.Run)
+		r.onStop(s.Final)
+		r.onReload(s.Reload)
+	}
 
 	dial, err := upstreamDialOptions(cfg.Upstream)
 	if err != nil {
 		return err
 	}
-	r.upCreds = newUpstreamCreds(lg.Named("upstream"))
-	auths, err := r.upCreds.authorities(cfg) // upstreamauth.go
+	r.upCreds = creds.NewOrigins(filesNotReloaded(lg.Named("upstream")))
+	auths, err := upstreamAuthorities(cfg, r.upCreds) // upstreamauth.go
 	if err != nil {
 		return err
 	}
@@ -60,7 +69,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	}
 	c.SetUpstream(up)
 	r.readyCheck(up.Ready)
-	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", up.StatusHandler())
+	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", upstreamsPage(up))
 	r.onStop(up.Close)
 
 	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
@@ -93,7 +102,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	ds.Register(r.grpc)
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
-	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", ds.ClientsHandler())
+	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", clientsPage(ds))
 	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
 		return err
 	}
@@ -104,7 +113,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 
 // upstreamDialOptions turns the upstream section into dial options:
 // keepalive and message size limits. TLS is per authority
-// (upstreamCreds.authorities).
+// (upstreamAuthorities).
 func upstreamDialOptions(u config.Upstream) ([]grpc.DialOption, error) {
 	opts := []grpc.DialOption{
 		// No pings without streams: gRPC servers by default count those as

@@ -40,7 +40,7 @@ func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 	}
 	r.csds = s
 	r.onStop(func() { s.Close(context.Background()) }) // a relay never started, or New failing later
-	r.admin.handle(csds.DebugPath, "client status per connected client stream: resources ACKed, NACKed, sent, requested, by type (JSON; ?node_id=)", s.DebugHandler())
+	r.admin.handle(csds.DebugPath, "client status per connected client stream: resources ACKed, NACKed, sent, requested, by type (JSON; ?node_id=)", csdsPage(s))
 	return nil
 }
 

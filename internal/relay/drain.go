@@ -16,7 +16,7 @@ import (
 // always wait out the whole grace period; and ending them all at one
 // instant makes a whole fleet reconnect at once. drainStreams registers
 // every stream in drainSet with a context of its own; Close ends them in
-// waves (endInWaves), then whatever is left when r.draining ends. Handlers
+// waves (endInWaves), then whatever is left when r.life.draining ends. Handlers
 // that honour their stream's context (every xDS session) return at once;
 // their clients see Unavailable and reconnect, to another relay. The grace
 // period is left to unary calls and REST polls in flight, and to handlers
@@ -70,13 +70,13 @@ func (d *drainSet) len() int {
 }
 
 // drainStreams is the stream interceptor that gives every stream a context
-// Close can end: in its wave, or when r.draining ends.
+// Close can end: in its wave, or when r.life.draining ends.
 func (r *Relay) drainStreams(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx, cancel := context.WithCancelCause(ss.Context())
 	defer cancel(nil)
 	remove := r.streams.add(cancel)
 	defer remove()
-	stop := context.AfterFunc(r.draining, func() { cancel(errDrained) })
+	stop := context.AfterFunc(r.life.draining, func() { cancel(errDrained) })
 	defer stop()
 	err := handler(srv, drainableStream{ServerStream: ss, ctx: ctx})
 	if errors.Is(context.Cause(ctx), errDrained) && ss.Context().Err() == nil {

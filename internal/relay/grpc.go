@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 )
 
@@ -46,7 +47,7 @@ func serverOptions(d config.Downstream, lg *zap.Logger) ([]grpc.ServerOption, er
 		// a goroutine the downstream Server's Wait would race with.
 		grpc.WaitForHandlers(true),
 	}
-	tc, err := d.TLS.TLSConfig(tlsReloadError(lg))
+	tc, err := creds.ServerTLSConfig(d.TLS, tlsReloadError(lg))
 	if err != nil {
 		return nil, fmt.Errorf("downstream TLS: %w", err)
 	}

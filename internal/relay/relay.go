@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/csds"
 )
 
@@ -34,13 +35,15 @@ type Relay struct {
 	admin  *admin                        // read-only after New
 	http   *http.Server                  // read-only after New
 	runs   []func(context.Context) error // read-only after New; see goRun
-	stops  []func()                      // read-only after New; see onStop
 	checks []func() error                // read-only after New; see readyCheck
-	rest   restListener                  // rest_listen (rest.go)
-	csds   *csds.Server                  // read-only after New; csds_listen (csds.go)
-	// upCreds are the upstream credentials by setting (upstreamauth.go);
-	// used by New and by reloads (serialised by reloadMu).
-	upCreds *upstreamCreds
+	// stops are what New built, released in reverse by every way out of
+	// New and by Close (onStop, lifecycle.go). Added to by New only.
+	stops releases
+	rest  restListener // rest_listen (rest.go)
+	csds  *csds.Server // read-only after New; csds_listen (csds.go)
+	// upCreds are the upstream credentials by setting (creds.Origins,
+	// upstreamauth.go); used by New and by reloads (serialised by reloadMu).
+	upCreds *creds.Origins
 	// reloads are applied in order by a reload (reload.go); read-only
 	// after New. reloadMu serialises reloads.
 	reloads  []reloadHook
@@ -53,32 +56,15 @@ type Relay struct {
 	// (drain.go).
 	streams drainSet
 
-	// draining ends once Close has ended the streams' waves; every
-	// stream still open then ends with it (drainStreams). Read-only after
-	// New.
-	draining context.Context
-	drain    context.CancelFunc
+	// life is where the relay is between New and Close, with its
+	// transitions (lifecycle.go). Read-only after New.
+	life *lifecycle
+	wg   sync.WaitGroup // every goroutine Start starts
 
-	serving  atomic.Bool    // true between a successful Start and Close
-	stopping atomic.Bool    // set when Close begins: servers stopping then is no failure
-	failed   chan error     // capacity 1: the first unexpected stop; see Failed
-	closed   chan struct{}  // closed when the first Close has finished
-	wg       sync.WaitGroup // every goroutine Start starts
-
-	mu       sync.Mutex         // guards the fields below
-	state    state              // guarded by mu
-	xdsLis   net.Listener       // guarded by mu; set by Start
-	adminLis net.Listener       // guarded by mu; set by Start
-	cancel   context.CancelFunc // guarded by mu; ends the context of goRun functions
+	mu       sync.Mutex   // guards the fields below
+	xdsLis   net.Listener // guarded by mu; set by Start
+	adminLis net.Listener // guarded by mu; set by Start
 }
-
-type state int
-
-const (
-	stateNew state = iota
-	stateStarted
-	stateClosed
-)
 
 // New builds a relay from a validated config. lg is the process logger
 // (see NewLogger); reg receives every component's metrics and is served on
@@ -101,14 +87,25 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		lg:     lg.Named("relay"),
 		m:      newMetrics(reg),
 		health: health.NewServer(),
-		failed: make(chan error, 1),
-		closed: make(chan struct{}),
+		life:   newLifecycle(),
 	}
+	if err := r.build(cfg, lg, reg, opts); err != nil {
+		r.stops.release() // the one way back from a part-built relay
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	return r, nil
+}
+
+// build builds what New returns, adding each part that must be let go to
+// r.stops as soon as it exists, so that an error part way needs no
+// clean-up of its own.
+func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry, opts []grpc.ServerOption) error {
 	r.cfg.Store(cfg)
 	r.level, r.levelOK = LogLevel(lg)
 	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
-	r.draining, r.drain = context.WithCancel(context.Background())
+	r.onStop(r.life.drain) // released last: ends any stream left
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
+	r.onStop(r.grpc.Stop) // after every component's stop (a no-op once Close stopped it)
 	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness, func() []string { return r.config().AdminAllowedHosts })
 	if cfg.AdminPprof {
 		r.admin.pprof()
@@ -133,44 +130,27 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 	//   - r.goRun(fn): a long-running loop (upstream streams); its context
 	//     ends when Close begins, and Close waits for it to return.
 	//   - r.onStop(fn): called by Close after the servers have stopped, in
-	//     reverse order (e.g. waiting for a component's goroutines).
+	//     reverse order (e.g. waiting for a component's goroutines); also
+	//     by Close before Start and when New fails after fn was added.
 	//   - r.readyCheck(fn): /readyz answers 503 while fn returns an error.
 	// --------------------------------------------------------------------
 	if err := r.buildComponents(cfg, lg, reg); err != nil {
-		r.runStops()
-		r.drain()
-		r.grpc.Stop()
-		return nil, fmt.Errorf("relay: %w", err)
+		return err
 	}
 	if err := r.buildREST(lg.Named("rest")); err != nil {
-		r.runStops()
-		r.drain()
-		r.grpc.Stop()
-		return nil, fmt.Errorf("relay: %w", err)
+		return err
 	}
-	if err := r.watchConfig(cfg, lg); err != nil {
-		r.runStops()
-		r.drain()
-		r.grpc.Stop()
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-
-	return r, nil
+	return r.watchConfig(cfg, lg)
 }
 
 // goRun makes fn run from Start until Close; Close cancels its context and
 // waits for it. An error returned before Close stops the relay (Failed).
 func (r *Relay) goRun(fn func(ctx context.Context) error) { r.runs = append(r.runs, fn) }
 
-// onStop adds fn to what Close calls once both servers have stopped.
-func (r *Relay) onStop(fn func()) { r.stops = append(r.stops, fn) }
-
-// runStops calls the onStop functions in reverse order.
-func (r *Relay) runStops() {
-	for i := len(r.stops) - 1; i >= 0; i-- {
-		r.stops[i]()
-	}
-}
+// onStop adds fn to what is released, in reverse order, on every way out:
+// by Close once both servers have stopped (or before Start), and by New
+// when it fails after fn was added.
+func (r *Relay) onStop(fn func()) { r.stops.add(fn) }
 
 // readyCheck adds a condition for /readyz.
 func (r *Relay) readyCheck(fn func() error) { r.checks = append(r.checks, fn) }
@@ -180,68 +160,55 @@ func (r *Relay) readyCheck(fn func() error) { r.checks = append(r.checks, fn) }
 // once ("listen 127.0.0.1:18000: address already in use"). ctx bounds only
 // the start; the relay runs until Close.
 func (r *Relay) Start(ctx context.Context) error {
-	r.mu.Lock()
-	switch r.state {
-	case stateStarted:
-		r.mu.Unlock()
-		return ErrStarted
-	case stateClosed:
-		r.mu.Unlock()
-		return ErrClosed
+	if err := r.life.startable(); err != nil {
+		return err
 	}
-	r.mu.Unlock()
-
+	// bound are what Start has bound so far, let go of in reverse on every
+	// way out of Start that does not serve.
+	var bound releases
 	cfg := r.config()
 	xdsLis, err := listen(ctx, "listen", cfg.Listen)
 	if err != nil {
 		return err
 	}
+	bound.add(func() { _ = xdsLis.Close() })
 	adminLis, err := listen(ctx, "admin", cfg.Admin)
 	if err != nil {
-		_ = xdsLis.Close()
+		bound.release()
 		return err
 	}
+	bound.add(func() { _ = adminLis.Close() })
 	restLis, err := r.listenREST(ctx)
 	if err != nil {
-		_ = xdsLis.Close()
-		_ = adminLis.Close()
+		bound.release()
 		return err
+	}
+	if restLis != nil {
+		bound.add(func() { _ = restLis.Close() })
 	}
 	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
-		_ = xdsLis.Close()
-		_ = adminLis.Close()
-		if restLis != nil {
-			_ = restLis.Close()
-		}
+		bound.release()
 		return err
 	}
+	bound.add(func() { r.csds.Close(ctx) })
 	runCtx, cancel := context.WithCancel(context.Background())
+	bound.add(cancel)
 
-	r.mu.Lock()
-	if r.state != stateNew {
-		// Close or another Start raced with this one.
-		st := r.state
+	err = r.life.start(cancel, func() {
+		r.mu.Lock()
+		r.xdsLis, r.adminLis = xdsLis, adminLis
 		r.mu.Unlock()
-		cancel()
-		_ = xdsLis.Close()
-		_ = adminLis.Close()
+		// Added under the lifecycle's lock so that Close, which takes it
+		// first, never Waits before these Adds.
+		r.wg.Add(2 + len(r.runs))
 		if restLis != nil {
-			_ = restLis.Close()
+			r.wg.Add(1)
 		}
-		r.csds.Close(ctx)
-		if st == stateClosed {
-			return ErrClosed
-		}
-		return ErrStarted
+	})
+	if err != nil { // Close or another Start raced with this one
+		bound.release()
+		return err
 	}
-	r.state, r.xdsLis, r.adminLis, r.cancel = stateStarted, xdsLis, adminLis, cancel
-	// Added under mu so that Close, which takes mu first, never Waits
-	// before these Adds.
-	r.wg.Add(2 + len(r.runs))
-	if restLis != nil {
-		r.wg.Add(1)
-	}
-	r.mu.Unlock()
 
 	for _, fn := range r.runs {
 		go func() {
@@ -271,7 +238,6 @@ func (r *Relay) Start(ctx context.Context) error {
 		}()
 	}
 
-	r.serving.Store(true)
 	r.m.ready.Set(1)
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	r.lg.Info("relay serving", zap.String("listen", xdsLis.Addr().String()), zap.String("admin", adminLis.Addr().String()),
@@ -296,19 +262,19 @@ func listen(ctx context.Context, key, addr string) (net.Listener, error) {
 
 // fail records the first unexpected stop for Failed.
 func (r *Relay) fail(err error) {
-	if r.stopping.Load() {
+	if r.life.stopping() {
 		return
 	}
 	r.lg.Error("relay stopped unexpectedly", zap.Error(err))
 	select {
-	case r.failed <- err:
+	case r.life.failed <- err:
 	default:
 	}
 }
 
 // Failed delivers the first error that stopped a server or component
 // before Close (a process should then Close and exit non-zero).
-func (r *Relay) Failed() <-chan error { return r.failed }
+func (r *Relay) Failed() <-chan error { return r.life.failed }
 
 // XDSAddr is the bound downstream address ("" before Start).
 func (r *Relay) XDSAddr() string {
@@ -335,7 +301,7 @@ func (r *Relay) config() *config.Config { return r.cfg.Load() }
 
 // readiness is nil while the relay serves and every readiness check passes.
 func (r *Relay) readiness() error {
-	if !r.serving.Load() {
+	if !r.life.is(phaseServing) {
 		return errors.New("not serving")
 	}
 	for _, check := range r.checks {
@@ -359,37 +325,31 @@ func (r *Relay) readiness() error {
 // called more than once (later calls wait for the first), and before
 // Start.
 func (r *Relay) Close() error {
-	r.mu.Lock()
-	prev := r.state
-	r.state = stateClosed
-	cancel := r.cancel
-	r.mu.Unlock()
+	prev, cancel := r.life.close()
 	switch prev {
-	case stateClosed:
-		<-r.closed // another Close is under way or done: wait for it
+	case phaseNew:
+		defer r.life.closed()
+		r.stops.release() // components built in New may run goroutines
 		return nil
-	case stateNew:
-		defer close(r.closed)
-		r.drain()
-		r.grpc.Stop()
-		r.runStops() // components built in New may run goroutines
+	case phaseServing:
+	default:
+		<-r.life.done // another Close is under way or done: wait for it
 		return nil
 	}
-	defer close(r.closed)
+	defer r.life.closed()
 
-	// A reload under way finishes first; none starts after (state).
+	// A reload under way finishes first; none starts after (life: draining).
 	r.reloadMu.Lock()
 	cfg := r.config()
 	r.reloadMu.Unlock()
 
-	r.serving.Store(false)
 	r.m.ready.Set(0)
 	r.health.Shutdown()
 	if d := cfg.Downstream.DrainDelay; d > 0 {
 		r.lg.Info("draining: not ready; serving on until load balancers notice", zap.Duration("drain_delay", d))
 		time.Sleep(d) // nothing to wait on: the delay is the point
 	}
-	r.stopping.Store(true)
+	r.life.stop()
 	cancel()
 
 	grace := cfg.ShutdownGracePeriod
@@ -401,7 +361,7 @@ func (r *Relay) Close() error {
 		close(grpcStopped)
 	}()
 	r.endInWaves(ctx, cfg.Downstream.DrainWaves, min(cfg.Downstream.DrainDuration, grace/2))
-	r.drain() // end whatever is left (see drainStreams)
+	r.life.drain() // end whatever is left (see drainStreams)
 	var errs []error
 	if err := r.http.Shutdown(ctx); err != nil {
 		_ = r.http.Close()
@@ -421,7 +381,7 @@ func (r *Relay) Close() error {
 		<-grpcStopped
 	}
 	r.wg.Wait()
-	r.runStops()
+	r.stops.release()
 	r.lg.Info("relay stopped")
 	return errors.Join(errs...)
 }

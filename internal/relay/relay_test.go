@@ -9,11 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -22,6 +26,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -565,5 +571,43 @@ func TestDownstreamStreamsPerConnection(t *testing.T) {
 		}
 	case <-time.After(xdstest.WaitTimeout):
 		t.Fatal("third stream not served after one ended")
+	}
+}
+
+// TestNewFailureReleases: New failing part way releases what it built so
+// far through the one release path (onStop), leaving no goroutine behind:
+// once at the upstream credentials (the cache built), once at the access
+// policy (cache and upstream built).
+func TestNewFailureReleases(t *testing.T) {
+	garbage := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		edit    func(c *config.Config)
+		wantErr string
+	}{
+		{name: "upstream CA does not load", edit: func(c *config.Config) {
+			c.Upstream.TLS = config.ClientTLS{Enabled: true, CAFile: garbage}
+		}, wantErr: "no PEM certificates"},
+		{name: "access rule without a matcher", edit: func(c *config.Config) {
+			c.Authorities[0].Allow = []access.Rule{{}}
+		}, wantErr: "access:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			c := testConfig(t)
+			tt.edit(c)
+			r, err := New(c, zaptest.NewLogger(t), prometheus.NewRegistry())
+			if err == nil {
+				_ = r.Close()
+				t.Fatalf("New succeeded, want an error containing %q", tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("New: %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
 	}
 }

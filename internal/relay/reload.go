@@ -69,10 +69,7 @@ func (r *Relay) Reload() error {
 func (r *Relay) ReloadConfig(next *config.Config) error {
 	r.reloadMu.Lock()
 	defer r.reloadMu.Unlock()
-	r.mu.Lock()
-	closed := r.state == stateClosed
-	r.mu.Unlock()
-	if closed {
+	if r.life.closing() {
 		return ErrClosed
 	}
 	if next == nil {

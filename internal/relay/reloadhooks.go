@@ -43,7 +43,7 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		if slices.EqualFunc(old.Authorities, next.Authorities, sameUpstream) {
 			return nil
 		}
-		auths, err := r.upCreds.authorities(next)
+		auths, err := upstreamAuthorities(next, r.upCreds)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/internal/creds"
 )
 
 // restListener is the optional listener of REST-JSON polling (config
@@ -30,7 +32,7 @@ func (r *Relay) buildREST(lg *zap.Logger) error {
 	if r.config().RESTListen == "" || r.rest.handler == nil {
 		return nil
 	}
-	tc, err := r.config().Downstream.TLS.TLSConfig(tlsReloadError(lg))
+	tc, err := creds.ServerTLSConfig(r.config().Downstream.TLS, tlsReloadError(lg))
 	if err != nil {
 		return fmt.Errorf("rest_listen TLS: %w", err)
 	}

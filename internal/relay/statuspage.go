@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -74,13 +73,14 @@ func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstr
 		pageHeaders(w, "text/html; charset=utf-8")
 		_, _ = w.Write(buf.Bytes())
 	}))
-	a.handle(StatusPath, "everything the status page shows (JSON)", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, s.status())
+	a.handle(StatusPath, "everything the status page shows (JSON)", jsonPage(StatusPath, func(_ *http.Request, h http.Header) (any, error) {
+		h.Set("Cache-Control", "no-store")
+		return s.status(), nil
 	}))
 	a.handle(statusJSPath, "", assetHandler("assets/status.js", "text/javascript; charset=utf-8"))
 	a.handle(statusCSSPath, "", assetHandler("assets/status.css", "text/css; charset=utf-8"))
-	a.handle(cache.CachePath, "cached keys: versions, watchers, bytes; ?prefix= ?authority= ?type= ?limit= (default 1000, at most 10000) (JSON)", c.InspectHandler())
-	a.handle(downstream.NacksPath, "the latest 50 client NACKs with their error (JSON)", ds.NacksHandler())
+	a.handle(cache.CachePath, "cached keys: versions, watchers, bytes; ?prefix= ?authority= ?type= ?limit= (default 1000, at most 10000) (JSON)", cachePage(c))
+	a.handle(downstream.NacksPath, "the latest 50 client NACKs with their error (JSON)", nacksPage(ds))
 	a.handle(ConfigPath, "the running config, secrets redacted (YAML; ?format=json)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cfg := s.config()
 		var out []byte
@@ -126,14 +126,6 @@ func assetHandler(name, ctype string) http.Handler {
 		pageHeaders(w, ctype)
 		_, _ = w.Write(body)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // the client hung up: nothing to do
 }
 
 // The formatting below is mirrored by assets/status.js.

@@ -43,7 +43,7 @@ func deltaAnswers(u cache.Update, sent, answeredAt, awaiting map[string]int) []s
 			out = append(out, n)
 		}
 	}
-	if len(u.Resources) == 0 && len(u.Removed) == 0 {
+	if len(u.Resources) == 0 && len(u.Removed) == 0 && len(u.Errors) == 0 {
 		answer(cache.Wildcard)
 	}
 	// counts: name, in this response, answers a collection subscribed by

@@ -225,6 +225,7 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 			u.Complete = append(u.Complete, n)
 		}
 	}
+	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
 	l.mgr.cache.Apply(u)
 	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce()}); err != nil {
 		return fmt.Errorf("upstream %s: send ACK: %w", l.id.Authority, err)

@@ -286,6 +286,10 @@ func (l *link) run(ctx context.Context) {
 		}
 		if err != nil {
 			l.setError(err)
+			if !healthy && idx == 0 {
+				// Every origin was tried and none answered.
+				l.noOriginAnswers(err)
+			}
 		}
 		d := b.wait()
 		l.lg.Warn("upstream stream lost; reconnecting", zap.String("origin", origin), zap.Error(err),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -24,6 +25,9 @@ type metrics struct {
 	responseTimeouts *prometheus.CounterVec
 	// originCheckFailures: label authority (origincheck.go).
 	originCheckFailures *prometheus.CounterVec
+	// resourceErrors: labels authority, type (xdstype.Label), code
+	// (cache.CodeLabel): resource_errors received from origins.
+	resourceErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -68,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "origin_check_failures_total",
 			Help: "Checks of an origin (resolve and connect, or a file source's directory) that failed, at start, after a reload or after an attempt that got no answer, by authority.",
 		}, []string{"authority"}),
+		resourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "upstream", Name: "resource_errors_total",
+			Help: "Resource errors (resource_errors) received from origins in accepted responses, by authority, type and code.",
+		}, []string{"authority", "type", "code"}),
 	}
 	// Every type's series exists from start, at zero; the authorities'
 	// come with setAuthorities.
@@ -76,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.nacks.WithLabelValues(t)
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts, m.originCheckFailures)
+		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts, m.originCheckFailures, m.resourceErrors)
 	}
 	return m
 }
@@ -98,6 +106,7 @@ func (m *metrics) setAuthorities(prev, next []string) {
 		gone := prometheus.Labels{"authority": a}
 		m.streams.DeletePartialMatch(gone)
 		m.refusedTypes.DeletePartialMatch(gone)
+		m.resourceErrors.DeletePartialMatch(gone)
 		for _, c := range m.authorityCounters() {
 			c.DeletePartialMatch(gone)
 		}
@@ -109,6 +118,20 @@ func (m *metrics) setAuthorities(prev, next []string) {
 		}
 		for _, t := range xdstype.Labels() {
 			m.refusedTypes.WithLabelValues(a, t)
+			for _, c := range cache.CodeLabels() {
+				m.resourceErrors.WithLabelValues(a, t, c)
+			}
 		}
+	}
+}
+
+// countResourceErrors counts the resource errors of an accepted update.
+func (m *metrics) countResourceErrors(authority string, u cache.Update) {
+	if len(u.Errors) == 0 {
+		return
+	}
+	t := xdstype.Label(u.TypeURL)
+	for _, re := range u.Errors {
+		m.resourceErrors.WithLabelValues(authority, t, cache.CodeLabel(re.Detail)).Inc()
 	}
 }

@@ -46,14 +46,14 @@ type Authority struct {
 	// another relay.
 	GlobCollections string
 	// Credentials secure the connections to this authority's origins
-	// (TLSCredentials); nil: the Manager's, plaintext unless
+	// (internal/creds.TLSCredentials); nil: the Manager's, plaintext unless
 	// Options.DialOptions set others. Connections to an origin are shared
 	// only by authorities with the same Credentials value, so give
 	// authorities with equal settings one value (a pointer) and others
 	// their own.
 	Credentials credentials.TransportCredentials
 	// PerRPC is sent on each stream to this authority's origins
-	// (BearerCredentials); nil: nothing.
+	// (internal/creds.BearerCredentials); nil: nothing.
 	PerRPC credentials.PerRPCCredentials
 }
 

@@ -148,7 +148,10 @@ func (l *link) answerAbsent() {
 		}
 		updates = append(updates, u)
 	}
+	l.status.unavailable = false
 	l.mu.Unlock()
+	// Its names are absent now, not waiting for an origin.
+	l.mgr.cache.SetStreamError(l.id, nil)
 	for _, u := range updates {
 		l.mgr.cache.Apply(u)
 	}

@@ -141,6 +141,7 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 	}
 	_, wants := l.snapshot()
 	reask := l.sotwAnswers(&u, t, wants[t], answers)
+	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
 	l.mgr.cache.Apply(u)
 	l.sotwVersions[t] = r.GetVersionInfo()
 	if err := l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{
@@ -195,6 +196,9 @@ func (l *link) sotwAnswers(u *cache.Update, t string, w *want, answers map[strin
 		if c, err := cache.CanonicalName(r.Name); err == nil {
 			in[c] = struct{}{}
 		}
+	}
+	for _, re := range u.Errors {
+		in[re.Name] = struct{}{} // the origin spoke for it: nothing to ask again
 	}
 	for n := range w.names {
 		if _, ok := answers[n]; ok {

@@ -1,13 +1,15 @@
 package upstream
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
@@ -50,6 +52,9 @@ type linkState struct {
 	lastErr      string
 	lastErrAt    time.Time
 	lastResponse time.Time
+	// unavailable: the cache was told no origin answers the link
+	// (noOriginAnswers), and not yet that one does.
+	unavailable bool
 }
 
 func (l *link) setState(origin, state string) {
@@ -69,7 +74,12 @@ func (l *link) answered() {
 	l.mu.Lock()
 	l.status.state, l.status.lastResponse = "open", time.Now()
 	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
+	clearUnavailable := l.status.unavailable
+	l.status.unavailable = false
 	l.mu.Unlock()
+	if clearUnavailable {
+		l.mgr.cache.SetStreamError(l.id, nil)
+	}
 }
 
 // originAlive records an answered liveness probe (probe.go): the origin
@@ -78,7 +88,35 @@ func (l *link) originAlive() {
 	l.mu.Lock()
 	l.status.state = "open"
 	l.status.lastErr, l.status.lastErrAt = "", time.Time{}
+	clearUnavailable := l.status.unavailable
+	l.status.unavailable = false
 	l.mu.Unlock()
+	if clearUnavailable {
+		l.mgr.cache.SetStreamError(l.id, nil)
+	}
+}
+
+// noOriginAnswers tells the cache that no origin of the authority answers
+// the link (every one was tried and none answered, err the last attempt's
+// error): the link's pending names get the relay's UNAVAILABLE
+// (resource_errors), so clients learn it now rather than by their own
+// timers. The next answer clears it (answered, originAlive).
+func (l *link) noOriginAnswers(err error) {
+	l.mu.Lock()
+	already := l.status.unavailable
+	l.status.unavailable = true
+	l.mu.Unlock()
+	if already {
+		return
+	}
+	// The message names the authority only, not the group key, the
+	// origins' addresses or the transport's error text (logged here):
+	// every client of the link reads it.
+	l.mgr.cache.SetStreamError(l.id, &statuspb.Status{
+		Code:    int32(codes.Unavailable),
+		Message: "xds-relay: no origin of authority " + l.id.Authority + " answers; the resource is requested and will be sent once one does",
+	})
+	l.lg.Debug("clients told no origin answers (UNAVAILABLE for pending names)", zap.Error(err))
 }
 
 func (l *link) describe(now time.Time) LinkStatus {
@@ -135,31 +173,25 @@ func (m *Manager) Status() []LinkStatus {
 	return out
 }
 
-// StatusHandler serves Status as JSON, with an "unused" row (its origin
-// checks) for each authority that has no link yet; mount it at
-// UpstreamsPath.
-func (m *Manager) StatusHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		out := m.Status()
-		m.mu.Lock()
-		auths := sortedAuthorities(m.auths)
-		m.mu.Unlock()
-		linked := make(map[string]bool, len(auths))
-		for _, st := range out {
-			linked[st.Authority] = true
+// Links is what UpstreamsPath shows: Status, with an "unused" row (its
+// origin checks) for each authority that has no link yet, by authority.
+func (m *Manager) Links() []LinkStatus {
+	out := m.Status()
+	m.mu.Lock()
+	auths := sortedAuthorities(m.auths)
+	m.mu.Unlock()
+	linked := make(map[string]bool, len(auths))
+	for _, st := range out {
+		linked[st.Authority] = true
+	}
+	for _, a := range auths {
+		if !linked[a.name] {
+			out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
+				Origins: m.OriginChecks(a.name)})
 		}
-		for _, a := range auths {
-			if !linked[a.name] {
-				out = append(out, LinkStatus{Authority: a.name, State: "unused", Subscriptions: map[string]int{},
-					Origins: m.OriginChecks(a.name)})
-			}
-		}
-		slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out) // the client hung up: nothing to do
-	})
+	}
+	slices.SortStableFunc(out, func(a, b LinkStatus) int { return strings.Compare(a.Authority, b.Authority) })
+	return out
 }
 
 // Ready returns why some link cannot serve yet (for /readyz): no origin

@@ -10,6 +10,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -310,4 +311,11 @@ func TestNewValidatesOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unkeyableCreds is a credentials value that is not comparable, so it
+// cannot key a shared connection (New refuses it).
+type unkeyableCreds struct {
+	credentials.TransportCredentials
+	_ []int
 }

@@ -6,6 +6,7 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -86,6 +87,31 @@ func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now t
 		}
 		u.Removed = append(u.Removed, c)
 	}
+	return resourceErrors(u, r.GetResourceErrors())
+}
+
+// resourceErrors adds a response's resource_errors (xRFC TP3) to u, each
+// under its canonical name ("" and "*" are the Wildcard). A NOT_FOUND is
+// also a removal: the spec makes it one, and what a response answers
+// (answered.go) counts it as such.
+func resourceErrors(u cache.Update, errs []*discoveryv3.ResourceError) (cache.Update, error) {
+	for i, re := range errs {
+		name := re.GetResourceName().GetName()
+		if re.GetErrorDetail() == nil {
+			return u, rejectf("resource_errors[%d] (%q) has no error_detail", i, name)
+		}
+		c := cache.Wildcard
+		if name != "" {
+			var err error
+			if c, err = cache.CanonicalName(name); err != nil {
+				return u, rejectf("resource_errors[%d] name %q is not valid: %v", i, name, err)
+			}
+		}
+		u.Errors = append(u.Errors, cache.ResourceError{Name: c, Detail: re.GetErrorDetail()})
+		if codes.Code(re.GetErrorDetail().GetCode()) == codes.NotFound {
+			u.Removed = append(u.Removed, c)
+		}
+	}
 	return u, nil
 }
 
@@ -145,5 +171,5 @@ func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Ti
 		}
 		u.Resources = append(u.Resources, cr)
 	}
-	return u, nil
+	return resourceErrors(u, r.GetResourceErrors())
 }

@@ -1,0 +1,104 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces path with data atomically: a temporary file
+// in the same directory is written, synced and renamed over path, and the
+// directory is synced, so path holds either the old snapshot or the new
+// one, whole, even across a crash.
+func WriteFile(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("snapshot %s: create temporary file: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("snapshot %s: write %s: %w", path, tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("snapshot %s: sync %s: %w", path, tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("snapshot %s: close %s: %w", path, tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("snapshot %s: rename: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		// The rename is durable once the directory is synced; a file
+		// system that cannot sync a directory still has the file.
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// ReadFile reads path whole, refusing a file larger than maxBytes
+// (maxBytes <= 0: no bound), and anything but a regular file of this
+// process's user that no other user may write (ErrUntrusted; see
+// openTrusted). Opening it never blocks. A missing file is an error
+// wrapping fs.ErrNotExist.
+func ReadFile(path string, maxBytes int64) ([]byte, error) {
+	f, fi, err := openTrusted(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	defer f.Close()
+	if maxBytes > 0 && fi.Size() > maxBytes {
+		return nil, fmt.Errorf("snapshot %s: %w: %d bytes, more than %d", path, ErrTooLarge, fi.Size(), maxBytes)
+	}
+	r := io.Reader(f)
+	if maxBytes > 0 {
+		r = io.LimitReader(f, maxBytes+1)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: read: %w", path, err)
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, fmt.Errorf("snapshot %s: %w: more than %d bytes", path, ErrTooLarge, maxBytes)
+	}
+	return data, nil
+}
+
+// openTrusted opens path for reading without blocking (a FIFO or a device
+// at the path cannot hold the start up) and checks the opened file (fstat:
+// what is checked is what is read) with trusted. Anything else is refused
+// with ErrUntrusted: the checksum and the config fingerprint are
+// not authentication, anyone who can write the file could make the relay
+// serve what they wrote.
+func openTrusted(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = trusted(fi)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// isNotExist is errors.Is(err, fs.ErrNotExist).
+func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
