@@ -77,13 +77,13 @@ func (w *work) diffLocked(variant string) *diff {
 		}
 	}
 	for i := range w.probes {
-		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.held(p.name) {
+		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.holdsBack(p.name) {
 			d.directOrAliasLocked(p, variant)
 		}
 	}
 	for i := range w.probes {
 		p := &w.probes[i]
-		if !p.collection || !stillSubscribedLocked(ts, p) || d.held(p.name) {
+		if !p.collection || !stillSubscribedLocked(ts, p) || d.holdsBack(p.name) {
 			continue
 		}
 		s := ts.subs[p.name]

@@ -21,8 +21,9 @@ import (
 // about (forced ones) are awaited together (typeState.gather): while one
 // of them is still pending in the cache, the writer holds all of them back
 // (they stay forced, so every round looks them up again) and sends
-// everything else of the type as usual; once none is pending (present or
-// absent), they go out together, in one response. A name the origin is
+// everything else of the type as usual; once none is pending (present,
+// absent, or with a resource error), they go out together, in one
+// response. A name the origin is
 // slow to answer holds the others back for at most the window
 // (Options.GatherWindow), armed when the writer first holds them back:
 // then what is known goes out, and the rest as it comes. Names not
@@ -74,7 +75,7 @@ func (ss *session) gatherRoundLocked(rd *round, w *work) {
 		// A collection's answer is announced as its members (or itself,
 		// when empty): keys not awaited, so they wake the writer.
 		p := &w.probes[i]
-		if !p.collection && p.state == cache.StatePending && w.diff.hold.awaits(p.name) {
+		if !p.collection && !answered(p) && w.diff.hold.awaits(p.name) {
 			if ss.awaiting == nil {
 				ss.awaiting = make(map[cache.Key]struct{})
 			}
@@ -128,7 +129,7 @@ func (ss *session) holdLocked(w *work) *gathering {
 	}
 	for i := range w.probes {
 		p := &w.probes[i]
-		if p.member || p.state != cache.StatePending || !g.awaits(p.name) || !stillSubscribedLocked(ts, p) {
+		if p.member || answered(p) || !g.awaits(p.name) || !stillSubscribedLocked(ts, p) {
 			continue
 		}
 		if g.stop == nil {
@@ -197,6 +198,10 @@ func (ss *session) keepSetsLocked(rd *round, typeURL string) {
 	rd.sets = kept
 }
 
-// held reports whether the diff holds name back (an awaited name while the
-// type is gathering).
-func (d *diff) held(name string) bool { return d.hold != nil && d.hold.awaits(name) }
+// answered reports whether a probe's lookup answers its name: present,
+// absent, or pending with a resource error (the client is sent the error).
+func answered(p *probe) bool { return p.state != cache.StatePending || p.err != nil }
+
+// holdsBack reports whether the diff holds name back (an awaited name
+// while the type is gathering).
+func (d *diff) holdsBack(name string) bool { return d.hold != nil && d.hold.awaits(name) }

@@ -316,3 +316,20 @@ func TestGatherQuietUntilComplete(t *testing.T) {
 		})
 	}
 }
+
+// A name the origin answers with a resource error is answered, as one
+// present or absent is: the others held back with it go out in the same
+// response, beside the error.
+func TestGatherEndsOnResourceError(t *testing.T) {
+	e, sub, _ := gatherEnv(t)
+	d := e.delta()
+	names, rs := eds("e", 3)
+	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: names})
+	<-sub.subscribed
+	e.answer(rs[:2]...)
+	d.None()
+	e.cache.setError(key(edsType, names[2]), unavailable)
+	checkDelta(t, deltaWithErrors(edsType, nil, []*discoveryv3.ResourceError{resourceError(names[2], unavailable)},
+		dres(names[0], rs[0]), dres(names[1], rs[1])), d.Recv())
+	d.None()
+}
