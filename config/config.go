@@ -222,6 +222,14 @@ type Downstream struct {
 	// long poll with a current version_info waits for a change (then
 	// 304). Default 5s. Needs a restart to change.
 	FetchWait time.Duration `yaml:"fetch_wait"`
+	// GatherWindow: when a request subscribes to names the relay has not
+	// received yet (a cold relay, or names new to it), the client's
+	// response of that type waits until every name the request added is
+	// resolved (present or absent), so they arrive in one response, but
+	// at most this long; then what is known goes out and the rest as it
+	// comes. Changes to other names are never held back. 0 = no wait.
+	// Default 2s. Needs a restart to change.
+	GatherWindow time.Duration `yaml:"gather_window"`
 	// Limits bound what one client can make the relay hold.
 	Limits Limits `yaml:"limits"`
 	// REST bounds the time of REST-JSON polls (rest_listen).
@@ -428,6 +436,7 @@ const (
 	DefaultShutdownGracePeriod   = 10 * time.Second
 	DefaultSendTimeout           = 30 * time.Second
 	DefaultFetchWait             = 5 * time.Second
+	DefaultGatherWindow          = 2 * time.Second
 	DefaultDownstreamMaxRecv     = 16 * MiB
 	DefaultDownstreamMaxSend     = 64 * MiB
 	DefaultUpstreamMaxRecv       = 64 * MiB
@@ -489,6 +498,7 @@ func Default() *Config {
 			MaxSendMsgSize: DefaultDownstreamMaxSend,
 			SendTimeout:    DefaultSendTimeout,
 			FetchWait:      DefaultFetchWait,
+			GatherWindow:   DefaultGatherWindow,
 
 			MaxConnectionAge:      DefaultMaxConnectionAge,
 			MaxConnectionAgeGrace: DefaultMaxConnectionAgeGrace,

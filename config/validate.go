@@ -153,6 +153,7 @@ func (v *validator) downstream() {
 	v.msgSize("downstream.max_send_msg_size", d.MaxSendMsgSize)
 	v.positive("downstream.send_timeout", d.SendTimeout)
 	v.positive("downstream.fetch_wait", d.FetchWait)
+	v.nonNegative("downstream.gather_window", d.GatherWindow)
 	v.lifecycle()
 	l := d.Limits
 	v.positiveCount("downstream.limits.max_streams", l.MaxStreams)

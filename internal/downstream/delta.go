@@ -83,6 +83,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			}
 		}
 	}
+	var owed []string
 	for _, r := range rs {
 		if r.err != nil {
 			ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
@@ -94,8 +95,10 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			// The server must send every name in resource_names_subscribe,
 			// unless the client just told us its version (reconnect).
 			ts.force[r.name] = struct{}{}
+			owed = append(owed, r.name)
 		}
 	}
+	ss.gatherLocked(ts, owed) // answered together (gather.go)
 	if len(rs) > 0 || len(unsubscribe) > 0 || first {
 		ts.evalAll = true
 	}

@@ -43,6 +43,9 @@ type diff struct {
 	fullLookup bool
 	// seq: the response this diff becomes (held.seq), set by its builder.
 	seq uint64
+	// hold: the type is gathering (gather.go); its awaited names are left
+	// for a later response, as are names that cannot be served.
+	hold *gathering
 }
 
 // reset empties d for reuse, dropping its references to resources;
@@ -74,13 +77,13 @@ func (w *work) diffLocked(variant string) *diff {
 		}
 	}
 	for i := range w.probes {
-		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) {
+		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.holdsBack(p.name) {
 			d.directOrAliasLocked(p, variant)
 		}
 	}
 	for i := range w.probes {
 		p := &w.probes[i]
-		if !p.collection || !stillSubscribedLocked(ts, p) {
+		if !p.collection || !stillSubscribedLocked(ts, p) || d.holdsBack(p.name) {
 			continue
 		}
 		s := ts.subs[p.name]
@@ -98,7 +101,9 @@ func (w *work) diffLocked(variant string) *diff {
 		}
 	}
 	d.forcedLocked()
-	d.unknownLocked()
+	if d.hold == nil {
+		d.unknownLocked()
+	}
 	return d
 }
 

@@ -95,6 +95,8 @@ func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOp
 		Registry:    e.reg,
 		// As the relay serves: the fan-out fast path on (shared.go).
 		SharedEncoding: true,
+		// As the relay serves; the window's own tests fake its timer.
+		GatherWindow: config.DefaultGatherWindow,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ type metrics struct {
 	limitRejections  *prometheus.CounterVec // limit (limits.go)
 	accessDenied     *prometheus.CounterVec // type, authority (access.go)
 	nodeDenied       prometheus.Counter     // access.go
+	gatherExpired    *prometheus.CounterVec // type (gather.go)
 	// resourceErrors: type, code (cache.CodeLabel): resource_errors sent
 	// (resourceerrors.go).
 	resourceErrors *prometheus.CounterVec
@@ -74,6 +75,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "node_identity_denied_total",
 			Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
 		}),
+		gatherExpired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "downstream", Name: "gather_expired_total",
+			Help: "Gather windows (downstream.gather_window) that passed before every name a request subscribed was resolved, by type URL: what was known went out, the rest as it came.",
+		}, []string{"type"}),
 		resourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "resource_errors_sent_total",
 			Help: "Resource errors (resource_errors) sent to clients, the origins' and the relay's own, by type URL and code.",
@@ -85,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.streams.WithLabelValues(v)
 	}
 	for _, t := range xdstype.Labels() {
-		for _, c := range []*prometheus.CounterVec{m.requests, m.responses, m.nacks, m.responseResource, m.sharedResponses} {
+		for _, c := range []*prometheus.CounterVec{m.requests, m.responses, m.nacks, m.responseResource, m.sharedResponses, m.gatherExpired} {
 			c.WithLabelValues(t)
 		}
 		for _, r := range requestErrorReasons {
@@ -101,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
 			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
-			m.accessDenied, m.nodeDenied, m.resourceErrors)
+			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired)
 	}
 	return m
 }

@@ -71,6 +71,12 @@ type Options struct {
 	// Authorities are the configured authorities' names: their metric
 	// series exist from start, at zero. SetAuthorities replaces them.
 	Authorities []string
+	// GatherWindow bounds how long a type's response waits for the names
+	// a request subscribed that the relay has not received yet, so they go
+	// out in one response (gather.go; config downstream.gather_window,
+	// which holds the default). 0: no wait, each response carries what is
+	// known when it is built.
+	GatherWindow time.Duration
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -95,6 +101,10 @@ type Server struct {
 	// sendHook runs in the writer before each response's last check
 	// (sendAll). Tests only; set before serving.
 	sendHook func(typeURL string)
+	// gatherWindow: Options.GatherWindow; afterFunc arms its timers
+	// (time.AfterFunc; tests replace it before serving). read-only after New
+	gatherWindow time.Duration
+	afterFunc    func(d time.Duration, f func()) (stop func() bool)
 	// sharedEncoding: Options.SharedEncoding. read-only after New
 	sharedEncoding bool
 	openStreams    atomic.Int64 // client streams admitted (admitStream)
@@ -130,8 +140,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Resolver == nil {
 		return nil, errors.New("downstream: Options.Resolver is nil")
 	}
-	if opts.SendTimeout <= 0 || opts.FetchWait < 0 {
-		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v not negative", opts.SendTimeout, opts.FetchWait)
+	if opts.SendTimeout <= 0 || opts.FetchWait < 0 || opts.GatherWindow < 0 {
+		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v and gather window %v not negative",
+			opts.SendTimeout, opts.FetchWait, opts.GatherWindow)
 	}
 	if err := opts.Limits.validate(); err != nil {
 		return nil, err
@@ -152,6 +163,9 @@ func New(opts Options) (*Server, error) {
 		wrappers:    newWrapperCache(),
 		names:       newNameTable(),
 		counts:      newClientCounts(),
+
+		gatherWindow: opts.GatherWindow,
+		afterFunc:    timeAfterFunc,
 
 		sharedEncoding: opts.SharedEncoding,
 	}

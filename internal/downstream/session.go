@@ -66,6 +66,12 @@ type session struct {
 	// keep an old change's resources and encodings alive.
 	sets    []*cache.ChangeSet // guarded by mu
 	lastSet uint64             // guarded by mu
+	// awaiting: the keys of names the writer held back in its last round
+	// that were still pending (gather.go); noted: a key outside it was
+	// notified since. A Flush that brings only some of them wakes no
+	// writer. Guarded by mu.
+	awaiting map[cache.Key]struct{}
+	noted    bool
 	// decisions caches access decisions made under the policy decidedBy;
 	// nodeCheckedBy is the policy the node was last checked under
 	// (access.go). Guarded by mu.
@@ -105,6 +111,9 @@ func newSession(srv *Server, variant, fixedType, peer string, cert access.Identi
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
 	ss.dirty[k] = struct{}{}
+	if ss.awaiting != nil {
+		ss.noteAwaitedLocked(k) // gather.go
+	}
 	ss.writer.announceLocked()
 	ss.mu.Unlock()
 }
@@ -131,6 +140,10 @@ func (ss *session) Flush(cs *cache.ChangeSet) {
 		ss.lastSet = cs.Seq()
 		cs.Take()
 		ss.sets = append(ss.sets, cs)
+	}
+	if ss.awaiting != nil && ss.quietLocked() {
+		ss.mu.Unlock()
+		return // only part of what is gathered: nothing to send yet
 	}
 	start := ss.wakeLocked()
 	ss.mu.Unlock()
@@ -505,6 +518,7 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	writerEnd := ss.writer.closeLocked()
 	sets := ss.sets
 	ss.sets = nil
+	ss.endGathersLocked()
 	ss.mu.Unlock()
 	for _, cs := range sets {
 		cs.Done() // no response will carry them any more

@@ -86,6 +86,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	var ch change
 	ss.mu.Lock()
 	removedAny := ts.keepOnlyLocked(names, &ch)
+	var owed []string
 	for _, r := range rs {
 		if r.err != nil {
 			// Logged and counted; answered once with a NOT_FOUND
@@ -99,7 +100,9 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		ts.subscribeLocked(r, &ch)
 		// Spec: the server must resend any newly requested resource.
 		ts.force[r.name] = struct{}{}
+		owed = append(owed, r.name)
 	}
+	ss.gatherLocked(ts, owed) // answered together (gather.go)
 	if len(rs) > 0 || first || (removedAny && fullStateTypes[typeURL]) {
 		ts.evalAll = true
 	}

@@ -77,6 +77,9 @@ type typeState struct {
 	// evalAll: the subscription set changed; the writer evaluates every
 	// subscription of this type.
 	evalAll bool
+	// gather: names a request subscribed, awaited together (gather.go);
+	// nil when none are.
+	gather *gathering
 	// started: the first request of this type was seen (delta: its
 	// initial_resource_versions apply).
 	started bool

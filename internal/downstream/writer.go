@@ -283,6 +283,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	pol := ss.srv.access.Load()
 	for _, w := range works {
 		ss.checkMembersLocked(pol, w)
+		ss.gatherRoundLocked(rd, w) // gather.go
 	}
 	var lg *zap.Logger
 	if ss.srv.lg.Core().Enabled(zap.DebugLevel) {
@@ -333,6 +334,7 @@ func (ss *session) collectLocked() *round {
 		} // else dropped: an idle session keeps no map sized for its initial sync
 	}()
 	ss.writer.roundLocked()
+	ss.awaiting, ss.noted = nil, false // this round looks them up again (gather.go)
 	rd := roundPool.Get().(*round)
 	rd.sets = append(rd.sets, ss.sets...)
 	clear(ss.sets)

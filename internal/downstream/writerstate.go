@@ -55,6 +55,9 @@ func (w *writerState) flushLocked() bool {
 // heldLocked reports whether the writer must leave the dirty set alone.
 func (w *writerState) heldLocked() bool { return w.handling > 0 || w.announcing }
 
+// runningLocked reports whether a writer runs.
+func (w *writerState) runningLocked() bool { return w.running }
+
 // closedLocked reports whether the handler returned.
 func (w *writerState) closedLocked() bool { return w.closed }
 

@@ -126,6 +126,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		Limits:         downstreamLimits(cfg),
 		ControlPlaneID: cfg.ControlPlaneIdentifier(),
 		Authorities:    cfg.AuthorityNames(),
+		GatherWindow:   cfg.Downstream.GatherWindow,
 	})
 	if err != nil {
 		return nil, err
