@@ -19,7 +19,7 @@ func TestInventedTypeLabel(t *testing.T) {
 	const invented = "type.googleapis.com/made.up.Type"
 	o := newScriptedOrigin(t)
 	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
-	k := cache.Key{Stream: cache.StreamID{Authority: "origin"}, TypeURL: invented, Name: "x"}
+	k := cache.Key{Link: cache.LinkID{Authority: "origin"}, TypeURL: invented, Name: "x"}
 	w := newWatcher()
 	r.c.Watch(w, nil, k) // a miss: pending
 	o.next("subscription to x", subscribes(invented, "x"))

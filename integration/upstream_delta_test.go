@@ -15,10 +15,10 @@ import (
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
-var legacyStream = cache.StreamID{Authority: "origin", Group: "g1"}
+var legacyStream = cache.LinkID{Authority: "origin", Group: "g1"}
 
 func cdsKey(name string) cache.Key {
-	return cache.Key{Stream: legacyStream, TypeURL: resource.ClusterType, Name: name}
+	return cache.Key{Link: legacyStream, TypeURL: resource.ClusterType, Name: name}
 }
 
 // subscribedNames lists, in order, every name the origin was asked to

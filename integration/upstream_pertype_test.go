@@ -33,7 +33,7 @@ func TestUpstreamPerType(t *testing.T) {
 
 			r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: transport})
 			key := func(typeURL, name string) cache.Key {
-				return cache.Key{Stream: legacyStream, TypeURL: typeURL, Name: name}
+				return cache.Key{Link: legacyStream, TypeURL: typeURL, Name: name}
 			}
 			node := &corev3.Node{Id: "group-node", Cluster: "g1"}
 			w := newWatcher()

@@ -214,7 +214,7 @@ func ldsKey(name string) cache.Key {
 	if err != nil {
 		panic(err)
 	}
-	return cache.Key{Stream: cache.StreamID{Authority: "auth"}, TypeURL: resource.ListenerType, Name: c}
+	return cache.Key{Link: cache.LinkID{Authority: "auth"}, TypeURL: resource.ListenerType, Name: c}
 }
 
 // TestUpstreamNativeGlob: a native glob is subscribed as itself; the first

@@ -188,7 +188,7 @@ func explainXDSTP(stdout io.Writer, cfg *config.Config, typeURL, name string) er
 	}
 	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", typeURL, name, kind)
 	fmt.Fprintf(stdout, "rule:          none (an xdstp name is its own key; the node does not matter)\n")
-	fmt.Fprintf(stdout, "authority:     %s\n", res.Key.Stream.Authority)
+	fmt.Fprintf(stdout, "authority:     %s\n", res.Key.Link.Authority)
 	fmt.Fprintf(stdout, "cache key:     %s\n", res.Key.Name)
 	fmt.Fprintf(stdout, "upstream node: %s (the relay's node, on the authority's one stream)\n", describeNode(&corev3.Node{Id: cfg.Node.ID, Cluster: cfg.Node.Cluster}))
 	return nil

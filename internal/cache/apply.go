@@ -78,7 +78,7 @@ func (c *Cache) Apply(u Update) {
 		arrived = c.now()
 	}
 	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(xdstype.Label(u.TypeURL)))
-	st := streamType{stream: u.Stream, typeURL: u.TypeURL}
+	st := streamType{stream: u.Link, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
@@ -92,10 +92,10 @@ func (c *Cache) Apply(u Update) {
 		c.applyResourceLocked(&a, u, r, inUpdate, now)
 	}
 	for _, name := range u.Removed {
-		c.applyRemovedLocked(&a, Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name})
+		c.applyRemovedLocked(&a, Key{Link: u.Link, TypeURL: u.TypeURL, Name: name})
 	}
 	for _, name := range u.Complete {
-		k := Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name}
+		k := Key{Link: u.Link, TypeURL: u.TypeURL, Name: name}
 		e := c.entries[k]
 		switch {
 		case e == nil:
@@ -111,7 +111,7 @@ func (c *Cache) Apply(u Update) {
 	// After Complete: an error the response carries for a collection it
 	// also answers stays beside the answer.
 	for _, re := range u.Errors {
-		c.applyErrorLocked(&a, u.Stream, u.TypeURL, re, inUpdate)
+		c.applyErrorLocked(&a, u.Link, u.TypeURL, re, inUpdate)
 	}
 	if u.FullState {
 		for _, n := range u.Unanswered {
@@ -155,7 +155,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	if inUpdate != nil {
 		inUpdate[name] = struct{}{}
 	}
-	k := Key{Stream: u.Stream, TypeURL: u.TypeURL, Name: name}
+	k := Key{Link: u.Link, TypeURL: u.TypeURL, Name: name}
 	e := c.entries[k]
 	if r.Heartbeat {
 		c.applyHeartbeatLocked(a, k, e, r, now)

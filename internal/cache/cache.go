@@ -104,9 +104,9 @@ type Cache struct {
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
 	watchers map[Key]*watcherSet
-	// watchedKeys counts the keys of watchers per stream (ReleaseStream).
+	// watchedKeys counts the keys of watchers per stream (ReleaseLink).
 	// guarded by mu
-	watchedKeys map[StreamID]int
+	watchedKeys map[LinkID]int
 	// lru orders unwatched keys, oldest first. guarded by mu
 	lru *simplelru.LRU[Key, *entry]
 	// lruBytes is the bytes of the resources in lru. guarded by mu
@@ -130,7 +130,7 @@ type Cache struct {
 	totals Stats
 	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
 	// no origin answers (SetStreamError). guarded by mu
-	streamErr map[StreamID]*statuspb.Status
+	streamErr map[LinkID]*statuspb.Status
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
@@ -171,8 +171,8 @@ func New(opts Options) *Cache {
 		globMembers:  make(map[Key]map[string]*entry),
 		watchers:     make(map[Key]*watcherSet),
 		aliases:      make(map[Key]*entry),
-		watchedKeys:  make(map[StreamID]int),
-		streamErr:    make(map[StreamID]*statuspb.Status),
+		watchedKeys:  make(map[LinkID]int),
+		streamErr:    make(map[LinkID]*statuspb.Status),
 		lru:          lru,
 	}
 }
@@ -198,7 +198,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		if ws == nil {
 			ws = &watcherSet{}
 			c.watchers[k] = ws
-			c.watchedKeys[k.Stream]++
+			c.watchedKeys[k.Link]++
 		}
 		ws.add(w)
 
@@ -259,8 +259,8 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		delete(c.watchers, k)
-		if c.watchedKeys[k.Stream]--; c.watchedKeys[k.Stream] <= 0 {
-			delete(c.watchedKeys, k.Stream)
+		if c.watchedKeys[k.Link]--; c.watchedKeys[k.Link] <= 0 {
+			delete(c.watchedKeys, k.Link)
 		}
 		e := c.entries[k]
 		if e == nil {
@@ -391,7 +391,7 @@ func (c *Cache) knownLocked(k Key) bool {
 }
 
 func (c *Cache) globKey(k Key, glob string) Key {
-	return Key{Stream: k.Stream, TypeURL: k.TypeURL, Name: glob}
+	return Key{Link: k.Link, TypeURL: k.TypeURL, Name: glob}
 }
 
 // membersLocked returns the entries that are members of collection k: the
@@ -453,7 +453,7 @@ func (c *Cache) heldLocked(e *entry) bool {
 // name the origin sent each under and the origin's version of it: what a
 // delta stream sends as initial_resource_versions when it reconnects, so
 // the origin does not resend what the relay already holds.
-func (c *Cache) Versions(s StreamID, typeURL string) map[string]string {
+func (c *Cache) Versions(s LinkID, typeURL string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	es := c.byType[streamType{stream: s, typeURL: typeURL}]
@@ -470,11 +470,11 @@ func (c *Cache) Versions(s StreamID, typeURL string) map[string]string {
 	return out
 }
 
-// ReleaseStream forgets everything cached for stream s when no client
+// ReleaseLink forgets everything cached for stream s when no client
 // watches any key of it, and reports whether it did. Nothing is
 // unsubscribed: the caller is closing s's upstream link (an idle link).
 // A key watched later is a miss, subscribed anew.
-func (c *Cache) ReleaseStream(s StreamID) bool {
+func (c *Cache) ReleaseLink(s LinkID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.watchedKeys[s] > 0 {
@@ -505,17 +505,17 @@ func (c *Cache) ReleaseStream(s StreamID) bool {
 }
 
 // Watched reports whether some client watches a key of stream s.
-func (c *Cache) Watched(s StreamID) bool { return c.WatchedKeys(s) > 0 }
+func (c *Cache) Watched(s LinkID) bool { return c.WatchedKeys(s) > 0 }
 
 // WatchedKeys returns how many keys of stream s some client watches.
-func (c *Cache) WatchedKeys(s StreamID) int {
+func (c *Cache) WatchedKeys(s LinkID) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.watchedKeys[s]
 }
 
 // Cached reports whether the cache holds a present resource of stream s.
-func (c *Cache) Cached(s StreamID) bool {
+func (c *Cache) Cached(s LinkID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for st, n := range c.present {

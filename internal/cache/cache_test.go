@@ -31,8 +31,8 @@ const (
 )
 
 var (
-	xdstpStream  = StreamID{Authority: "auth"}
-	legacyStream = StreamID{Authority: "auth", Group: "g1"}
+	xdstpStream  = LinkID{Authority: "auth"}
+	legacyStream = LinkID{Authority: "auth", Group: "g1"}
 )
 
 // fakeWatcher records what it is notified of. Notify runs synchronously
@@ -90,11 +90,11 @@ type fakeSubscriber struct {
 	ops []string // guarded by mu
 }
 
-func (s *fakeSubscriber) Subscribe(_ StreamID, _ *corev3.Node, typeURL string, names []string) {
+func (s *fakeSubscriber) Subscribe(_ LinkID, _ *corev3.Node, typeURL string, names []string) {
 	s.record("+", typeURL, names)
 }
 
-func (s *fakeSubscriber) Unsubscribe(_ StreamID, typeURL string, names []string) {
+func (s *fakeSubscriber) Unsubscribe(_ LinkID, typeURL string, names []string) {
 	s.record("-", typeURL, names)
 }
 
@@ -137,7 +137,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	return f
 }
 
-func key(s StreamID, typeURL, name string) Key { return Key{Stream: s, TypeURL: typeURL, Name: name} }
+func key(s LinkID, typeURL, name string) Key { return Key{Link: s, TypeURL: typeURL, Name: name} }
 
 // res is a revision of size bytes that start with the origin's version, so
 // a new version is new content (the cache compares bytes, not versions).
@@ -193,7 +193,7 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 			name: "present key is a hit and notified at once",
 			prepare: func(f *fixture, w1 *fakeWatcher) {
 				f.c.Watch(w1, nil, a)
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
+				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
 			},
 			k:          a,
 			wantHits:   1,
@@ -204,7 +204,7 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 			name: "absent key is a hit and notified",
 			prepare: func(f *fixture, w1 *fakeWatcher) {
 				f.c.Watch(w1, nil, a)
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Removed: []string{"a"}})
+				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Removed: []string{"a"}})
 			},
 			k:          a,
 			wantHits:   1,
@@ -215,7 +215,7 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 			name: "unwatched key still cached is a hit",
 			prepare: func(f *fixture, w1 *fakeWatcher) {
 				f.c.Watch(w1, nil, a)
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
+				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
 				f.c.Unwatch(w1, a)
 			},
 			k:          a,
@@ -227,7 +227,7 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 			name: "known empty glob is a hit, notified of the glob itself",
 			prepare: func(f *fixture, w1 *fakeWatcher) {
 				f.c.Watch(w1, nil, glob)
-				f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Removed: []string{glob.Name}})
+				f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Removed: []string{glob.Name}})
 			},
 			k:          glob,
 			wantHits:   1,
@@ -238,7 +238,7 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 			name: "known glob is a hit, notified of each member",
 			prepare: func(f *fixture, w1 *fakeWatcher) {
 				f.c.Watch(w1, nil, glob)
-				f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Complete: []string{glob.Name}, Resources: []*Resource{
+				f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Complete: []string{glob.Name}, Resources: []*Resource{
 					res("xdstp://auth/envoy.config.listener.v3.Listener/dir/x", "1", 1),
 					res("xdstp://auth/envoy.config.listener.v3.Listener/dir/y", "1", 1),
 				}})
@@ -308,11 +308,11 @@ func TestApplyNotifiesOnChangeOnly(t *testing.T) {
 			w, other := &fakeWatcher{}, &fakeWatcher{}
 			f.c.Watch(w, nil, a)
 			f.c.Watch(other, nil, key(legacyStream, lds, "b"))
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
 			if diff := cmp.Diff([]string{"a"}, w.take()); diff != "" {
 				t.Fatalf("first revision notified (-want +got):\n%s", diff)
 			}
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{tc.second}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{tc.second}})
 			if diff := cmp.Diff(tc.wantNotify, w.take()); diff != "" {
 				t.Errorf("second revision notified (-want +got):\n%s", diff)
 			}
@@ -379,7 +379,7 @@ func TestGlobMembership(t *testing.T) {
 			for _, n := range tc.resources {
 				rs = append(rs, res(n, "1", 1))
 			}
-			f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Resources: rs, Complete: []string{gname}})
+			f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Resources: rs, Complete: []string{gname}})
 			var want []string
 			for _, n := range tc.wantMembers {
 				cn, err := CanonicalName(n)
@@ -408,7 +408,7 @@ func TestGlobMembership(t *testing.T) {
 
 			// Deleting a member notifies the glob watcher; deleting the
 			// last one makes the glob known-empty.
-			f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Removed: want})
+			f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Removed: want})
 			got = w.take()
 			wantGone := append(append([]string(nil), want...), gname)
 			sort.Strings(wantGone)
@@ -426,11 +426,11 @@ func TestWildcard(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w, other := &fakeWatcher{}, &fakeWatcher{}
 	f.c.Watch(w, nil, key(legacyStream, cds, Wildcard))
-	f.c.Watch(other, nil, key(StreamID{Authority: "auth", Group: "g2"}, cds, Wildcard))
+	f.c.Watch(other, nil, key(LinkID{Authority: "auth", Group: "g2"}, cds, Wildcard))
 	if diff := cmp.Diff([]string{"+envoy.config.cluster.v3.Cluster *", "+envoy.config.cluster.v3.Cluster *"}, f.sub.take()); diff != "" {
 		t.Errorf("subscriber (-want +got):\n%s", diff)
 	}
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: cds, FullState: true, Complete: []string{Wildcard},
+	f.c.Apply(Update{Link: legacyStream, TypeURL: cds, FullState: true, Complete: []string{Wildcard},
 		Resources: []*Resource{res("c1", "1", 1), res("c2", "1", 1)}})
 	if diff := cmp.Diff([]string{"c1", "c2"}, w.take()); diff != "" {
 		t.Errorf("wildcard watcher notified (-want +got):\n%s", diff)
@@ -438,7 +438,7 @@ func TestWildcard(t *testing.T) {
 	if got := other.take(); len(got) != 0 {
 		t.Errorf("other stream's wildcard watcher notified of %v", got)
 	}
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: cds, FullState: true, Resources: []*Resource{res("c2", "2", 1)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: cds, FullState: true, Resources: []*Resource{res("c2", "2", 1)}})
 	if diff := cmp.Diff([]string{"c1", "c2"}, w.take()); diff != "" {
 		t.Errorf("after full state without c1 (-want +got):\n%s", diff)
 	}
@@ -476,32 +476,32 @@ func TestFullStateAndComplete(t *testing.T) {
 	}{
 		{
 			name:  "full state turns others absent, pending included",
-			u:     Update{Stream: legacyStream, TypeURL: lds, FullState: true, Resources: []*Resource{res("b", "2", 1)}},
+			u:     Update{Link: legacyStream, TypeURL: lds, FullState: true, Resources: []*Resource{res("b", "2", 1)}},
 			want:  map[string]State{"a": StateAbsent, "b": StatePresent, "p": StateAbsent},
 			wantN: []string{"a", "b", "p"},
 		},
 		{
 			name:  "complete turns a pending name absent, leaves present alone",
-			u:     Update{Stream: legacyStream, TypeURL: lds, Complete: []string{"p", "a"}},
+			u:     Update{Link: legacyStream, TypeURL: lds, Complete: []string{"p", "a"}},
 			want:  map[string]State{"a": StatePresent, "b": StatePresent, "p": StateAbsent},
 			wantN: []string{"p"},
 		},
 		{
 			name:  "neither leaves pending pending",
-			u:     Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("b", "2", 1)}},
+			u:     Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("b", "2", 1)}},
 			want:  map[string]State{"a": StatePresent, "b": StatePresent, "p": StatePending},
 			wantN: []string{"b"},
 		},
 		{
 			name: "full state leaves unanswered names alone",
-			u: Update{Stream: legacyStream, TypeURL: lds, FullState: true, Unanswered: []string{"p"},
+			u: Update{Link: legacyStream, TypeURL: lds, FullState: true, Unanswered: []string{"p"},
 				Resources: []*Resource{res("b", "2", 1)}},
 			want:  map[string]State{"a": StateAbsent, "b": StatePresent, "p": StatePending},
 			wantN: []string{"a", "b"},
 		},
 		{
 			name:  "other stream untouched",
-			u:     Update{Stream: StreamID{Authority: "x"}, TypeURL: lds, FullState: true},
+			u:     Update{Link: LinkID{Authority: "x"}, TypeURL: lds, FullState: true},
 			want:  map[string]State{"a": StatePresent, "b": StatePresent, "p": StatePending},
 			wantN: nil,
 		},
@@ -510,7 +510,7 @@ func TestFullStateAndComplete(t *testing.T) {
 			f := newFixture(t, unbounded)
 			w := &fakeWatcher{}
 			f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "p"))
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1), res("b", "1", 1)}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1), res("b", "1", 1)}})
 			w.take()
 			f.c.Apply(tc.u)
 			got := map[string]State{}
@@ -535,13 +535,13 @@ func TestTTL(t *testing.T) {
 	r := res("a", "1", 1)
 	r.TTL = durationpb.New(10 * time.Second)
 	r.Arrived = f.now
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
 	f.now = f.now.Add(9 * time.Second)
 	if _, st := f.c.Get(a); st != StatePresent {
 		t.Fatalf("before TTL: state %v, want present", st)
 	}
 	// Heartbeat at 9s: lives until 19s.
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Version: "1", Heartbeat: true, TTL: durationpb.New(10 * time.Second), Arrived: f.now}}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Version: "1", Heartbeat: true, TTL: durationpb.New(10 * time.Second), Arrived: f.now}}})
 	f.now = f.now.Add(9 * time.Second)
 	if _, st := f.c.Get(a); st != StatePresent {
 		t.Fatalf("after heartbeat: state %v, want present", st)
@@ -555,7 +555,7 @@ func TestTTL(t *testing.T) {
 	r2 := res("a", "1", 1)
 	r2.TTL = durationpb.New(10 * time.Second)
 	r2.Arrived = f.now
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{r2}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{r2}})
 	if diff := cmp.Diff([]string{"a"}, w.take()); diff != "" {
 		t.Errorf("resend after expiry notified (-want +got):\n%s", diff)
 	}
@@ -568,8 +568,8 @@ func TestGauges(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "1", 5)}})
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "2", 7)}, Removed: []string{"b"}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "1", 5)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "2", 7)}, Removed: []string{"b"}})
 	if got := testutil.ToFloat64(f.c.m.resources); got != 1 {
 		t.Errorf("xds_relay_cache_resources = %v, want 1", got)
 	}
@@ -608,7 +608,7 @@ func TestLRUBounds(t *testing.T) {
 			for _, k := range pinnedKeys {
 				pinnedRes = append(pinnedRes, res(k.Name, "1", tc.size))
 			}
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: pinnedRes})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: pinnedRes})
 			f.sub.take()
 
 			const churn = 300
@@ -616,7 +616,7 @@ func TestLRUBounds(t *testing.T) {
 				w := &fakeWatcher{}
 				k := key(legacyStream, lds, fmt.Sprintf("r-%d", i))
 				f.c.Watch(w, nil, k)
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", tc.size)}})
+				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", tc.size)}})
 				f.c.Unwatch(w, k)
 				f.c.mu.Lock()
 				n, b := f.c.lru.Len(), f.c.lruBytes
@@ -667,7 +667,7 @@ func TestLRUWatchAgainLeavesLRU(t *testing.T) {
 	w := &fakeWatcher{}
 	a := key(legacyStream, lds, "a")
 	f.c.Watch(w, nil, a)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1)}})
 	f.c.Unwatch(w, a)
 	f.c.Watch(w, nil, a)
 	for i := range 10 {
@@ -691,7 +691,7 @@ func TestLRUCollections(t *testing.T) {
 	for i := range 5 {
 		rs = append(rs, res(fmt.Sprintf("%sdir/m%d", ldsT, i), "1", 1))
 	}
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Resources: rs, Complete: []string{g.Name}})
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Resources: rs, Complete: []string{g.Name}})
 	f.sub.take()
 	for i := range 10 { // churn other keys
 		k := key(legacyStream, lds, fmt.Sprintf("r-%d", i))
@@ -736,12 +736,12 @@ func TestConcurrentWatchApply(t *testing.T) {
 			for i := range 200 {
 				k := key(legacyStream, lds, fmt.Sprintf("r-%d", (g*7+i)%50))
 				f.c.Watch(w, nil, k, key(legacyStream, lds, Wildcard))
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, fmt.Sprint(i), i%5)}})
+				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, fmt.Sprint(i), i%5)}})
 				f.c.Get(k)
 				f.c.Members(key(legacyStream, lds, Wildcard))
 				f.c.Unwatch(w, k)
 				if i%50 == 0 {
-					f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, FullState: true})
+					f.c.Apply(Update{Link: legacyStream, TypeURL: lds, FullState: true})
 				}
 			}
 			f.c.Unwatch(w, key(legacyStream, lds, Wildcard))
@@ -774,7 +774,7 @@ func BenchmarkFanout(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
+				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
 			}
 		})
 	}
@@ -819,7 +819,7 @@ func TestWatcherSetCopyOnWrite(t *testing.T) {
 func TestLoggerName(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	f := newFixture(t, Options{Logger: zap.New(core)})
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a"}}}) // no body: warns
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a"}}}) // no body: warns
 	entries := logs.All()
 	if len(entries) != 1 || entries[0].LoggerName != "cache" {
 		t.Fatalf("logged %+v, want one warning from logger \"cache\"", entries)
@@ -834,12 +834,12 @@ func TestSetBounds(t *testing.T) {
 	pinned := &fakeWatcher{}
 	pk := key(legacyStream, lds, "pinned")
 	f.c.Watch(pinned, nil, pk)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(pk.Name, "1", 10)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res(pk.Name, "1", 10)}})
 	for i := range 10 {
 		w := &fakeWatcher{}
 		k := key(legacyStream, lds, fmt.Sprintf("r-%d", i))
 		f.c.Watch(w, nil, k)
-		f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", 10)}})
+		f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", 10)}})
 		f.c.Unwatch(w, k)
 	}
 	f.sub.take()
@@ -863,7 +863,7 @@ func TestSetBounds(t *testing.T) {
 	w := &fakeWatcher{}
 	k := key(legacyStream, lds, "later")
 	f.c.Watch(w, nil, k)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", 10)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, "1", 10)}})
 	f.c.Unwatch(w, k)
 	if got := f.sub.take(); len(got) != 1 || got[0] != "+envoy.config.listener.v3.Listener later" {
 		t.Errorf("after raising: subscriber calls %v, want only the subscribe", got)

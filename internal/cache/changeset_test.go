@@ -31,7 +31,7 @@ func TestApplyAnnouncesChangeAsWhole(t *testing.T) {
 	named.takeFlushes()
 	wild.takeFlushes()
 
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: rs})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: rs})
 	var applied *ChangeSet
 	for name, w := range map[string]*fakeWatcher{"named": named, "wildcard": wild} {
 		fl := w.takeFlushes()
@@ -62,7 +62,7 @@ func TestApplyAnnouncesChangeAsWhole(t *testing.T) {
 		t.Errorf("Revisions (-want +got):\n%s", diff)
 	}
 	// A change that removes something is not only revisions.
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("r0", "2", 8)}, Removed: []string{"r1"}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("r0", "2", 8)}, Removed: []string{"r1"}})
 	if fl := named.takeFlushes(); len(fl) == 0 || fl[0].cs == nil || fl[0].cs.Revisions() != nil {
 		t.Errorf("change with a removal: flushes %+v, want a change set without Revisions", fl)
 	}
@@ -85,10 +85,10 @@ func TestContentVersion(t *testing.T) {
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, a)
 	body := res("a", "x", 16).Body
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "snap-1", Body: body}}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "snap-1", Body: body}}})
 	first, _ := f.c.Get(a)
 	w.take()
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "snap-2", Body: body}}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "snap-2", Body: body}}})
 	if got := w.take(); len(got) != 0 {
 		t.Errorf("republish of the same bytes under a new version notified %v", got)
 	}
@@ -101,9 +101,9 @@ func TestContentVersion(t *testing.T) {
 	}
 	// The same bytes elsewhere (another stream, another origin version)
 	// get the same relay version.
-	other := StreamID{Authority: "other"}
+	other := LinkID{Authority: "other"}
 	f.c.Watch(w, nil, key(other, lds, "a"))
-	f.c.Apply(Update{Stream: other, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "42", Body: body}}})
+	f.c.Apply(Update{Link: other, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "42", Body: body}}})
 	elsewhere, _ := f.c.Get(key(other, lds, "a"))
 	if first.Version == "" || elsewhere.Version != first.Version {
 		t.Errorf("versions of equal bytes: %q and %q, want equal and set", first.Version, elsewhere.Version)
@@ -133,7 +133,7 @@ func TestFanoutDuration(t *testing.T) {
 		}
 		return m.GetHistogram().GetSampleCount()
 	}
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("nobody", "1", 1)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("nobody", "1", 1)}})
 	if n := count(); n != len(xdstype.Labels()) { // every type's series exists from start, with no sample
 		t.Fatalf("series = %d", n)
 	}
@@ -144,7 +144,7 @@ func TestFanoutDuration(t *testing.T) {
 	w1, w2 := &takingWatcher{}, &takingWatcher{}
 	f.c.Watch(w1, nil, key(legacyStream, lds, "a"))
 	f.c.Watch(w2, nil, key(legacyStream, lds, "a"))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 1)}})
 	if len(w1.sets) != 1 || len(w2.sets) != 1 || w1.sets[0] != w2.sets[0] {
 		t.Fatalf("watchers took %v and %v, want one shared change set", w1.sets, w2.sets)
 	}
@@ -158,25 +158,25 @@ func TestFanoutDuration(t *testing.T) {
 	}
 }
 
-// TestReleaseStream: a stream some client watches is not released; once
+// TestReleaseLink: a stream some client watches is not released; once
 // nobody does, everything cached for it is forgotten without unsubscribing
 // (its link is closing), and a later watch is a miss that subscribes anew.
-func TestReleaseStream(t *testing.T) {
+func TestReleaseLink(t *testing.T) {
 	f := newFixture(t, unbounded)
 	a := key(legacyStream, lds, "a")
 	other := key(xdstpStream, lds, "o")
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, a, other)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4)}})
 	f.sub.take()
-	if f.c.ReleaseStream(legacyStream) || !f.c.Watched(legacyStream) {
+	if f.c.ReleaseLink(legacyStream) || !f.c.Watched(legacyStream) {
 		t.Fatal("released a stream a client watches")
 	}
 	f.c.Unwatch(w, a)
 	if f.c.Watched(legacyStream) || !f.c.Watched(xdstpStream) {
 		t.Fatalf("Watched: legacy %v (want false), xdstp %v (want true)", f.c.Watched(legacyStream), f.c.Watched(xdstpStream))
 	}
-	if !f.c.ReleaseStream(legacyStream) {
+	if !f.c.ReleaseLink(legacyStream) {
 		t.Fatal("did not release an unwatched stream")
 	}
 	if ops := f.sub.take(); len(ops) != 0 {

@@ -4,8 +4,9 @@
 //
 // Words, as this package uses them:
 //
-//   - key (Key): what can be cached or watched: an upstream stream
-//     (StreamID: authority and aggregation group), a type URL and a
+//   - key (Key): what can be cached or watched: an upstream link
+//     (LinkID: authority and aggregation group; package upstream keeps
+//     one stream toward an origin for each), a type URL and a
 //     canonical name. The name is one resource's, or a collection's.
 //   - collection: a key that stands for a set of resources: the legacy
 //     Wildcard (every resource of a type on one stream) or an xdstp glob

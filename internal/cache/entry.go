@@ -9,14 +9,14 @@ import (
 // streamType is one (stream, type) pair: the unit of FullState and of the
 // Wildcard collection.
 type streamType struct {
-	stream  StreamID
+	stream  LinkID
 	typeURL string
 }
 
-func (k Key) streamType() streamType { return streamType{stream: k.Stream, typeURL: k.TypeURL} }
+func (k Key) streamType() streamType { return streamType{stream: k.Link, typeURL: k.TypeURL} }
 
 func (st streamType) wildcard() Key {
-	return Key{Stream: st.stream, TypeURL: st.typeURL, Name: Wildcard}
+	return Key{Link: st.stream, TypeURL: st.typeURL, Name: Wildcard}
 }
 
 // entry is what the cache knows of one Key. Every field is guarded by

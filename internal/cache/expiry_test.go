@@ -106,7 +106,7 @@ type ttlStep struct {
 func TestExpiryNotifies(t *testing.T) {
 	const g = ldsT + "dir/*"
 	up := func(rs ...*Resource) func(time.Time) Update {
-		return func(time.Time) Update { return Update{Stream: legacyStream, TypeURL: lds, Resources: rs} }
+		return func(time.Time) Update { return Update{Link: legacyStream, TypeURL: lds, Resources: rs} }
 	}
 	for _, tc := range []struct {
 		name  string
@@ -209,7 +209,7 @@ func TestExpiryNotifies(t *testing.T) {
 			watch: []Key{key(xdstpStream, lds, g)},
 			steps: []ttlStep{
 				{at: 0, apply: func(now time.Time) Update {
-					return Update{Stream: xdstpStream, TypeURL: lds, Complete: []string{g},
+					return Update{Link: xdstpStream, TypeURL: lds, Complete: []string{g},
 						Resources: []*Resource{withTTL(res(ldsT+"dir/l1", "1", 1), 10*time.Second, now)}}
 				}, wantNotified: []string{ldsT + "dir/l1"}, wantArmed: 10 * time.Second},
 				{at: 10 * time.Second, wantNotified: []string{ldsT + "dir/*", ldsT + "dir/l1"}},
@@ -223,7 +223,7 @@ func TestExpiryNotifies(t *testing.T) {
 			watch: []Key{key(legacyStream, lds, Wildcard)},
 			steps: []ttlStep{
 				{at: 0, apply: func(now time.Time) Update {
-					return Update{Stream: legacyStream, TypeURL: lds, Complete: []string{Wildcard}, FullState: true,
+					return Update{Link: legacyStream, TypeURL: lds, Complete: []string{Wildcard}, FullState: true,
 						Resources: []*Resource{withTTL(res("a", "1", 1), 10*time.Second, now)}}
 				}, wantNotified: []string{"a"}, wantArmed: 10 * time.Second},
 				{at: 10 * time.Second, wantNotified: []string{"*", "a"}},
@@ -282,7 +282,7 @@ func TestExpiryCloseStopsTimer(t *testing.T) {
 	f := newFixture(t, unbounded)
 	a := key(legacyStream, lds, "a")
 	f.c.Watch(&fakeWatcher{}, nil, a)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("a", "1", 1), 10*time.Second, f.now)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("a", "1", 1), 10*time.Second, f.now)}})
 	if got := f.timers.armed(t); got != 10*time.Second {
 		t.Fatalf("timer armed for %v, want 10s", got)
 	}
@@ -290,7 +290,7 @@ func TestExpiryCloseStopsTimer(t *testing.T) {
 	if got := len(f.timers.live()); got != 0 {
 		t.Errorf("%d timers live after Close, want 0", got)
 	}
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("b", "1", 1), 5*time.Second, f.now)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("b", "1", 1), 5*time.Second, f.now)}})
 	if got := len(f.timers.live()); got != 0 {
 		t.Errorf("%d timers live after an Apply after Close, want 0", got)
 	}
@@ -320,7 +320,7 @@ func TestExpiryRealTimer(t *testing.T) {
 	a := key(legacyStream, lds, "a")
 	w := chanWatcher{c: make(chan Key, 1)}
 	c.Watch(w, nil, a)
-	c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("a", "1", 1), time.Millisecond, time.Now())}})
+	c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("a", "1", 1), time.Millisecond, time.Now())}})
 	xdstest.Await(t, "resource with a 1ms TTL expired", w.c, func() error {
 		if _, st := c.Get(a); st != StateAbsent {
 			return fmt.Errorf("%v", st)
@@ -353,7 +353,7 @@ func TestExpiryConcurrent(t *testing.T) {
 				if i%4 == 0 {
 					r = &Resource{Name: k.Name, Version: r.Version, Heartbeat: true, TTL: r.TTL, Arrived: r.Arrived}
 				}
-				c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
+				c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
 				c.Get(k)
 				c.Members(key(legacyStream, lds, Wildcard))
 				c.Unwatch(w, k)

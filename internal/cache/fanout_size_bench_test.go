@@ -27,8 +27,8 @@ func BenchmarkFanoutResourceSize(b *testing.B) {
 				MaxResources: 100, MaxBytes: 1 << 30,
 				Upstream: nopSubscriber{}, Logger: zap.NewNop(), Registry: prometheus.NewRegistry(),
 			})
-			stream := cache.StreamID{Authority: "bench.local"}
-			k := cache.Key{Stream: stream, TypeURL: resourcev3.EndpointType, Name: "cla"}
+			stream := cache.LinkID{Authority: "bench.local"}
+			k := cache.Key{Link: stream, TypeURL: resourcev3.EndpointType, Name: "cla"}
 			for range watchers {
 				c.Watch(&countingWatcher{}, nil, k)
 			}
@@ -44,7 +44,7 @@ func BenchmarkFanoutResourceSize(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				c.Apply(cache.Update{Stream: stream, TypeURL: resourcev3.EndpointType, Resources: []*cache.Resource{
+				c.Apply(cache.Update{Link: stream, TypeURL: resourcev3.EndpointType, Resources: []*cache.Resource{
 					{Name: "cla", Body: bodies[i%2]},
 				}})
 			}
@@ -58,8 +58,8 @@ func BenchmarkFanoutResourceSize(b *testing.B) {
 
 type nopSubscriber struct{}
 
-func (nopSubscriber) Subscribe(cache.StreamID, *corev3.Node, string, []string) {}
-func (nopSubscriber) Unsubscribe(cache.StreamID, string, []string)             {}
+func (nopSubscriber) Subscribe(cache.LinkID, *corev3.Node, string, []string) {}
+func (nopSubscriber) Unsubscribe(cache.LinkID, string, []string)             {}
 
 // countingWatcher stands for a session: it only counts notifications, as a
 // session marks itself dirty and pokes its writer.

@@ -116,7 +116,7 @@ func aliasKeys(e *entry, r *Resource) []Key {
 		if err != nil || c == e.key.Name || isCollectionName(c) {
 			continue
 		}
-		out = append(out, Key{Stream: e.key.Stream, TypeURL: e.key.TypeURL, Name: c})
+		out = append(out, Key{Link: e.key.Link, TypeURL: e.key.TypeURL, Name: c})
 	}
 	return out
 }

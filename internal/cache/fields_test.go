@@ -50,10 +50,10 @@ func TestFieldsAreContent(t *testing.T) {
 			f := newFixture(t, unbounded)
 			w := &fakeWatcher{}
 			f.c.Watch(w, nil, a)
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{base}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{base}})
 			first, _ := f.c.Get(a)
 			w.take()
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{tc.second}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{tc.second}})
 			if diff := cmp.Diff(tc.wantNotify, w.take()); diff != "" {
 				t.Errorf("notified (-want +got):\n%s", diff)
 			}
@@ -89,7 +89,7 @@ func TestAliasWatch(t *testing.T) {
 		t.Fatalf("subscriptions (-want +got):\n%s", diff)
 	}
 	vh := withFields(res("rc/vh1", "1", 3), []string{"rc/www.example.com", "rc/example.com"}, nil, false)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{vh}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{vh}})
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("alias watcher notified (-want +got):\n%s", diff)
 	}
@@ -116,14 +116,14 @@ func TestAliasWatch(t *testing.T) {
 	f.c.Unwatch(w2, alias)
 
 	// A metadata change reaches the alias watcher.
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(vh, vh.Aliases, metadata("new"), false)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(vh, vh.Aliases, metadata("new"), false)}})
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("after a metadata change (-want +got):\n%s", diff)
 	}
 	// A revision without the alias: the alias watcher is told, and the
 	// alias reads as its own key again (pending: the origin did not
 	// answer it as a name).
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("rc/vh1", "2", 3), []string{"rc/example.com"}, nil, false)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("rc/vh1", "2", 3), []string{"rc/example.com"}, nil, false)}})
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("after the alias left (-want +got):\n%s", diff)
 	}
@@ -142,9 +142,9 @@ func TestAliasRemoved(t *testing.T) {
 	alias := key(legacyStream, lds, "rc/a.example")
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, alias)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("rc/vh", "1", 3), []string{alias.Name}, nil, false)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("rc/vh", "1", 3), []string{alias.Name}, nil, false)}})
 	w.take()
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Removed: []string{"rc/vh"}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Removed: []string{"rc/vh"}})
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("after removal (-want +got):\n%s", diff)
 	}
@@ -178,7 +178,7 @@ func TestDoNotCache(t *testing.T) {
 			f := newFixture(t, unbounded)
 			w1, w2 := &fakeWatcher{}, &fakeWatcher{}
 			f.c.Watch(w1, nil, a)
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{rev}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{rev}})
 			w1.take()
 			f.sub.take()
 			if es, _ := f.c.SnapshotEntries(); len(es) != 0 {
@@ -206,7 +206,7 @@ func TestDoNotCache(t *testing.T) {
 				t.Errorf("hits %v refetches %v, want 0 1", hits(f, lds), refetches(f))
 			}
 
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{tc.answer}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{tc.answer}})
 			if diff := cmp.Diff([]string{"a"}, w2.take()); diff != "" {
 				t.Errorf("late watcher told of the answer (-want +got):\n%s", diff)
 			}
@@ -245,11 +245,11 @@ func TestDoNotCacheUnwatchedWhileOwed(t *testing.T) {
 	a := key(legacyStream, lds, "a")
 	w1, w2 := &fakeWatcher{}, &fakeWatcher{}
 	f.c.Watch(w1, nil, a)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
 	f.c.Watch(w2, nil, a)
 	f.c.Unwatch(w2, a)
 	w2.take()
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
 	if got := w2.take(); len(got) != 0 {
 		t.Errorf("left watcher told %v", got)
 	}
@@ -263,7 +263,7 @@ func TestSnapshotFields(t *testing.T) {
 	w := &fakeWatcher{}
 	a := key(legacyStream, lds, "a")
 	f.c.Watch(w, nil, a)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), []string{"al"}, metadata("m"), false)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), []string{"al"}, metadata("m"), false)}})
 	es, _ := f.c.SnapshotEntries()
 	g := newFixture(t, unbounded)
 	g.c.Restore(es)

@@ -115,13 +115,13 @@ type Listing struct {
 
 func (f Filter) match(k Key) bool {
 	return strings.HasPrefix(k.Name, f.Prefix) &&
-		(f.Authority == "" || k.Stream.Authority == f.Authority) &&
+		(f.Authority == "" || k.Link.Authority == f.Authority) &&
 		(f.TypeURL == "" || k.TypeURL == f.TypeURL)
 }
 
 func compareKeys(a, b Key) int {
-	return cmp.Or(strings.Compare(a.Stream.Authority, b.Stream.Authority),
-		strings.Compare(a.Stream.Group, b.Stream.Group),
+	return cmp.Or(strings.Compare(a.Link.Authority, b.Link.Authority),
+		strings.Compare(a.Link.Group, b.Link.Group),
 		strings.Compare(a.TypeURL, b.TypeURL),
 		strings.Compare(a.Name, b.Name))
 }
@@ -156,9 +156,9 @@ func (c *Cache) Inspect(f Filter) Listing {
 		if e == nil {
 			continue
 		}
-		info := EntryInfo{Authority: k.Stream.Authority, Group: k.Stream.Group, TypeURL: k.TypeURL, Name: k.Name,
+		info := EntryInfo{Authority: k.Link.Authority, Group: k.Link.Group, TypeURL: k.TypeURL, Name: k.Name,
 			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.heldLocked(e)}
-		st := c.streamErr[k.Stream]
+		st := c.streamErr[k.Link]
 		if e.collection {
 			info.State = c.collectionStateLocked(e).String()
 			if info.State != StatePending.String() {

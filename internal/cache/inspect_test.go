@@ -14,9 +14,9 @@ func TestStats(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "1", 5)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10), res("b", "1", 5)}})
 	f.c.Watch(&fakeWatcher{}, nil, key(legacyStream, lds, "a"))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "2", 7)}, Removed: []string{"b"}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "2", 7)}, Removed: []string{"b"}})
 	f.c.Unwatch(w, key(legacyStream, lds, "b"))
 
 	got := f.c.Stats()
@@ -35,7 +35,7 @@ func TestStats(t *testing.T) {
 func TestInspect(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w1, w2 := &fakeWatcher{}, &fakeWatcher{}
-	other := StreamID{Authority: "other"}
+	other := LinkID{Authority: "other"}
 	var names []string
 	for i := range 5 {
 		names = append(names, fmt.Sprintf("svc-%d", i))
@@ -44,7 +44,7 @@ func TestInspect(t *testing.T) {
 		f.c.Watch(w1, nil, key(legacyStream, lds, n))
 	}
 	f.c.Watch(w2, nil, key(legacyStream, lds, "svc-0"), key(legacyStream, cds, "svc-x"), key(other, lds, "svc-9"), key(legacyStream, lds, "zz"))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("svc-0", "v7", 12), res("svc-1", "v1", 3)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("svc-0", "v7", 12), res("svc-1", "v1", 3)}})
 
 	list := f.c.Inspect(Filter{Prefix: "svc-", Authority: "auth", TypeURL: lds, Limit: 3})
 	if list.Matched != 5 || !list.Truncated || list.Limit != 3 || len(list.Entries) != 3 {

@@ -21,8 +21,8 @@ import (
 // applyErrorLocked applies one origin error of u. A key nobody subscribed
 // is not kept for it. In a FullState update a key with a transient error
 // keeps its state (added to keep, as if in the update).
-func (c *Cache) applyErrorLocked(a *applyRun, s StreamID, typeURL string, re ResourceError, keep map[string]struct{}) {
-	k := Key{Stream: s, TypeURL: typeURL, Name: re.Name}
+func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re ResourceError, keep map[string]struct{}) {
+	k := Key{Link: s, TypeURL: typeURL, Name: re.Name}
 	notFound := codes.Code(re.Detail.GetCode()) == codes.NotFound
 	if keep != nil && !notFound {
 		keep[re.Name] = struct{}{}
@@ -61,7 +61,7 @@ func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return nil, StateAbsent, nil
 		}
-		return nil, StatePending, c.streamErr[k.Stream]
+		return nil, StatePending, c.streamErr[k.Link]
 	}
 	if e.collection {
 		return nil, StatePending, nil
@@ -71,7 +71,7 @@ func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
 		return e.res, st, e.err
 	case StatePending:
 		if e.err == nil {
-			return nil, st, c.streamErr[k.Stream]
+			return nil, st, c.streamErr[k.Link]
 		}
 		return nil, st, e.err
 	default:
@@ -105,7 +105,7 @@ func (c *Cache) LookupMembers(k Key) CollectionLookup {
 		err = e.err
 	}
 	if err == nil && st == StatePending {
-		err = c.streamErr[k.Stream]
+		err = c.streamErr[k.Link]
 	}
 	return CollectionLookup{Members: rs, State: st, Err: err, MemberErrs: merrs}
 }
@@ -117,7 +117,7 @@ func (c *Cache) LookupMembers(k Key) CollectionLookup {
 // their own, as one change. Clearing notifies nobody: a client keeps an
 // error until it is sent the resource (TP3), which the origin's answer
 // brings.
-func (c *Cache) SetStreamError(s StreamID, detail *statuspb.Status) {
+func (c *Cache) SetStreamError(s LinkID, detail *statuspb.Status) {
 	c.mu.Lock()
 	if detail == nil || c.streamErr[s] != nil {
 		if detail == nil {
@@ -154,7 +154,7 @@ func (c *Cache) SetStreamError(s StreamID, detail *statuspb.Status) {
 }
 
 // StreamError returns the error SetStreamError recorded for s (nil: none).
-func (c *Cache) StreamError(s StreamID) *statuspb.Status {
+func (c *Cache) StreamError(s LinkID) *statuspb.Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.streamErr[s]

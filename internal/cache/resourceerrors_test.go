@@ -137,10 +137,10 @@ func TestResourceErrorsKeptPerKey(t *testing.T) {
 			f := newFixture(t, unbounded)
 			w := &fakeWatcher{}
 			f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "p"))
-			f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4), res("b", "1", 4)}})
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4), res("b", "1", 4)}})
 			for _, u := range tc.then {
 				w.take()
-				u.Stream, u.TypeURL = legacyStream, lds
+				u.Link, u.TypeURL = legacyStream, lds
 				f.c.Apply(u)
 			}
 			got := map[string]lookedUp{}
@@ -166,7 +166,7 @@ func TestResourceErrorForLateSubscriber(t *testing.T) {
 	f.c.Watch(first, nil, k)
 	f.sub.take()
 	denied := rpcStatus(codes.PermissionDenied, "not yours")
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: k.Name, Detail: denied}}})
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: k.Name, Detail: denied}}})
 	f.c.Unwatch(first, k)
 
 	late := &fakeWatcher{}
@@ -194,7 +194,7 @@ func TestResourceErrorsOnCollections(t *testing.T) {
 	glob := key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/*")
 	f.c.Watch(w, nil, glob)
 	unavailable := rpcStatus(codes.Unavailable, "shard down")
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: glob.Name, Detail: unavailable}}})
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: glob.Name, Detail: unavailable}}})
 	if diff := cmp.Diff([]string{glob.Name}, w.take()); diff != "" {
 		t.Errorf("notified (-want +got):\n%s", diff)
 	}
@@ -202,7 +202,7 @@ func TestResourceErrorsOnCollections(t *testing.T) {
 		t.Errorf("LookupMembers = %v, %v; want pending with %v", l.State, l.Err, unavailable)
 	}
 	notFound := rpcStatus(codes.NotFound, "no such directory")
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: glob.Name, Detail: notFound}}})
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: glob.Name, Detail: notFound}}})
 	if l := f.c.LookupMembers(glob); l.State != StateAbsent || !cmp.Equal(l.Err, notFound, protocmp.Transform()) {
 		t.Errorf("LookupMembers = %v, %v; want absent (known empty) with %v", l.State, l.Err, notFound)
 	}
@@ -214,11 +214,11 @@ func TestResourceErrorsOnCollections(t *testing.T) {
 func TestStreamError(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
-	other := StreamID{Authority: "other"}
+	other := LinkID{Authority: "other"}
 	glob := key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/*")
 	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "p"), key(other, lds, "o"))
 	f.c.Watch(w, nil, glob)
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4)}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4)}})
 	w.take()
 	w.takeFlushes()
 
@@ -252,7 +252,7 @@ func TestStreamError(t *testing.T) {
 	}
 	// An origin's own error wins over the stream's.
 	denied := rpcStatus(codes.PermissionDenied, "not yours")
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Errors: []ResourceError{{Name: "p", Detail: denied}}})
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Errors: []ResourceError{{Name: "p", Detail: denied}}})
 	if diff := cmp.Diff(lookedUp{State: StatePending, Err: denied}, lookup(f.c, key(legacyStream, lds, "p")), protocmp.Transform()); diff != "" {
 		t.Errorf("p (-want +got):\n%s", diff)
 	}
@@ -273,10 +273,10 @@ func TestResourceErrorsOfMembers(t *testing.T) {
 	glob := key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/*")
 	m1, m2 := "xdstp://auth/envoy.config.listener.v3.Listener/dir/m1", "xdstp://auth/envoy.config.listener.v3.Listener/dir/m2"
 	f.c.Watch(w, nil, glob)
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Resources: []*Resource{res(m1, "1", 4), res(m2, "1", 4)}, Complete: []string{glob.Name}})
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Resources: []*Resource{res(m1, "1", 4), res(m2, "1", 4)}, Complete: []string{glob.Name}})
 	w.take()
 	unavailable := rpcStatus(codes.Unavailable, "m1's backend down")
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: m1, Detail: unavailable}}})
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Errors: []ResourceError{{Name: m1, Detail: unavailable}}})
 	if diff := cmp.Diff([]string{m1}, w.take()); diff != "" {
 		t.Errorf("glob watcher notified (-want +got):\n%s", diff)
 	}
@@ -299,7 +299,7 @@ func TestInspectShowsErrors(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "p"))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4), res("b", "1", 4)},
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4), res("b", "1", 4)},
 		Errors: []ResourceError{{Name: "a", Detail: rpcStatus(codes.PermissionDenied, strings.Repeat("x", 300))}}})
 	f.c.SetStreamError(legacyStream, rpcStatus(codes.Unavailable, "no origin answers"))
 	got := map[string]string{}

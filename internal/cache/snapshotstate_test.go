@@ -24,10 +24,10 @@ func snapFixture(t *testing.T) *fixture {
 	a, b, c := key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "c")
 	g := key(xdstpStream, lds, globName)
 	f.c.Watch(w, nil, a, b, c, g, key(legacyStream, lds, Wildcard))
-	f.c.Apply(Update{Stream: legacyStream, TypeURL: lds, FullState: true, Resources: []*Resource{
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, FullState: true, Resources: []*Resource{
 		withTTL(res("a", "1", 10), time.Minute, f.now), res("b", "2", 20), res("c", "3", 30),
 	}})
-	f.c.Apply(Update{Stream: xdstpStream, TypeURL: lds, Complete: []string{globName}, Resources: []*Resource{
+	f.c.Apply(Update{Link: xdstpStream, TypeURL: lds, Complete: []string{globName}, Resources: []*Resource{
 		res("xdstp://auth/envoy.config.listener.v3.Listener/dir/x", "4", 40),
 	}})
 	f.c.Unwatch(w, c, key(legacyStream, lds, Wildcard))

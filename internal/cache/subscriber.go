@@ -8,7 +8,7 @@ import (
 // subOp is one Subscriber call decided under Cache.mu.
 type subOp struct {
 	subscribe bool
-	stream    StreamID
+	stream    LinkID
 	typeURL   string
 	node      *corev3.Node
 	names     []string
@@ -20,7 +20,7 @@ type subOp struct {
 func (c *Cache) queueLocked(subscribe bool, k Key, node *corev3.Node) {
 	if n := len(c.outbox); n > 0 {
 		last := &c.outbox[n-1]
-		if last.subscribe == subscribe && last.stream == k.Stream && last.typeURL == k.TypeURL {
+		if last.subscribe == subscribe && last.stream == k.Link && last.typeURL == k.TypeURL {
 			last.names = append(last.names, k.Name)
 			if last.node == nil {
 				last.node = node
@@ -28,7 +28,7 @@ func (c *Cache) queueLocked(subscribe bool, k Key, node *corev3.Node) {
 			return
 		}
 	}
-	c.outbox = append(c.outbox, subOp{subscribe: subscribe, stream: k.Stream, typeURL: k.TypeURL, node: node, names: []string{k.Name}})
+	c.outbox = append(c.outbox, subOp{subscribe: subscribe, stream: k.Link, typeURL: k.TypeURL, node: node, names: []string{k.Name}})
 }
 
 // flush makes the queued Subscriber calls without holding mu, in the order

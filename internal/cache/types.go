@@ -13,10 +13,12 @@ import (
 // of a type on one upstream stream (SotW empty name list, delta "*").
 const Wildcard = "*"
 
-// StreamID names one upstream stream: an authority, and for legacy
-// (non-xdstp) names the aggregation group that shares it. xdstp names are
-// served on the stream with an empty Group.
-type StreamID struct {
+// LinkID names one upstream link (package upstream's word for what it
+// keeps toward an origin: one stream at a time, across reconnects and
+// failovers): an authority, and for legacy (non-xdstp) names the
+// aggregation group that shares it. xdstp names are served on the link
+// with an empty Group.
+type LinkID struct {
 	Authority string
 	Group     string
 }
@@ -28,7 +30,7 @@ type StreamID struct {
 // collection Key has Name set to Wildcard or to a canonical xdstp glob URL
 // ("xdstp://auth/type/dir/*?params"); see IsCollection.
 type Key struct {
-	Stream  StreamID
+	Link    LinkID
 	TypeURL string
 	Name    string
 }
@@ -134,14 +136,14 @@ type Watcher interface {
 // is the Node to present to the origin when the stream must be opened (the
 // first watcher's; later calls may pass nil).
 type Subscriber interface {
-	Subscribe(s StreamID, node *corev3.Node, typeURL string, names []string)
-	Unsubscribe(s StreamID, typeURL string, names []string)
+	Subscribe(s LinkID, node *corev3.Node, typeURL string, names []string)
+	Unsubscribe(s LinkID, typeURL string, names []string)
 }
 
 // Update is what the origin sent on one stream for one type, as the upstream
 // side hands it to Apply.
 type Update struct {
-	Stream  StreamID
+	Link    LinkID
 	TypeURL string
 	// Resources are added or changed (or heartbeats). Their cache key is the
 	// canonical form of their Name.

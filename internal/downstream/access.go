@@ -103,8 +103,8 @@ func (ss *session) recheck(pol *access.Policy) error {
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
 	for _, ts := range ss.types {
 		for k := range ts.byKey {
-			if !ss.allowedLocked(pol, k.Stream.Authority, k.TypeURL) {
-				return k.Stream.Authority, k.TypeURL, true
+			if !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
+				return k.Link.Authority, k.TypeURL, true
 			}
 		}
 	}
@@ -123,7 +123,7 @@ func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL stri
 				if _, member := c.members[name]; !member {
 					continue
 				}
-				if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, name, c.key.Stream); !ok {
+				if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, name, c.key.Link); !ok {
 					return a, ts.typeURL, true
 				}
 			}
@@ -216,7 +216,7 @@ func (ss *session) decideLocked(pol *access.Policy, k accessKey, decide func(*ac
 // memberAuthorityLocked reports whether the session may receive name, a
 // member of a collection of typeURL on stream coll, under pol; it returns
 // the member's authority.
-func (ss *session) memberAuthorityLocked(pol *access.Policy, typeURL, name string, coll cache.StreamID) (string, bool) {
+func (ss *session) memberAuthorityLocked(pol *access.Policy, typeURL, name string, coll cache.LinkID) (string, bool) {
 	a, ok := ss.srv.memberAuthority(typeURL, name, coll, ss.node)
 	return a, ok && ss.allowedLocked(pol, a, typeURL)
 }
@@ -235,13 +235,13 @@ func (ss *session) checkMembersLocked(pol *access.Policy, w *work) {
 		case !p.collection:
 		case p.member:
 			if p.state == cache.StatePresent {
-				if _, ok := ss.memberAuthorityLocked(pol, typeURL, p.res.Name, p.key.Stream); !ok {
+				if _, ok := ss.memberAuthorityLocked(pol, typeURL, p.res.Name, p.key.Link); !ok {
 					continue
 				}
 			}
 		default:
 			p.members = filterMembers(p.members, func(r *cache.Resource) bool {
-				_, ok := ss.memberAuthorityLocked(pol, typeURL, r.Name, p.key.Stream)
+				_, ok := ss.memberAuthorityLocked(pol, typeURL, r.Name, p.key.Link)
 				return ok
 			})
 		}
@@ -275,7 +275,7 @@ func filterMembers(rs []*cache.Resource, ok func(*cache.Resource) bool) []*cache
 // node (the collection's when no rule takes it or that authority does not
 // carry the type: it is served only through the collection). ok is false
 // for an xdstp name whose authority does not parse.
-func (s *Server) memberAuthority(typeURL, name string, coll cache.StreamID, node *corev3.Node) (authority string, ok bool) {
+func (s *Server) memberAuthority(typeURL, name string, coll cache.LinkID, node *corev3.Node) (authority string, ok bool) {
 	if xdsname.IsXDSTP(name) {
 		a, err := xdsname.AuthorityOf(name)
 		return a, err == nil
@@ -284,7 +284,7 @@ func (s *Server) memberAuthority(typeURL, name string, coll cache.StreamID, node
 	if err != nil {
 		return coll.Authority, true
 	}
-	return r.Key.Stream.Authority, true
+	return r.Key.Link.Authority, true
 }
 
 // forgetDecisionsLocked drops the cached decisions: the node changed.
@@ -338,10 +338,10 @@ func (s *Server) denied(lg *zap.Logger, authority, typeURL, name string) error {
 // explicit name is PermissionDenied; skip reports a denied collection,
 // left out of the answer.
 func (s *Server) checkFetch(pol *access.Policy, id *access.Identity, r Resolution, typeURL, name string) (skip bool, err error) {
-	if !pol.Restricted(r.Key.Stream.Authority, typeURL) || pol.Allowed(r.Key.Stream.Authority, typeURL, id) {
+	if !pol.Restricted(r.Key.Link.Authority, typeURL) || pol.Allowed(r.Key.Link.Authority, typeURL, id) {
 		return false, nil
 	}
-	st := s.denied(s.lg, r.Key.Stream.Authority, typeURL, name)
+	st := s.denied(s.lg, r.Key.Link.Authority, typeURL, name)
 	if r.Collection {
 		return true, nil
 	}
@@ -387,7 +387,7 @@ func (fa *fetchAccess) recheck(s *Server, items []fetchItem) error {
 		return err
 	}
 	for _, it := range items {
-		a := it.res.Key.Stream.Authority
+		a := it.res.Key.Link.Authority
 		if !fa.pol.Allowed(a, fa.typeURL, &fa.id) {
 			return s.denied(s.lg, a, fa.typeURL, "")
 		}
@@ -397,7 +397,7 @@ func (fa *fetchAccess) recheck(s *Server, items []fetchItem) error {
 
 // memberAllowed reports whether the client may receive name, a member of
 // a collection on stream coll (memberAuthority).
-func (fa *fetchAccess) memberAllowed(s *Server, coll cache.StreamID, name string) bool {
+func (fa *fetchAccess) memberAllowed(s *Server, coll cache.LinkID, name string) bool {
 	if !fa.denies {
 		return true
 	}

@@ -46,7 +46,7 @@ func TestSetAccessStopsRunningWriter(t *testing.T) {
 		shared  bool // the response is built on the fast path
 	}{
 		{"explicit name", edsType, key(edsType, xdstp(edsType, "e1")), xdstp(edsType, "e1"), true},
-		{"wildcard member", cdsType, cache.Key{Stream: legacyStream, TypeURL: cdsType, Name: member}, "*", false},
+		{"wildcard member", cdsType, cache.Key{Link: legacyStream, TypeURL: cdsType, Name: member}, "*", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 0)
@@ -119,7 +119,7 @@ func BenchmarkMemberCheck(b *testing.B) {
 		b.Run("node_cluster="+cluster, func(b *testing.B) {
 			ss := newSession(e.srv, variantDelta, "", "bench", access.Identity{}, nil)
 			ss.setNode(&corev3.Node{Id: "n", Cluster: cluster})
-			wildcard := cache.Key{Stream: legacyStream, TypeURL: cdsType, Name: cache.Wildcard}
+			wildcard := cache.Key{Link: legacyStream, TypeURL: cdsType, Name: cache.Wildcard}
 			ss.mu.Lock()
 			defer ss.mu.Unlock()
 			ts := ss.typeLocked(cdsType)

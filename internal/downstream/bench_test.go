@@ -26,7 +26,7 @@ func BenchmarkEnvelope(b *testing.B) {
 				srv := &Server{lg: zap.NewNop(), m: newMetrics(nil), counts: newClientCounts()}
 				ss := newSession(srv, variant, "", "bench", access.Identity{}, nil)
 				ts := ss.typeLocked(edsType)
-				k := cache.Key{Stream: cache.StreamID{Authority: authority}, TypeURL: edsType, Name: "r"}
+				k := cache.Key{Link: cache.LinkID{Authority: authority}, TypeURL: edsType, Name: "r"}
 				ts.addLocked("r", k, false)
 				body := &anypb.Any{TypeUrl: edsType, Value: make([]byte, size)}
 				revs := [2]*cache.Resource{

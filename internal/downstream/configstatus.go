@@ -289,7 +289,7 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 			mark(n)
 		}
 		for _, s := range ts.colls {
-			if s.key.Stream != k.Stream {
+			if s.key.Link != k.Link {
 				continue
 			}
 			if n, ok := s.memberKeys[k.Name]; ok {

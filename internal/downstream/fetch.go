@@ -168,7 +168,7 @@ func (s *Server) unserved(items []fetchItem) error {
 		return nil
 	}
 	for _, it := range items {
-		if err := s.originState(it.res.Key.Stream); err != nil {
+		if err := s.originState(it.res.Key.Link); err != nil {
 			return err
 		}
 	}
@@ -227,7 +227,7 @@ func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchIte
 				errs = append(errs, resErr{name: it.name, detail: relayNotFound}) // a known empty glob
 			}
 			for _, r := range members {
-				if !fa.memberAllowed(s, it.res.Key.Stream, r.Name) {
+				if !fa.memberAllowed(s, it.res.Key.Link, r.Name) {
 					continue
 				}
 				if _, dup := seen[r.Name]; !dup {

@@ -209,7 +209,7 @@ func FuzzSessions(f *testing.F) {
 			if n := len(e.srv.Clients()); n == 1 {
 				// Their sessions unwatched everything on the way out: what
 				// stays watched is the reference's a and b.
-				if got := e.cache.WatchedKeys(key(edsType, a).Stream); got != 2 {
+				if got := e.cache.WatchedKeys(key(edsType, a).Link); got != 2 {
 					t.Fatalf("%d keys of the xdstp stream stay watched, want the reference's 2", got)
 				}
 				if got := e.cache.WatchedKeys(legacyStream); got != 0 {

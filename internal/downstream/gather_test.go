@@ -20,14 +20,14 @@ import (
 // the pieces the test applies: it only records what is subscribed.
 type laterSubscriber struct{ subscribed chan []string }
 
-func (s *laterSubscriber) Subscribe(_ cache.StreamID, _ *corev3.Node, _ string, names []string) {
+func (s *laterSubscriber) Subscribe(_ cache.LinkID, _ *corev3.Node, _ string, names []string) {
 	select {
 	case s.subscribed <- names:
 	default: // tests that care read every one
 	}
 }
 
-func (s *laterSubscriber) Unsubscribe(cache.StreamID, string, []string) {}
+func (s *laterSubscriber) Unsubscribe(cache.LinkID, string, []string) {}
 
 // fakeTimers stands for the server's timers: a gather window passes only
 // when the test fires it.
@@ -109,7 +109,7 @@ func eds(prefix string, n int) ([]string, []*cache.Resource) {
 
 // answer applies rs as one origin response that answers them.
 func (e *env) answer(rs ...*cache.Resource) {
-	u := cache.Update{Stream: key(edsType, rs[0].Name).Stream, TypeURL: edsType, Resources: rs}
+	u := cache.Update{Link: key(edsType, rs[0].Name).Link, TypeURL: edsType, Resources: rs}
 	for _, r := range rs {
 		u.Complete = append(u.Complete, key(edsType, r.Name).Name)
 	}

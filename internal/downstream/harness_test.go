@@ -52,7 +52,7 @@ func (legacyMatcher) Match(req aggregation.Request) (aggregation.Result, error) 
 	return aggregation.Result{Rule: "all", Authority: "legacy", Group: "g1"}, nil
 }
 
-var legacyStream = cache.StreamID{Authority: "legacy", Group: "g1"}
+var legacyStream = cache.LinkID{Authority: "legacy", Group: "g1"}
 
 type env struct {
 	t     testing.TB
@@ -136,9 +136,9 @@ func key(typeURL, name string) cache.Key {
 		if err != nil {
 			panic(err)
 		}
-		return cache.Key{Stream: cache.StreamID{Authority: n.Authority}, TypeURL: typeURL, Name: n.String()}
+		return cache.Key{Link: cache.LinkID{Authority: n.Authority}, TypeURL: typeURL, Name: n.String()}
 	}
-	return cache.Key{Stream: legacyStream, TypeURL: typeURL, Name: name}
+	return cache.Key{Link: legacyStream, TypeURL: typeURL, Name: name}
 }
 
 // body returns a small resource of typeURL named name, as an Any.

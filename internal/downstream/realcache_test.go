@@ -26,16 +26,16 @@ type answeringSubscriber struct {
 // it (an origin that has not answered yet).
 const heldPending = "/pending-"
 
-func (s *answeringSubscriber) Subscribe(st cache.StreamID, _ *corev3.Node, typeURL string, names []string) {
+func (s *answeringSubscriber) Subscribe(st cache.LinkID, _ *corev3.Node, typeURL string, names []string) {
 	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.Contains(n, heldPending) })
 	s.wg.Add(1)
 	go func() { // Subscribe must not block or call back into the cache
 		defer s.wg.Done()
-		s.c.Apply(cache.Update{Stream: st, TypeURL: typeURL, Complete: names})
+		s.c.Apply(cache.Update{Link: st, TypeURL: typeURL, Complete: names})
 	}()
 }
 
-func (s *answeringSubscriber) Unsubscribe(cache.StreamID, string, []string) {}
+func (s *answeringSubscriber) Unsubscribe(cache.LinkID, string, []string) {}
 
 // testCache is the real cache, with helpers that Apply canned updates and
 // optional hooks around what the server asks of it.
@@ -106,17 +106,17 @@ func (c *testCache) Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb
 
 // setError records the origin's error for k.
 func (c *testCache) setError(k cache.Key, detail *statuspb.Status) {
-	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Errors: []cache.ResourceError{{Name: k.Name, Detail: detail}}})
+	c.Apply(cache.Update{Link: k.Link, TypeURL: k.TypeURL, Errors: []cache.ResourceError{{Name: k.Name, Detail: detail}}})
 }
 
 // set stores r under k (present).
 func (c *testCache) set(k cache.Key, r *cache.Resource) {
-	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Resources: []*cache.Resource{r}})
+	c.Apply(cache.Update{Link: k.Link, TypeURL: k.TypeURL, Resources: []*cache.Resource{r}})
 }
 
 // remove says k does not exist.
 func (c *testCache) remove(k cache.Key) {
-	c.Apply(cache.Update{Stream: k.Stream, TypeURL: k.TypeURL, Removed: []string{k.Name}})
+	c.Apply(cache.Update{Link: k.Link, TypeURL: k.TypeURL, Removed: []string{k.Name}})
 }
 
 type cacheResource = cache.Resource

@@ -114,7 +114,7 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 			canonical = name
 		}
 		return Resolution{
-			Key:        cache.Key{Stream: cache.StreamID{Authority: n.Authority}, TypeURL: typeURL, Name: canonical},
+			Key:        cache.Key{Link: cache.LinkID{Authority: n.Authority}, TypeURL: typeURL, Name: canonical},
 			Collection: n.IsGlob(),
 		}, nil
 	}
@@ -137,7 +137,7 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		return Resolution{}, fmt.Errorf("%w: %s: authority %s carries no %s", ErrTypeNotCarried, quoteShort(name), quoteShort(res.Authority), quoteShort(typeURL))
 	}
 	return Resolution{
-		Key:        cache.Key{Stream: cache.StreamID{Authority: res.Authority, Group: res.Group}, TypeURL: typeURL, Name: name},
+		Key:        cache.Key{Link: cache.LinkID{Authority: res.Authority, Group: res.Group}, TypeURL: typeURL, Name: name},
 		Collection: name == cache.Wildcard,
 		Node:       res.Node,
 	}, nil

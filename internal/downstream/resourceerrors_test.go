@@ -155,7 +155,7 @@ func TestResourceErrorSameResponseAsChange(t *testing.T) {
 	checkDelta(t, deltaResp(edsType, nil, dres(a, ra), dres(b, rb)), d.Recv())
 	ka := key(edsType, a)
 	ra2 := res(edsType, a, "2")
-	e.cache.Apply(cache.Update{Stream: ka.Stream, TypeURL: edsType, Resources: []*cache.Resource{ra2},
+	e.cache.Apply(cache.Update{Link: ka.Link, TypeURL: edsType, Resources: []*cache.Resource{ra2},
 		Errors: []cache.ResourceError{{Name: key(edsType, b).Name, Detail: unavailable}}})
 	checkDelta(t, deltaWithErrors(edsType, nil, []*discoveryv3.ResourceError{resourceError(b, unavailable)}, dres(a, ra2)), d.Recv())
 	d.None()
@@ -176,7 +176,7 @@ func TestResourceErrorOnCollections(t *testing.T) {
 	w.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: cdsType})
 	wr := w.Recv() // the wildcard, answered empty
 	w.Send(sotwAck(wr))
-	e.cache.setError(cache.Key{Stream: legacyStream, TypeURL: cdsType, Name: cache.Wildcard}, unavailable)
+	e.cache.setError(cache.Key{Link: legacyStream, TypeURL: cdsType, Name: cache.Wildcard}, unavailable)
 	checkSotW(t, sotwWithErrors(cdsType, "2", []*discoveryv3.ResourceError{resourceError("", unavailable)}), w.Recv())
 }
 
@@ -187,7 +187,7 @@ func TestResourceErrorOfMember(t *testing.T) {
 	glob := "xdstp://" + authority + "/envoy.config.endpoint.v3.ClusterLoadAssignment/dir/*"
 	m := "xdstp://" + authority + "/envoy.config.endpoint.v3.ClusterLoadAssignment/dir/m"
 	r := e.put(edsType, m, "1")
-	e.cache.Apply(cache.Update{Stream: key(edsType, m).Stream, TypeURL: edsType, Complete: []string{glob}})
+	e.cache.Apply(cache.Update{Link: key(edsType, m).Link, TypeURL: edsType, Complete: []string{glob}})
 	d := e.delta()
 	d.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{glob}})
 	dr := d.Recv()
@@ -216,9 +216,9 @@ func TestResourceErrorStreamUnavailable(t *testing.T) {
 	checkSotW(t, sotwResp(edsType, "1", rok.Body), sr)
 	s.Send(sotwAck(sr, p, ok))
 	down := &statuspb.Status{Code: int32(codes.Unavailable), Message: "xds-relay: no origin answers"}
-	e.cache.SetStreamError(key(edsType, p).Stream, down)
+	e.cache.SetStreamError(key(edsType, p).Link, down)
 	checkSotW(t, sotwWithErrors(edsType, "2", []*discoveryv3.ResourceError{resourceError(p, down)}), s.Recv())
-	e.cache.SetStreamError(key(edsType, p).Stream, nil)
+	e.cache.SetStreamError(key(edsType, p).Link, nil)
 	s.None() // cleared: nothing to say until the resource comes
 	rp := e.put(edsType, p, "1")
 	checkSotW(t, sotwResp(edsType, "3", rp.Body), s.Recv())

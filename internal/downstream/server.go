@@ -52,7 +52,7 @@ type Options struct {
 	// does, or nothing is known yet); a Fetch or REST poll that found
 	// nothing by FetchWait fails with it (Unavailable, HTTP 503) rather
 	// than answering an empty list. nil: never.
-	OriginState func(cache.StreamID) error
+	OriginState func(cache.LinkID) error
 	Logger      *zap.Logger
 	Registry    prometheus.Registerer
 	// Limits bound what clients can make the Server hold. Required.
@@ -83,9 +83,9 @@ type Options struct {
 // discovery service (register it with Register) and REST-JSON polling
 // (RESTHandler). One Server serves any number of streams.
 type Server struct {
-	cache       Cache                      // read-only after New
-	fetchWait   time.Duration              // read-only after New
-	originState func(cache.StreamID) error // Options.OriginState; read-only after New
+	cache       Cache                    // read-only after New
+	fetchWait   time.Duration            // read-only after New
+	originState func(cache.LinkID) error // Options.OriginState; read-only after New
 	// resolverNow, limitsNow and sendTimeoutNs change at run time (a
 	// config reload, reload.go); each read takes the current value.
 	resolverNow   atomic.Pointer[resolverBox]

@@ -351,7 +351,7 @@ func checkDuplicates(field, typeURL string, names []string) error {
 type change struct {
 	watch   []cache.Key
 	unwatch []cache.Key
-	nodes   map[cache.StreamID]*corev3.Node // upstream nodes rules give, by stream
+	nodes   map[cache.LinkID]*corev3.Node // upstream nodes rules give, by stream
 }
 
 // add records a key to watch and the upstream node its rule gives, if any.
@@ -359,9 +359,9 @@ func (c *change) add(r Resolution) {
 	c.watch = append(c.watch, r.Key)
 	if r.Node != nil {
 		if c.nodes == nil {
-			c.nodes = make(map[cache.StreamID]*corev3.Node)
+			c.nodes = make(map[cache.LinkID]*corev3.Node)
 		}
-		c.nodes[r.Key.Stream] = r.Node
+		c.nodes[r.Key.Link] = r.Node
 	}
 }
 
@@ -378,16 +378,16 @@ func (c *change) apply(ss *session) {
 // the node its aggregation rule gives (nodes: the rule's, or one built
 // from the group key alone); never the client's own Node, whose other fields are
 // only its claim. xdstp streams present the relay's configured node.
-func watchKeys(c Cache, w cache.Watcher, keys []cache.Key, nodes map[cache.StreamID]*corev3.Node) {
+func watchKeys(c Cache, w cache.Watcher, keys []cache.Key, nodes map[cache.LinkID]*corev3.Node) {
 	if len(nodes) == 0 {
 		c.Watch(w, nil, keys...)
 		return
 	}
 	var own []cache.Key
-	byStream := make(map[cache.StreamID][]cache.Key, len(nodes))
+	byStream := make(map[cache.LinkID][]cache.Key, len(nodes))
 	for _, k := range keys {
-		if _, ok := nodes[k.Stream]; ok {
-			byStream[k.Stream] = append(byStream[k.Stream], k)
+		if _, ok := nodes[k.Link]; ok {
+			byStream[k.Link] = append(byStream[k.Link], k)
 		} else {
 			own = append(own, k)
 		}
@@ -427,8 +427,8 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			ss.logger().Warn("requested name cannot be served here: its authority has no configuration, or does not carry its type",
 				zap.String("type_url", clientText(typeURL)), zap.String("name", clientText(n)), zap.Error(err))
 		}
-		if err == nil && !ss.allowed(r.Key.Stream.Authority, typeURL) {
-			st := ss.srv.denied(ss.logger(), r.Key.Stream.Authority, typeURL, n)
+		if err == nil && !ss.allowed(r.Key.Link.Authority, typeURL) {
+			st := ss.srv.denied(ss.logger(), r.Key.Link.Authority, typeURL, n)
 			if !r.Collection {
 				return nil, st
 			}
@@ -438,11 +438,11 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 			err = ErrAccessDenied // answered as if it did not exist
 		}
 		out = append(out, resolved{name: n, res: r, err: err})
-		if err == nil && r.Key.Stream.Group != "" {
+		if err == nil && r.Key.Link.Group != "" {
 			ss.mu.Lock()
-			if _, ok := ss.groups[r.Key.Stream.Group]; !ok && len(ss.groups) < maxGroupsKept {
-				ss.groups[r.Key.Stream.Group] = struct{}{}
-				ss.addLogFieldsLocked(zap.String("group", r.Key.Stream.Group))
+			if _, ok := ss.groups[r.Key.Link.Group]; !ok && len(ss.groups) < maxGroupsKept {
+				ss.groups[r.Key.Link.Group] = struct{}{}
+				ss.addLogFieldsLocked(zap.String("group", r.Key.Link.Group))
 			}
 			ss.mu.Unlock()
 		}

@@ -45,7 +45,7 @@ func TestSharedEncoding(t *testing.T) {
 		e.syncDelta(sp)
 		e.syncSotW(s)
 
-		e.cache.Apply(cache.Update{Stream: key(edsType, e1).Stream, TypeURL: edsType, Resources: []*cache.Resource{
+		e.cache.Apply(cache.Update{Link: key(edsType, e1).Link, TypeURL: edsType, Resources: []*cache.Resource{
 			res(edsType, e1, "2"), res(edsType, e2, "2"), res(edsType, canonical, "2"),
 		}})
 		var g got

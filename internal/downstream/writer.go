@@ -156,7 +156,7 @@ func (w *work) addCollections(ts *typeState) {
 // addMember adds member key k of the collections of ts that contain it.
 func (w *work) addMember(ts *typeState, k cache.Key) {
 	for n, s := range ts.colls {
-		if s.key.Stream != k.Stream || !s.contains(k) {
+		if s.key.Link != k.Link || !s.contains(k) {
 			continue
 		}
 		w.addProbe(probe{name: n, key: k, collection: true, member: true})

@@ -17,7 +17,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		for i := range rs {
 			rs[i] = res(fmt.Sprintf("r%d", i), fmt.Sprint(i), 1024)
 		}
-		c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, Resources: rs})
+		c.Apply(cache.Update{Link: legacyStream, TypeURL: lds, Resources: rs})
 		es, _ := c.SnapshotEntries()
 		data, _, _ := Encode(testFP, time.Now(), es, 0)
 		b.Run(fmt.Sprintf("collect/resources=%d", n), func(b *testing.B) {

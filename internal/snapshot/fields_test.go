@@ -27,7 +27,7 @@ func TestSnapshotFields(t *testing.T) {
 	r.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{
 		"trace": {Fields: map[string]*structpb.Value{"id": structpb.NewStringValue("m")}},
 	}}
-	f.c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, Resources: []*cache.Resource{r}})
+	f.c.Apply(cache.Update{Link: legacyStream, TypeURL: lds, Resources: []*cache.Resource{r}})
 	es, _ := f.c.SnapshotEntries()
 	data, n, _ := Encode(testFP, f.now, es, 0)
 	if n != 1 {

@@ -72,7 +72,7 @@ type Snapshot struct {
 func Encode(fp Fingerprint, written time.Time, entries []cache.SnapshotEntry, maxBytes int64) (data []byte, resources int, truncated bool) {
 	est := headerLen + sumLen
 	for _, e := range entries {
-		est += 64 + len(e.Key.Stream.Authority) + len(e.Key.Stream.Group) + len(e.Key.TypeURL) + len(e.Key.Name)
+		est += 64 + len(e.Key.Link.Authority) + len(e.Key.Link.Group) + len(e.Key.TypeURL) + len(e.Key.Name)
 		if r := e.Res; r != nil {
 			est += len(r.Name) + len(r.Version) + len(r.OriginVersion) + len(e.OriginVersion) + len(r.Body.GetTypeUrl()) + len(r.Body.GetValue())
 			if r.HasFields() {
@@ -156,8 +156,8 @@ func uvarintLen(v uint64) int {
 }
 
 func appendKey(b []byte, k cache.Key) []byte {
-	b = appendString(b, k.Stream.Authority)
-	b = appendString(b, k.Stream.Group)
+	b = appendString(b, k.Link.Authority)
+	b = appendString(b, k.Link.Group)
 	b = appendString(b, k.TypeURL)
 	return appendString(b, k.Name)
 }
@@ -291,7 +291,7 @@ func (d *decoder) entry() (cache.SnapshotEntry, error) {
 	kind := d.b[0]
 	d.b = d.b[1:]
 	e.Key = cache.Key{
-		Stream:  cache.StreamID{Authority: d.string("authority"), Group: d.string("group")},
+		Link:    cache.LinkID{Authority: d.string("authority"), Group: d.string("group")},
 		TypeURL: d.string("type URL"),
 		Name:    d.string("name"),
 	}

@@ -24,8 +24,8 @@ const (
 )
 
 var (
-	xdstpStream  = cache.StreamID{Authority: "auth"}
-	legacyStream = cache.StreamID{Authority: "auth", Group: "g1"}
+	xdstpStream  = cache.LinkID{Authority: "auth"}
+	legacyStream = cache.LinkID{Authority: "auth", Group: "g1"}
 )
 
 // fixture is a real cache on a clock the test sets.
@@ -52,8 +52,8 @@ type watcher struct{}
 func (watcher) Notify(cache.Key)          {}
 func (watcher) Flush(cs *cache.ChangeSet) {}
 
-func key(s cache.StreamID, name string) cache.Key {
-	return cache.Key{Stream: s, TypeURL: lds, Name: name}
+func key(s cache.LinkID, name string) cache.Key {
+	return cache.Key{Link: s, TypeURL: lds, Name: name}
 }
 
 // res is a revision of size bytes that start with the origin's version.
@@ -74,10 +74,10 @@ func snapFixture(t *testing.T) *fixture {
 	a.TTL, a.Arrived = durationpb.New(time.Minute), f.now
 	f.c.Watch(w, nil, key(legacyStream, "a"), key(legacyStream, "b"), key(legacyStream, "c"),
 		key(xdstpStream, globName), key(legacyStream, cache.Wildcard))
-	f.c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, FullState: true, Resources: []*cache.Resource{
+	f.c.Apply(cache.Update{Link: legacyStream, TypeURL: lds, FullState: true, Resources: []*cache.Resource{
 		a, res("b", "2", 20), res("c", "3", 30),
 	}})
-	f.c.Apply(cache.Update{Stream: xdstpStream, TypeURL: lds, Complete: []string{globName}, Resources: []*cache.Resource{
+	f.c.Apply(cache.Update{Link: xdstpStream, TypeURL: lds, Complete: []string{globName}, Resources: []*cache.Resource{
 		res(member, "4", 40),
 	}})
 	f.c.Unwatch(w, key(legacyStream, "c"), key(legacyStream, cache.Wildcard))

@@ -170,7 +170,7 @@ func sumOf(b []byte) []byte {
 func FuzzDecodeSnapshot(f *testing.F) {
 	c := cache.New(unbounded)
 	defer c.Close()
-	c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, Resources: []*cache.Resource{res("a", "1", 10), res("b", "2", 5)}})
+	c.Apply(cache.Update{Link: legacyStream, TypeURL: lds, Resources: []*cache.Resource{res("a", "1", 10), res("b", "2", 5)}})
 	es, _ := c.SnapshotEntries()
 	data, _, _ := Encode(testFP, time.Unix(5, 0), es, 0)
 	f.Add(data)
@@ -319,7 +319,7 @@ func TestSnapshotterWrites(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 1 {
 		t.Errorf("writes ok %v after an unchanged Final, want 1", n)
 	}
-	f.c.Apply(cache.Update{Stream: legacyStream, TypeURL: lds, Resources: []*cache.Resource{res("d", "5", 5)}})
+	f.c.Apply(cache.Update{Link: legacyStream, TypeURL: lds, Resources: []*cache.Resource{res("d", "5", 5)}})
 	s.Final()
 	if n := testutil.ToFloat64(s.m.writes.WithLabelValues("ok")); n != 2 {
 		t.Errorf("writes ok %v after a change, want 2", n)

@@ -168,7 +168,7 @@ func (l *link) completeEmulatedGlobs(st *deltaState, types []string, wants map[s
 	var local []cache.Update
 	for _, t := range types {
 		if st.wildcardAnswered[t] && len(wants[t].emulatedGlobs) > 0 {
-			local = append(local, cache.Update{Stream: l.id, TypeURL: t, Complete: wants[t].emulatedGlobs})
+			local = append(local, cache.Update{Link: l.id, TypeURL: t, Complete: wants[t].emulatedGlobs})
 		}
 	}
 	for _, u := range local {

@@ -5,11 +5,11 @@
 // Words, as this package uses them (downstream's "session" is a client's
 // stream; nothing here is called a session):
 //
-//   - link (link.go): the relay's upstream for one cache.StreamID
+//   - link (link.go): the relay's upstream for one cache.LinkID
 //     (authority + aggregation group). It holds the subscriptions the cache
 //     wants on it and one run goroutine that carries them to the
 //     authority's origins, attempt after attempt. A link lives from its
-//     StreamID's first Subscribe until Manager.Close.
+//     LinkID's first Subscribe until Manager.Close.
 //   - attempt (attempt.go): one try at serving a link from one origin:
 //     dial, open one ADS stream (delta.go or sotw.go; or one stream per
 //     type on the per-type services: pertype.go), sync and handle

@@ -33,12 +33,12 @@ func TestUpdateKeepsResourceFields(t *testing.T) {
 		update func() (cache.Update, error)
 	}{
 		{name: "delta", update: func() (cache.Update, error) {
-			return deltaUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
+			return deltaUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
 				TypeUrl: resource.ClusterType, Resources: []*discoveryv3.Resource{wrapper},
 			}, time.Now())
 		}},
 		{name: "sotw wrapper", update: func() (cache.Update, error) {
-			return sotwUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
+			return sotwUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
 				TypeUrl: resource.ClusterType, VersionInfo: "v1", Resources: []*anypb.Any{anyOf(t, wrapper)},
 			}, time.Now())
 		}},

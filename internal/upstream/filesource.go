@@ -405,7 +405,7 @@ func (l *link) fileApply(fs *fileSource) error {
 			complete = append(complete, n)
 		}
 		complete = append(complete, w.emulatedGlobs...)
-		l.mgr.cache.Apply(cache.Update{Stream: l.id, TypeURL: t, Resources: rs, FullState: true, Complete: complete})
+		l.mgr.cache.Apply(cache.Update{Link: l.id, TypeURL: t, Resources: rs, FullState: true, Complete: complete})
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 // the cache's LRU, warm for clients that come back (a reconnect storm costs
 // the origin nothing). A link that no client has watched for IdleTimeout
 // (found so at two sweeps IdleTimeout apart) is closed: the cache forgets
-// what it held for it (ReleaseStream, which refuses if a client watches
+// what it held for it (ReleaseLink, which refuses if a client watches
 // anything of it by then), its run goroutine ends and its connection is
 // released. A client that asks for one of its keys later is a miss that
 // opens a new link. This is what bounds per-group links: aggregation
@@ -46,7 +46,7 @@ func (m *Manager) closeIdle() {
 			continue
 		}
 		// Under m.mu: a Subscribe for id waits, then opens a new link.
-		if !m.cache.ReleaseStream(id) {
+		if !m.cache.ReleaseLink(id) {
 			l.idleSweeps = 0
 			continue
 		}

@@ -15,13 +15,13 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// link is the relay's upstream for one cache.StreamID: the subscriptions
+// link is the relay's upstream for one cache.LinkID: the subscriptions
 // the cache wants on it (desired), and the run goroutine that carries them
 // to the authority's origins, one attempt after another (reconnect,
-// failover, failback). It lives from the StreamID's first Subscribe until
+// failover, failback). It lives from the LinkID's first Subscribe until
 // the Manager closes.
 type link struct {
-	id cache.StreamID // read-only
+	id cache.LinkID // read-only
 	// auth: the authority's settings. Read by the run goroutine only;
 	// replaced (Manager.restart) while no run goroutine runs.
 	auth *authority
@@ -74,7 +74,7 @@ type link struct {
 	sotwOrigin   string
 }
 
-func newLink(m *Manager, id cache.StreamID, a *authority) *link {
+func newLink(m *Manager, id cache.LinkID, a *authority) *link {
 	return &link{
 		id:           id,
 		auth:         a,

@@ -18,12 +18,12 @@ import (
 )
 
 // Manager is the upstream side of the relay: it implements cache.Subscriber,
-// keeps one link per cache.StreamID (authority + aggregation group) toward
+// keeps one link per cache.LinkID (authority + aggregation group) toward
 // the authority's origins, and feeds what they send into the cache.
 //
 // Lifecycle: New starts the idle sweeper and one check of every origin
 // (origincheck.go), and nothing else. A link's run goroutine starts with the
-// first Subscribe for its StreamID, and a file source's watcher with the
+// first Subscribe for its LinkID, and a file source's watcher with the
 // first link of its authority; both run until Close, which cancels every
 // goroutine and waits for them.
 type Manager struct {
@@ -46,12 +46,12 @@ type Manager struct {
 	// responseTimeout bounds the wait for an origin's first response on an
 	// attempt (attempt.go); read-only after New.
 	responseTimeout time.Duration
-	ctx             context.Context          // read-only after New; cancelled by Close
-	cancel          context.CancelFunc       // read-only after New
-	wg              sync.WaitGroup           // counts every goroutine the Manager owns
-	mu              sync.Mutex               //
-	links           map[cache.StreamID]*link // guarded by mu
-	closed          bool                     // guarded by mu
+	ctx             context.Context        // read-only after New; cancelled by Close
+	cancel          context.CancelFunc     // read-only after New
+	wg              sync.WaitGroup         // counts every goroutine the Manager owns
+	mu              sync.Mutex             //
+	links           map[cache.LinkID]*link // guarded by mu
+	closed          bool                   // guarded by mu
 	// auths by name; replaced by SetAuthorities (reload.go). guarded by mu
 	auths map[string]*authority
 	// files: file sources by origin; SetAuthorities adds. guarded by mu
@@ -115,7 +115,7 @@ func New(opts Options) (*Manager, error) {
 		files:           make(map[string]*fileSource),
 		ctx:             ctx,
 		cancel:          cancel,
-		links:           make(map[cache.StreamID]*link),
+		links:           make(map[cache.LinkID]*link),
 	}
 	mgr.conns = newConns(mgr.dialOpts)
 	mgr.checks = &originChecks{by: make(map[string][]OriginCheck)}
@@ -149,7 +149,7 @@ func (m *Manager) Close() {
 
 // Subscribe adds names to the link's desired set and wakes the link; it
 // never blocks on the network.
-func (m *Manager) Subscribe(s cache.StreamID, node *corev3.Node, typeURL string, names []string) {
+func (m *Manager) Subscribe(s cache.LinkID, node *corev3.Node, typeURL string, names []string) {
 	l := m.link(s)
 	if l == nil {
 		return
@@ -158,7 +158,7 @@ func (m *Manager) Subscribe(s cache.StreamID, node *corev3.Node, typeURL string,
 }
 
 // Unsubscribe removes names from the link's desired set and wakes it.
-func (m *Manager) Unsubscribe(s cache.StreamID, typeURL string, names []string) {
+func (m *Manager) Unsubscribe(s cache.LinkID, typeURL string, names []string) {
 	m.mu.Lock()
 	l := m.links[s]
 	m.mu.Unlock()
@@ -170,7 +170,7 @@ func (m *Manager) Unsubscribe(s cache.StreamID, typeURL string, names []string) 
 
 // link returns the link of s, starting it on first use; nil when the
 // authority is unknown or the Manager is closed.
-func (m *Manager) link(s cache.StreamID) *link {
+func (m *Manager) link(s cache.LinkID) *link {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

@@ -32,7 +32,7 @@ const (
 
 // Authority is one authority's upstream: its origins in failover order.
 type Authority struct {
-	// Name is the authority (cache.StreamID.Authority).
+	// Name is the authority (cache.LinkID.Authority).
 	Name string
 	// Origins are "host:port" control planes or "file://DIR" directories,
 	// tried in order.

@@ -147,7 +147,7 @@ func (l *link) answerRefused() {
 		if !l.refusedLocked(t, now) || len(l.desired[t]) == 0 {
 			continue
 		}
-		updates = append(updates, cache.Update{Stream: l.id, TypeURL: t, Removed: slices.Sorted(maps.Keys(l.desired[t]))})
+		updates = append(updates, cache.Update{Link: l.id, TypeURL: t, Removed: slices.Sorted(maps.Keys(l.desired[t]))})
 	}
 	for _, t := range slices.Sorted(maps.Keys(l.refusedNames)) {
 		var gone []string
@@ -158,7 +158,7 @@ func (l *link) answerRefused() {
 		}
 		if len(gone) > 0 {
 			slices.Sort(gone)
-			updates = append(updates, cache.Update{Stream: l.id, TypeURL: t, Removed: gone})
+			updates = append(updates, cache.Update{Link: l.id, TypeURL: t, Removed: gone})
 		}
 	}
 	l.mu.Unlock()

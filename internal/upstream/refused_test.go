@@ -46,7 +46,7 @@ func TestRefusedSubscription(t *testing.T) {
 	}
 
 	w := &watcherOf{}
-	l.mgr.cache.Watch(w, nil, cache.Key{Stream: l.id, TypeURL: eds, Name: bad})
+	l.mgr.cache.Watch(w, nil, cache.Key{Link: l.id, TypeURL: eds, Name: bad})
 	l.refuse(eds, bad, errors.New("refused"))
 	ads := &fakeADS[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse]{}
 	st := newDeltaState()
@@ -57,7 +57,7 @@ func TestRefusedSubscription(t *testing.T) {
 	if diff := cmp.Diff(want, ads.sent, protocmp.Transform(), protocmp.IgnoreFields(&discoveryv3.DeltaDiscoveryRequest{}, "node", "initial_resource_versions")); diff != "" {
 		t.Errorf("requests with %s refused (-want +got):\n%s", bad, diff)
 	}
-	if _, st := l.mgr.cache.Get(cache.Key{Stream: l.id, TypeURL: eds, Name: bad}); st != cache.StateAbsent {
+	if _, st := l.mgr.cache.Get(cache.Key{Link: l.id, TypeURL: eds, Name: bad}); st != cache.StateAbsent {
 		t.Errorf("refused name reads %v, want absent", st)
 	}
 }

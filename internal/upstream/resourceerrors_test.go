@@ -58,10 +58,10 @@ func TestResourceErrorsFromOrigins(t *testing.T) {
 				var u cache.Update
 				var err error
 				if variant == "delta" {
-					u, err = deltaUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
+					u, err = deltaUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
 						TypeUrl: resource.ClusterType, ResourceErrors: tc.errs}, time.Now())
 				} else {
-					u, err = sotwUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
+					u, err = sotwUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
 						TypeUrl: resource.ClusterType, ResourceErrors: tc.errs}, time.Now())
 				}
 				if tc.wantErr != "" {
@@ -94,7 +94,7 @@ func TestResourceErrorsAnswer(t *testing.T) {
 	if got := deltaAnswers(onlyErr, sent, nil, awaiting); len(got) != 0 {
 		t.Errorf("an UNAVAILABLE for a name answered %v, want nothing", got)
 	}
-	u, err := deltaUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
+	u, err := deltaUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
 		TypeUrl: resource.ClusterType, ResourceErrors: []*discoveryv3.ResourceError{{
 			ResourceName: &discoveryv3.ResourceName{Name: glob}, ErrorDetail: &statuspb.Status{Code: int32(codes.NotFound)}}}}, time.Now())
 	if err != nil {

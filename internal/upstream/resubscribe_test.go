@@ -29,7 +29,7 @@ func (f *fakeADS[Req, Resp]) Send(r *Req) error {
 
 func testLink(emulated bool) *link {
 	m := &Manager{lg: zap.NewNop(), metrics: newMetrics(nil), cache: cache.New(cache.Options{}), maxRequest: 1 << 20, failback: time.Minute}
-	return newLink(m, cache.StreamID{Authority: "a"}, &authority{name: "a", origins: []string{"o"}, emulated: emulated})
+	return newLink(m, cache.LinkID{Authority: "a"}, &authority{name: "a", origins: []string{"o"}, emulated: emulated})
 }
 
 // TestResubscribe: a name the cache unsubscribed (it evicted it) and

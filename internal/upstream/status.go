@@ -201,7 +201,7 @@ func (m *Manager) Links() []LinkStatus {
 func (m *Manager) Ready() error {
 	var errs []error
 	for _, st := range m.Status() {
-		if st.State == "open" || m.cache.Cached(cache.StreamID{Authority: st.Authority, Group: st.Group}) {
+		if st.State == "open" || m.cache.Cached(cache.LinkID{Authority: st.Authority, Group: st.Group}) {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%w and nothing is cached", notAnswered(st)))
@@ -212,7 +212,7 @@ func (m *Manager) Ready() error {
 // OriginState returns why no origin answers on the link of s (its state
 // and last error, for a REST poll or Fetch that found nothing); nil when
 // one does, or s has no link.
-func (m *Manager) OriginState(s cache.StreamID) error {
+func (m *Manager) OriginState(s cache.LinkID) error {
 	m.mu.Lock()
 	l := m.links[s]
 	m.mu.Unlock()

@@ -68,7 +68,7 @@ func TestDeltaUpdateValidation(t *testing.T) {
 		{name: "bad removed name", removed: []string{"xdstp://"}, wantErr: "removed resource name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := deltaUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
+			u, err := deltaUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DeltaDiscoveryResponse{
 				TypeUrl: resource.ClusterType, Resources: tc.res, RemovedResources: tc.removed,
 			}, time.Now())
 			if tc.wantErr == "" {
@@ -105,7 +105,7 @@ func TestSotwUpdateValidation(t *testing.T) {
 		{name: "undecodable", res: []*anypb.Any{{TypeUrl: resource.ClusterType, Value: []byte{0xff}}}, wantErr: "cannot be decoded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := sotwUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
+			u, err := sotwUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
 				TypeUrl: resource.ClusterType, VersionInfo: "v1", Resources: tc.res,
 			}, time.Now())
 			if tc.wantErr != "" {
@@ -153,7 +153,7 @@ func TestSotwUpdateCustomType(t *testing.T) {
 		{name: "wrapped, another type", res: anyOf(t, &discoveryv3.Resource{Name: "w1", Resource: &anypb.Any{TypeUrl: resource.ClusterType}}), wantErr: "response type_url is"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := sotwUpdate(cache.StreamID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
+			u, err := sotwUpdate(cache.LinkID{Authority: "a"}, &discoveryv3.DiscoveryResponse{
 				TypeUrl: custom, VersionInfo: "v1", Resources: []*anypb.Any{tc.res},
 			}, time.Now())
 			if tc.wantErr != "" {

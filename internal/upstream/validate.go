@@ -54,8 +54,8 @@ func (n names) add(name string) (string, error) {
 }
 
 // deltaUpdate validates a delta response and turns it into a cache update.
-func deltaUpdate(id cache.StreamID, r *discoveryv3.DeltaDiscoveryResponse, now time.Time) (cache.Update, error) {
-	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl(), Arrived: now}
+func deltaUpdate(id cache.LinkID, r *discoveryv3.DeltaDiscoveryResponse, now time.Time) (cache.Update, error) {
+	u := cache.Update{Link: id, TypeURL: r.GetTypeUrl(), Arrived: now}
 	seen := names{}
 	for i, res := range r.GetResources() {
 		if res.GetName() == "" {
@@ -119,8 +119,8 @@ func resourceErrors(u cache.Update, errs []*discoveryv3.ResourceError) (cache.Up
 // Resources may be wrapped in envoy.service.discovery.v3.Resource (TTL,
 // heartbeats, aliases, metadata, cache control); the wrapper is removed,
 // its fields kept.
-func sotwUpdate(id cache.StreamID, r *discoveryv3.DiscoveryResponse, now time.Time) (cache.Update, error) {
-	u := cache.Update{Stream: id, TypeURL: r.GetTypeUrl(), Arrived: now}
+func sotwUpdate(id cache.LinkID, r *discoveryv3.DiscoveryResponse, now time.Time) (cache.Update, error) {
+	u := cache.Update{Link: id, TypeURL: r.GetTypeUrl(), Arrived: now}
 	seen := names{}
 	for i, a := range r.GetResources() {
 		// The response's version_info is the origin's only version of each
