@@ -9,6 +9,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Config is the whole relay configuration. The YAML keys are the field tags;
@@ -84,17 +85,6 @@ type Node struct {
 	// Cluster is node.cluster. Default "" (not sent).
 	Cluster string `yaml:"cluster"`
 }
-
-// Transport values: the xDS variant the relay speaks to an authority's origins.
-const (
-	TransportDelta = "delta"
-	TransportSotW  = "sotw"
-	// The per-type variants: one stream per type (and group) on the
-	// per-type services (CDS, EDS, LDS, RDS, SDS, ...), for origins
-	// without ADS.
-	TransportDeltaPerType = "delta-per-type"
-	TransportSotWPerType  = "sotw-per-type"
-)
 
 // GlobCollections values: whether an authority's origins understand TP1 glob
 // collections.
@@ -547,11 +537,11 @@ func (c *Config) applyAuthorityDefaults() {
 	for i := range c.Authorities {
 		a := &c.Authorities[i]
 		if a.Transport == "" {
-			a.Transport = TransportDelta
+			a.Transport = xdstype.TransportDelta
 		}
 		if a.GlobCollections == "" {
 			a.GlobCollections = GlobNative
-			if a.Transport == TransportSotW || a.Transport == TransportSotWPerType {
+			if a.Transport == xdstype.TransportSotW || a.Transport == xdstype.TransportSotWPerType {
 				a.GlobCollections = GlobEmulated
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xds-relay/xds-relay/internal/access"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // problem is what tests compare of a FieldError: where, and a fragment of what.
@@ -48,8 +49,8 @@ func TestLoadExample(t *testing.T) {
 	}
 	want := Default()
 	want.Authorities = []Authority{
-		{Name: "auth.example", Origins: []string{"127.0.0.1:19000", "127.0.0.1:19001"}, Transport: TransportDelta, GlobCollections: GlobNative},
-		{Name: "legacy", Origins: []string{"127.0.0.1:19100"}, Transport: TransportSotW, GlobCollections: GlobEmulated, PlainNames: new(true)},
+		{Name: "auth.example", Origins: []string{"127.0.0.1:19000", "127.0.0.1:19001"}, Transport: xdstype.TransportDelta, GlobCollections: GlobNative},
+		{Name: "legacy", Origins: []string{"127.0.0.1:19100"}, Transport: xdstype.TransportSotW, GlobCollections: GlobEmulated, PlainNames: new(true)},
 	}
 	want.Authorities[0].Allow = []access.Rule{{URISAN: "spiffe://fleet.example/ns/prod/*"}, {DNSSAN: "*.prod.example"}, {NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
 	want.Authorities[0].AllowByType = map[string][]access.Rule{secretTypeURL: {{URISAN: "spiffe://fleet.example/ns/prod/sa/gateway"}}}
@@ -307,7 +308,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Default()
-	want.Authorities = []Authority{{Name: "a", Origins: []string{"h:1"}, Transport: TransportDelta, GlobCollections: GlobNative}}
+	want.Authorities = []Authority{{Name: "a", Origins: []string{"h:1"}, Transport: xdstype.TransportDelta, GlobCollections: GlobNative}}
 	want.Downstream.SendTimeout = 5 * time.Second
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -341,8 +342,8 @@ func TestParseMergeKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Authority{
-		{Name: "a", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobEmulated},
-		{Name: "b", Origins: []string{"h:1"}, Transport: TransportSotW, GlobCollections: GlobEmulated},
+		{Name: "a", Origins: []string{"h:1"}, Transport: xdstype.TransportSotW, GlobCollections: GlobEmulated},
+		{Name: "b", Origins: []string{"h:1"}, Transport: xdstype.TransportSotW, GlobCollections: GlobEmulated},
 	}
 	if diff := cmp.Diff(want, c.Authorities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -356,7 +357,7 @@ func TestParseMergeKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantC := Authority{Name: "c", Origins: []string{"h:2"}, Transport: TransportSotW, GlobCollections: GlobEmulated}
+	wantC := Authority{Name: "c", Origins: []string{"h:2"}, Transport: xdstype.TransportSotW, GlobCollections: GlobEmulated}
 	if diff := cmp.Diff(wantC, c.Authorities[2]); diff != "" {
 		t.Errorf("list merge (-want +got):\n%s", diff)
 	}

@@ -94,7 +94,7 @@ func (v *validator) authorities() {
 		for j, o := range a.Origins {
 			v.origin(joinIndex(p+".origins", j), o)
 		}
-		v.oneOf(p+".transport", a.Transport, TransportDelta, TransportSotW, TransportDeltaPerType, TransportSotWPerType)
+		v.oneOf(p+".transport", a.Transport, xdstype.TransportDelta, xdstype.TransportSotW, xdstype.TransportDeltaPerType, xdstype.TransportSotWPerType)
 		v.oneOf(p+".glob_collections", a.GlobCollections, GlobNative, GlobEmulated)
 		for j, t := range a.Types {
 			if err := xdstype.CheckTypeURL(t); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 func TestValidate(t *testing.T) {
@@ -127,7 +128,7 @@ func TestValidateWithoutSource(t *testing.T) {
 	if got, want := err.Error(), "authorities: at least one authority is required"; got != want {
 		t.Errorf("Default().Validate() = %q, want %q", got, want)
 	}
-	c.Authorities = []Authority{{Name: "a", Origins: []string{"h:1"}, Transport: TransportDelta, GlobCollections: GlobNative}}
+	c.Authorities = []Authority{{Name: "a", Origins: []string{"h:1"}, Transport: xdstype.TransportDelta, GlobCollections: GlobNative}}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Default() plus an authority: %v", err)
 	}
@@ -152,8 +153,8 @@ func TestAuthorityLookup(t *testing.T) {
 		want   Authority
 		wantOK bool
 	}{
-		{name: "a", want: Authority{Name: "a", Origins: []string{"h:1"}, Transport: TransportDelta, GlobCollections: GlobNative}, wantOK: true},
-		{name: "b", want: Authority{Name: "b", Origins: []string{"h:2"}, Transport: TransportSotW, GlobCollections: GlobEmulated}, wantOK: true},
+		{name: "a", want: Authority{Name: "a", Origins: []string{"h:1"}, Transport: xdstype.TransportDelta, GlobCollections: GlobNative}, wantOK: true},
+		{name: "b", want: Authority{Name: "b", Origins: []string{"h:2"}, Transport: xdstype.TransportSotW, GlobCollections: GlobEmulated}, wantOK: true},
 		{name: "c"},
 	}
 	for _, tt := range tests {

@@ -111,7 +111,7 @@ func relayCfg(t *testing.T, snapshotDir string, authorities ...string) *config.C
 	t.Cleanup(func() { lis.Close() })
 	for _, a := range authorities {
 		c.Authorities = append(c.Authorities, config.Authority{Name: a, Origins: []string{lis.Addr().String()},
-			Transport: config.TransportDelta, GlobCollections: config.GlobNative})
+			Transport: xdstype.TransportDelta, GlobCollections: config.GlobNative})
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // The relay says a resource or a collection does not exist only when the
@@ -95,7 +96,7 @@ func TestNoFalseAbsenceEarlierAnswerWildcard(t *testing.T) {
 // the answer to a request that held c2 and lacks it makes it absent.
 func TestNoFalseAbsenceSotWLaterName(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: upstream.TransportSotW})
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	o.nextSotW("request for c1", sotwAsks(resource.ClusterType, "c1"))
@@ -139,7 +140,7 @@ func TestNoFalseAbsenceOutsideWildcard(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		transport string
-	}{{"delta", upstream.TransportDelta}, {"sotw", upstream.TransportSotW}} {
+	}{{"delta", xdstype.TransportDelta}, {"sotw", xdstype.TransportSotW}} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newScriptedOrigin(t)
 			r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: tc.transport})
@@ -148,7 +149,7 @@ func TestNoFalseAbsenceOutsideWildcard(t *testing.T) {
 			r.c.Watch(w, nil, all)
 			c1 := mustAny(t, cluster("c1", 1))
 			hidden := mustAny(t, &clusterv3.Cluster{Name: "hidden"})
-			if tc.transport == upstream.TransportDelta {
+			if tc.transport == xdstype.TransportDelta {
 				o.next("wildcard subscription", subscribes(resource.ClusterType, cache.Wildcard))
 				o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n1",
 					Resources: []*discoveryv3.Resource{{Name: "c1", Version: "1", Resource: c1}}})
@@ -164,7 +165,7 @@ func TestNoFalseAbsenceOutsideWildcard(t *testing.T) {
 			if _, st := r.c.Get(cdsKey("hidden")); st != cache.StatePending {
 				t.Fatalf("named key the wildcard lacks: %v, want pending", st)
 			}
-			if tc.transport == upstream.TransportDelta {
+			if tc.transport == xdstype.TransportDelta {
 				o.next("subscription to hidden", subscribes(resource.ClusterType, "hidden"))
 				o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: "n2",
 					Resources: []*discoveryv3.Resource{{Name: "hidden", Version: "1", Resource: hidden}}})

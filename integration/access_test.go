@@ -26,6 +26,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/access"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // The identities of the access tests: SPIFFE IDs (URI SANs) and DNS SANs.
@@ -443,7 +444,7 @@ const openLegacy, restrictedLegacy = "open-legacy", "restricted-legacy"
 func twoAuthorities(t *testing.T, snapshot string) func(*config.Config) {
 	return func(c *config.Config) {
 		c.Authorities = append(c.Authorities, config.Authority{Name: "open.example", Origins: c.Authorities[0].Origins,
-			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated})
+			Transport: xdstype.TransportDelta, GlobCollections: config.GlobEmulated})
 		c.Aggregation.Rules = decodeAggRules(t, `
 - name: restricted
   match: {resource_name: {prefix: "restricted-"}}

@@ -9,10 +9,11 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // sotwUpstream makes the relay speak SotW to dsAuthority's origins.
-func sotwUpstream(cfg *config.Config) { cfg.Authorities[0].Transport = config.TransportSotW }
+func sotwUpstream(cfg *config.Config) { cfg.Authorities[0].Transport = xdstype.TransportSotW }
 
 // edsSnapshot is a snapshot of the ClusterLoadAssignments revs.
 func edsSnapshot(revs map[string]uint32) map[resource.Type][]types.Resource {
@@ -111,7 +112,7 @@ func TestContentVersionsFailover(t *testing.T) {
 		synced    func(o *gcpOrigin, version string, names []string) // the relay's stream to o is up and has its answer
 	}{
 		{
-			name: "delta", transport: config.TransportDelta,
+			name: "delta", transport: xdstype.TransportDelta,
 			// LinearCache origins: their delta versions are hashes of the
 			// bytes, so equal on both (version is unused).
 			origin: func(t *testing.T, version string, revs map[string]uint32) *gcpOrigin {
@@ -125,7 +126,7 @@ func TestContentVersionsFailover(t *testing.T) {
 			},
 		},
 		{
-			name: "sotw", transport: config.TransportSotW,
+			name: "sotw", transport: xdstype.TransportSotW,
 			origin: func(t *testing.T, version string, revs map[string]uint32) *gcpOrigin {
 				o := newSnapshotOrigin(t)
 				o.setSnapshot(version, edsSnapshot(revs))

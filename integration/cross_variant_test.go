@@ -8,6 +8,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // TestCrossVariant: delta clients behind a SotW upstream and SotW clients
@@ -21,8 +22,8 @@ func TestCrossVariant(t *testing.T) {
 	for _, tc := range []struct {
 		name, upstream, client string
 	}{
-		{"delta clients, sotw upstream", config.TransportSotW, "delta"},
-		{"sotw clients, delta upstream", config.TransportDelta, "sotw"},
+		{"delta clients, sotw upstream", xdstype.TransportSotW, "delta"},
+		{"sotw clients, delta upstream", xdstype.TransportDelta, "sotw"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newGCPOrigin(t)

@@ -18,6 +18,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Honest diagnostics (issue 18): what the relay says about an origin rests
@@ -39,12 +40,12 @@ func TestUnknownNamesAreNotAStall(t *testing.T) {
 		// name appears at the origin and reaches the client.
 		origin func(t *testing.T) (o *gcpOrigin, add func())
 	}{
-		{config.TransportDelta, func(t *testing.T) (*gcpOrigin, func()) {
+		{xdstype.TransportDelta, func(t *testing.T) (*gcpOrigin, func()) {
 			o := newGCPOrigin(t)
 			o.set(resource.ClusterType, present, cluster(present, 1))
 			return o, func() { o.set(resource.ClusterType, missing, cluster(missing, 2)) }
 		}},
-		{config.TransportSotW, func(t *testing.T) (*gcpOrigin, func()) {
+		{xdstype.TransportSotW, func(t *testing.T) (*gcpOrigin, func()) {
 			o := newSnapshotOrigin(t)
 			o.setSnapshot("1", map[resource.Type][]types.Resource{resource.ClusterType: {cluster(present, 1)}})
 			// Not added later: this origin does not send a name added to

@@ -27,6 +27,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // dsAuthority is the authority the downstream tests serve.
@@ -40,7 +41,7 @@ func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *rel
 	cfg := config.Default()
 	cfg.Log.Level = config.LogDebug
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Authorities = []config.Authority{{Name: dsAuthority, Origins: origins, Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
+	cfg.Authorities = []config.Authority{{Name: dsAuthority, Origins: origins, Transport: xdstype.TransportDelta, GlobCollections: config.GlobEmulated}}
 	cfg.Upstream.Backoff.Initial, cfg.Upstream.Backoff.Max = 20*time.Millisecond, 200*time.Millisecond
 	cfg.ShutdownGracePeriod = time.Second
 	cfg.Downstream.DrainDelay = 0 // tests that drain set their own

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // The fault suite across two hops (issue #11): client → edge relay →
@@ -103,7 +104,7 @@ func (c *twoHops) wantEdgeStreamsKept(before []float64, when string) {
 
 // forEachHop runs test over a delta and over a SotW edge → central hop.
 func forEachHop(t *testing.T, test func(t *testing.T, hop string)) {
-	for _, hop := range []string{config.TransportDelta, config.TransportSotW} {
+	for _, hop := range []string{xdstype.TransportDelta, xdstype.TransportSotW} {
 		t.Run(hop, func(t *testing.T) { test(t, hop) })
 	}
 }
@@ -189,7 +190,7 @@ func TestTwoHopCentralRestart(t *testing.T) {
 		}
 		sent := relayMetric(t, c.central, "xds_relay_downstream_resources_sent_total", claType...)
 		t.Logf("%s hop: edges counted %v lost streams and refused attempts; the new central relay sent the edges %v resources", hop, retries, sent)
-		if hop == config.TransportDelta && sent != float64(len(c.edges)) {
+		if hop == xdstype.TransportDelta && sent != float64(len(c.edges)) {
 			t.Errorf("new central relay sent the edges %v resources, want %d (the changed one each): the edges did not resume with initial_resource_versions", sent, len(c.edges))
 		}
 	})

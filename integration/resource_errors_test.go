@@ -14,6 +14,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Resource errors (xRFC TP3) end to end: go-control-plane's server sends
@@ -57,7 +58,7 @@ func scriptedRelay(t *testing.T, transport string) (*scriptedOrigin, *relayConn)
 // name (cluster type) with resource_errors only, over transport.
 func originSays(t *testing.T, o *scriptedOrigin, transport, name, nonce string, errs ...*discoveryv3.ResourceError) {
 	t.Helper()
-	if transport == config.TransportDelta {
+	if transport == xdstype.TransportDelta {
 		o.next("the relay subscribes "+name, subscribes(resource.ClusterType, name))
 		o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ClusterType, Nonce: nonce, ResourceErrors: errs})
 		o.next("the relay ACKs "+nonce, answers(nonce))
@@ -75,7 +76,7 @@ func originSays(t *testing.T, o *scriptedOrigin, transport, name, nonce string, 
 // cache (a cache hit: the origin is not asked again); over both upstream
 // transports.
 func TestResourceErrorsPassedThrough(t *testing.T) {
-	for _, transport := range []string{config.TransportDelta, config.TransportSotW} {
+	for _, transport := range []string{xdstype.TransportDelta, xdstype.TransportSotW} {
 		t.Run(transport, func(t *testing.T) {
 			o, rc := scriptedRelay(t, transport)
 			x := dsCluster("denied")
@@ -117,7 +118,7 @@ func TestResourceErrorsPassedThrough(t *testing.T) {
 // The origin's NOT_FOUND is an absence: a delta client gets the name in
 // removed_resources with the origin's status, a SotW client the status.
 func TestResourceErrorsNotFoundIsAbsent(t *testing.T) {
-	for _, transport := range []string{config.TransportDelta, config.TransportSotW} {
+	for _, transport := range []string{xdstype.TransportDelta, xdstype.TransportSotW} {
 		t.Run(transport, func(t *testing.T) {
 			o, rc := scriptedRelay(t, transport)
 			x := dsCluster("nowhere-to-be-found")

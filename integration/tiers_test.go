@@ -13,6 +13,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Tiered relays: client → edge relay → central relay → origin. The
@@ -33,7 +34,7 @@ func centralRelay(t *testing.T, o *gcpOrigin, edits ...func(*config.Config)) *re
 	return startRelay(t, func(c *config.Config) {
 		c.Log.Level = config.LogInfo
 		c.Authorities = []config.Authority{{Name: tierAuthority, Origins: []string{o.addr},
-			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated}}
+			Transport: xdstype.TransportDelta, GlobCollections: config.GlobEmulated}}
 		for _, edit := range edits {
 			edit(c)
 		}
@@ -77,7 +78,7 @@ func (c *adsClient) waitTimeout(name string, sec int64) {
 // a deletion (a delta client in removed_resources, a SotW client by its
 // absence from the Cluster state).
 func TestTieredRelaysGlobs(t *testing.T) {
-	for _, hop := range []string{config.TransportDelta, config.TransportSotW} {
+	for _, hop := range []string{xdstype.TransportDelta, xdstype.TransportSotW} {
 		t.Run(hop, func(t *testing.T) {
 			o := newGCPOrigin(t)
 			c0, c1, c2 := tierCluster("svc/c0"), tierCluster("svc/c1"), tierCluster("svc/c2")
@@ -146,8 +147,8 @@ func TestTierCostPerHop(t *testing.T) {
 	}{
 		{"0 hops", 0, ""},
 		{"1 hop", 1, ""},
-		{"2 hops, delta", 2, config.TransportDelta},
-		{"2 hops, sotw", 2, config.TransportSotW},
+		{"2 hops, delta", 2, xdstype.TransportDelta},
+		{"2 hops, sotw", 2, xdstype.TransportSotW},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newGCPOrigin(t)
@@ -198,7 +199,7 @@ func TestTierCostPerHop(t *testing.T) {
 // again, without a version, for what the answer could not speak for), and
 // an empty glob reaches an edge client as empty.
 func TestTieredRelaysGlobAfterName(t *testing.T) {
-	for _, hop := range []string{config.TransportDelta, config.TransportSotW} {
+	for _, hop := range []string{xdstype.TransportDelta, xdstype.TransportSotW} {
 		t.Run(hop, func(t *testing.T) {
 			o := newGCPOrigin(t)
 			c0 := tierCluster("one/c0")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 var legacyStream = cache.LinkID{Authority: "origin", Group: "g1"}
@@ -261,8 +262,8 @@ func TestUpstreamFailback(t *testing.T) {
 		transport string
 		opens     func(o *gcpOrigin) int // streams of the transport; under o.mu
 	}{
-		{name: "delta", transport: upstream.TransportDelta, opens: func(o *gcpOrigin) int { return o.deltaOpens }},
-		{name: "sotw", transport: upstream.TransportSotW, opens: func(o *gcpOrigin) int { return o.sotwOpens }},
+		{name: "delta", transport: xdstype.TransportDelta, opens: func(o *gcpOrigin) int { return o.deltaOpens }},
+		{name: "sotw", transport: xdstype.TransportSotW, opens: func(o *gcpOrigin) int { return o.sotwOpens }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first, second := newGCPOrigin(t), newGCPOrigin(t)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // recvResource ACKs responses on d until one carries name, and returns its
@@ -39,7 +40,7 @@ func TestUpstreamEndToEnd(t *testing.T) {
 	o.set(resource.ClusterType, name, cluster(name, 1))
 
 	rl := startRelay(t, func(cfg *config.Config) {
-		cfg.Authorities = []config.Authority{{Name: "origin", Origins: []string{o.addr}, Transport: config.TransportDelta, GlobCollections: config.GlobNative}}
+		cfg.Authorities = []config.Authority{{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportDelta, GlobCollections: config.GlobNative}}
 	})
 	subscribe := func(nodeID string) *deltaADS { // one connection per client
 		d := openDelta(t, dial(t, rl.XDSAddr()))

@@ -22,7 +22,7 @@ import (
 // has no service for (SDS here) is refused alone: its name is answered
 // absent and the other types carry on.
 func TestUpstreamPerType(t *testing.T) {
-	for _, transport := range []string{upstream.TransportDeltaPerType, upstream.TransportSotWPerType} {
+	for _, transport := range []string{xdstype.TransportDeltaPerType, xdstype.TransportSotWPerType} {
 		t.Run(transport, func(t *testing.T) {
 			o := linearOrigin()
 			o.perType = true

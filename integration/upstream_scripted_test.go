@@ -21,6 +21,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // scriptedOrigin is a small ADS server on loopback whose responses the
@@ -293,7 +294,7 @@ func TestUpstreamHeartbeat(t *testing.T) {
 // the cache keeps the last good version.
 func TestUpstreamSotWNACK(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: upstream.TransportSotW})
+	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	o.nextSotW("request for c1", func(q *discoveryv3.DiscoveryRequest) bool {
@@ -331,7 +332,7 @@ func TestUpstreamSotWNACK(t *testing.T) {
 func TestUpstreamTTLExpiry(t *testing.T) {
 	o := newScriptedOrigin(t)
 	rl := startRelay(t, func(cfg *config.Config) {
-		cfg.Authorities = []config.Authority{{Name: "origin", Origins: []string{o.addr}, Transport: config.TransportDelta, GlobCollections: config.GlobNative}}
+		cfg.Authorities = []config.Authority{{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportDelta, GlobCollections: config.GlobNative}}
 	})
 	name := "xdstp://origin/envoy.config.cluster.v3.Cluster/ttl"
 	d := openDelta(t, dial(t, rl.XDSAddr()))

@@ -25,6 +25,7 @@ import (
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // originGate is what a TLS origin checks and records of each stream the
@@ -211,7 +212,7 @@ func TestUpstreamTLSPerAuthority(t *testing.T) {
 		cfg.Log.Level = config.LogInfo
 		cfg.Authorities[0].TLS = files.mtls()
 		cfg.Authorities = append(cfg.Authorities, config.Authority{Name: nocaAuthority, Origins: []string{o.addr},
-			Transport: config.TransportDelta, GlobCollections: config.GlobEmulated,
+			Transport: xdstype.TransportDelta, GlobCollections: config.GlobEmulated,
 			TLS: &config.ClientTLS{Enabled: true, CertFile: files.cert, KeyFile: files.key}})
 	}, o.addr)
 	conn := dial(t, r.XDSAddr())

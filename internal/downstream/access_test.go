@@ -16,6 +16,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // onlyCluster is a policy under which a.example serves only clients whose
@@ -117,7 +118,7 @@ func BenchmarkMemberCheck(b *testing.B) {
 	}
 	for _, cluster := range []string{"staging", "prod-1"} {
 		b.Run("node_cluster="+cluster, func(b *testing.B) {
-			ss := newSession(e.srv, variantDelta, "", "bench", access.Identity{}, nil)
+			ss := newSession(e.srv, xdstype.Delta, "", "bench", access.Identity{}, nil)
 			ss.setNode(&corev3.Node{Id: "n", Cluster: cluster})
 			wildcard := cache.Key{Link: legacyStream, TypeURL: cdsType, Name: cache.Wildcard}
 			ss.mu.Lock()

@@ -1,6 +1,9 @@
 package downstream
 
-import "github.com/xds-relay/xds-relay/internal/cache"
+import (
+	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
 
 // Names asked by alias, on delta streams (VHDS on demand: a client subscribes
 // "routeconfig/domain"; the origin answers with the virtual host under its
@@ -18,8 +21,8 @@ import "github.com/xds-relay/xds-relay/internal/cache"
 // alias of it), under the resource's own name. Aliases are a delta
 // matter (VHDS is delta only): a SotW name that only an alias leads to is
 // left pending, as before.
-func (d *diff) directOrAliasLocked(p *probe, variant string) {
-	if variant != variantDelta && aliasedName(p) != "" {
+func (d *diff) directOrAliasLocked(p *probe, variant xdstype.Variant) {
+	if variant != xdstype.Delta && aliasedName(p) != "" {
 		return
 	}
 	name := d.viaLocked(p)

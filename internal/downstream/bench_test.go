@@ -13,6 +13,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
@@ -21,7 +22,7 @@ func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
 // the per-client cost of fan-out (the envelope around the shared body).
 func BenchmarkEnvelope(b *testing.B) {
 	for _, size := range []int{1 << 10, 64 << 10} {
-		for _, variant := range []string{variantDelta, variantSotW} {
+		for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
 			b.Run(fmt.Sprintf("variant=%s/size=%d", variant, size), func(b *testing.B) {
 				srv := &Server{lg: zap.NewNop(), m: newMetrics(nil), counts: newClientCounts()}
 				ss := newSession(srv, variant, "", "bench", access.Identity{}, nil)
@@ -42,7 +43,7 @@ func BenchmarkEnvelope(b *testing.B) {
 					w.probes = append(w.probes, probe{name: "r", key: k, res: revs[i%2], state: cache.StatePresent})
 					var m outMsg
 					var ok bool
-					if variant == variantDelta {
+					if variant == xdstype.Delta {
 						m, ok = ss.deltaResponseLocked(w)
 					} else {
 						m, ok = ss.sotwResponseLocked(w)

@@ -74,7 +74,7 @@ func (ss *session) describe() ClientInfo {
 		ID:            ss.id,
 		NodeID:        clientText(ss.node.GetId()),
 		Cluster:       clientText(ss.node.GetCluster()),
-		Variant:       ss.variant,
+		Variant:       string(ss.variant),
 		Stream:        ss.fixedType,
 		Peer:          ss.peer,
 		Groups:        []string{},

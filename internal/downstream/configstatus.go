@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // What a connected client was sent and what it answered, per resource: the
@@ -162,7 +163,7 @@ func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
 				continue // no room for another client: counted only
 			}
 		}
-		cs := ClientStatus{ID: ss.id, Variant: ss.variant, Stream: ss.fixedType, Peer: ss.peer, Node: node}
+		cs := ClientStatus{ID: ss.id, Variant: string(ss.variant), Stream: ss.fixedType, Peer: ss.peer, Node: node}
 		if cs.Stream == "" {
 			cs.Stream = "ads"
 		}
@@ -242,7 +243,7 @@ func (ss *session) resourceStatus() []ResourceStatus {
 				rs.Updated = h.res.Arrived
 			}
 			switch {
-			case ss.variant == variantSotW && h.seq != 0:
+			case ss.variant == xdstype.SotW && h.seq != 0:
 				rs.Version = strconv.FormatUint(h.seq, 10)
 			default:
 				rs.Version = h.version
@@ -317,7 +318,7 @@ type nackMark struct {
 func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail *rpcstatus.Status) bool {
 	nacked := ss.recordNackLocked(ts, nonce, versionInfo, detail)
 	var seq uint64
-	if ss.variant == variantSotW {
+	if ss.variant == xdstype.SotW {
 		seq = ts.version
 	} else {
 		n, err := strconv.ParseUint(nonce, 10, 64)

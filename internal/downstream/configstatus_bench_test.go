@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/xds-relay/xds-relay/internal/access"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // BenchmarkConfigStatus measures one CSDS report over a fleet of delta
@@ -19,7 +20,7 @@ func BenchmarkConfigStatus(b *testing.B) {
 			e := newEnv(b, 0)
 			r := res(edsType, xdstp(edsType, "r"), "1")
 			for i := range n {
-				ss := newSession(e.srv, variantDelta, "", "bench", access.Identity{}, nil)
+				ss := newSession(e.srv, xdstype.Delta, "", "bench", access.Identity{}, nil)
 				ss.node = &corev3.Node{Id: fmt.Sprintf("node-%d", i)}
 				ts := newTypeState(edsType)
 				ss.types[edsType] = ts

@@ -61,17 +61,19 @@ func newClientCounts() *clientCounts {
 	return c
 }
 
-func variantIndex(variant string) int {
-	if variant == variantDelta {
+func variantIndex(variant xdstype.Variant) int {
+	if variant == xdstype.Delta {
 		return 1
 	}
 	return 0
 }
 
-func (c *clientCounts) stream(variant string, d int64) { c.streams[variantIndex(variant)].Add(d) }
+func (c *clientCounts) stream(variant xdstype.Variant, d int64) {
+	c.streams[variantIndex(variant)].Add(d)
+}
 
 // typ counts d streams of variant that requested a type labelled l.
-func (c *clientCounts) typ(variant, l string, d int64) {
+func (c *clientCounts) typ(variant xdstype.Variant, l string, d int64) {
 	if i := slices.Index(typeLabels, l); i >= 0 {
 		c.types[variantIndex(variant)][i].Add(d)
 		return
@@ -82,7 +84,7 @@ func (c *clientCounts) typ(variant, l string, d int64) {
 
 func (c *clientCounts) read() ClientCounts {
 	sotw, delta := c.streams[0].Load(), c.streams[1].Load()
-	out := ClientCounts{Streams: map[string]int64{variantSotW: sotw, variantDelta: delta}, Total: sotw + delta, ByType: []TypeCount{}}
+	out := ClientCounts{Streams: map[string]int64{string(xdstype.SotW): sotw, string(xdstype.Delta): delta}, Total: sotw + delta, ByType: []TypeCount{}}
 	for i, l := range typeLabels {
 		tc := TypeCount{Type: l, SotW: c.types[0][i].Load(), Delta: c.types[1][i].Load()}
 		if tc.SotW != 0 || tc.Delta != 0 {

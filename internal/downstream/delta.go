@@ -6,6 +6,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // handleDelta applies one DeltaDiscoveryRequest. Subscription changes are
@@ -113,7 +114,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
 	w.diff.seq = ss.nonce + 1 // this response's nonce, if built
-	d := w.diffLocked(variantDelta)
+	d := w.diffLocked(xdstype.Delta)
 	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
 		return outMsg{}, false
 	}

@@ -6,6 +6,7 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // The response diff: what the fresh lookups of one type (a work's probes)
@@ -25,9 +26,9 @@ type update struct {
 // write the typeState, under the session's mu, as diffLocked does.
 type diff struct {
 	ts      *typeState
-	variant string   // variantSotW or variantDelta
-	updates []update // resources to send, in the order found
-	removed []string // names the client is told do not exist (delta's removed_resources)
+	variant xdstype.Variant // xdstype.SotW or xdstype.Delta
+	updates []update        // resources to send, in the order found
+	removed []string        // names the client is told do not exist (delta's removed_resources)
 	// errors: resource errors to send (resourceerrors.go).
 	errors []resErr
 	// changed: the client's view changed, if only because something it
@@ -66,7 +67,7 @@ func (d *diff) reset() {
 // client declared at their version). The variants differ in two rules: in delta an empty
 // glob is answered with its own name, and members a reconnected client
 // declared (initial_resource_versions) that are gone are removed.
-func (w *work) diffLocked(variant string) *diff {
+func (w *work) diffLocked(variant xdstype.Variant) *diff {
 	ts := w.ts
 	d := &w.diff
 	d.ts, d.variant = ts, variant
@@ -145,7 +146,7 @@ func (d *diff) memberLocked(s *sub, p *probe) {
 
 // collectionLocked diffs collection s listed in full: members by the
 // origin's spelling; members that left are removed.
-func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
+func (d *diff) collectionLocked(s *sub, p *probe, variant xdstype.Variant) {
 	ts := d.ts
 	_, force := ts.force[p.name]
 	d.fullLookup = true
@@ -155,7 +156,7 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 		_, forceMember := ts.force[r.Name]
 		merr := p.memberErrs[r]
 		forceMember = forceMember || d.heldError(r.Name, merr)
-		if force && (variant == variantSotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
+		if force && (variant == xdstype.SotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
 			// A new subscription resends every member (the server sends
 			// every name subscribed; a glob's are its members: a relay
 			// below learns so that the glob is answered), but not, in
@@ -173,7 +174,7 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant string) {
 			d.leaveLocked(n)
 		}
 	}
-	if variant == variantDelta {
+	if variant == xdstype.Delta {
 		d.vanishedLocked(s)
 	}
 	d.emptyGlobLocked(s, p)
@@ -254,7 +255,7 @@ func (d *diff) unknownLocked() {
 			u.reported = true
 			d.ts.unknown[n] = u
 			detail := u.detail
-			if detail == relayNotFound && d.variant == variantDelta {
+			if detail == relayNotFound && d.variant == xdstype.Delta {
 				detail = nil
 			}
 			d.absentLocked(n, true, detail)

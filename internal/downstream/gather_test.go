@@ -14,6 +14,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // laterSubscriber stands for an upstream whose origin answers later, in
@@ -123,8 +124,8 @@ type gatherClient struct {
 	none      func()
 }
 
-func newGatherClient(t *testing.T, e *env, variant string) *gatherClient {
-	if variant == variantDelta {
+func newGatherClient(t *testing.T, e *env, variant xdstype.Variant) *gatherClient {
+	if variant == xdstype.Delta {
 		c := e.delta()
 		first := true
 		return &gatherClient{
@@ -183,8 +184,8 @@ func newGatherClient(t *testing.T, e *env, variant string) *gatherClient {
 // it answers four upstream requests, each holding some of them). The
 // client gets one response holding all 20, as from the origin itself.
 func TestGatherColdSubscription(t *testing.T) {
-	for _, variant := range []string{variantDelta, variantSotW} {
-		t.Run(variant, func(t *testing.T) {
+	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
+		t.Run(string(variant), func(t *testing.T) {
 			e, sub, ft := gatherEnv(t)
 			c := newGatherClient(t, e, variant)
 			names, rs := eds("e", 20)
@@ -208,8 +209,8 @@ func TestGatherColdSubscription(t *testing.T) {
 // the window passes: then what is known goes out, and the rest as it
 // comes.
 func TestGatherWindowBounds(t *testing.T) {
-	for _, variant := range []string{variantDelta, variantSotW} {
-		t.Run(variant, func(t *testing.T) {
+	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
+		t.Run(string(variant), func(t *testing.T) {
 			e, sub, ft := gatherEnv(t)
 			c := newGatherClient(t, e, variant)
 			names, rs := eds("e", 3)
@@ -235,8 +236,8 @@ func TestGatherWindowBounds(t *testing.T) {
 // holds goes out at once, without them; and a request made meanwhile
 // adds its names to the gather.
 func TestGatherHoldsOnlyWhatIsAwaited(t *testing.T) {
-	for _, variant := range []string{variantDelta, variantSotW} {
-		t.Run(variant, func(t *testing.T) {
+	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
+		t.Run(string(variant), func(t *testing.T) {
 			e, sub, _ := gatherEnv(t)
 			c := newGatherClient(t, e, variant)
 			held, heldRs := eds("held", 1)
@@ -267,8 +268,8 @@ func TestGatherHoldsOnlyWhatIsAwaited(t *testing.T) {
 // what it does not: a client whose names are partly cached waits for the
 // rest, not sending what is cached first.
 func TestGatherWarmAndCold(t *testing.T) {
-	for _, variant := range []string{variantDelta, variantSotW} {
-		t.Run(variant, func(t *testing.T) {
+	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
+		t.Run(string(variant), func(t *testing.T) {
 			e, sub, _ := gatherEnv(t)
 			names, rs := eds("e", 6)
 			warm := newGatherClient(t, e, variant)
@@ -292,8 +293,8 @@ func TestGatherWarmAndCold(t *testing.T) {
 // that leave some still to come wake no writer: a burst of clients does
 // not cost a round of lookups per client and piece.
 func TestGatherQuietUntilComplete(t *testing.T) {
-	for _, variant := range []string{variantDelta, variantSotW} {
-		t.Run(variant, func(t *testing.T) {
+	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
+		t.Run(string(variant), func(t *testing.T) {
 			e, sub, ft := gatherEnv(t)
 			c := newGatherClient(t, e, variant)
 			names, rs := eds("e", 20)

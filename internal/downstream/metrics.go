@@ -86,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	// Every series whose label values are known at start exists from
 	// start, at zero; the authorities' come with setAuthorities.
-	for _, v := range []string{"sotw", "delta"} {
+	for _, v := range []string{string(xdstype.SotW), string(xdstype.Delta)} {
 		m.streams.WithLabelValues(v)
 	}
 	for _, t := range xdstype.Labels() {

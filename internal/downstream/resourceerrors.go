@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Resource errors (xRFC TP3 resource_errors) as clients are sent them.
@@ -70,7 +71,7 @@ func (d *diff) notFoundLocked(origin, relay *statuspb.Status) *statuspb.Status {
 	if origin != nil && isNotFound(origin) {
 		return origin
 	}
-	if d.variant == variantSotW {
+	if d.variant == xdstype.SotW {
 		return relay
 	}
 	return nil

@@ -47,17 +47,17 @@ func peerOf(ctx context.Context) string {
 
 // serveSotW serves one SotW stream; typeURL is "" for ADS.
 func (s *Server) serveSotW(st sotwStream, typeURL string) error {
-	return serve(s, st, variantSotW, typeURL, (*session).handleSotW)
+	return serve(s, st, xdstype.SotW, typeURL, (*session).handleSotW)
 }
 
 // serveDelta serves one delta stream; typeURL is "" for ADS.
 func (s *Server) serveDelta(st deltaStream, typeURL string) error {
-	return serve(s, st, variantDelta, typeURL, (*session).handleDelta)
+	return serve(s, st, xdstype.Delta, typeURL, (*session).handleDelta)
 }
 
 // serve runs one session over a stream of either variant: a pump feeds
 // the handler st's requests, the writer sends on st.
-func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant, typeURL string, handle func(*session, *Req) error) error {
+func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string, handle func(*session, *Req) error) error {
 	release, err := s.admitStream()
 	if err != nil {
 		return err

@@ -16,11 +16,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
-)
-
-const (
-	variantSotW  = "sotw"
-	variantDelta = "delta"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // session is one client stream. The handler goroutine handles requests and
@@ -31,7 +27,7 @@ const (
 type session struct {
 	srv       *Server
 	id        uint64            // read-only after newSession
-	variant   string            // read-only after newSession
+	variant   xdstype.Variant   // read-only after newSession
 	fixedType string            // read-only; "" for ADS
 	send      func(m any) error // read-only; called by the writer only
 	done      chan struct{}     // closed when the handler returns
@@ -86,7 +82,7 @@ type session struct {
 	sendTimer *time.Timer
 }
 
-func newSession(srv *Server, variant, fixedType, peer string, cert access.Identity, send func(any) error) *session {
+func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(any) error) *session {
 	return &session{
 		srv:       srv,
 		id:        srv.nextID.Add(1),
@@ -98,7 +94,7 @@ func newSession(srv *Server, variant, fixedType, peer string, cert access.Identi
 		peer:      peer,
 		cert:      cert,
 		// Room for node id, cluster and one group: one allocation.
-		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", variant), zap.String("peer", peer)),
+		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", string(variant)), zap.String("peer", peer)),
 		dirty:     make(map[cache.Key]struct{}),
 		types:     make(map[string]*typeState),
 		groups:    make(map[string]struct{}),
@@ -482,12 +478,12 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 	ts.lastNack = clientText(detail.GetMessage())
 	ss.srv.m.nacks.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	fields := []zap.Field{zap.String("type_url", clientText(ts.typeURL)), zap.String("nonce", clientText(nonce))}
-	if ss.variant == variantSotW {
+	if ss.variant == xdstype.SotW {
 		fields = append(fields, zap.String("version_info", clientText(versionInfo)))
 	}
 	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
 	ss.srv.nacks.add(NackInfo{Time: time.Now(), NodeID: clientText(ss.node.GetId()), Cluster: clientText(ss.node.GetCluster()),
-		Variant: ss.variant, TypeURL: clientText(ts.typeURL), Nonce: clientText(nonce), VersionInfo: clientText(versionInfo),
+		Variant: string(ss.variant), TypeURL: clientText(ts.typeURL), Nonce: clientText(nonce), VersionInfo: clientText(versionInfo),
 		ErrorCode: detail.GetCode(), ErrorDetail: ts.lastNack})
 	return true
 }
@@ -509,7 +505,7 @@ func (ss *session) keysLocked() []cache.Key {
 func (ss *session) run(ctx context.Context, recv <-chan request, handle func(request) error) error {
 	srv := ss.srv
 	srv.addSession(ss)
-	srv.m.streams.WithLabelValues(ss.variant).Inc()
+	srv.m.streams.WithLabelValues(string(ss.variant)).Inc()
 	srv.counts.stream(ss.variant, 1)
 
 	slow, err := ss.loop(ctx, recv, handle)
@@ -544,7 +540,7 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 		srv.cache.Unwatch(ss, keys...)
 	}
 	srv.removeSession(ss)
-	srv.m.streams.WithLabelValues(ss.variant).Dec()
+	srv.m.streams.WithLabelValues(string(ss.variant)).Dec()
 	srv.counts.stream(ss.variant, -1)
 	ss.countTypesDone()
 	return err

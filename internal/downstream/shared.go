@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // The fan-out's fast path. Most of a fleet subscribes to the same resources
@@ -25,7 +26,7 @@ import (
 // sharedKey names a change's shared encoding in its Memo: one per variant
 // and, for SotW, what the clients take in the Resource wrapper.
 type sharedKey struct {
-	variant string
+	variant xdstype.Variant
 	wrap    sotwWrap
 }
 
@@ -46,7 +47,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
 		return outMsg{}, nil, false
 	}
-	if ss.variant == variantSotW && fullStateTypes[ts.typeURL] {
+	if ss.variant == xdstype.SotW && fullStateTypes[ts.typeURL] {
 		return outMsg{}, nil, false // the response lists every subscribed resource
 	}
 	// Every key of the change that this session watches was notified, so
@@ -67,7 +68,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	}
 
 	seq := ss.nonce + 1 // delta: this response's nonce; SotW: its version_info
-	if ss.variant == variantSotW {
+	if ss.variant == xdstype.SotW {
 		seq = ts.version + 1
 	}
 	for _, r := range revs {
@@ -83,7 +84,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	var own []byte
-	if ss.variant == variantDelta {
+	if ss.variant == xdstype.Delta {
 		own = appendString(own, deltaTypeURLField, ts.typeURL)
 		own = appendString(own, deltaNonceField, nonce)
 	} else {
@@ -129,14 +130,14 @@ func appendString(b []byte, n protowire.Number, v string) []byte {
 // the control_plane every response carries: built
 // once per change and variant (SotW: and wrap), then shared by every
 // client. nil when it cannot be built.
-func (s *Server) sharedResources(cs *cache.ChangeSet, variant string, wrap sotwWrap) []byte {
-	if variant == variantDelta {
+func (s *Server) sharedResources(cs *cache.ChangeSet, variant xdstype.Variant, wrap sotwWrap) []byte {
+	if variant == xdstype.Delta {
 		wrap = wrapNone // the delta envelope is the same either way
 	}
 	b, _ := cs.Memo(sharedKey{variant: variant, wrap: wrap}, func() any {
 		revs := cs.Revisions()
 		var msg proto.Message
-		if variant == variantDelta {
+		if variant == xdstype.Delta {
 			rs := make([]*discoveryv3.Resource, 0, len(revs))
 			for _, r := range revs {
 				rs = append(rs, deltaEnvelope(r.Key.Name, r.Res, false))

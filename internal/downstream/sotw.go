@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // handleSotW applies one DiscoveryRequest. A request whose nonce is not the
@@ -118,7 +119,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
 	w.diff.seq = ts.version + 1 // this response's version_info, if built
-	d := w.diffLocked(variantSotW)
+	d := w.diffLocked(xdstype.SotW)
 	var resources []*anypb.Any
 	if fullStateTypes[ts.typeURL] {
 		if !d.changed {

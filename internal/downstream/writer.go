@@ -10,6 +10,7 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // probe is one subscription the writer looks up in the cache.
@@ -292,7 +293,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	for _, w := range works {
 		var m outMsg
 		var ok bool
-		if ss.variant == variantDelta {
+		if ss.variant == xdstype.Delta {
 			m, ok = ss.deltaResponseLocked(w)
 		} else {
 			m, ok = ss.sotwResponseLocked(w)

@@ -7,17 +7,18 @@ import (
 	"strings"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 	"go.uber.org/zap"
 )
 
 // Variant is the xDS protocol variant the clients speak.
-type Variant string
+type Variant = xdstype.Variant
 
 const (
 	// Delta is the incremental protocol (DeltaAggregatedResources).
-	Delta Variant = "delta"
+	Delta = xdstype.Delta
 	// SotW is the state-of-the-world protocol (StreamAggregatedResources).
-	SotW Variant = "sotw"
+	SotW = xdstype.SotW
 )
 
 // Config describes a fleet.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // testConfig is a valid config on loopback port 0.
@@ -23,7 +24,7 @@ func testConfig(t *testing.T) *config.Config {
 	c.Listen = "127.0.0.1:0"
 	c.Admin = "127.0.0.1:0"
 	c.Authorities = []config.Authority{{Name: "auth.example", Origins: []string{"127.0.0.1:19000"},
-		Transport: config.TransportDelta, GlobCollections: config.GlobNative}}
+		Transport: xdstype.TransportDelta, GlobCollections: config.GlobNative}}
 	c.ShutdownGracePeriod = 5 * time.Second
 	c.Downstream.DrainDelay = 0 // tests that drain set their own
 	if err := c.Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // TestConfigFingerprint: what decides a key's meaning changes the
@@ -26,7 +27,7 @@ func TestConfigFingerprint(t *testing.T) {
 		{name: "cache bounds", edit: func(c *config.Config) { c.Cache.MaxResources = 7 }, same: true},
 		{name: "log level", edit: func(c *config.Config) { c.Log.Level = config.LogDebug }, same: true},
 		{name: "origin", edit: func(c *config.Config) { c.Authorities[0].Origins = []string{"127.0.0.1:1"} }},
-		{name: "transport", edit: func(c *config.Config) { c.Authorities[0].Transport = config.TransportSotW }},
+		{name: "transport", edit: func(c *config.Config) { c.Authorities[0].Transport = xdstype.TransportSotW }},
 		{name: "authority name", edit: func(c *config.Config) { c.Authorities[0].Name = "other.example" }},
 		{name: "rule", edit: func(c *config.Config) { c.Aggregation.Rules = c.Aggregation.Rules[1:] }},
 		{name: "node", edit: func(c *config.Config) { c.Node.ID = "other" }},

@@ -59,9 +59,9 @@ func newDeltaState() *deltaState {
 // deltaAttempt runs one delta ADS stream (or per-type streams) to origin
 // until it fails or ctx ends.
 func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
-	transport, open := TransportDelta, deltaADS
+	transport, open := xdstype.TransportDelta, deltaADS
 	if l.auth.perType {
-		transport, open = TransportDeltaPerType, perTypeOpener(deltaPerType)
+		transport, open = xdstype.TransportDeltaPerType, perTypeOpener(deltaPerType)
 	}
 	return runAttempt(ctx, l, origin, transport, open,
 		func(node *corev3.Node, t string) *discoveryv3.DeltaDiscoveryRequest {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Manager is the upstream side of the relay: it implements cache.Subscriber,
@@ -217,12 +218,12 @@ func (m *Manager) startLocked(l *link) {
 
 // newAuthority applies a's defaults.
 func newAuthority(a Authority) *authority {
-	sotw := a.Transport == TransportSotW || a.Transport == TransportSotWPerType
+	sotw := a.Transport == xdstype.TransportSotW || a.Transport == xdstype.TransportSotWPerType
 	auth := &authority{
 		name:     a.Name,
 		origins:  append([]string(nil), a.Origins...),
 		sotw:     sotw,
-		perType:  a.Transport == TransportDeltaPerType || a.Transport == TransportSotWPerType,
+		perType:  a.Transport == xdstype.TransportDeltaPerType || a.Transport == xdstype.TransportSotWPerType,
 		emulated: a.GlobCollections == GlobEmulated || (sotw && a.GlobCollections == ""),
 		creds:    a.Credentials,
 	}

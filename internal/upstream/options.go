@@ -16,16 +16,10 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// Transport and glob modes, as config spells them.
+// Glob modes, as config spells them (transports: xdstype.Transport*).
 const (
-	TransportDelta = "delta"
-	TransportSotW  = "sotw"
-	// The per-type transports: one stream per type on the per-type
-	// services (CDS, EDS, ...), for origins without ADS (pertype.go).
-	TransportDeltaPerType = "delta-per-type"
-	TransportSotWPerType  = "sotw-per-type"
-	GlobNative            = "native"
-	GlobEmulated          = "emulated"
+	GlobNative   = "native"
+	GlobEmulated = "emulated"
 	// FileOriginPrefix marks an origin that is a directory of resource files.
 	FileOriginPrefix = "file://"
 )
@@ -37,8 +31,8 @@ type Authority struct {
 	// Origins are "host:port" control planes or "file://DIR" directories,
 	// tried in order.
 	Origins []string
-	// Transport is TransportDelta (default, ""), TransportSotW,
-	// TransportDeltaPerType or TransportSotWPerType.
+	// Transport is xdstype.TransportDelta (default, ""), xdstype.TransportSotW,
+	// xdstype.TransportDeltaPerType or xdstype.TransportSotWPerType.
 	Transport string
 	// GlobCollections is GlobNative or GlobEmulated; "" is GlobNative over
 	// delta and GlobEmulated over SotW. Native over SotW sends the glob URL

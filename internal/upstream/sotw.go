@@ -36,9 +36,9 @@ func (l *link) sotwAttempt(ctx context.Context, origin string) (bool, error) {
 		clear(l.sotwVersions)
 		l.sotwOrigin = origin
 	}
-	transport, open := TransportSotW, sotwADS
+	transport, open := xdstype.TransportSotW, sotwADS
 	if l.auth.perType {
-		transport, open = TransportSotWPerType, perTypeOpener(sotwPerType)
+		transport, open = xdstype.TransportSotWPerType, perTypeOpener(sotwPerType)
 	}
 	return runAttempt(ctx, l, origin, transport, open,
 		func(node *corev3.Node, t string) *discoveryv3.DiscoveryRequest {
