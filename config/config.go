@@ -32,6 +32,14 @@ type Config struct {
 	// and downstream's keepalive and message limits. Needs a restart to
 	// change. Default "": off.
 	CSDSListen string `yaml:"csds_listen"`
+	// CSDSAllow lists who may call CSDS, by client certificate (entries
+	// with exactly one of uri_san, dns_san; any matching allows). CSDS
+	// lists every connected client's node and resource names, whatever
+	// authority they belong to, so when an authority restricts its
+	// readers (allow, allow_by_type) csds_listen requires this list and
+	// client certificates (downstream.tls.ca_file). Needs a restart to
+	// change. Default: empty (every caller that passes downstream.tls).
+	CSDSAllow []access.Rule `yaml:"csds_allow"`
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`

@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestCSDSListen(t *testing.T) {
 	// Every case is minimalAuthorities (lines 1-3) plus the lines shown.
@@ -31,6 +35,43 @@ func TestCSDSListen(t *testing.T) {
 			}
 			if tt.extra == "" && (err != nil || c.CSDSListen != "") {
 				t.Errorf("default csds_listen %q (err %v), want off", c.CSDSListen, err)
+			}
+		})
+	}
+}
+
+// TestCSDSAllow: CSDS lists every client's resource names, so an authority
+// that restricts its readers makes csds_allow required, and csds_allow
+// matches certificates only.
+func TestCSDSAllow(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(file, []byte("not checked here"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtls := "downstream:\n  tls: {cert_file: " + file + ", key_file: " + file + ", ca_file: " + file + "}\n"
+	restricted := "    allow:\n      - uri_san: \"spiffe://fleet.example/*\"\n" // lines 4-5
+	tests := []struct {
+		name  string
+		extra string
+		want  []problem
+	}{
+		{name: "open authorities need no list", extra: "csds_listen: 127.0.0.1:0\n"},
+		{name: "restricted authority, no list", extra: restricted + "csds_listen: 127.0.0.1:0\n",
+			want: []problem{{"csds_listen", 6, "authorities[0] restricts who may read it"}}},
+		{name: "restricted authority, a list", extra: restricted + "csds_listen: 127.0.0.1:0\ncsds_allow:\n  - uri_san: \"spiffe://fleet.example/ops/*\"\n  - dns_san: \"ops.example\"\n" + mtls},
+		{name: "restricted by type, no list", extra: "    allow_by_type:\n      " + secretTypeURL + ":\n        - dns_san: \"gw.example\"\ncsds_listen: 127.0.0.1:0\n",
+			want: []problem{{"csds_listen", 7, "authorities[0] restricts who may read it"}}},
+		{name: "node rules are a claim", extra: "csds_listen: 127.0.0.1:0\ncsds_allow:\n  - node_id: \"ops\"\n" + mtls,
+			want: []problem{{"csds_allow[0]", 6, "node_id and node_cluster are a caller's claim"}}},
+		{name: "a list needs client certificates", extra: "csds_listen: 127.0.0.1:0\ncsds_allow:\n  - uri_san: \"spiffe://fleet.example/ops\"\n",
+			want: []problem{{"csds_allow", 5, "needs client certificates (downstream.tls.ca_file)"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(minimalAuthorities+tt.extra), "test.yaml")
+			if diff := diffProblems(tt.want, problemsOf(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s\nerror: %v", diff, err)
 			}
 		})
 	}

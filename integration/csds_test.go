@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
@@ -269,7 +271,9 @@ func TestCSDSRemoved(t *testing.T) {
 }
 
 // TestCSDSWithClientCertificates: csds_listen takes downstream.tls as the
-// xDS listener does: a caller with a certificate of ca_file is answered, one
+// xDS listener does, and csds_allow decides who of those is answered: a
+// caller whose certificate csds_allow lists is answered, other certificates
+// of ca_file get PermissionDenied, one
 // without a client certificate is refused at the handshake, and one that
 // does not trust the relay's serving CA does not connect.
 func TestCSDSWithClientCertificates(t *testing.T) {
@@ -285,7 +289,10 @@ func TestCSDSWithClientCertificates(t *testing.T) {
 		cfg.Log.Level = config.LogInfo
 		cfg.CSDSListen = "127.0.0.1:0"
 		cfg.Downstream.TLS = config.ServerTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}
+		cfg.CSDSAllow = []access.Rule{{URISAN: "spiffe://fleet.example/ops/*"}}
 	}, o.addr)
+	operator := clients.Issue("operator", x509.ExtKeyUsageClientAuth, xdstest.SANs{URIs: []string{"spiffe://fleet.example/ops/alice"}}).TLS
+	proxy := clients.Issue("proxy", x509.ExtKeyUsageClientAuth, xdstest.SANs{URIs: []string{"spiffe://fleet.example/ns/prod/envoy"}}).TLS
 
 	fetch := func(tc *tls.Config) error {
 		t.Helper()
@@ -298,8 +305,20 @@ func TestCSDSWithClientCertificates(t *testing.T) {
 		}
 		return err
 	}
-	if err := fetch(&tls.Config{RootCAs: serving.Pool(), Certificates: []tls.Certificate{clients.Client("operator").TLS}}); err != nil {
-		t.Errorf("caller with a client certificate: %v", err)
+	if err := fetch(&tls.Config{RootCAs: serving.Pool(), Certificates: []tls.Certificate{operator}}); err != nil {
+		t.Errorf("caller whose certificate csds_allow lists: %v", err)
+	}
+	// A client of the fleet (trusted by downstream.tls, and allowed to
+	// subscribe) may not list every client's resources, nor may a
+	// certificate without SANs: csds_allow decides.
+	if err := fetch(&tls.Config{RootCAs: serving.Pool(), Certificates: []tls.Certificate{proxy}}); grpcCode(err) != codes.PermissionDenied {
+		t.Errorf("caller whose certificate csds_allow does not list: %v; want PermissionDenied", err)
+	}
+	if err := fetch(&tls.Config{RootCAs: serving.Pool(), Certificates: []tls.Certificate{clients.Client("operator").TLS}}); grpcCode(err) != codes.PermissionDenied {
+		t.Errorf("caller whose certificate has no SANs: %v; want PermissionDenied", err)
+	}
+	if n := relayMetric(t, r, "xds_relay_csds_denied_total"); n != 2 {
+		t.Errorf("xds_relay_csds_denied_total = %v, want 2", n)
 	}
 	if err := fetch(&tls.Config{RootCAs: serving.Pool()}); grpcCode(err) != codes.Unavailable {
 		t.Errorf("caller without a client certificate: %v; want the connection refused (Unavailable)", err)

@@ -13,6 +13,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec // by method
 	truncated prometheus.Counter
 	clients   prometheus.Counter
+	denied    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,12 +30,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "csds", Name: "clients_reported_total",
 			Help: "Client configs put in client status responses, summed over responses.",
 		}),
+		denied: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "csds", Name: "denied_total",
+			Help: "Client status calls refused (PermissionDenied) because the caller's certificate is not in csds_allow.",
+		}),
 	}
 	for _, method := range []string{methodFetch, methodStream, methodDebug} {
 		m.requests.WithLabelValues(method)
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.truncated, m.clients)
+		reg.MustRegister(m.requests, m.truncated, m.clients, m.denied)
 	}
 	return m
 }

@@ -14,9 +14,12 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 )
 
@@ -72,6 +75,10 @@ type Options struct {
 	Registry     prometheus.Registerer
 	// OnFail is told when the listener stops serving before Close.
 	OnFail func(error)
+	// Allow, when set, is who may call the service (csds_allow): a
+	// caller whose verified client certificate it does not allow gets
+	// PermissionDenied. Nil: every caller the listener admits.
+	Allow *access.Allowlist
 }
 
 // Server serves envoy.service.status.v3.ClientStatusDiscoveryService and
@@ -93,12 +100,13 @@ type Server struct {
 	// wg owns the stream pumps and the serve goroutine.
 	wg sync.WaitGroup
 
-	listen string       // read-only after New
-	gs     *grpc.Server // read-only after New; nil when listen is ""
-	onFail func(error)  // read-only after New
-	mu     sync.Mutex   // guards lis, state
-	lis    net.Listener // guarded by mu; set by Start
-	state  lifecycle    // guarded by mu
+	listen string            // read-only after New
+	gs     *grpc.Server      // read-only after New; nil when listen is ""
+	onFail func(error)       // read-only after New
+	allow  *access.Allowlist // read-only after New; nil: open
+	mu     sync.Mutex        // guards lis, state
+	lis    net.Listener      // guarded by mu; set by Start
+	state  lifecycle         // guarded by mu
 }
 
 // lifecycle: new → started (Start) → closed (Close); Close also from new.
@@ -138,6 +146,7 @@ func New(o Options) (*Server, error) {
 		closing:      make(chan struct{}),
 		listen:       o.Listen,
 		onFail:       o.OnFail,
+		allow:        o.Allow,
 	}
 	if o.Listen != "" {
 		s.gs = grpc.NewServer(o.ServerOptions...)
@@ -148,6 +157,9 @@ func New(o Options) (*Server, error) {
 
 // FetchClientStatus answers one request.
 func (s *Server) FetchClientStatus(ctx context.Context, req *statusv3.ClientStatusRequest) (*statusv3.ClientStatusResponse, error) {
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
 	s.m.requests.WithLabelValues(methodFetch).Inc()
 	resp, note, err := s.answer(ctx, req)
 	if err != nil {
@@ -163,6 +175,9 @@ func (s *Server) FetchClientStatus(ctx context.Context, req *statusv3.ClientStat
 // the caller ends it or the relay shuts down (Unavailable).
 func (s *Server) StreamClientStatus(stream statusv3.ClientStatusDiscoveryService_StreamClientStatusServer) error {
 	ctx := stream.Context()
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
 	type received struct {
 		req *statusv3.ClientStatusRequest
 		err error
@@ -336,4 +351,24 @@ func (s *Server) Close(ctx context.Context) {
 		}
 	}
 	s.wg.Wait()
+}
+
+// admit refuses a caller that csds_allow does not list: CSDS names every
+// client's resources, of every authority, so only the callers the
+// operator named may read it.
+func (s *Server) admit(ctx context.Context) error {
+	if s.allow == nil {
+		return nil
+	}
+	var id access.Identity
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			id = access.FromTLS(&info.State)
+		}
+	}
+	if s.allow.Allows(&id) {
+		return nil
+	}
+	s.m.denied.Inc()
+	return status.Error(codes.PermissionDenied, "csds: the caller's certificate is not in csds_allow")
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 )
@@ -17,7 +18,8 @@ import (
 // downstream server: its gRPC listener on csds_listen, built with the
 // downstream listener's own options (downstream.tls, client certificates
 // required when ca_file is set; keepalive, message and stream limits), and
-// /debug/csds on the admin listener. Start binds it; Close ends it.
+// /debug/csds on the admin listener; csds_allow, when set, is who may
+// call it (by client certificate). Start binds it; Close ends it.
 func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, ds *downstream.Server) error {
 	var opts []grpc.ServerOption
 	if cfg.CSDSListen != "" {
@@ -33,8 +35,16 @@ func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 	if send := int(cfg.Downstream.MaxSendMsgSize); send > 0 {
 		maxBytes = min(maxBytes, send*3/4)
 	}
+	var allow *access.Allowlist
+	if len(cfg.CSDSAllow) > 0 {
+		a, err := access.NewAllowlist(cfg.CSDSAllow)
+		if err != nil {
+			return fmt.Errorf("csds_allow: %w", err)
+		}
+		allow = a
+	}
 	s, err := csds.New(csds.Options{Source: ds, Listen: cfg.CSDSListen, ServerOptions: opts, MaxBytes: maxBytes,
-		Logger: lg, Registry: reg, OnFail: r.fail})
+		Logger: lg, Registry: reg, OnFail: r.fail, Allow: allow})
 	if err != nil {
 		return err
 	}
