@@ -83,36 +83,59 @@ func newOrigin(count, size int, scheme, authority string) (*origin, error) {
 }
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:18000", "xDS gRPC `host:port`")
-	admin := fs.String("admin", "127.0.0.1:18001", "control HTTP `host:port`")
-	count := fs.Int("resources", 10, "number of ClusterLoadAssignments")
-	size := fs.Int("size", 1024, "approximate serialized size of each resource, bytes")
-	authority := fs.String("authority", "bench.local", "xdstp authority of the resource names")
-	scheme := fs.String("names", namesXDSTP, "resource names: xdstp (xdstp://AUTHORITY/.../bench/cla-NNNN) or plain (cla-NNNN)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *count < 1 || *size < 1 {
-		return fmt.Errorf("--resources and --size must be at least 1")
-	}
-	if *scheme != namesXDSTP && *scheme != namesPlain {
-		return fmt.Errorf("--names %q: want %s or %s", *scheme, namesXDSTP, namesPlain)
-	}
-	o, err := newOrigin(*count, *size, *scheme, *authority)
+	f, err := parseFlags(args)
 	if err != nil {
 		return err
 	}
-
+	o, err := newOrigin(f.count, f.size, f.scheme, f.authority)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	return o.serve(ctx, f.listen, f.admin, f.size)
+}
+
+// originFlags is what the origin was asked to serve, and where.
+type originFlags struct {
+	listen, admin     string
+	count, size       int
+	authority, scheme string
+}
+
+// parseFlags defines the origin's flags, parses args and checks them.
+func parseFlags(args []string) (*originFlags, error) {
+	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
+	var f originFlags
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:18000", "xDS gRPC `host:port`")
+	fs.StringVar(&f.admin, "admin", "127.0.0.1:18001", "control HTTP `host:port`")
+	fs.IntVar(&f.count, "resources", 10, "number of ClusterLoadAssignments")
+	fs.IntVar(&f.size, "size", 1024, "approximate serialized size of each resource, bytes")
+	fs.StringVar(&f.authority, "authority", "bench.local", "xdstp authority of the resource names")
+	fs.StringVar(&f.scheme, "names", namesXDSTP, "resource names: xdstp (xdstp://AUTHORITY/.../bench/cla-NNNN) or plain (cla-NNNN)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.count < 1 || f.size < 1 {
+		return nil, fmt.Errorf("--resources and --size must be at least 1")
+	}
+	if f.scheme != namesXDSTP && f.scheme != namesPlain {
+		return nil, fmt.Errorf("--names %q: want %s or %s", f.scheme, namesXDSTP, namesPlain)
+	}
+	return &f, nil
+}
+
+// serve serves xDS on listen and the control endpoints on admin until ctx
+// ends or a server fails; size is the resources' requested size, for the
+// startup line.
+func (o *origin) serve(ctx context.Context, listen, admin string, size int) error {
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, o.cache, o.rec.callbacks()))
-	lis, err := net.Listen("tcp", *listen)
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("xDS listener: %w", err)
 	}
-	alis, err := net.Listen("tcp", *admin)
+	alis, err := net.Listen("tcp", admin)
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("admin listener: %w", err)
@@ -135,7 +158,7 @@ func run(args []string) error {
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "origin: %d resources of %d bytes; xDS on %s, admin on http://%s\n",
-		len(o.names), proto.Size(buildCLA(o.names[0], *size, 0, time.Time{})), lis.Addr(), alis.Addr())
+		len(o.names), proto.Size(buildCLA(o.names[0], size, 0, time.Time{})), lis.Addr(), alis.Addr())
 
 	select {
 	case <-ctx.Done():

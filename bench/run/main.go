@@ -37,6 +37,68 @@ func main() {
 }
 
 func run() error {
+	f, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+
+	if err := raiseFileLimit(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: warning: open-file limit:", err)
+	}
+	work, err := os.MkdirTemp("", "xds-relay-bench-")
+	if err != nil {
+		return err
+	}
+	e := f.env(work)
+	logf("building into %s", work)
+	if err := e.build(ctx); err != nil {
+		return err
+	}
+
+	res := Results{Started: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: f.settings}
+	failed := e.runAll(ctx, &res)
+	if f.micro && ctx.Err() == nil {
+		logf("micro-benchmarks (benchtime %s) ...", f.benchtime)
+		ms, out, err := runMicro(ctx, e.goBin, f.benchtime)
+		res.Micro = ms
+		if err != nil {
+			res.MicroErr = err.Error()
+			logf("  %v\n%s", err, lastLines(out, 30))
+		}
+	}
+	res.Finished = time.Now().UTC().Format(time.RFC3339)
+	res.Targets = checkTargets(res)
+
+	md, err := writeResults(f.outDir, f.name, res)
+	if err != nil {
+		return err
+	}
+	os.Stdout.Write(md)
+	if failed {
+		logf("some scenarios failed; process logs are in %s", work)
+		return errors.New("some scenarios failed (see the table)")
+	}
+	return os.RemoveAll(work)
+}
+
+// benchFlags is what the harness was asked to run.
+type benchFlags struct {
+	settings  Settings
+	outDir    string
+	name      string
+	micro     bool
+	benchtime string
+	profile   bool
+	timeout   time.Duration
+}
+
+// parseFlags defines the harness's flags, parses the command line and
+// checks the settings.
+func parseFlags() (*benchFlags, error) {
 	var (
 		clients   = flag.String("clients", "1000,10000", "comma-separated client counts N")
 		variants  = flag.String("variants", "delta,sotw", "comma-separated variants")
@@ -50,84 +112,93 @@ func run() error {
 		schemes   = flag.String("names", "xdstp,plain", "comma-separated resource name schemes of workload envoy: xdstp, plain")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
-		outDir    = flag.String("out", "bench/results", "where to write the results")
-		name      = flag.String("name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
-		micro     = flag.Bool("micro", true, "also run the Go micro-benchmarks under ./internal/...")
-		benchtime = flag.String("benchtime", "200ms", "go test -benchtime for micro-benchmarks")
-		profile   = flag.Bool("profile", true, "save a CPU profile of the relay over each relayed update phase")
-		timeout   = flag.Duration("timeout", 13*time.Minute, "bound on the whole run")
+		f         benchFlags
 	)
+	flag.StringVar(&f.outDir, "out", "bench/results", "where to write the results")
+	flag.StringVar(&f.name, "name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
+	flag.BoolVar(&f.micro, "micro", true, "also run the Go micro-benchmarks under ./internal/...")
+	flag.StringVar(&f.benchtime, "benchtime", "200ms", "go test -benchtime for micro-benchmarks")
+	flag.BoolVar(&f.profile, "profile", true, "save a CPU profile of the relay over each relayed update phase")
+	flag.DurationVar(&f.timeout, "timeout", 13*time.Minute, "bound on the whole run")
 	flag.Parse()
 	ns, err := parseInts(*clients)
 	if err != nil {
-		return fmt.Errorf("--clients: %w", err)
+		return nil, fmt.Errorf("--clients: %w", err)
 	}
-	settings := Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
+	f.settings = Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates,
 		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes)}
-	if err := checkWorkloads(settings.Workloads); err != nil {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// check checks the workloads, the envoy shape and names when envoy runs,
+// and the results' name.
+func (f *benchFlags) check() error {
+	if err := checkWorkloads(f.settings.Workloads); err != nil {
 		return fmt.Errorf("--workloads: %w", err)
 	}
-	if slices.Contains(settings.Workloads, workloadEnvoy) {
-		if err := settings.Envoy.check(); err != nil {
+	if slices.Contains(f.settings.Workloads, workloadEnvoy) {
+		if err := f.settings.Envoy.check(); err != nil {
 			return err
 		}
-		if err := checkNameSchemes(settings.NameSchemes); err != nil {
+		if err := checkNameSchemes(f.settings.NameSchemes); err != nil {
 			return fmt.Errorf("--names: %w", err)
 		}
 	}
-	if *name == "" || strings.ContainsRune(*name, filepath.Separator) {
-		return fmt.Errorf("--name %q: want a file name without a directory", *name)
+	if f.name == "" || strings.ContainsRune(f.name, filepath.Separator) {
+		return fmt.Errorf("--name %q: want a file name without a directory", f.name)
 	}
+	return nil
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-
-	if err := raiseFileLimit(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: warning: open-file limit:", err)
-	}
-	work, err := os.MkdirTemp("", "xds-relay-bench-")
-	if err != nil {
-		return err
-	}
-	goBin := goBinary()
+// env is what every scenario of the run shares, its binaries and logs in
+// work.
+func (f *benchFlags) env(work string) *env {
 	e := &env{
 		relayBin:     filepath.Join(work, "xds-relay"),
 		originBin:    filepath.Join(work, "origin"),
 		logDir:       work,
-		resources:    *resources,
-		envoy:        settings.Envoy,
-		updates:      *updates,
-		resourceSize: *size,
+		resources:    f.settings.Resources,
+		envoy:        f.settings.Envoy,
+		updates:      f.settings.Updates,
+		resourceSize: f.settings.ResourceBytes,
 		authority:    "bench.local",
-		goBin:        goBin,
-		maxRun:       *timeout,
+		goBin:        goBinary(),
+		maxRun:       f.timeout,
 	}
-	if *profile {
-		e.profileDir = filepath.Join(*outDir, "profiles")
+	if f.profile {
+		e.profileDir = filepath.Join(f.outDir, "profiles")
 	}
-	logf("building into %s", work)
+	return e
+}
+
+// build builds the relay and the benchmark origin.
+func (e *env) build(ctx context.Context) error {
 	for pkg, out := range map[string]string{"./cmd/xds-relay": e.relayBin, "./bench/origin": e.originBin} {
-		cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, pkg)
+		cmd := exec.CommandContext(ctx, e.goBin, "build", "-o", out, pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 		}
 	}
+	return nil
+}
 
-	res := Results{Started: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: settings}
-	failed := false
-	// Rows of one N and variant stay together: each workload's direct and
-	// relayed side by side.
-	for _, n := range ns {
-		for _, v := range settings.Variants {
-			for _, w := range settings.Workloads {
-				if !slices.Contains(clientsFor(w, ns), n) {
+// runAll runs every scenario of res.Settings into res and reports whether
+// any failed. Rows of one N and variant stay together: each workload's
+// direct and relayed side by side.
+func (e *env) runAll(ctx context.Context, res *Results) (failed bool) {
+	s := res.Settings
+	for _, n := range s.Clients {
+		for _, v := range s.Variants {
+			for _, w := range s.Workloads {
+				if !slices.Contains(clientsFor(w, s.Clients), n) {
 					continue
 				}
-				for _, names := range schemesFor(w, settings.NameSchemes) {
-					for _, m := range settings.Modes {
+				for _, names := range schemesFor(w, s.NameSchemes) {
+					for _, m := range s.Modes {
 						sc := e.runLogged(ctx, m, v, w, names, n)
 						failed = failed || sc.Error != ""
 						res.Scenarios = append(res.Scenarios, sc)
@@ -136,40 +207,29 @@ func run() error {
 			}
 		}
 	}
-	if *micro && ctx.Err() == nil {
-		logf("micro-benchmarks (benchtime %s) ...", *benchtime)
-		ms, out, err := runMicro(ctx, goBin, *benchtime)
-		res.Micro = ms
-		if err != nil {
-			res.MicroErr = err.Error()
-			logf("  %v\n%s", err, lastLines(out, 30))
-		}
-	}
-	res.Finished = time.Now().UTC().Format(time.RFC3339)
-	res.Targets = checkTargets(res)
+	return failed
+}
 
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		return err
+// writeResults writes res into outDir as name.json, name.md and the chart,
+// and returns the Markdown.
+func writeResults(outDir, name string, res Results) ([]byte, error) {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, err
 	}
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var md bytes.Buffer
 	writeMarkdown(&md, res)
 	if err := errors.Join(
-		os.WriteFile(filepath.Join(*outDir, *name+".json"), append(js, '\n'), 0o644),
-		os.WriteFile(filepath.Join(*outDir, *name+".md"), md.Bytes(), 0o644),
-		writeChart(filepath.Join(*outDir, chartName(*name)), res),
+		os.WriteFile(filepath.Join(outDir, name+".json"), append(js, '\n'), 0o644),
+		os.WriteFile(filepath.Join(outDir, name+".md"), md.Bytes(), 0o644),
+		writeChart(filepath.Join(outDir, chartName(name)), res),
 	); err != nil {
-		return fmt.Errorf("write results: %w", err)
+		return nil, fmt.Errorf("write results: %w", err)
 	}
-	os.Stdout.Write(md.Bytes())
-	if failed {
-		logf("some scenarios failed; process logs are in %s", work)
-		return errors.New("some scenarios failed (see the table)")
-	}
-	return os.RemoveAll(work)
+	return md.Bytes(), nil
 }
 
 // chartName is the chart's file name for results named name:

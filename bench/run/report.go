@@ -77,6 +77,17 @@ func machine() Machine {
 
 // writeMarkdown writes the scenario and micro-benchmark tables.
 func writeMarkdown(w io.Writer, r Results) {
+	writeSetting(w, r)
+	writeScenarios(w, r)
+	writeMemory(w, r)
+	writeEnvoy(w, r)
+	writeInitialSync(w, r)
+	writeTargets(w, targetN(r), r.Targets)
+	writeMicro(w, r)
+}
+
+// writeSetting writes the machine and the workloads the run measured.
+func writeSetting(w io.Writer, r Results) {
 	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. N clients over N/100 connections; %d updates per scenario.",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go, r.Settings.Updates)
 	if slices.Contains(r.Settings.Workloads, workloadOne) || slices.Contains(r.Settings.Workloads, workloadAll) {
@@ -89,6 +100,10 @@ func writeMarkdown(w io.Writer, r Results) {
 		fmt.Fprintf(w, "Workload envoy (at the largest N): %d ClusterLoadAssignments of ~%d B, named xdstp (envoy xdstp) or plain (envoy plain, through the relay's plain-names authority; clients in %d node cluster(s)); client i subscribes to its own window of %d names from name i×stride (stride R/N, at least 1), overlapping its neighbours'; each update changes %d of them, a seeded random set, in one origin change.\n\n",
 			e.Resources, r.Settings.ResourceBytes, e.NodeClusters, e.Window, e.Changed)
 	}
+}
+
+// writeScenarios writes the main table, one row per scenario.
+func writeScenarios(w io.Writer, r Results) {
 	fmt.Fprintln(w, "| mode | variant | workload | N | origin streams | origin subs | origin B/update | responses/client/update | resources/client/update | bytes/client/update | fan-out p50 ms | p99 ms | max ms | serving CPU s/update | origin CPU s/update | loadgen CPU s/update | other load, cores | RSS KiB/stream | storm s | storm origin reqs | initial sync s |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
@@ -106,6 +121,10 @@ func writeMarkdown(w io.Writer, r Results) {
 			s.FanoutP50MS, s.FanoutP99MS, s.FanoutMaxMS, s.ServingCPUSPerUpdate, s.OriginCPUSPerUpdate, s.LoadgenCPUSPerUpdate, s.OtherCores,
 			s.RSSPerStreamKiB, storm, s.StormOriginRequests, s.InitialSyncS)
 	}
+}
+
+// writeMemory writes the serving process's memory at idle.
+func writeMemory(w io.Writer, r Results) {
 	fmt.Fprintln(w, "\nServing process memory at idle (RSS from /proc; per stream = (after − before) / N):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| mode | variant | workload | N | RSS before MiB | RSS after MiB | KiB/stream | relay goroutines/stream |")
@@ -121,29 +140,32 @@ func writeMarkdown(w io.Writer, r Results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
 			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB, g)
 	}
-	writeEnvoy(w, r)
-	writeInitialSync(w, r)
-	writeTargets(w, targetN(r), r.Targets)
-	if len(r.Micro) > 0 || r.MicroErr != "" {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| package | benchmark | ns/op | B/op | allocs/op | other |")
-		fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
-		for _, m := range r.Micro {
-			var extra []string
-			keys := make([]string, 0, len(m.Extra))
-			for k := range m.Extra {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				extra = append(extra, fmt.Sprintf("%.4g %s", m.Extra[k], k))
-			}
-			fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %s |\n", strings.TrimPrefix(m.Package, "github.com/xds-relay/xds-relay/"),
-				m.Name, m.NsPerOp, m.BytesPerOp, m.AllocsPerOp, strings.Join(extra, ", "))
+}
+
+// writeMicro writes the micro-benchmarks, if the run has any or they
+// failed.
+func writeMicro(w io.Writer, r Results) {
+	if len(r.Micro) == 0 && r.MicroErr == "" {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| package | benchmark | ns/op | B/op | allocs/op | other |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
+	for _, m := range r.Micro {
+		var extra []string
+		keys := make([]string, 0, len(m.Extra))
+		for k := range m.Extra {
+			keys = append(keys, k)
 		}
-		if r.MicroErr != "" {
-			fmt.Fprintf(w, "\nMicro-benchmarks failed: %s\n", mdEscape(r.MicroErr))
+		sort.Strings(keys)
+		for _, k := range keys {
+			extra = append(extra, fmt.Sprintf("%.4g %s", m.Extra[k], k))
 		}
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %s |\n", strings.TrimPrefix(m.Package, "github.com/xds-relay/xds-relay/"),
+			m.Name, m.NsPerOp, m.BytesPerOp, m.AllocsPerOp, strings.Join(extra, ", "))
+	}
+	if r.MicroErr != "" {
+		fmt.Fprintf(w, "\nMicro-benchmarks failed: %s\n", mdEscape(r.MicroErr))
 	}
 }
 

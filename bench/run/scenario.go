@@ -198,7 +198,66 @@ func (e *env) runScenario(ctx context.Context, mode, variant, workload, names st
 	return sc
 }
 
+// scenario runs sc's phases in order: start the serving processes and
+// the clients, wait for sync, idle memory, updates, reconnect storm, stop.
+// Every process it starts goes into children.
 func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) error {
+	r, err := e.newScenarioRun(sc, children)
+	if err != nil {
+		return err
+	}
+	if err := r.startServing(ctx); err != nil {
+		return err
+	}
+	if err := r.writeNames(); err != nil {
+		return err
+	}
+	time.Sleep(settle) // let the serving process reach its idle footprint
+	if sc.ServingRSSBeforeKiB, err = rssKiB(r.serving.pid()); err != nil {
+		return fmt.Errorf("RSS before: %w", err)
+	}
+	if err := r.startLoadgen(ctx); err != nil {
+		return err
+	}
+	if err := r.waitSynced(ctx); err != nil {
+		return err
+	}
+	counts, idle, err := r.measureIdle()
+	if err != nil {
+		return err
+	}
+	wantSamples, after, err := r.updatePhase(ctx, counts, idle)
+	if err != nil {
+		return err
+	}
+	if err := r.storm(ctx, after); err != nil {
+		return err
+	}
+	return r.fanout(wantSamples)
+}
+
+// scenarioRun is one scenario while it runs: its processes, their
+// addresses and what the phases hand on to the next.
+type scenarioRun struct {
+	e        *env
+	sc       *Scenario // the figures, filled in phase by phase
+	children *[]*child // every process started, stopped by runScenario
+	tag      string    // names the scenario's logs and files
+
+	originXDS, originAdmin, relayXDS, relayAdmin, lgAdmin string
+
+	origin, serving, lg *child // serving is origin (direct) or the relay
+	target              string // where the clients connect: serving's xDS address
+
+	namesFile string         // the origin's names, one per line, for the load generator
+	subs      loadgen.Config // the clients' subscriptions, as the load generator cuts them
+	window    []string       // the load generator's window flags (workload envoy)
+
+	last loadgen.Status // the load generator's status as last read by a wait
+}
+
+// newScenarioRun names the scenario and picks its five ports.
+func (e *env) newScenarioRun(sc *Scenario, children *[]*child) (*scenarioRun, error) {
 	tag := fmt.Sprintf("%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Clients)
 	if sc.Workload == workloadEnvoy {
 		tag = fmt.Sprintf("%s-%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Names, sc.Clients)
@@ -207,198 +266,272 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
-			return fmt.Errorf("free port: %w", err)
+			return nil, fmt.Errorf("free port: %w", err)
 		}
 		ports[i] = p
 	}
-	originXDS, originAdmin, relayXDS, relayAdmin, lgAdmin := ports[0], ports[1], ports[2], ports[3], ports[4]
+	return &scenarioRun{e: e, sc: sc, children: children, tag: tag,
+		originXDS: ports[0], originAdmin: ports[1], relayXDS: ports[2], relayAdmin: ports[3], lgAdmin: ports[4]}, nil
+}
 
-	origin, err := start(e.logDir, tag+"-origin", e.originBin,
-		"--listen", originXDS, "--admin", originAdmin,
+// startServing starts the origin and, relayed, the relay in front of it,
+// and waits for each to listen.
+func (r *scenarioRun) startServing(ctx context.Context) error {
+	e, sc := r.e, r.sc
+	origin, err := start(e.logDir, r.tag+"-origin", e.originBin,
+		"--listen", r.originXDS, "--admin", r.originAdmin,
 		"--resources", strconv.Itoa(sc.Resources), "--size", strconv.Itoa(e.resourceSize),
 		"--authority", e.authority, "--names", sc.Names)
 	if err != nil {
 		return err
 	}
-	*children = append(*children, origin)
-	if err := waitListening(ctx, origin, originAdmin, startTimeout); err != nil {
+	*r.children = append(*r.children, origin)
+	if err := waitListening(ctx, origin, r.originAdmin, startTimeout); err != nil {
 		return err
 	}
-	stats := func() (originStats, error) {
-		var s originStats
-		err := getJSON("http://"+originAdmin+"/stats", &s)
-		return s, err
+	r.origin, r.serving, r.target = origin, origin, r.originXDS
+	if sc.Mode != "relayed" {
+		return nil
 	}
-
-	serving, target := origin, originXDS
-	if sc.Mode == "relayed" {
-		cfgPath := filepath.Join(e.logDir, tag+"-relay.yaml")
-		if err := os.WriteFile(cfgPath, []byte(relayConfig(relayXDS, relayAdmin, e.authority, originXDS)), 0o644); err != nil {
-			return fmt.Errorf("relay config: %w", err)
-		}
-		relay, err := start(e.logDir, tag+"-relay", e.relayBin, "serve", "--config", cfgPath)
-		if err != nil {
-			return err
-		}
-		*children = append(*children, relay)
-		if err := waitListening(ctx, relay, relayXDS, startTimeout); err != nil {
-			return err
-		}
-		serving, target = relay, relayXDS
+	cfgPath := filepath.Join(e.logDir, r.tag+"-relay.yaml")
+	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS)), 0o644); err != nil {
+		return fmt.Errorf("relay config: %w", err)
 	}
+	relay, err := start(e.logDir, r.tag+"-relay", e.relayBin, "serve", "--config", cfgPath)
+	if err != nil {
+		return err
+	}
+	*r.children = append(*r.children, relay)
+	if err := waitListening(ctx, relay, r.relayXDS, startTimeout); err != nil {
+		return err
+	}
+	r.serving, r.target = relay, r.relayXDS
+	return nil
+}
 
+// writeNames writes the origin's names for the load generator and cuts
+// the clients' subscriptions as it will.
+func (r *scenarioRun) writeNames() error {
+	sc := r.sc
 	names := make([]string, sc.Resources)
 	for i := range names {
-		names[i] = resourceName(sc.Names, e.authority, i)
+		names[i] = resourceName(sc.Names, r.e.authority, i)
 	}
-	namesFile := filepath.Join(e.logDir, tag+"-names.txt")
-	if err := os.WriteFile(namesFile, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+	r.namesFile = filepath.Join(r.e.logDir, r.tag+"-names.txt")
+	if err := os.WriteFile(r.namesFile, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("names file: %w", err)
 	}
-	// The clients' subscriptions, as the load generator cuts them.
-	subs := loadgen.Config{Clients: sc.Clients, Names: names}
-	window := []string{}
+	r.subs = loadgen.Config{Clients: sc.Clients, Names: names}
+	r.window = []string{}
 	if sc.Workload == workloadEnvoy {
-		subs.Window = sc.Window
-		window = []string{"--window", strconv.Itoa(sc.Window), "--node-clusters", strconv.Itoa(e.envoy.NodeClusters)}
+		r.subs.Window = sc.Window
+		r.window = []string{"--window", strconv.Itoa(sc.Window), "--node-clusters", strconv.Itoa(r.e.envoy.NodeClusters)}
 	}
-	time.Sleep(settle) // let the serving process reach its idle footprint
-	if sc.ServingRSSBeforeKiB, err = rssKiB(serving.pid()); err != nil {
-		return fmt.Errorf("RSS before: %w", err)
-	}
+	return nil
+}
 
+// startLoadgen starts the load generator's clients against the serving
+// process and waits for its control endpoint.
+func (r *scenarioRun) startLoadgen(ctx context.Context) error {
+	sc := r.sc
 	lgArgs := append([]string{"loadgen",
-		"--target", target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
-		"--variant", sc.Variant, "--names-file", namesFile, "--admin", lgAdmin, "--json", "--quiet",
-		"--duration", e.maxRun.String()}, window...)
-	lg, err := start(e.logDir, tag+"-loadgen", e.relayBin, lgArgs...)
+		"--target", r.target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
+		"--variant", sc.Variant, "--names-file", r.namesFile, "--admin", r.lgAdmin, "--json", "--quiet",
+		"--duration", r.e.maxRun.String()}, r.window...)
+	lg, err := start(r.e.logDir, r.tag+"-loadgen", r.e.relayBin, lgArgs...)
 	if err != nil {
 		return err
 	}
-	*children = append(*children, lg)
-	if err := waitListening(ctx, lg, lgAdmin, startTimeout); err != nil {
-		return err
+	*r.children = append(*r.children, lg)
+	r.lg = lg
+	return waitListening(ctx, lg, r.lgAdmin, startTimeout)
+}
+
+// stats is the origin's GET /stats.
+func (r *scenarioRun) stats() (originStats, error) {
+	var s originStats
+	err := getJSON("http://"+r.originAdmin+"/stats", &s)
+	return s, err
+}
+
+// status is the load generator's GET /status; a fatal error once the
+// serving process has exited.
+func (r *scenarioRun) status() (loadgen.Status, error) {
+	var s loadgen.Status
+	if r.serving.exited() {
+		return s, fatal{fmt.Errorf("%s exited: %v; log: %s", r.serving.name, r.serving.err, r.serving.logTail())}
 	}
-	status := func() (loadgen.Status, error) {
-		var s loadgen.Status
-		if serving.exited() {
-			return s, fatal{fmt.Errorf("%s exited: %v; log: %s", serving.name, serving.err, serving.logTail())}
-		}
-		err := getJSON("http://"+lgAdmin+"/status", &s)
-		return s, err
+	err := getJSON("http://"+r.lgAdmin+"/status", &s)
+	return s, err
+}
+
+// clientCounts is the load generator's GET /clients, one count per client.
+func (r *scenarioRun) clientCounts() (loadgen.ClientCounts, error) {
+	var c loadgen.ClientCounts
+	err := getJSON("http://"+r.lgAdmin+"/clients", &c)
+	if err == nil && len(c.Responses) != r.sc.Clients {
+		err = fmt.Errorf("counts of %d clients, want %d", len(c.Responses), r.sc.Clients)
 	}
-	clientCounts := func() (loadgen.ClientCounts, error) {
-		var c loadgen.ClientCounts
-		err := getJSON("http://"+lgAdmin+"/clients", &c)
-		if err == nil && len(c.Responses) != sc.Clients {
-			err = fmt.Errorf("counts of %d clients, want %d", len(c.Responses), sc.Clients)
-		}
-		return c, err
-	}
-	var last loadgen.Status
-	err = waitUntil(ctx, scaled(syncTimeout, sc.Clients), "every client synced", func() (bool, error) {
-		s, err := status()
-		last = s
-		return err == nil && s.Synced == int64(sc.Clients), err
+	return c, err
+}
+
+// waitStatus waits, within timeout, until cond holds of the load
+// generator's status, keeping the last one read in r.last.
+func (r *scenarioRun) waitStatus(ctx context.Context, timeout time.Duration, what string, cond func(loadgen.Status) bool) error {
+	return waitUntil(ctx, timeout, what, func() (bool, error) {
+		s, err := r.status()
+		r.last = s
+		return err == nil && cond(s), err
+	})
+}
+
+// waitSynced waits for the initial sync of every client.
+func (r *scenarioRun) waitSynced(ctx context.Context) error {
+	sc := r.sc
+	err := r.waitStatus(ctx, scaled(syncTimeout, sc.Clients), "every client synced", func(s loadgen.Status) bool {
+		return s.Synced == int64(sc.Clients)
 	})
 	if err != nil {
-		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, last.Synced, sc.Clients, last.LastError)
+		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, r.last.Synced, sc.Clients, r.last.LastError)
 	}
-	sc.InitialSyncS = last.InitialSyncS
+	sc.InitialSyncS = r.last.InitialSyncS
+	return nil
+}
 
-	// Idle: streams, subscriptions, memory.
+// measureIdle records, once every client synced: streams, subscriptions,
+// memory and what each client received. It returns the client counts and
+// the origin's stats then, which the update phase starts from.
+func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
+	sc := r.sc
 	time.Sleep(settle)
-	idle, err := stats()
+	idle, err := r.stats()
 	if err != nil {
-		return fmt.Errorf("origin stats: %w", err)
+		return loadgen.ClientCounts{}, idle, fmt.Errorf("origin stats: %w", err)
 	}
 	sc.OriginStreams, sc.OriginSubscriptions = idle.StreamsOpen, idle.Subscriptions
-	if sc.ServingRSSAfterKiB, err = rssKiB(serving.pid()); err != nil {
-		return fmt.Errorf("RSS after: %w", err)
+	if sc.ServingRSSAfterKiB, err = rssKiB(r.serving.pid()); err != nil {
+		return loadgen.ClientCounts{}, idle, fmt.Errorf("RSS after: %w", err)
 	}
-	counts, err := clientCounts()
+	counts, err := r.clientCounts()
 	if err != nil {
-		return fmt.Errorf("loadgen client counts: %w", err)
+		return counts, idle, fmt.Errorf("loadgen client counts: %w", err)
 	}
 	sc.InitialResponsesPerClient, sc.InitialMaxResponses = meanMax(counts.Responses)
 	sc.InitialResourcesPerClient, _ = meanMax(counts.Resources)
 	sc.InitialBytesPerClient, _ = meanMax(counts.Bytes)
 	sc.RSSPerStreamKiB = (sc.ServingRSSAfterKiB - sc.ServingRSSBeforeKiB) / float64(sc.Clients)
 	if sc.Mode == "relayed" {
-		g, top := e.idleRelay(relayAdmin, tag)
+		g, top := r.e.idleRelay(r.relayAdmin, r.tag)
 		sc.RelayGoroutinesPerStream, sc.RelayHeapTop = float64(g)/float64(sc.Clients), top
 	}
+	return counts, idle, nil
+}
 
-	// Updates: each changes one resource or all of them (the workload) and
-	// reaches every client, which takes a fan-out sample per changed
-	// resource.
-	cpu0, err := cpuSeconds(serving.pid())
-	if err != nil {
-		return err
+// cpuTimes is the CPU seconds the scenario's processes have used.
+type cpuTimes struct{ serving, origin, lg float64 }
+
+func (r *scenarioRun) cpuTimes() (cpuTimes, error) {
+	var t cpuTimes
+	var err error
+	if t.serving, err = cpuSeconds(r.serving.pid()); err != nil {
+		return t, err
 	}
-	ocpu0, err := cpuSeconds(origin.pid())
-	if err != nil {
-		return err
+	if t.origin, err = cpuSeconds(r.origin.pid()); err != nil {
+		return t, err
 	}
-	lcpu0, err := cpuSeconds(lg.pid())
+	t.lg, err = cpuSeconds(r.lg.pid())
+	return t, err
+}
+
+// updatePhase pushes the updates, each changing one resource or all of
+// them (the workload) and reaching every client, which takes a fan-out
+// sample per changed resource, and records what they cost. It returns the
+// fan-out samples expected and the origin's stats after the phase.
+func (r *scenarioRun) updatePhase(ctx context.Context, counts loadgen.ClientCounts, idle originStats) (int64, originStats, error) {
+	e, sc := r.e, r.sc
+	cpu0, err := r.cpuTimes()
 	if err != nil {
-		return err
+		return 0, originStats{}, err
 	}
-	before, err := status()
+	before, err := r.status()
 	if err != nil {
-		return err
+		return 0, originStats{}, err
 	}
 	busy0, err := machineBusySeconds()
 	if err != nil {
-		return err
+		return 0, originStats{}, err
 	}
 	wall0 := time.Now()
 	profDone := make(chan string, 1)
 	if sc.Mode == "relayed" && e.profileDir != "" {
 		go func() {
-			profDone <- e.profileRelay(relayAdmin, tag, profileSeconds(e.updates, sc.Clients, changedPerClient(sc)))
+			profDone <- e.profileRelay(r.relayAdmin, r.tag, profileSeconds(e.updates, sc.Clients, changedPerClient(sc)))
 		}()
 	} else {
 		profDone <- ""
 	}
-	// Fan-out samples: one per client and changed resource its
-	// subscription holds.
+	wantSamples, err := r.pushUpdates(ctx, before, counts)
+	if err != nil {
+		return 0, originStats{}, err
+	}
+	cpu1, err := r.cpuTimes()
+	if err != nil {
+		return 0, originStats{}, err
+	}
+	busy1, err := machineBusySeconds()
+	if err != nil {
+		return 0, originStats{}, err
+	}
+	ours := (cpu1.lg - cpu0.lg) + (cpu1.origin - cpu0.origin)
+	if r.serving != r.origin {
+		ours += cpu1.serving - cpu0.serving
+	}
+	sc.OtherCores = max(0, (busy1-busy0-ours)/time.Since(wall0).Seconds())
+	sc.RelayProfileTop = <-profDone
+	after, err := r.recordUpdates(before, idle, cpu0, cpu1)
+	return wantSamples, after, err
+}
+
+// pushUpdates pushes e.updates updates, waiting after each until every
+// client received it, and returns the fan-out samples that makes: one per
+// client and changed resource its subscription holds. For workload envoy
+// it records, client by client, what each update did.
+func (r *scenarioRun) pushUpdates(ctx context.Context, before loadgen.Status, counts loadgen.ClientCounts) (int64, error) {
+	e, sc := r.e, r.sc
 	var wantSamples int64
 	var tally loadgen.UpdateTally
 	for k := 1; k <= e.updates; k++ {
 		var pushed struct {
 			Names []string `json:"names"`
 		}
-		if err := postJSON(pushURL(originAdmin, sc.Workload, e.envoy), &pushed); err != nil {
-			return fmt.Errorf("push %d: %w", k, err)
+		if err := postJSON(pushURL(r.originAdmin, sc.Workload, e.envoy), &pushed); err != nil {
+			return 0, fmt.Errorf("push %d: %w", k, err)
 		}
 		if sc.Workload == workloadEnvoy {
-			for _, c := range subs.ChangedIn(pushed.Names) {
+			for _, c := range r.subs.ChangedIn(pushed.Names) {
 				wantSamples += int64(c)
 			}
 		} else {
 			wantSamples += int64(sc.ChangedPerUpdate * sc.Clients)
 		}
 		want := before.Stamped + wantSamples
-		err := waitUntil(ctx, scaled(pushTimeout, sc.Clients), fmt.Sprintf("update %d at every client", k), func() (bool, error) {
-			s, err := status()
-			last = s
-			return err == nil && s.Stamped >= want, err
+		err := r.waitStatus(ctx, scaled(pushTimeout, sc.Clients), fmt.Sprintf("update %d at every client", k), func(s loadgen.Status) bool {
+			return s.Stamped >= want
 		})
 		if err != nil {
-			return fmt.Errorf("%w (%d of %d receipts)", err, last.Stamped-before.Stamped, wantSamples)
+			return 0, fmt.Errorf("%w (%d of %d receipts)", err, r.last.Stamped-before.Stamped, wantSamples)
 		}
 		time.Sleep(pushGap)
 		if sc.Workload == workloadEnvoy {
 			// What this update did, client by client: what arrived since
 			// the previous one had reached everyone.
-			next, err := clientCounts()
+			next, err := r.clientCounts()
 			if err != nil {
-				return fmt.Errorf("loadgen client counts: %w", err)
+				return 0, fmt.Errorf("loadgen client counts: %w", err)
 			}
-			t, err := subs.TallyUpdate(pushed.Names, counts, next)
+			t, err := r.subs.TallyUpdate(pushed.Names, counts, next)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			tally.Add(t)
 			counts = next
@@ -408,67 +541,62 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if sc.Workload == workloadEnvoy {
 		sc.Envoy = envoyFigures(tally)
 	}
-	cpu1, err := cpuSeconds(serving.pid())
-	if err != nil {
-		return err
-	}
-	ocpu1, err := cpuSeconds(origin.pid())
-	if err != nil {
-		return err
-	}
-	lcpu1, err := cpuSeconds(lg.pid())
-	if err != nil {
-		return err
-	}
-	busy1, err := machineBusySeconds()
-	if err != nil {
-		return err
-	}
-	ours := (lcpu1 - lcpu0) + (ocpu1 - ocpu0)
-	if serving != origin {
-		ours += cpu1 - cpu0
-	}
-	sc.OtherCores = max(0, (busy1-busy0-ours)/time.Since(wall0).Seconds())
-	sc.RelayProfileTop = <-profDone
-	if s, err := status(); err == nil {
+	return wantSamples, nil
+}
+
+// recordUpdates records the update phase's figures per update, from the
+// status before it, the origin's stats at idle and the CPU times around
+// it; it returns the origin's stats after it.
+func (r *scenarioRun) recordUpdates(before loadgen.Status, idle originStats, cpu0, cpu1 cpuTimes) (originStats, error) {
+	e, sc := r.e, r.sc
+	if s, err := r.status(); err == nil {
 		per := float64(e.updates * sc.Clients)
 		sc.ClientResponsesPerUpdate = float64(s.Responses-before.Responses) / per
 		sc.ClientResourcesPerUpdate = float64(s.Received-before.Received) / per
 		sc.ClientBytesPerUpdate = float64(s.BytesReceived-before.BytesReceived) / per
 	}
-	after, err := stats()
+	after, err := r.stats()
 	if err != nil {
-		return err
+		return after, err
 	}
 	u := float64(e.updates)
-	sc.ServingCPUSPerUpdate = (cpu1 - cpu0) / u
-	sc.OriginCPUSPerUpdate = (ocpu1 - ocpu0) / u
-	sc.LoadgenCPUSPerUpdate = (lcpu1 - lcpu0) / u
+	sc.ServingCPUSPerUpdate = (cpu1.serving - cpu0.serving) / u
+	sc.OriginCPUSPerUpdate = (cpu1.origin - cpu0.origin) / u
+	sc.LoadgenCPUSPerUpdate = (cpu1.lg - cpu0.lg) / u
 	sc.OriginBytesPerUpdate = float64(after.BytesSent-idle.BytesSent) / u
 	sc.OriginResponsesPerUpdate = float64(after.Responses-idle.Responses) / u
+	return after, nil
+}
 
-	// Reconnect storm: every client drops its stream and connection at once.
-	if err := post("http://" + lgAdmin + "/reconnect"); err != nil {
+// storm has every client drop its stream and connection at once and
+// records how long they took to sync again and what the origin saw of it,
+// against its stats after the updates.
+func (r *scenarioRun) storm(ctx context.Context, after originStats) error {
+	sc := r.sc
+	if err := post("http://" + r.lgAdmin + "/reconnect"); err != nil {
 		return fmt.Errorf("reconnect: %w", err)
 	}
-	err = waitUntil(ctx, scaled(stormTimeout, sc.Clients), "every client synced after the reconnect storm", func() (bool, error) {
-		s, err := status()
-		last = s
-		return err == nil && len(s.Storms) > 0, err
+	err := r.waitStatus(ctx, scaled(stormTimeout, sc.Clients), "every client synced after the reconnect storm", func(s loadgen.Status) bool {
+		return len(s.Storms) > 0
 	})
 	if err != nil {
-		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, last.Synced, sc.Clients, last.LastError)
+		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, r.last.Synced, sc.Clients, r.last.LastError)
 	}
-	sc.StormS, sc.StormCompleted = last.Storms[0].DurationS, last.Storms[0].Completed
+	sc.StormS, sc.StormCompleted = r.last.Storms[0].DurationS, r.last.Storms[0].Completed
 	time.Sleep(settle)
-	stormed, err := stats()
+	stormed, err := r.stats()
 	if err != nil {
 		return err
 	}
 	sc.StormOriginRequests = stormed.Requests - after.Requests
+	return nil
+}
 
-	// Loadgen's summary: the fan-out latency distribution. Closing N
-	// streams and sorting every sample takes longer as N grows.
+// fanout stops the load generator and records its summary: the fan-out
+// latency distribution, which must hold wantSamples samples. Closing N
+// streams and sorting every sample takes longer as N grows.
+func (r *scenarioRun) fanout(wantSamples int64) error {
+	sc, lg := r.sc, r.lg
 	if err := lg.stopWithin(scaled(stopGrace, sc.Clients)); err != nil {
 		return fmt.Errorf("loadgen: %w; log: %s", err, lg.logTail())
 	}

@@ -76,6 +76,31 @@ func (m *typedMetadataFlags) Set(v string) error {
 // and canonical key, and a name the relay would refuse (its type is not
 // --type, its authority is not configured) is an error.
 func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	q, err := parseExplainFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(q.cfgPath)
+	if err != nil {
+		return err
+	}
+	if xdsname.IsXDSTP(q.name) {
+		return explainXDSTP(stdout, cfg, q.typeURL, q.name)
+	}
+	return explainPlain(stdout, cfg, q)
+}
+
+// explainQuery is what `xds-relay explain` was asked.
+type explainQuery struct {
+	cfgPath string
+	typeURL string
+	name    string
+	node    *corev3.Node
+}
+
+// parseExplainFlags defines explain's flags, parses args, checks the
+// required ones and builds the request's type URL and node.
+func parseExplainFlags(args []string, stderr io.Writer) (*explainQuery, error) {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	var (
 		cfgPath  = fs.String("config", "", "config `file` (required)")
@@ -92,25 +117,17 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&metadata, "node-metadata", "node.metadata string value as `path=value` (dot-separated path); repeatable")
 	fs.Var(&typed, "node-metadata-json", "node.metadata value of any type as `path=JSON` (true, 3, \"true\", null, {...}), or a JSON object of top-level keys (which may contain dots); repeatable")
 	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
+		return nil, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	required := []string{"config", "type"}
-	if !xdsname.IsXDSTP(*name) {
-		required = append(required, "node-cluster") // plain names are grouped by node
-	}
-	for _, f := range required {
-		if !set[f] {
-			return usageError{fmt.Sprintf("--%s is required", f)}
-		}
+	if err := requireExplainFlags(fs, *name); err != nil {
+		return nil, err
 	}
 	typeURL, ok := explainTypes[strings.ToLower(*typ)]
 	if !ok {
 		typeURL = *typ
 	}
 	if !strings.HasPrefix(typeURL, resourcev3.APITypePrefix) {
-		return usageError{fmt.Sprintf("--type %q: want a type URL (%s...) or one of %s", *typ, resourcev3.APITypePrefix, typeAliases())}
+		return nil, usageError{fmt.Sprintf("--type %q: want a type URL (%s...) or one of %s", *typ, resourcev3.APITypePrefix, typeAliases())}
 	}
 
 	node := &corev3.Node{Id: *nodeID, Cluster: *cluster}
@@ -120,30 +137,46 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(metadata) > 0 || len(typed) > 0 {
 		md, err := metadataStruct(metadata, typed)
 		if err != nil {
-			return usageError{fmt.Sprintf("--node-metadata %v", err)}
+			return nil, usageError{fmt.Sprintf("--node-metadata %v", err)}
 		}
 		node.Metadata = md
 	}
+	return &explainQuery{cfgPath: *cfgPath, typeURL: typeURL, name: *name, node: node}, nil
+}
 
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		return err
+// requireExplainFlags checks that the flags explain needs for name were
+// set: --node-cluster too for a plain name, which is grouped by node.
+func requireExplainFlags(fs *flag.FlagSet, name string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	required := []string{"config", "type"}
+	if !xdsname.IsXDSTP(name) {
+		required = append(required, "node-cluster") // plain names are grouped by node
 	}
-	if xdsname.IsXDSTP(*name) {
-		return explainXDSTP(stdout, cfg, typeURL, *name)
+	for _, f := range required {
+		if !set[f] {
+			return usageError{fmt.Sprintf("--%s is required", f)}
+		}
 	}
+	return nil
+}
+
+// explainPlain explains a plain name: the rule it matches, or why none
+// does, and the authority, group key and upstream node it resolves to.
+func explainPlain(stdout io.Writer, cfg *config.Config, q *explainQuery) error {
 	allRules := cfg.AggregationRules()
 	rules, err := aggregation.Compile(allRules)
 	if err != nil {
-		return fmt.Errorf("%s: %w", *cfgPath, err)
+		return fmt.Errorf("%s: %w", q.cfgPath, err)
 	}
 
-	if *name == "*" {
-		*name = "" // the wildcard, as the downstream resolves it
+	name := q.name
+	if name == "*" {
+		name = "" // the wildcard, as the downstream resolves it
 	}
-	req := aggregation.Request{TypeURL: typeURL, Name: *name, Node: node}
-	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", typeURL, *name, nameKind(*name))
-	fmt.Fprintf(stdout, "node:          %s\n", describeNode(node))
+	req := aggregation.Request{TypeURL: q.typeURL, Name: name, Node: q.node}
+	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", q.typeURL, name, nameKind(name))
+	fmt.Fprintf(stdout, "node:          %s\n", describeNode(q.node))
 	res, err := rules.Match(req)
 	var refused *aggregation.RefusedError
 	if errors.As(err, &refused) {
@@ -162,16 +195,22 @@ func cmdExplain(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "authority:     %s\n", res.Authority)
 	fmt.Fprintf(stdout, "group key:     %s\n", res.Group)
+	writeUpstreamNode(stdout, cfg, allRules, res)
+	return nil
+}
+
+// writeUpstreamNode prints the node the origin sees for res: the rule's,
+// or one built from the group key with the relay's id.
+func writeUpstreamNode(stdout io.Writer, cfg *config.Config, allRules []aggregation.Rule, res aggregation.Result) {
 	if i := ruleIndex(allRules, res.Rule); i >= 0 && allRules[i].Result.Node != nil {
 		fmt.Fprintf(stdout, "upstream node: %s (set by the rule)\n", describeNode(res.Node))
-		return nil
+		return
 	}
 	n := proto.Clone(res.Node).(*corev3.Node)
 	if n.GetId() == "" {
 		n.Id = cfg.Node.ID
 	}
 	fmt.Fprintf(stdout, "upstream node: %s (from the group key alone; id the relay's unless the key uses it)\n", describeNode(n))
-	return nil
 }
 
 // explainXDSTP explains an xdstp name: it needs no rule, its authority is
@@ -224,12 +263,32 @@ func ruleIndex(rules []aggregation.Rule, name string) int {
 // structs.
 func metadataStruct(pairs, typed []string) (*structpb.Struct, error) {
 	root := &structpb.Struct{Fields: map[string]*structpb.Value{}}
-	values := make([]*structpb.Value, 0, len(pairs)+len(typed))
+	paths, values, objects, err := metadataValues(pairs, typed)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objects {
+		if err := mergeMetadataObject(root, o); err != nil {
+			return nil, err
+		}
+	}
+	for n, p := range paths {
+		if err := setMetadataPath(root, p, values[n]); err != nil {
+			return nil, err
+		}
+	}
+	return root, nil
+}
+
+// metadataValues splits the flags into path=value pairs, each path with
+// its value (strings first, then the typed ones), and JSON objects.
+func metadataValues(pairs, typed []string) (paths []string, values []*structpb.Value, objects []string, err error) {
+	values = make([]*structpb.Value, 0, len(pairs)+len(typed))
+	paths = append([]string{}, pairs...)
 	for _, p := range pairs {
 		_, value, _ := strings.Cut(p, "=")
 		values = append(values, structpb.NewStringValue(value))
 	}
-	var objects []string
 	for _, p := range typed {
 		if strings.HasPrefix(strings.TrimSpace(p), "{") {
 			objects = append(objects, p)
@@ -238,61 +297,64 @@ func metadataStruct(pairs, typed []string) (*structpb.Struct, error) {
 		_, value, _ := strings.Cut(p, "=")
 		var v any
 		if err := json.Unmarshal([]byte(value), &v); err != nil {
-			return nil, fmt.Errorf("%q: not JSON: %v", p, err)
+			return nil, nil, nil, fmt.Errorf("%q: not JSON: %v", p, err)
 		}
 		sv, err := structpb.NewValue(v)
 		if err != nil {
-			return nil, fmt.Errorf("%q: %v", p, err)
+			return nil, nil, nil, fmt.Errorf("%q: %v", p, err)
 		}
 		values = append(values, sv)
+		paths = append(paths, p)
 	}
-	for _, o := range objects {
-		var obj map[string]any
-		_ = json.Unmarshal([]byte(o), &obj) // checked by Set
-		st, err := structpb.NewStruct(obj)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %v", o, err)
-		}
-		for k, v := range st.GetFields() {
-			if _, dup := root.Fields[k]; dup {
-				return nil, fmt.Errorf("%q: %s is set twice", o, k)
-			}
-			root.Fields[k] = v
-		}
+	return paths, values, objects, nil
+}
+
+// mergeMetadataObject adds the top-level keys of the JSON object o to
+// root; a key set twice is an error.
+func mergeMetadataObject(root *structpb.Struct, o string) error {
+	var obj map[string]any
+	_ = json.Unmarshal([]byte(o), &obj) // checked by Set
+	st, err := structpb.NewStruct(obj)
+	if err != nil {
+		return fmt.Errorf("%q: %v", o, err)
 	}
-	paths := append([]string{}, pairs...)
-	for _, p := range typed {
-		if !strings.HasPrefix(strings.TrimSpace(p), "{") {
-			paths = append(paths, p)
+	for k, v := range st.GetFields() {
+		if _, dup := root.Fields[k]; dup {
+			return fmt.Errorf("%q: %s is set twice", o, k)
 		}
+		root.Fields[k] = v
 	}
-	for n, p := range paths {
-		path, _, _ := strings.Cut(p, "=")
-		keys := strings.Split(path, ".")
-		s := root
-		for i, k := range keys {
-			if k == "" {
-				return nil, fmt.Errorf("%q: empty key in path", p)
-			}
-			if i == len(keys)-1 {
-				if _, dup := s.Fields[k]; dup {
-					return nil, fmt.Errorf("%q: %s is set twice", p, path)
-				}
-				s.Fields[k] = values[n]
-				break
-			}
-			next := s.Fields[k]
-			if next == nil {
-				next = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{}})
-				s.Fields[k] = next
-			}
-			if next.GetStructValue() == nil {
-				return nil, fmt.Errorf("%q: %s is a value, not a struct", p, strings.Join(keys[:i+1], "."))
-			}
-			s = next.GetStructValue()
+	return nil
+}
+
+// setMetadataPath sets v at the dot-separated path of p (path=value) in
+// root, making the structs on the way.
+func setMetadataPath(root *structpb.Struct, p string, v *structpb.Value) error {
+	path, _, _ := strings.Cut(p, "=")
+	keys := strings.Split(path, ".")
+	s := root
+	for i, k := range keys {
+		if k == "" {
+			return fmt.Errorf("%q: empty key in path", p)
 		}
+		if i == len(keys)-1 {
+			if _, dup := s.Fields[k]; dup {
+				return fmt.Errorf("%q: %s is set twice", p, path)
+			}
+			s.Fields[k] = v
+			return nil
+		}
+		next := s.Fields[k]
+		if next == nil {
+			next = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{}})
+			s.Fields[k] = next
+		}
+		if next.GetStructValue() == nil {
+			return fmt.Errorf("%q: %s is a value, not a struct", p, strings.Join(keys[:i+1], "."))
+		}
+		s = next.GetStructValue()
 	}
-	return root, nil
+	return nil
 }
 
 // describeNode prints the node fields aggregation rules can see.

@@ -56,65 +56,100 @@ type legacyBootstrap struct {
 // generated requests through both key builders and lists every request
 // they group differently (exit 1 when any).
 func cmdMigrateRules(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate-rules", flag.ContinueOnError)
-	var (
-		verify    = fs.Bool("verify", false, "replay generated requests through both key builders and report every difference, instead of printing the config")
-		authority = fs.String("authority", "legacy", "the name of the authority the rules feed")
-		origin    = fs.String("origin", "", "the origin's host:port (default: the --bootstrap file's origin_server, else 127.0.0.1:18000)")
-		bootstrap = fs.String("bootstrap", "", "the earlier relay's bootstrap `file`, for its origin_server address")
-		requests  = fs.Int("requests", 20000, "how many requests --verify generates")
-		seed      = fs.Uint64("seed", 1, "the seed of --verify's generator")
-		show      = fs.Int("show", 20, "how many differences --verify prints")
-	)
-	// The file may come before or after the flags.
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return usageError{"the earlier relay's rules file is required"}
-	}
-	file := rest[0]
-	if err := parseFlags(fs, rest[1:], stderr); err != nil {
+	f, err := parseMigrateFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if *requests <= 0 {
-		return usageError{"--requests must be positive"}
-	}
-
-	data, err := os.ReadFile(file)
+	data, err := os.ReadFile(f.file)
 	if err != nil {
 		return err
 	}
 	legacy, err := legacykey.Parse(data)
 	if err != nil {
-		return fmt.Errorf("%s: not an earlier-relay rules file: %w", file, err)
+		return fmt.Errorf("%s: not an earlier-relay rules file: %w", f.file, err)
 	}
-	conv, err := migrate.Convert(legacy, *authority)
+	conv, err := migrate.Convert(legacy, f.authority)
 	if err != nil {
-		fmt.Fprintf(stdout, "%s: %v\n", file, err)
+		fmt.Fprintf(stdout, "%s: %v\n", f.file, err)
 		return errReported
 	}
-	if *verify {
-		return verifyConversion(stdout, file, legacy, conv, *requests, *seed, *show)
+	if f.verify {
+		return verifyConversion(stdout, f.file, legacy, conv, f.requests, f.seed, f.show)
 	}
+	addr, err := originAddress(f.origin, f.bootstrap)
+	if err != nil {
+		return err
+	}
+	return writeMigratedConfig(stdout, f.file, f.authority, addr, conv)
+}
 
-	addr := *origin
-	if addr == "" && *bootstrap != "" {
-		if addr, err = bootstrapOrigin(*bootstrap); err != nil {
-			return err
+// migrateFlags is what `xds-relay migrate-rules` was asked for.
+type migrateFlags struct {
+	file              string
+	verify            bool
+	authority, origin string
+	bootstrap         string
+	requests          int
+	seed              uint64
+	show              int
+}
+
+// parseMigrateFlags defines migrate-rules' flags and parses args, the
+// rules file before or after the flags.
+func parseMigrateFlags(args []string, stderr io.Writer) (*migrateFlags, error) {
+	fs := flag.NewFlagSet("migrate-rules", flag.ContinueOnError)
+	var f migrateFlags
+	fs.BoolVar(&f.verify, "verify", false, "replay generated requests through both key builders and report every difference, instead of printing the config")
+	fs.StringVar(&f.authority, "authority", "legacy", "the name of the authority the rules feed")
+	fs.StringVar(&f.origin, "origin", "", "the origin's host:port (default: the --bootstrap file's origin_server, else 127.0.0.1:18000)")
+	fs.StringVar(&f.bootstrap, "bootstrap", "", "the earlier relay's bootstrap `file`, for its origin_server address")
+	fs.IntVar(&f.requests, "requests", 20000, "how many requests --verify generates")
+	fs.Uint64Var(&f.seed, "seed", 1, "the seed of --verify's generator")
+	fs.IntVar(&f.show, "show", 20, "how many differences --verify prints")
+	// The file may come before or after the flags.
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err.Error()}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil, usageError{"the earlier relay's rules file is required"}
+	}
+	f.file = rest[0]
+	if err := parseFlags(fs, rest[1:], stderr); err != nil {
+		return nil, err
+	}
+	if f.requests <= 0 {
+		return nil, usageError{"--requests must be positive"}
+	}
+	return &f, nil
+}
+
+// originAddress is the origin's host:port: --origin, else the bootstrap
+// file's origin_server, else 127.0.0.1:18000.
+func originAddress(origin, bootstrap string) (string, error) {
+	addr := origin
+	if addr == "" && bootstrap != "" {
+		var err error
+		if addr, err = bootstrapOrigin(bootstrap); err != nil {
+			return "", err
 		}
 	}
 	if addr == "" {
 		addr = "127.0.0.1:18000"
 	}
+	return addr, nil
+}
+
+// writeMigratedConfig prints the converted config: the authority at addr,
+// the node and the rules, after a comment on how to read them.
+func writeMigratedConfig(stdout io.Writer, file, authority, addr string, conv *migrate.Converted) error {
 	out := migrateOutput{
 		Node:        migrateNode{ID: "xds-relay"},
-		Authorities: []migrateAuthority{{Name: *authority, Origins: []string{addr}, Transport: "sotw"}},
+		Authorities: []migrateAuthority{{Name: authority, Origins: []string{addr}, Transport: "sotw"}},
 	}
 	out.Aggregation.Rules = conv.Rules
 	var buf bytes.Buffer
@@ -128,7 +163,7 @@ func cmdMigrateRules(_ context.Context, args []string, stdout, stderr io.Writer)
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	_, err = stdout.Write(buf.Bytes())
+	_, err := stdout.Write(buf.Bytes())
 	return err
 }
 
