@@ -54,15 +54,41 @@ var edsTypes = []string{"type.googleapis.com/envoy.api.v2.ClusterLoadAssignment"
 // request by its first name).
 func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 	if refusals := check(c); len(refusals) > 0 {
-		errs := make([]error, len(refusals))
-		for i := range refusals {
-			errs[i] = refusals[i]
-		}
-		return nil, fmt.Errorf("%w: %w", ErrNotConvertible, errors.Join(errs...))
+		return nil, refusalsError(refusals)
 	}
 	cv := &converter{c: c, authority: authority}
-	// One subtree per type the rules name (and EDS), then one for every
-	// other type; types whose subtrees are the same share their rules.
+	other, err := cv.tree("")
+	if err != nil {
+		return nil, err
+	}
+	groups, err := cv.typeGroups(namedTypes(c), signature(other))
+	if err != nil {
+		return nil, err
+	}
+	if allRefuse(other) {
+		groups = dropAllRefuse(groups)
+	}
+	out := &Converted{Rules: assemble(groups, other, authority)}
+	if len(out.Rules) > MaxRules {
+		return nil, fmt.Errorf("%w: the rules' combinations need %d converted rules (more than %d)", ErrNotConvertible, len(out.Rules), MaxRules)
+	}
+	return out, nil
+}
+
+// refusalsError is Convert's error for what check refused: ErrNotConvertible
+// and every refusal, joined.
+func refusalsError(refusals []Refusal) error {
+	errs := make([]error, len(refusals))
+	for i := range refusals {
+		errs[i] = refusals[i]
+	}
+	return fmt.Errorf("%w: %w", ErrNotConvertible, errors.Join(errs...))
+}
+
+// namedTypes are the types that get a subtree of their own: every type the
+// rules name, in rule order, then EDS. (Every other type gets the subtree
+// for type "".)
+func namedTypes(c *legacykey.Config) []string {
 	var types []string
 	seen := map[string]bool{}
 	addType := func(t string) {
@@ -79,20 +105,25 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 	for _, t := range edsTypes {
 		addType(t)
 	}
-	other, err := cv.tree("")
-	if err != nil {
-		return nil, err
-	}
-	otherSig := signature(other)
-	type group struct {
-		types  []string
-		leaves []leaf
-		sig    string
-	}
-	var groups []*group
+	return types
+}
+
+// typeGroup is types whose subtrees are the same, and so share their rules.
+type typeGroup struct {
+	types  []string
+	leaves []leaf
+	sig    string
+}
+
+// typeGroups walks the subtree of each type (types named by the same
+// request_type_match lists share one walk) and groups types whose leaves
+// are the same, in the order of types. Types served alike by the subtree
+// for every other type (signature otherSig) get no group.
+func (cv *converter) typeGroups(types []string, otherSig string) ([]*typeGroup, error) {
+	var groups []*typeGroup
 	// A type's rules depend only on which request_type_match lists name
 	// it: types named by the same lists share one walk.
-	typeSets := typeMatches(c)
+	typeSets := typeMatches(cv.c)
 	walked := map[string][]leaf{}
 	for _, t := range types {
 		member := membership(typeSets, t)
@@ -111,35 +142,46 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		if sig == otherSig {
 			continue // the rules for every other type serve it alike
 		}
-		merged := false
-		for _, g := range groups {
-			if g.sig == sig {
-				g.types = append(g.types, t)
-				merged = true
-				break
-			}
-		}
-		if !merged {
-			groups = append(groups, &group{types: []string{t}, leaves: leaves, sig: sig})
+		groups = addToGroup(groups, t, leaves, sig)
+	}
+	return groups, nil
+}
+
+// addToGroup adds type t to the group with the same signature, or as a
+// new group at the end.
+func addToGroup(groups []*typeGroup, t string, leaves []leaf, sig string) []*typeGroup {
+	for _, g := range groups {
+		if g.sig == sig {
+			g.types = append(g.types, t)
+			return groups
 		}
 	}
-	if allRefuse(other) {
-		// Types whose requests are all refused too need no rules of their own.
-		kept := groups[:0]
-		for _, g := range groups {
-			if !allRefuse(g.leaves) {
-				kept = append(kept, g)
-			}
+	return append(groups, &typeGroup{types: []string{t}, leaves: leaves, sig: sig})
+}
+
+// dropAllRefuse drops the groups whose requests are all refused: when
+// every other type's are too, they need no rules of their own.
+func dropAllRefuse(groups []*typeGroup) []*typeGroup {
+	kept := groups[:0]
+	for _, g := range groups {
+		if !allRefuse(g.leaves) {
+			kept = append(kept, g)
 		}
-		groups = kept
 	}
+	return kept
+}
+
+// assemble writes the converted rules: EDS without names refused, each
+// group's rules (named after its first type), then the rules for every
+// other type, the last of them the default.
+func assemble(groups []*typeGroup, other []leaf, authority string) []aggregation.Rule {
 	// The earlier relay refused EDS without names before any rule.
 	empty := ""
-	out := &Converted{Rules: []aggregation.Rule{{
+	rules := []aggregation.Rule{{
 		Name:   "eds-without-names",
 		Match:  aggregation.Match{TypeURLs: edsTypes, ResourceName: &aggregation.StringMatcher{Exact: &empty}},
 		Result: aggregation.Target{Refuse: &aggregation.Refuse{Reason: "the earlier relay refused EDS requests without resource names"}},
-	}}}
+	}}
 	used := map[string]bool{}
 	for k, g := range groups {
 		name := shortType(g.types[0])
@@ -148,7 +190,7 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		}
 		used[name] = true
 		for i, l := range g.leaves {
-			out.Rules = append(out.Rules, l.rule(fmt.Sprintf("%s-%d", name, i+1), g.types, authority))
+			rules = append(rules, l.rule(fmt.Sprintf("%s-%d", name, i+1), g.types, authority))
 		}
 	}
 	for i, l := range other {
@@ -156,12 +198,9 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		if i == len(other)-1 {
 			r.Default, r.Match = true, aggregation.Match{}
 		}
-		out.Rules = append(out.Rules, r)
+		rules = append(rules, r)
 	}
-	if len(out.Rules) > MaxRules {
-		return nil, fmt.Errorf("%w: the rules' combinations need %d converted rules (more than %d)", ErrNotConvertible, len(out.Rules), MaxRules)
-	}
-	return out, nil
+	return rules
 }
 
 // allRefuse reports whether every leaf refuses.
