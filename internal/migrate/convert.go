@@ -809,17 +809,60 @@ func mergeLiterals(ps []keyPart) []keyPart {
 // rule writes a leaf as a rule named name for types (nil: any type).
 func (l leaf) rule(name string, types []string, authority string) aggregation.Rule {
 	r := aggregation.Rule{Name: name}
-	r.Match.TypeURLs = types
+	r.Match = l.match(types)
+	if l.refuse != "" {
+		r.Result.Refuse = &aggregation.Refuse{Reason: l.refuse}
+		return r
+	}
+	r.Result.Authority = authority
+	for _, p := range l.key {
+		r.Result.Group = append(r.Result.Group, p.part)
+	}
+	return r
+}
+
+// match writes the leaf's conditions as a match for types (nil: any type).
+func (l leaf) match(types []string) aggregation.Match {
+	m := aggregation.Match{TypeURLs: types}
 	node := &aggregation.NodeMatch{}
+	fields, byField := l.stringMatchers()
+	for _, f := range fields {
+		ms := byField[f]
+		sm := &ms[0]
+		if len(ms) > 1 {
+			sm = &aggregation.StringMatcher{AllOf: ms}
+		}
+		setField(&m, node, f, sm)
+	}
+	l.metadataConds(node)
+	if node.ID != nil || node.Cluster != nil || node.Locality != nil || node.Metadata != nil || node.HasMetadata != nil {
+		m.Node = node
+	}
+	return m
+}
+
+// stringMatchers are the matchers of the leaf's string conditions by
+// field, and the fields in the order first met.
+func (l leaf) stringMatchers() ([]string, map[string][]aggregation.StringMatcher) {
 	byField := map[string][]aggregation.StringMatcher{}
 	var fields []string
 	for _, a := range l.conds {
+		if a.kind != atomString {
+			continue
+		}
+		if byField[a.field] == nil {
+			fields = append(fields, a.field)
+		}
+		byField[a.field] = append(byField[a.field], *a.matcher())
+	}
+	return fields, byField
+}
+
+// metadataConds writes the leaf's metadata conditions into node, in order.
+func (l leaf) metadataConds(node *aggregation.NodeMatch) {
+	for _, a := range l.conds {
 		switch a.kind {
 		case atomString:
-			if byField[a.field] == nil {
-				fields = append(fields, a.field)
-			}
-			byField[a.field] = append(byField[a.field], *a.matcher())
 		case atomHasMetadata:
 			t := true
 			node.HasMetadata = &t
@@ -838,45 +881,31 @@ func (l leaf) rule(name string, types []string, authority string) aggregation.Ru
 			node.Metadata = append(node.Metadata, mm)
 		}
 	}
-	for _, f := range fields {
-		ms := byField[f]
-		m := &ms[0]
-		if len(ms) > 1 {
-			m = &aggregation.StringMatcher{AllOf: ms}
+}
+
+// setField sets the matcher of field f: the resource name's in m, a node
+// field's in node.
+func setField(m *aggregation.Match, node *aggregation.NodeMatch, f string, sm *aggregation.StringMatcher) {
+	switch f {
+	case fieldResourceName:
+		m.ResourceName = sm
+	case fieldID:
+		node.ID = sm
+	case fieldCluster:
+		node.Cluster = sm
+	default:
+		if node.Locality == nil {
+			node.Locality = &aggregation.LocalityMatch{}
 		}
 		switch f {
-		case fieldResourceName:
-			r.Match.ResourceName = m
-		case fieldID:
-			node.ID = m
-		case fieldCluster:
-			node.Cluster = m
+		case fieldRegion:
+			node.Locality.Region = sm
+		case fieldZone:
+			node.Locality.Zone = sm
 		default:
-			if node.Locality == nil {
-				node.Locality = &aggregation.LocalityMatch{}
-			}
-			switch f {
-			case fieldRegion:
-				node.Locality.Region = m
-			case fieldZone:
-				node.Locality.Zone = m
-			default:
-				node.Locality.SubZone = m
-			}
+			node.Locality.SubZone = sm
 		}
 	}
-	if node.ID != nil || node.Cluster != nil || node.Locality != nil || node.Metadata != nil || node.HasMetadata != nil {
-		r.Match.Node = node
-	}
-	if l.refuse != "" {
-		r.Result.Refuse = &aggregation.Refuse{Reason: l.refuse}
-		return r
-	}
-	r.Result.Authority = authority
-	for _, p := range l.key {
-		r.Result.Group = append(r.Result.Group, p.part)
-	}
-	return r
 }
 
 // signature identifies a list of leaves, to share rules between types.
