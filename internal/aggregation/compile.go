@@ -192,22 +192,18 @@ func (m *Match) hasConditions() bool {
 // match compiles a rule's conditions into cr and returns its regex
 // conditions, for captures.
 func (c *checker) match(cr *compiledRule, p string, m *Match) []regexCondition {
-	var regexes []regexCondition
-	addCond := func(f field, path string, sm *StringMatcher) {
-		if sm == nil {
-			return
-		}
-		cm, ok := c.matcher(path, sm)
-		if !ok {
-			return
-		}
-		cr.conds = append(cr.conds, condition{field: f, m: cm})
-		if cm.kind == matchRegex {
-			regexes = append(regexes, regexCondition{field: f, path: path + ".regex", re: cm.re})
-		}
+	c.typeURLs(cr, p, m.TypeURLs)
+	regexes := c.stringCond(cr, field{kind: fieldResourceName}, p+".resource_name", m.ResourceName)
+	n := m.Node
+	if n == nil {
+		return regexes
 	}
+	return append(regexes, c.nodeMatch(cr, p+".node", n)...)
+}
 
-	for j, t := range m.TypeURLs {
+// typeURLs compiles a match's type URLs into cr, each one a type URL.
+func (c *checker) typeURLs(cr *compiledRule, p string, types []string) {
+	for j, t := range types {
 		tp := fmt.Sprintf("%s.type_urls[%d]", p, j)
 		if rest, ok := strings.CutPrefix(t, resourcev3.APITypePrefix); !ok || rest == "" {
 			c.add(tp, "%q is not a type URL (want %s<message>, e.g. %s)", t, resourcev3.APITypePrefix, resourcev3.ClusterType)
@@ -215,72 +211,101 @@ func (c *checker) match(cr *compiledRule, p string, m *Match) []regexCondition {
 		}
 		cr.typeURLs = append(cr.typeURLs, t)
 	}
-	addCond(field{kind: fieldResourceName}, p+".resource_name", m.ResourceName)
-	n := m.Node
-	if n == nil {
-		return regexes
+}
+
+// stringCond compiles a condition on field f, if written (sm not nil),
+// into cr, and returns it if it is a regex condition.
+func (c *checker) stringCond(cr *compiledRule, f field, path string, sm *StringMatcher) []regexCondition {
+	if sm == nil {
+		return nil
 	}
-	np := p + ".node"
-	addCond(field{kind: fieldNodeID}, np+".id", n.ID)
-	addCond(field{kind: fieldNodeCluster}, np+".cluster", n.Cluster)
+	cm, ok := c.matcher(path, sm)
+	if !ok {
+		return nil
+	}
+	cr.conds = append(cr.conds, condition{field: f, m: cm})
+	if cm.kind == matchRegex {
+		return []regexCondition{{field: f, path: path + ".regex", re: cm.re}}
+	}
+	return nil
+}
+
+// nodeMatch compiles a match's node conditions (at np) into cr and
+// returns its regex conditions.
+func (c *checker) nodeMatch(cr *compiledRule, np string, n *NodeMatch) []regexCondition {
+	var regexes []regexCondition
+	regexes = append(regexes, c.stringCond(cr, field{kind: fieldNodeID}, np+".id", n.ID)...)
+	regexes = append(regexes, c.stringCond(cr, field{kind: fieldNodeCluster}, np+".cluster", n.Cluster)...)
 	if l := n.Locality; l != nil {
-		addCond(field{kind: fieldRegion}, np+".locality.region", l.Region)
-		addCond(field{kind: fieldZone}, np+".locality.zone", l.Zone)
-		addCond(field{kind: fieldSubZone}, np+".locality.sub_zone", l.SubZone)
+		regexes = append(regexes, c.stringCond(cr, field{kind: fieldRegion}, np+".locality.region", l.Region)...)
+		regexes = append(regexes, c.stringCond(cr, field{kind: fieldZone}, np+".locality.zone", l.Zone)...)
+		regexes = append(regexes, c.stringCond(cr, field{kind: fieldSubZone}, np+".locality.sub_zone", l.SubZone)...)
 	}
 	if n.HasMetadata != nil {
 		cr.conds = append(cr.conds, condition{kind: condHasMetadata, want: *n.HasMetadata})
 	}
 	for j := range n.Metadata {
-		mm := &n.Metadata[j]
-		mp := fmt.Sprintf("%s.metadata[%d]", np, j)
-		keys, ok := c.metadataPath(mp, mm.Path, mm.Keys)
-
-		var set []string
-		for _, t := range []struct {
-			name string
-			set  bool
-		}{{"value", mm.Value != nil}, {"string", mm.String != nil}, {"bool", mm.Bool != nil}, {"present", mm.Present != nil}} {
-			if t.set {
-				set = append(set, t.name)
-			}
-		}
-		switch len(set) {
-		case 0:
-			c.add(mp, "one of value, string, bool or present is required")
-			continue
-		case 1:
-		default:
-			c.add(mp, "exactly one of value, string, bool or present may be set, found %s", strings.Join(set, " and "))
-			continue
-		}
-		f := field{kind: fieldMetadata, path: keys}
-		switch {
-		case mm.Present != nil:
-			if ok {
-				cr.conds = append(cr.conds, condition{kind: condPresent, field: f, want: *mm.Present})
-			}
-		case mm.Bool != nil:
-			if ok {
-				f.typ = typeBool
-				cr.conds = append(cr.conds, condition{field: f, m: matcher{kind: matchExact, s: strconv.FormatBool(*mm.Bool)}})
-			}
-		default:
-			sm, sp := mm.Value, mp+".value"
-			if mm.String != nil {
-				sm, sp, f.typ = mm.String, mp+".string", typeString
-			}
-			cm, mok := c.matcher(sp, sm)
-			if !ok || !mok {
-				continue
-			}
-			cr.conds = append(cr.conds, condition{field: f, m: cm})
-			if cm.kind == matchRegex && mm.Path != "" {
-				regexes = append(regexes, regexCondition{field: f, path: sp + ".regex", re: cm.re})
-			}
-		}
+		regexes = append(regexes, c.metadataCond(cr, fmt.Sprintf("%s.metadata[%d]", np, j), &n.Metadata[j])...)
 	}
 	return regexes
+}
+
+// metadataCond compiles one metadata condition (at mp) into cr, and
+// returns it if it is a regex condition on a path (written as path).
+func (c *checker) metadataCond(cr *compiledRule, mp string, mm *MetadataMatch) []regexCondition {
+	keys, ok := c.metadataPath(mp, mm.Path, mm.Keys)
+	if !c.oneMetadataTest(mp, mm) {
+		return nil
+	}
+	f := field{kind: fieldMetadata, path: keys}
+	switch {
+	case mm.Present != nil:
+		if ok {
+			cr.conds = append(cr.conds, condition{kind: condPresent, field: f, want: *mm.Present})
+		}
+	case mm.Bool != nil:
+		if ok {
+			f.typ = typeBool
+			cr.conds = append(cr.conds, condition{field: f, m: matcher{kind: matchExact, s: strconv.FormatBool(*mm.Bool)}})
+		}
+	default:
+		sm, sp := mm.Value, mp+".value"
+		if mm.String != nil {
+			sm, sp, f.typ = mm.String, mp+".string", typeString
+		}
+		cm, mok := c.matcher(sp, sm)
+		if !ok || !mok {
+			return nil
+		}
+		cr.conds = append(cr.conds, condition{field: f, m: cm})
+		if cm.kind == matchRegex && mm.Path != "" {
+			return []regexCondition{{field: f, path: sp + ".regex", re: cm.re}}
+		}
+	}
+	return nil
+}
+
+// oneMetadataTest checks that a metadata condition sets exactly one of
+// value, string, bool or present.
+func (c *checker) oneMetadataTest(mp string, mm *MetadataMatch) bool {
+	var set []string
+	for _, t := range []struct {
+		name string
+		set  bool
+	}{{"value", mm.Value != nil}, {"string", mm.String != nil}, {"bool", mm.Bool != nil}, {"present", mm.Present != nil}} {
+		if t.set {
+			set = append(set, t.name)
+		}
+	}
+	switch len(set) {
+	case 0:
+		c.add(mp, "one of value, string, bool or present is required")
+		return false
+	case 1:
+		return true
+	}
+	c.add(mp, "exactly one of value, string, bool or present may be set, found %s", strings.Join(set, " and "))
+	return false
 }
 
 // metadataPath checks a metadata path written as path (dot-separated) or
