@@ -346,6 +346,30 @@ func (c *checker) metadataKeys(p string, keys []string, why string) ([]string, b
 
 // matcher compiles one StringMatcher.
 func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
+	if !c.oneMatcherKind(p, sm) {
+		return matcher{}, false
+	}
+	switch {
+	case sm.Exact != nil:
+		return matcher{kind: matchExact, s: *sm.Exact}, true
+	case sm.Prefix != nil:
+		if *sm.Prefix == "" {
+			c.add(p+".prefix", "empty: it would match everything; leave the condition out instead")
+			return matcher{}, false
+		}
+		return matcher{kind: matchPrefix, s: *sm.Prefix}, true
+	case sm.Not != nil:
+		sub, ok := c.matcher(p+".not", sm.Not)
+		return matcher{kind: matchNot, subs: []matcher{sub}}, ok
+	case sm.AllOf != nil:
+		return c.allOf(p, sm.AllOf)
+	}
+	return c.regexMatcher(p, *sm.Regex)
+}
+
+// oneMatcherKind checks that a StringMatcher sets exactly one of exact,
+// prefix, regex, not or all_of.
+func (c *checker) oneMatcherKind(p string, sm *StringMatcher) bool {
 	var set []string
 	if sm.Exact != nil {
 		set = append(set, "exact")
@@ -365,44 +389,38 @@ func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 	switch len(set) {
 	case 0:
 		c.add(p, "one of exact, prefix, regex, not or all_of is required")
-		return matcher{}, false
+		return false
 	case 1:
-	default:
-		c.add(p, "exactly one of exact, prefix, regex, not or all_of may be set, found %s", strings.Join(set, " and "))
+		return true
+	}
+	c.add(p, "exactly one of exact, prefix, regex, not or all_of may be set, found %s", strings.Join(set, " and "))
+	return false
+}
+
+// allOf compiles an all_of matcher: every one of its matchers, at least one.
+func (c *checker) allOf(p string, all []StringMatcher) (matcher, bool) {
+	if len(all) == 0 {
+		c.add(p+".all_of", "empty: list the matchers that must all hold")
 		return matcher{}, false
 	}
-	switch {
-	case sm.Exact != nil:
-		return matcher{kind: matchExact, s: *sm.Exact}, true
-	case sm.Prefix != nil:
-		if *sm.Prefix == "" {
-			c.add(p+".prefix", "empty: it would match everything; leave the condition out instead")
-			return matcher{}, false
-		}
-		return matcher{kind: matchPrefix, s: *sm.Prefix}, true
-	case sm.Not != nil:
-		sub, ok := c.matcher(p+".not", sm.Not)
-		return matcher{kind: matchNot, subs: []matcher{sub}}, ok
-	case sm.AllOf != nil:
-		if len(sm.AllOf) == 0 {
-			c.add(p+".all_of", "empty: list the matchers that must all hold")
-			return matcher{}, false
-		}
-		m, ok := matcher{kind: matchAll}, true
-		for i := range sm.AllOf {
-			sub, sok := c.matcher(fmt.Sprintf("%s.all_of[%d]", p, i), &sm.AllOf[i])
-			ok = ok && sok
-			m.subs = append(m.subs, sub)
-		}
-		return m, ok
+	m, ok := matcher{kind: matchAll}, true
+	for i := range all {
+		sub, sok := c.matcher(fmt.Sprintf("%s.all_of[%d]", p, i), &all[i])
+		ok = ok && sok
+		m.subs = append(m.subs, sub)
 	}
-	if _, err := regexp.Compile(*sm.Regex); err != nil {
+	return m, ok
+}
+
+// regexMatcher compiles a regex matcher, anchored.
+func (c *checker) regexMatcher(p, regex string) (matcher, bool) {
+	if _, err := regexp.Compile(regex); err != nil {
 		c.add(p+".regex", "does not compile: %v", err)
 		return matcher{}, false
 	}
 	// Anchored, as Envoy's safe_regex: the whole value must match. The
 	// non-capturing group keeps the operator's group numbers.
-	re, err := regexp.Compile(`^(?:` + *sm.Regex + `)$`)
+	re, err := regexp.Compile(`^(?:` + regex + `)$`)
 	if err != nil {
 		c.add(p+".regex", "does not compile anchored: %v", err)
 		return matcher{}, false
