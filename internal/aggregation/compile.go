@@ -431,21 +431,7 @@ func (c *checker) regexMatcher(p, regex string) (matcher, bool) {
 // target compiles a rule's result into cr.
 func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexCondition, authorities []string, checkAuthorities bool) {
 	if t.Refuse != nil {
-		if t.Refuse.Reason == "" {
-			c.add(p+".refuse.reason", "required: what the refused client is told")
-		}
-		cr.refuse = t.Refuse.Reason
-		if cr.refuse == "" {
-			cr.refuse = "refused"
-		}
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"authority", t.Authority != ""}, {"group", len(t.Group) > 0}, {"node", t.Node != nil}} {
-			if f.set {
-				c.add(p+"."+f.name, "a rule that refuses serves nothing: leave %s out", f.name)
-			}
-		}
+		c.refuse(cr, p, t)
 		return
 	}
 	switch {
@@ -455,15 +441,44 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 		c.add(p+".authority", "%q is not a configured authority (have: %s)", t.Authority, strings.Join(authorities, ", "))
 	}
 	cr.authority = t.Authority
+	c.group(cr, p+".group", t.Group, regexes)
+	cr.slots = nodeSlots(cr.parts)
+	if n := t.Node; n != nil {
+		c.resultNode(cr, p+".node", n)
+	}
+}
 
-	gp := p + ".group"
-	if len(t.Group) == 0 {
+// refuse compiles a result that refuses (at p) into cr: a reason, and
+// nothing served.
+func (c *checker) refuse(cr *compiledRule, p string, t *Target) {
+	if t.Refuse.Reason == "" {
+		c.add(p+".refuse.reason", "required: what the refused client is told")
+	}
+	cr.refuse = t.Refuse.Reason
+	if cr.refuse == "" {
+		cr.refuse = "refused"
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"authority", t.Authority != ""}, {"group", len(t.Group) > 0}, {"node", t.Node != nil}} {
+		if f.set {
+			c.add(p+"."+f.name, "a rule that refuses serves nothing: leave %s out", f.name)
+		}
+	}
+}
+
+// group compiles a result's group parts (at gp) into cr: at least one
+// literal, never two value parts side by side; the key itself when every
+// part is a literal.
+func (c *checker) group(cr *compiledRule, gp string, group []GroupPart, regexes []regexCondition) {
+	if len(group) == 0 {
 		c.add(gp, "required: at least one part (a literal alone puts every client the rule matches in one group)")
 	}
 	literals, fixed := 0, true
 	var key strings.Builder
-	for j := range t.Group {
-		part, ok := c.part(fmt.Sprintf("%s[%d]", gp, j), &t.Group[j], regexes)
+	for j := range group {
+		part, ok := c.part(fmt.Sprintf("%s[%d]", gp, j), &group[j], regexes)
 		if !ok {
 			continue
 		}
@@ -472,32 +487,33 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 			key.WriteString(part.literal)
 		} else {
 			fixed = false
-			if j > 0 && t.Group[j-1].Literal == nil {
+			if j > 0 && group[j-1].Literal == nil {
 				c.add(fmt.Sprintf("%s[%d]", gp, j), "follows another value part with no literal between them: the key would be ambiguous (add e.g. - literal: \"/\")")
 			}
 		}
 		cr.parts = append(cr.parts, part)
 	}
-	if len(t.Group) > 0 && literals == 0 {
+	if len(group) > 0 && literals == 0 {
 		c.add(gp, "needs at least one literal part, so that no group key is empty (the empty group is the authority's xdstp stream)")
 	}
 	if fixed {
 		cr.fixedKey = key.String()
 	}
-	cr.slots = nodeSlots(cr.parts)
+}
 
-	if n := t.Node; n != nil {
-		if n.ID == "" && n.Cluster == "" && len(n.Metadata) == 0 {
-			c.add(p+".node", "set id, cluster or metadata, or leave node out to present the node built from the group key")
-		}
-		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
-		if len(n.Metadata) > 0 {
-			m := normalizeYAML(n.Metadata).(map[string]any)
-			if at, v := unsupported("", m); at != "" {
-				c.add(p+".node.metadata."+at, "a %T is not a metadata value (want a string, number, bool, null, list or map)", v)
-			} else if md, err := structpb.NewStruct(m); err == nil {
-				cr.node.Metadata = md
-			}
+// resultNode compiles a result's node (at np) into cr: the node presented
+// upstream, with its metadata as a struct.
+func (c *checker) resultNode(cr *compiledRule, np string, n *UpstreamNode) {
+	if n.ID == "" && n.Cluster == "" && len(n.Metadata) == 0 {
+		c.add(np, "set id, cluster or metadata, or leave node out to present the node built from the group key")
+	}
+	cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
+	if len(n.Metadata) > 0 {
+		m := normalizeYAML(n.Metadata).(map[string]any)
+		if at, v := unsupported("", m); at != "" {
+			c.add(np+".metadata."+at, "a %T is not a metadata value (want a string, number, bool, null, list or map)", v)
+		} else if md, err := structpb.NewStruct(m); err == nil {
+			cr.node.Metadata = md
 		}
 	}
 }
