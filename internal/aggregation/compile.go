@@ -297,14 +297,20 @@ func (c *checker) oneMetadataTest(mp string, mm *MetadataMatch) bool {
 			set = append(set, t.name)
 		}
 	}
+	return c.exactlyOne(mp, "value, string, bool or present", set)
+}
+
+// exactlyOne checks that set, the names of the fields written at p, has
+// exactly one of choices.
+func (c *checker) exactlyOne(p, choices string, set []string) bool {
 	switch len(set) {
 	case 0:
-		c.add(mp, "one of value, string, bool or present is required")
+		c.add(p, "one of %s is required", choices)
 		return false
 	case 1:
 		return true
 	}
-	c.add(mp, "exactly one of value, string, bool or present may be set, found %s", strings.Join(set, " and "))
+	c.add(p, "exactly one of %s may be set, found %s", choices, strings.Join(set, " and "))
 	return false
 }
 
@@ -386,15 +392,7 @@ func (c *checker) oneMatcherKind(p string, sm *StringMatcher) bool {
 	if sm.AllOf != nil {
 		set = append(set, "all_of")
 	}
-	switch len(set) {
-	case 0:
-		c.add(p, "one of exact, prefix, regex, not or all_of is required")
-		return false
-	case 1:
-		return true
-	}
-	c.add(p, "exactly one of exact, prefix, regex, not or all_of may be set, found %s", strings.Join(set, " and "))
-	return false
+	return c.exactlyOne(p, "exact, prefix, regex, not or all_of", set)
 }
 
 // allOf compiles an all_of matcher: every one of its matchers, at least one.
@@ -589,13 +587,7 @@ func (c *checker) part(p string, g *GroupPart, regexes []regexCondition) (keyPar
 			set = append(set, k.name)
 		}
 	}
-	switch len(set) {
-	case 0:
-		c.add(p, "one of %s is required", partChoices)
-		return keyPart{}, false
-	case 1:
-	default:
-		c.add(p, "exactly one of %s may be set, found %s", partChoices, strings.Join(set, " and "))
+	if !c.exactlyOne(p, partChoices, set) {
 		return keyPart{}, false
 	}
 	if g.Literal != nil {
