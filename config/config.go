@@ -475,68 +475,83 @@ const (
 // does not validate until one is added).
 func Default() *Config {
 	return &Config{
-		Listen: DefaultListen,
-		Admin:  DefaultAdmin,
-		Node:   Node{ID: DefaultNodeID},
-		Cache: Cache{
-			MaxResources: DefaultMaxResources,
-			MaxBytes:     DefaultMaxBytes,
-
-			SnapshotInterval: DefaultSnapshotInterval,
-			SnapshotMaxBytes: DefaultSnapshotMaxBytes,
-		},
-		Log: Log{Level: LogInfo, Format: LogJSON},
-		Downstream: Downstream{
-			Keepalive: ServerKeepalive{
-				Time:                  DefaultServerKeepaliveTime,
-				Timeout:               DefaultKeepaliveTimeout,
-				MinClientPingInterval: DefaultMinClientPingInterval,
-			},
-			MaxRecvMsgSize: DefaultDownstreamMaxRecv,
-			MaxSendMsgSize: DefaultDownstreamMaxSend,
-			SendTimeout:    DefaultSendTimeout,
-			FetchWait:      DefaultFetchWait,
-			GatherWindow:   DefaultGatherWindow,
-
-			MaxConnectionAge:      DefaultMaxConnectionAge,
-			MaxConnectionAgeGrace: DefaultMaxConnectionAgeGrace,
-			DrainDelay:            DefaultDrainDelay,
-			DrainWaves:            DefaultDrainWaves,
-			DrainDuration:         DefaultDrainDuration,
-			Limits: Limits{
-				MaxStreams:              DefaultMaxStreams,
-				MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
-				MaxNamesPerStream:       DefaultMaxNamesPerStream,
-				MaxNameLength:           DefaultMaxNameLength,
-				MaxTypesPerStream:       DefaultMaxTypesPerStream,
-				MaxVersionLength:        DefaultMaxVersionLength,
-			},
-			REST: RESTPolling{
-				ReadTimeout:  DefaultRESTReadTimeout,
-				WriteTimeout: DefaultRESTWriteTimeout,
-				IdleTimeout:  DefaultRESTIdleTimeout,
-			},
-		},
-		Upstream: Upstream{
-			Keepalive: ClientKeepalive{
-				Time:    DefaultClientKeepaliveTime,
-				Timeout: DefaultKeepaliveTimeout,
-			},
-			MaxRecvMsgSize:  DefaultUpstreamMaxRecv,
-			MaxSendMsgSize:  DefaultUpstreamMaxSend,
-			MaxRequestSize:  DefaultUpstreamMaxRequest,
-			IdleTimeout:     DefaultUpstreamIdleTimeout,
-			ResponseTimeout: DefaultResponseTimeout,
-			ConnectTimeout:  DefaultConnectTimeout,
-			Backoff: Backoff{
-				Initial:    DefaultBackoffInitial,
-				Max:        DefaultBackoffMax,
-				Multiplier: DefaultBackoffMultiplier,
-				Jitter:     DefaultBackoffJitter,
-			},
-			FailbackInterval: DefaultFailbackInterval,
-		},
+		Listen:              DefaultListen,
+		Admin:               DefaultAdmin,
+		Node:                Node{ID: DefaultNodeID},
+		Cache:               defaultCache(),
+		Log:                 Log{Level: LogInfo, Format: LogJSON},
+		Downstream:          defaultDownstream(),
+		Upstream:            defaultUpstream(),
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
+	}
+}
+
+// defaultCache is the cache section's defaults.
+func defaultCache() Cache {
+	return Cache{
+		MaxResources: DefaultMaxResources,
+		MaxBytes:     DefaultMaxBytes,
+
+		SnapshotInterval: DefaultSnapshotInterval,
+		SnapshotMaxBytes: DefaultSnapshotMaxBytes,
+	}
+}
+
+// defaultDownstream is the downstream section's defaults.
+func defaultDownstream() Downstream {
+	return Downstream{
+		Keepalive: ServerKeepalive{
+			Time:                  DefaultServerKeepaliveTime,
+			Timeout:               DefaultKeepaliveTimeout,
+			MinClientPingInterval: DefaultMinClientPingInterval,
+		},
+		MaxRecvMsgSize: DefaultDownstreamMaxRecv,
+		MaxSendMsgSize: DefaultDownstreamMaxSend,
+		SendTimeout:    DefaultSendTimeout,
+		FetchWait:      DefaultFetchWait,
+		GatherWindow:   DefaultGatherWindow,
+
+		MaxConnectionAge:      DefaultMaxConnectionAge,
+		MaxConnectionAgeGrace: DefaultMaxConnectionAgeGrace,
+		DrainDelay:            DefaultDrainDelay,
+		DrainWaves:            DefaultDrainWaves,
+		DrainDuration:         DefaultDrainDuration,
+		Limits: Limits{
+			MaxStreams:              DefaultMaxStreams,
+			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
+			MaxNamesPerStream:       DefaultMaxNamesPerStream,
+			MaxNameLength:           DefaultMaxNameLength,
+			MaxTypesPerStream:       DefaultMaxTypesPerStream,
+			MaxVersionLength:        DefaultMaxVersionLength,
+		},
+		REST: RESTPolling{
+			ReadTimeout:  DefaultRESTReadTimeout,
+			WriteTimeout: DefaultRESTWriteTimeout,
+			IdleTimeout:  DefaultRESTIdleTimeout,
+		},
+	}
+}
+
+// defaultUpstream is the upstream section's defaults.
+func defaultUpstream() Upstream {
+	return Upstream{
+		Keepalive: ClientKeepalive{
+			Time:    DefaultClientKeepaliveTime,
+			Timeout: DefaultKeepaliveTimeout,
+		},
+		MaxRecvMsgSize:  DefaultUpstreamMaxRecv,
+		MaxSendMsgSize:  DefaultUpstreamMaxSend,
+		MaxRequestSize:  DefaultUpstreamMaxRequest,
+		IdleTimeout:     DefaultUpstreamIdleTimeout,
+		ResponseTimeout: DefaultResponseTimeout,
+		ConnectTimeout:  DefaultConnectTimeout,
+		Backoff: Backoff{
+			Initial:    DefaultBackoffInitial,
+			Max:        DefaultBackoffMax,
+			Multiplier: DefaultBackoffMultiplier,
+			Jitter:     DefaultBackoffJitter,
+		},
+		FailbackInterval: DefaultFailbackInterval,
 	}
 }
 

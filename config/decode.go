@@ -54,16 +54,7 @@ func (d *strictDecoder) stopped() bool {
 // decode sets v (addressable) from n. Fields n does not mention keep their
 // current value, which is how defaults survive.
 func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) {
-	if d.stopped() {
-		return
-	}
-	d.visits++
-	if d.visits == d.maxVisits {
-		d.problem(path, n.Line, "aliases and merges expand too far (more than %d nodes); decoding stopped here", d.maxVisits)
-		return
-	}
-	if depth > maxDepth {
-		d.problem(path, n.Line, "nested too deeply")
+	if !d.enter(n, path, depth) {
 		return
 	}
 	switch n.Kind {
@@ -80,6 +71,30 @@ func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth
 		// "key:" with no value: leave the default in place.
 		return
 	}
+	d.value(n, v, path, depth)
+}
+
+// enter counts a visit to n and reports whether to decode it: not when
+// decoding stopped, the visit budget is spent now, or n is nested too deep.
+func (d *strictDecoder) enter(n *yaml.Node, path string, depth int) bool {
+	if d.stopped() {
+		return false
+	}
+	d.visits++
+	if d.visits == d.maxVisits {
+		d.problem(path, n.Line, "aliases and merges expand too far (more than %d nodes); decoding stopped here", d.maxVisits)
+		return false
+	}
+	if depth > maxDepth {
+		d.problem(path, n.Line, "nested too deeply")
+		return false
+	}
+	return true
+}
+
+// value sets v from a node that holds a value (not a document, an alias
+// or null), by v's type.
+func (d *strictDecoder) value(n *yaml.Node, v reflect.Value, path string, depth int) {
 	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
 		if err := n.Decode(v.Addr().Interface()); err != nil {
 			d.problem(path, n.Line, "%s", cleanYAMLError(err))
@@ -99,15 +114,7 @@ func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth
 	case reflect.Struct:
 		d.structFields(n, v, path, depth)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.problem(path, n.Line, "want a list, got %s", describe(n))
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			d.decode(c, s.Index(i), joinIndex(path, i), depth+1)
-		}
-		v.Set(s)
+		d.sliceElems(n, v, path, depth)
 	case reflect.Map:
 		d.mapEntries(n, v, path, depth)
 	case reflect.Interface:
@@ -115,19 +122,38 @@ func (d *strictDecoder) decode(n *yaml.Node, v reflect.Value, path string, depth
 			d.problem(path, n.Line, "%s", cleanYAMLError(err))
 		}
 	default:
-		if n.Kind != yaml.ScalarNode {
-			d.problem(path, n.Line, "want %s, got %s", typeName(v.Type()), describe(n))
-			return
-		}
-		if isInteger(v.Kind()) && n.ShortTag() != "!!int" {
-			// yaml would truncate 2.5 to 2 and read 1e3 as 1000: an
-			// integer field takes integers only.
-			d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
-			return
-		}
-		if err := n.Decode(v.Addr().Interface()); err != nil {
-			d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
-		}
+		d.scalar(n, v, path)
+	}
+}
+
+// sliceElems decodes a list into a slice, replacing what it held.
+func (d *strictDecoder) sliceElems(n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.SequenceNode {
+		d.problem(path, n.Line, "want a list, got %s", describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, c := range n.Content {
+		d.decode(c, s.Index(i), joinIndex(path, i), depth+1)
+	}
+	v.Set(s)
+}
+
+// scalar decodes a scalar into a string, bool or number; an integer field
+// takes integers only.
+func (d *strictDecoder) scalar(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode {
+		d.problem(path, n.Line, "want %s, got %s", typeName(v.Type()), describe(n))
+		return
+	}
+	if isInteger(v.Kind()) && n.ShortTag() != "!!int" {
+		// yaml would truncate 2.5 to 2 and read 1e3 as 1000: an
+		// integer field takes integers only.
+		d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
+		return
+	}
+	if err := n.Decode(v.Addr().Interface()); err != nil {
+		d.problem(path, n.Line, "want %s, got %q", typeName(v.Type()), n.Value)
 	}
 }
 

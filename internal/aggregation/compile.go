@@ -192,22 +192,18 @@ func (m *Match) hasConditions() bool {
 // match compiles a rule's conditions into cr and returns its regex
 // conditions, for captures.
 func (c *checker) match(cr *compiledRule, p string, m *Match) []regexCondition {
-	var regexes []regexCondition
-	addCond := func(f field, path string, sm *StringMatcher) {
-		if sm == nil {
-			return
-		}
-		cm, ok := c.matcher(path, sm)
-		if !ok {
-			return
-		}
-		cr.conds = append(cr.conds, condition{field: f, m: cm})
-		if cm.kind == matchRegex {
-			regexes = append(regexes, regexCondition{field: f, path: path + ".regex", re: cm.re})
-		}
+	c.typeURLs(cr, p, m.TypeURLs)
+	regexes := c.stringCond(cr, field{kind: fieldResourceName}, p+".resource_name", m.ResourceName)
+	n := m.Node
+	if n == nil {
+		return regexes
 	}
+	return append(regexes, c.nodeMatch(cr, p+".node", n)...)
+}
 
-	for j, t := range m.TypeURLs {
+// typeURLs compiles a match's type URLs into cr, each one a type URL.
+func (c *checker) typeURLs(cr *compiledRule, p string, types []string) {
+	for j, t := range types {
 		tp := fmt.Sprintf("%s.type_urls[%d]", p, j)
 		if rest, ok := strings.CutPrefix(t, resourcev3.APITypePrefix); !ok || rest == "" {
 			c.add(tp, "%q is not a type URL (want %s<message>, e.g. %s)", t, resourcev3.APITypePrefix, resourcev3.ClusterType)
@@ -215,72 +211,107 @@ func (c *checker) match(cr *compiledRule, p string, m *Match) []regexCondition {
 		}
 		cr.typeURLs = append(cr.typeURLs, t)
 	}
-	addCond(field{kind: fieldResourceName}, p+".resource_name", m.ResourceName)
-	n := m.Node
-	if n == nil {
-		return regexes
+}
+
+// stringCond compiles a condition on field f, if written (sm not nil),
+// into cr, and returns it if it is a regex condition.
+func (c *checker) stringCond(cr *compiledRule, f field, path string, sm *StringMatcher) []regexCondition {
+	if sm == nil {
+		return nil
 	}
-	np := p + ".node"
-	addCond(field{kind: fieldNodeID}, np+".id", n.ID)
-	addCond(field{kind: fieldNodeCluster}, np+".cluster", n.Cluster)
+	cm, ok := c.matcher(path, sm)
+	if !ok {
+		return nil
+	}
+	cr.conds = append(cr.conds, condition{field: f, m: cm})
+	if cm.kind == matchRegex {
+		return []regexCondition{{field: f, path: path + ".regex", re: cm.re}}
+	}
+	return nil
+}
+
+// nodeMatch compiles a match's node conditions (at np) into cr and
+// returns its regex conditions.
+func (c *checker) nodeMatch(cr *compiledRule, np string, n *NodeMatch) []regexCondition {
+	var regexes []regexCondition
+	regexes = append(regexes, c.stringCond(cr, field{kind: fieldNodeID}, np+".id", n.ID)...)
+	regexes = append(regexes, c.stringCond(cr, field{kind: fieldNodeCluster}, np+".cluster", n.Cluster)...)
 	if l := n.Locality; l != nil {
-		addCond(field{kind: fieldRegion}, np+".locality.region", l.Region)
-		addCond(field{kind: fieldZone}, np+".locality.zone", l.Zone)
-		addCond(field{kind: fieldSubZone}, np+".locality.sub_zone", l.SubZone)
+		regexes = append(regexes, c.stringCond(cr, field{kind: fieldRegion}, np+".locality.region", l.Region)...)
+		regexes = append(regexes, c.stringCond(cr, field{kind: fieldZone}, np+".locality.zone", l.Zone)...)
+		regexes = append(regexes, c.stringCond(cr, field{kind: fieldSubZone}, np+".locality.sub_zone", l.SubZone)...)
 	}
 	if n.HasMetadata != nil {
 		cr.conds = append(cr.conds, condition{kind: condHasMetadata, want: *n.HasMetadata})
 	}
 	for j := range n.Metadata {
-		mm := &n.Metadata[j]
-		mp := fmt.Sprintf("%s.metadata[%d]", np, j)
-		keys, ok := c.metadataPath(mp, mm.Path, mm.Keys)
-
-		var set []string
-		for _, t := range []struct {
-			name string
-			set  bool
-		}{{"value", mm.Value != nil}, {"string", mm.String != nil}, {"bool", mm.Bool != nil}, {"present", mm.Present != nil}} {
-			if t.set {
-				set = append(set, t.name)
-			}
-		}
-		switch len(set) {
-		case 0:
-			c.add(mp, "one of value, string, bool or present is required")
-			continue
-		case 1:
-		default:
-			c.add(mp, "exactly one of value, string, bool or present may be set, found %s", strings.Join(set, " and "))
-			continue
-		}
-		f := field{kind: fieldMetadata, path: keys}
-		switch {
-		case mm.Present != nil:
-			if ok {
-				cr.conds = append(cr.conds, condition{kind: condPresent, field: f, want: *mm.Present})
-			}
-		case mm.Bool != nil:
-			if ok {
-				f.typ = typeBool
-				cr.conds = append(cr.conds, condition{field: f, m: matcher{kind: matchExact, s: strconv.FormatBool(*mm.Bool)}})
-			}
-		default:
-			sm, sp := mm.Value, mp+".value"
-			if mm.String != nil {
-				sm, sp, f.typ = mm.String, mp+".string", typeString
-			}
-			cm, mok := c.matcher(sp, sm)
-			if !ok || !mok {
-				continue
-			}
-			cr.conds = append(cr.conds, condition{field: f, m: cm})
-			if cm.kind == matchRegex && mm.Path != "" {
-				regexes = append(regexes, regexCondition{field: f, path: sp + ".regex", re: cm.re})
-			}
-		}
+		regexes = append(regexes, c.metadataCond(cr, fmt.Sprintf("%s.metadata[%d]", np, j), &n.Metadata[j])...)
 	}
 	return regexes
+}
+
+// metadataCond compiles one metadata condition (at mp) into cr, and
+// returns it if it is a regex condition on a path (written as path).
+func (c *checker) metadataCond(cr *compiledRule, mp string, mm *MetadataMatch) []regexCondition {
+	keys, ok := c.metadataPath(mp, mm.Path, mm.Keys)
+	if !c.oneMetadataTest(mp, mm) {
+		return nil
+	}
+	f := field{kind: fieldMetadata, path: keys}
+	switch {
+	case mm.Present != nil:
+		if ok {
+			cr.conds = append(cr.conds, condition{kind: condPresent, field: f, want: *mm.Present})
+		}
+	case mm.Bool != nil:
+		if ok {
+			f.typ = typeBool
+			cr.conds = append(cr.conds, condition{field: f, m: matcher{kind: matchExact, s: strconv.FormatBool(*mm.Bool)}})
+		}
+	default:
+		sm, sp := mm.Value, mp+".value"
+		if mm.String != nil {
+			sm, sp, f.typ = mm.String, mp+".string", typeString
+		}
+		cm, mok := c.matcher(sp, sm)
+		if !ok || !mok {
+			return nil
+		}
+		cr.conds = append(cr.conds, condition{field: f, m: cm})
+		if cm.kind == matchRegex && mm.Path != "" {
+			return []regexCondition{{field: f, path: sp + ".regex", re: cm.re}}
+		}
+	}
+	return nil
+}
+
+// oneMetadataTest checks that a metadata condition sets exactly one of
+// value, string, bool or present.
+func (c *checker) oneMetadataTest(mp string, mm *MetadataMatch) bool {
+	var set []string
+	for _, t := range []struct {
+		name string
+		set  bool
+	}{{"value", mm.Value != nil}, {"string", mm.String != nil}, {"bool", mm.Bool != nil}, {"present", mm.Present != nil}} {
+		if t.set {
+			set = append(set, t.name)
+		}
+	}
+	return c.exactlyOne(mp, "value, string, bool or present", set)
+}
+
+// exactlyOne checks that set, the names of the fields written at p, has
+// exactly one of choices.
+func (c *checker) exactlyOne(p, choices string, set []string) bool {
+	switch len(set) {
+	case 0:
+		c.add(p, "one of %s is required", choices)
+		return false
+	case 1:
+		return true
+	}
+	c.add(p, "exactly one of %s may be set, found %s", choices, strings.Join(set, " and "))
+	return false
 }
 
 // metadataPath checks a metadata path written as path (dot-separated) or
@@ -321,6 +352,30 @@ func (c *checker) metadataKeys(p string, keys []string, why string) ([]string, b
 
 // matcher compiles one StringMatcher.
 func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
+	if !c.oneMatcherKind(p, sm) {
+		return matcher{}, false
+	}
+	switch {
+	case sm.Exact != nil:
+		return matcher{kind: matchExact, s: *sm.Exact}, true
+	case sm.Prefix != nil:
+		if *sm.Prefix == "" {
+			c.add(p+".prefix", "empty: it would match everything; leave the condition out instead")
+			return matcher{}, false
+		}
+		return matcher{kind: matchPrefix, s: *sm.Prefix}, true
+	case sm.Not != nil:
+		sub, ok := c.matcher(p+".not", sm.Not)
+		return matcher{kind: matchNot, subs: []matcher{sub}}, ok
+	case sm.AllOf != nil:
+		return c.allOf(p, sm.AllOf)
+	}
+	return c.regexMatcher(p, *sm.Regex)
+}
+
+// oneMatcherKind checks that a StringMatcher sets exactly one of exact,
+// prefix, regex, not or all_of.
+func (c *checker) oneMatcherKind(p string, sm *StringMatcher) bool {
 	var set []string
 	if sm.Exact != nil {
 		set = append(set, "exact")
@@ -337,47 +392,33 @@ func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 	if sm.AllOf != nil {
 		set = append(set, "all_of")
 	}
-	switch len(set) {
-	case 0:
-		c.add(p, "one of exact, prefix, regex, not or all_of is required")
-		return matcher{}, false
-	case 1:
-	default:
-		c.add(p, "exactly one of exact, prefix, regex, not or all_of may be set, found %s", strings.Join(set, " and "))
+	return c.exactlyOne(p, "exact, prefix, regex, not or all_of", set)
+}
+
+// allOf compiles an all_of matcher: every one of its matchers, at least one.
+func (c *checker) allOf(p string, all []StringMatcher) (matcher, bool) {
+	if len(all) == 0 {
+		c.add(p+".all_of", "empty: list the matchers that must all hold")
 		return matcher{}, false
 	}
-	switch {
-	case sm.Exact != nil:
-		return matcher{kind: matchExact, s: *sm.Exact}, true
-	case sm.Prefix != nil:
-		if *sm.Prefix == "" {
-			c.add(p+".prefix", "empty: it would match everything; leave the condition out instead")
-			return matcher{}, false
-		}
-		return matcher{kind: matchPrefix, s: *sm.Prefix}, true
-	case sm.Not != nil:
-		sub, ok := c.matcher(p+".not", sm.Not)
-		return matcher{kind: matchNot, subs: []matcher{sub}}, ok
-	case sm.AllOf != nil:
-		if len(sm.AllOf) == 0 {
-			c.add(p+".all_of", "empty: list the matchers that must all hold")
-			return matcher{}, false
-		}
-		m, ok := matcher{kind: matchAll}, true
-		for i := range sm.AllOf {
-			sub, sok := c.matcher(fmt.Sprintf("%s.all_of[%d]", p, i), &sm.AllOf[i])
-			ok = ok && sok
-			m.subs = append(m.subs, sub)
-		}
-		return m, ok
+	m, ok := matcher{kind: matchAll}, true
+	for i := range all {
+		sub, sok := c.matcher(fmt.Sprintf("%s.all_of[%d]", p, i), &all[i])
+		ok = ok && sok
+		m.subs = append(m.subs, sub)
 	}
-	if _, err := regexp.Compile(*sm.Regex); err != nil {
+	return m, ok
+}
+
+// regexMatcher compiles a regex matcher, anchored.
+func (c *checker) regexMatcher(p, regex string) (matcher, bool) {
+	if _, err := regexp.Compile(regex); err != nil {
 		c.add(p+".regex", "does not compile: %v", err)
 		return matcher{}, false
 	}
 	// Anchored, as Envoy's safe_regex: the whole value must match. The
 	// non-capturing group keeps the operator's group numbers.
-	re, err := regexp.Compile(`^(?:` + *sm.Regex + `)$`)
+	re, err := regexp.Compile(`^(?:` + regex + `)$`)
 	if err != nil {
 		c.add(p+".regex", "does not compile anchored: %v", err)
 		return matcher{}, false
@@ -388,21 +429,7 @@ func (c *checker) matcher(p string, sm *StringMatcher) (matcher, bool) {
 // target compiles a rule's result into cr.
 func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexCondition, authorities []string, checkAuthorities bool) {
 	if t.Refuse != nil {
-		if t.Refuse.Reason == "" {
-			c.add(p+".refuse.reason", "required: what the refused client is told")
-		}
-		cr.refuse = t.Refuse.Reason
-		if cr.refuse == "" {
-			cr.refuse = "refused"
-		}
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"authority", t.Authority != ""}, {"group", len(t.Group) > 0}, {"node", t.Node != nil}} {
-			if f.set {
-				c.add(p+"."+f.name, "a rule that refuses serves nothing: leave %s out", f.name)
-			}
-		}
+		c.refuse(cr, p, t)
 		return
 	}
 	switch {
@@ -412,15 +439,44 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 		c.add(p+".authority", "%q is not a configured authority (have: %s)", t.Authority, strings.Join(authorities, ", "))
 	}
 	cr.authority = t.Authority
+	c.group(cr, p+".group", t.Group, regexes)
+	cr.slots = nodeSlots(cr.parts)
+	if n := t.Node; n != nil {
+		c.resultNode(cr, p+".node", n)
+	}
+}
 
-	gp := p + ".group"
-	if len(t.Group) == 0 {
+// refuse compiles a result that refuses (at p) into cr: a reason, and
+// nothing served.
+func (c *checker) refuse(cr *compiledRule, p string, t *Target) {
+	if t.Refuse.Reason == "" {
+		c.add(p+".refuse.reason", "required: what the refused client is told")
+	}
+	cr.refuse = t.Refuse.Reason
+	if cr.refuse == "" {
+		cr.refuse = "refused"
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"authority", t.Authority != ""}, {"group", len(t.Group) > 0}, {"node", t.Node != nil}} {
+		if f.set {
+			c.add(p+"."+f.name, "a rule that refuses serves nothing: leave %s out", f.name)
+		}
+	}
+}
+
+// group compiles a result's group parts (at gp) into cr: at least one
+// literal, never two value parts side by side; the key itself when every
+// part is a literal.
+func (c *checker) group(cr *compiledRule, gp string, group []GroupPart, regexes []regexCondition) {
+	if len(group) == 0 {
 		c.add(gp, "required: at least one part (a literal alone puts every client the rule matches in one group)")
 	}
 	literals, fixed := 0, true
 	var key strings.Builder
-	for j := range t.Group {
-		part, ok := c.part(fmt.Sprintf("%s[%d]", gp, j), &t.Group[j], regexes)
+	for j := range group {
+		part, ok := c.part(fmt.Sprintf("%s[%d]", gp, j), &group[j], regexes)
 		if !ok {
 			continue
 		}
@@ -429,32 +485,33 @@ func (c *checker) target(cr *compiledRule, p string, t *Target, regexes []regexC
 			key.WriteString(part.literal)
 		} else {
 			fixed = false
-			if j > 0 && t.Group[j-1].Literal == nil {
+			if j > 0 && group[j-1].Literal == nil {
 				c.add(fmt.Sprintf("%s[%d]", gp, j), "follows another value part with no literal between them: the key would be ambiguous (add e.g. - literal: \"/\")")
 			}
 		}
 		cr.parts = append(cr.parts, part)
 	}
-	if len(t.Group) > 0 && literals == 0 {
+	if len(group) > 0 && literals == 0 {
 		c.add(gp, "needs at least one literal part, so that no group key is empty (the empty group is the authority's xdstp stream)")
 	}
 	if fixed {
 		cr.fixedKey = key.String()
 	}
-	cr.slots = nodeSlots(cr.parts)
+}
 
-	if n := t.Node; n != nil {
-		if n.ID == "" && n.Cluster == "" && len(n.Metadata) == 0 {
-			c.add(p+".node", "set id, cluster or metadata, or leave node out to present the node built from the group key")
-		}
-		cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
-		if len(n.Metadata) > 0 {
-			m := normalizeYAML(n.Metadata).(map[string]any)
-			if at, v := unsupported("", m); at != "" {
-				c.add(p+".node.metadata."+at, "a %T is not a metadata value (want a string, number, bool, null, list or map)", v)
-			} else if md, err := structpb.NewStruct(m); err == nil {
-				cr.node.Metadata = md
-			}
+// resultNode compiles a result's node (at np) into cr: the node presented
+// upstream, with its metadata as a struct.
+func (c *checker) resultNode(cr *compiledRule, np string, n *UpstreamNode) {
+	if n.ID == "" && n.Cluster == "" && len(n.Metadata) == 0 {
+		c.add(np, "set id, cluster or metadata, or leave node out to present the node built from the group key")
+	}
+	cr.node = &corev3.Node{Id: n.ID, Cluster: n.Cluster}
+	if len(n.Metadata) > 0 {
+		m := normalizeYAML(n.Metadata).(map[string]any)
+		if at, v := unsupported("", m); at != "" {
+			c.add(np+".metadata."+at, "a %T is not a metadata value (want a string, number, bool, null, list or map)", v)
+		} else if md, err := structpb.NewStruct(m); err == nil {
+			cr.node.Metadata = md
 		}
 	}
 }
@@ -530,13 +587,7 @@ func (c *checker) part(p string, g *GroupPart, regexes []regexCondition) (keyPar
 			set = append(set, k.name)
 		}
 	}
-	switch len(set) {
-	case 0:
-		c.add(p, "one of %s is required", partChoices)
-		return keyPart{}, false
-	case 1:
-	default:
-		c.add(p, "exactly one of %s may be set, found %s", partChoices, strings.Join(set, " and "))
+	if !c.exactlyOne(p, partChoices, set) {
 		return keyPart{}, false
 	}
 	if g.Literal != nil {

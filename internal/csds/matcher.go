@@ -202,29 +202,9 @@ func compileValue(m *matcherv3.ValueMatcher, depth int) (func(*structpb.Value) b
 			return ok
 		}, nil
 	case *matcherv3.ValueMatcher_DoubleMatch:
-		d := p.DoubleMatch
-		return func(v *structpb.Value) bool {
-			n, ok := v.GetKind().(*structpb.Value_NumberValue)
-			if !ok {
-				return false
-			}
-			switch dm := d.GetMatchPattern().(type) {
-			case *matcherv3.DoubleMatcher_Exact:
-				return n.NumberValue == dm.Exact
-			case *matcherv3.DoubleMatcher_Range:
-				return n.NumberValue >= dm.Range.GetStart() && n.NumberValue < dm.Range.GetEnd()
-			}
-			return false
-		}, nil
+		return compileDouble(p.DoubleMatch), nil
 	case *matcherv3.ValueMatcher_StringMatch:
-		f, err := compileString(p.StringMatch)
-		if err != nil {
-			return nil, fmt.Errorf("string_match.%v", err)
-		}
-		return func(v *structpb.Value) bool {
-			s, ok := v.GetKind().(*structpb.Value_StringValue)
-			return ok && f(s.StringValue)
-		}, nil
+		return compileStringValue(p.StringMatch)
 	case *matcherv3.ValueMatcher_BoolMatch:
 		want := p.BoolMatch
 		return func(v *structpb.Value) bool {
@@ -235,36 +215,76 @@ func compileValue(m *matcherv3.ValueMatcher, depth int) (func(*structpb.Value) b
 		want := p.PresentMatch
 		return func(v *structpb.Value) bool { return want && v.GetKind() != nil }, nil
 	case *matcherv3.ValueMatcher_ListMatch:
-		one, err := compileValue(p.ListMatch.GetOneOf(), depth+1)
-		if err != nil {
-			return nil, fmt.Errorf("list_match.one_of.%v", err)
-		}
-		return func(v *structpb.Value) bool {
-			for _, e := range v.GetListValue().GetValues() {
-				if one(e) {
-					return true
-				}
-			}
-			return false
-		}, nil
+		return compileList(p.ListMatch, depth)
 	case *matcherv3.ValueMatcher_OrMatch:
-		var fs []func(*structpb.Value) bool
-		for i, vm := range p.OrMatch.GetValueMatchers() {
-			f, err := compileValue(vm, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("or_match.value_matchers[%d].%v", i, err)
-			}
-			fs = append(fs, f)
-		}
-		return func(v *structpb.Value) bool {
-			for _, f := range fs {
-				if f(v) {
-					return true
-				}
-			}
-			return false
-		}, nil
+		return compileOr(p.OrMatch, depth)
 	default:
 		return nil, fmt.Errorf("no match pattern set")
 	}
+}
+
+// compileDouble follows DoubleMatcher: a number equal to exact, or in
+// range (start inclusive, end exclusive).
+func compileDouble(d *matcherv3.DoubleMatcher) func(*structpb.Value) bool {
+	return func(v *structpb.Value) bool {
+		n, ok := v.GetKind().(*structpb.Value_NumberValue)
+		if !ok {
+			return false
+		}
+		switch dm := d.GetMatchPattern().(type) {
+		case *matcherv3.DoubleMatcher_Exact:
+			return n.NumberValue == dm.Exact
+		case *matcherv3.DoubleMatcher_Range:
+			return n.NumberValue >= dm.Range.GetStart() && n.NumberValue < dm.Range.GetEnd()
+		}
+		return false
+	}
+}
+
+// compileStringValue: a string value that the StringMatcher matches.
+func compileStringValue(sm *matcherv3.StringMatcher) (func(*structpb.Value) bool, error) {
+	f, err := compileString(sm)
+	if err != nil {
+		return nil, fmt.Errorf("string_match.%v", err)
+	}
+	return func(v *structpb.Value) bool {
+		s, ok := v.GetKind().(*structpb.Value_StringValue)
+		return ok && f(s.StringValue)
+	}, nil
+}
+
+// compileList follows ListMatcher: a list with an element one_of matches.
+func compileList(lm *matcherv3.ListMatcher, depth int) (func(*structpb.Value) bool, error) {
+	one, err := compileValue(lm.GetOneOf(), depth+1)
+	if err != nil {
+		return nil, fmt.Errorf("list_match.one_of.%v", err)
+	}
+	return func(v *structpb.Value) bool {
+		for _, e := range v.GetListValue().GetValues() {
+			if one(e) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// compileOr follows OrMatcher: any of its value matchers matches.
+func compileOr(om *matcherv3.OrMatcher, depth int) (func(*structpb.Value) bool, error) {
+	var fs []func(*structpb.Value) bool
+	for i, vm := range om.GetValueMatchers() {
+		f, err := compileValue(vm, depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("or_match.value_matchers[%d].%v", i, err)
+		}
+		fs = append(fs, f)
+	}
+	return func(v *structpb.Value) bool {
+		for _, f := range fs {
+			if f(v) {
+				return true
+			}
+		}
+		return false
+	}, nil
 }

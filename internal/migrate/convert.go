@@ -54,15 +54,41 @@ var edsTypes = []string{"type.googleapis.com/envoy.api.v2.ClusterLoadAssignment"
 // request by its first name).
 func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 	if refusals := check(c); len(refusals) > 0 {
-		errs := make([]error, len(refusals))
-		for i := range refusals {
-			errs[i] = refusals[i]
-		}
-		return nil, fmt.Errorf("%w: %w", ErrNotConvertible, errors.Join(errs...))
+		return nil, refusalsError(refusals)
 	}
 	cv := &converter{c: c, authority: authority}
-	// One subtree per type the rules name (and EDS), then one for every
-	// other type; types whose subtrees are the same share their rules.
+	other, err := cv.tree("")
+	if err != nil {
+		return nil, err
+	}
+	groups, err := cv.typeGroups(namedTypes(c), signature(other))
+	if err != nil {
+		return nil, err
+	}
+	if allRefuse(other) {
+		groups = dropAllRefuse(groups)
+	}
+	out := &Converted{Rules: assemble(groups, other, authority)}
+	if len(out.Rules) > MaxRules {
+		return nil, fmt.Errorf("%w: the rules' combinations need %d converted rules (more than %d)", ErrNotConvertible, len(out.Rules), MaxRules)
+	}
+	return out, nil
+}
+
+// refusalsError is Convert's error for what check refused: ErrNotConvertible
+// and every refusal, joined.
+func refusalsError(refusals []Refusal) error {
+	errs := make([]error, len(refusals))
+	for i := range refusals {
+		errs[i] = refusals[i]
+	}
+	return fmt.Errorf("%w: %w", ErrNotConvertible, errors.Join(errs...))
+}
+
+// namedTypes are the types that get a subtree of their own: every type the
+// rules name, in rule order, then EDS. (Every other type gets the subtree
+// for type "".)
+func namedTypes(c *legacykey.Config) []string {
 	var types []string
 	seen := map[string]bool{}
 	addType := func(t string) {
@@ -79,20 +105,25 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 	for _, t := range edsTypes {
 		addType(t)
 	}
-	other, err := cv.tree("")
-	if err != nil {
-		return nil, err
-	}
-	otherSig := signature(other)
-	type group struct {
-		types  []string
-		leaves []leaf
-		sig    string
-	}
-	var groups []*group
+	return types
+}
+
+// typeGroup is types whose subtrees are the same, and so share their rules.
+type typeGroup struct {
+	types  []string
+	leaves []leaf
+	sig    string
+}
+
+// typeGroups walks the subtree of each type (types named by the same
+// request_type_match lists share one walk) and groups types whose leaves
+// are the same, in the order of types. Types served alike by the subtree
+// for every other type (signature otherSig) get no group.
+func (cv *converter) typeGroups(types []string, otherSig string) ([]*typeGroup, error) {
+	var groups []*typeGroup
 	// A type's rules depend only on which request_type_match lists name
 	// it: types named by the same lists share one walk.
-	typeSets := typeMatches(c)
+	typeSets := typeMatches(cv.c)
 	walked := map[string][]leaf{}
 	for _, t := range types {
 		member := membership(typeSets, t)
@@ -111,35 +142,46 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		if sig == otherSig {
 			continue // the rules for every other type serve it alike
 		}
-		merged := false
-		for _, g := range groups {
-			if g.sig == sig {
-				g.types = append(g.types, t)
-				merged = true
-				break
-			}
-		}
-		if !merged {
-			groups = append(groups, &group{types: []string{t}, leaves: leaves, sig: sig})
+		groups = addToGroup(groups, t, leaves, sig)
+	}
+	return groups, nil
+}
+
+// addToGroup adds type t to the group with the same signature, or as a
+// new group at the end.
+func addToGroup(groups []*typeGroup, t string, leaves []leaf, sig string) []*typeGroup {
+	for _, g := range groups {
+		if g.sig == sig {
+			g.types = append(g.types, t)
+			return groups
 		}
 	}
-	if allRefuse(other) {
-		// Types whose requests are all refused too need no rules of their own.
-		kept := groups[:0]
-		for _, g := range groups {
-			if !allRefuse(g.leaves) {
-				kept = append(kept, g)
-			}
+	return append(groups, &typeGroup{types: []string{t}, leaves: leaves, sig: sig})
+}
+
+// dropAllRefuse drops the groups whose requests are all refused: when
+// every other type's are too, they need no rules of their own.
+func dropAllRefuse(groups []*typeGroup) []*typeGroup {
+	kept := groups[:0]
+	for _, g := range groups {
+		if !allRefuse(g.leaves) {
+			kept = append(kept, g)
 		}
-		groups = kept
 	}
+	return kept
+}
+
+// assemble writes the converted rules: EDS without names refused, each
+// group's rules (named after its first type), then the rules for every
+// other type, the last of them the default.
+func assemble(groups []*typeGroup, other []leaf, authority string) []aggregation.Rule {
 	// The earlier relay refused EDS without names before any rule.
 	empty := ""
-	out := &Converted{Rules: []aggregation.Rule{{
+	rules := []aggregation.Rule{{
 		Name:   "eds-without-names",
 		Match:  aggregation.Match{TypeURLs: edsTypes, ResourceName: &aggregation.StringMatcher{Exact: &empty}},
 		Result: aggregation.Target{Refuse: &aggregation.Refuse{Reason: "the earlier relay refused EDS requests without resource names"}},
-	}}}
+	}}
 	used := map[string]bool{}
 	for k, g := range groups {
 		name := shortType(g.types[0])
@@ -148,7 +190,7 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		}
 		used[name] = true
 		for i, l := range g.leaves {
-			out.Rules = append(out.Rules, l.rule(fmt.Sprintf("%s-%d", name, i+1), g.types, authority))
+			rules = append(rules, l.rule(fmt.Sprintf("%s-%d", name, i+1), g.types, authority))
 		}
 	}
 	for i, l := range other {
@@ -156,12 +198,9 @@ func Convert(c *legacykey.Config, authority string) (*Converted, error) {
 		if i == len(other)-1 {
 			r.Default, r.Match = true, aggregation.Match{}
 		}
-		out.Rules = append(out.Rules, r)
+		rules = append(rules, r)
 	}
-	if len(out.Rules) > MaxRules {
-		return nil, fmt.Errorf("%w: the rules' combinations need %d converted rules (more than %d)", ErrNotConvertible, len(out.Rules), MaxRules)
-	}
-	return out, nil
+	return rules
 }
 
 // allRefuse reports whether every leaf refuses.
@@ -596,100 +635,134 @@ func sameWithout(a, b []leaf, id string) bool {
 // result converts a matching rule's result, appending to parts, and calls
 // k with the path and the parts (or ends the path refused).
 func (cv *converter) result(r *legacykey.ResultPredicate, path string, s state, parts []keyPart, k func(state, []keyPart)) {
-	add := func(ps ...keyPart) []keyPart {
-		out := make([]keyPart, len(parts), len(parts)+len(ps))
-		copy(out, parts)
-		return append(out, ps...)
-	}
 	switch {
 	case r.StringFragment != nil:
 		if *r.StringFragment == "" {
 			k(s, parts)
 			return
 		}
-		k(s, add(lit(*r.StringFragment)))
+		k(s, extend(parts, lit(*r.StringFragment)))
 	case r.AndResult != nil:
-		var step func(i int, s state, parts []keyPart)
-		step = func(i int, s state, ps []keyPart) {
-			if i == len(r.AndResult.ResultPredicates) {
-				k(s, ps)
-				return
-			}
-			cv.result(&r.AndResult.ResultPredicates[i], fmt.Sprintf("%s.and_result.result_predicates[%d]", path, i), s, ps, func(s state, ps []keyPart) {
-				step(i+1, s, ps)
-			})
-		}
-		step(0, s, parts)
+		cv.andResult(r.AndResult, path, s, parts, k)
 	case r.ResourceNamesFragment != nil:
-		rp := path + ".resource_names_fragment"
-		empty := ""
-		cv.eval(fmAtom(atom{kind: atomString, field: fieldResourceName, exact: &empty}), s, func(s state, wildcard bool) {
-			if wildcard {
-				cv.emit(s, rp+": a wildcard request has no resource name (the earlier relay refused it)", nil)
-				return
-			}
-			p, err := actionPart(r.ResourceNamesFragment.Action, "resource_name", nil, "")
-			if err != "" {
-				cv.emit(s, rp+".action: "+err, nil)
-				return
-			}
-			k(s, add(p))
-		})
+		cv.namesResult(r.ResourceNamesFragment, path+".resource_names_fragment", s, parts, k)
 	case r.RequestNodeFragment != nil:
-		n, np := r.RequestNodeFragment, path+".request_node_fragment"
-		switch {
-		case n.IDAction != nil, n.ClusterAction != nil:
-			a, from := n.IDAction, "node.id"
-			if a == nil {
-				a, from = n.ClusterAction, "node.cluster"
-			}
-			p, err := actionPart(a, from, nil, "")
-			if err != "" {
-				cv.emit(s, np+": "+err, nil)
-				return
-			}
-			k(s, add(p))
-		case n.LocalityAction != nil:
-			var ps []keyPart
-			for _, f := range []struct {
-				a    *legacykey.ResultAction
-				from string
-			}{{n.LocalityAction.RegionAction, "node.locality.region"}, {n.LocalityAction.ZoneAction, "node.locality.zone"}, {n.LocalityAction.SubzoneAction, "node.locality.sub_zone"}} {
-				if f.a == nil {
-					continue
-				}
-				p, err := actionPart(f.a, f.from, nil, "")
-				if err != "" {
-					cv.emit(s, np+".locality_action: "+err, nil)
-					return
-				}
-				if len(ps) > 0 {
-					ps = append(ps, lit("|"))
-				}
-				ps = append(ps, p)
-			}
-			if len(ps) == 0 {
-				cv.emit(s, np+".locality_action sets no field: the earlier relay refused every request it matched", nil)
-				return
-			}
-			k(s, add(ps...))
-		default:
-			md := n.NodeMetadataAction
-			keys := pathKeys(md.Path)
-			cv.eval(fmAtom(atom{kind: atomMetaPresent, keys: keys}), s, func(s state, present bool) {
-				if !present {
-					cv.emit(s, np+".node_metadata_action: the node's metadata has no such path (the earlier relay refused the request)", nil)
-					return
-				}
-				p, err := actionPart(md.Action, "node.metadata", keys, "string")
-				if err != "" {
-					cv.emit(s, np+".node_metadata_action.action: "+err, nil)
-					return
-				}
-				k(s, add(p))
-			})
-		}
+		cv.nodeResult(r.RequestNodeFragment, path+".request_node_fragment", s, parts, k)
 	}
+}
+
+// extend returns parts with ps appended, in a new slice: parts is shared by
+// the paths that branch from it.
+func extend(parts []keyPart, ps ...keyPart) []keyPart {
+	out := make([]keyPart, len(parts), len(parts)+len(ps))
+	copy(out, parts)
+	return append(out, ps...)
+}
+
+// andResult converts an and_result's results one after another, each
+// appending to the parts of the one before, and calls k with the last.
+func (cv *converter) andResult(a *legacykey.AndResult, path string, s state, parts []keyPart, k func(state, []keyPart)) {
+	var step func(i int, s state, parts []keyPart)
+	step = func(i int, s state, ps []keyPart) {
+		if i == len(a.ResultPredicates) {
+			k(s, ps)
+			return
+		}
+		cv.result(&a.ResultPredicates[i], fmt.Sprintf("%s.and_result.result_predicates[%d]", path, i), s, ps, func(s state, ps []keyPart) {
+			step(i+1, s, ps)
+		})
+	}
+	step(0, s, parts)
+}
+
+// namesResult converts a resource_names_fragment (at path rp): refused for
+// a wildcard request, else the name through its action.
+func (cv *converter) namesResult(f *legacykey.ResourceNamesFragment, rp string, s state, parts []keyPart, k func(state, []keyPart)) {
+	empty := ""
+	cv.eval(fmAtom(atom{kind: atomString, field: fieldResourceName, exact: &empty}), s, func(s state, wildcard bool) {
+		if wildcard {
+			cv.emit(s, rp+": a wildcard request has no resource name (the earlier relay refused it)", nil)
+			return
+		}
+		p, err := actionPart(f.Action, "resource_name", nil, "")
+		if err != "" {
+			cv.emit(s, rp+".action: "+err, nil)
+			return
+		}
+		k(s, extend(parts, p))
+	})
+}
+
+// nodeResult converts a request_node_fragment (at path np): the node field
+// its one action names, through the action.
+func (cv *converter) nodeResult(n *legacykey.RequestNodeFragment, np string, s state, parts []keyPart, k func(state, []keyPart)) {
+	switch {
+	case n.IDAction != nil, n.ClusterAction != nil:
+		a, from := n.IDAction, "node.id"
+		if a == nil {
+			a, from = n.ClusterAction, "node.cluster"
+		}
+		p, err := actionPart(a, from, nil, "")
+		if err != "" {
+			cv.emit(s, np+": "+err, nil)
+			return
+		}
+		k(s, extend(parts, p))
+	case n.LocalityAction != nil:
+		ps, refuse := localityParts(n.LocalityAction)
+		if refuse != "" {
+			cv.emit(s, np+refuse, nil)
+			return
+		}
+		k(s, extend(parts, ps...))
+	default:
+		cv.metadataResult(n.NodeMetadataAction, np, s, parts, k)
+	}
+}
+
+// localityParts converts a locality_action: the fields it sets, joined
+// with "|"; or, when it cannot, the refusal's path suffix and reason.
+func localityParts(l *legacykey.LocalityResultAction) ([]keyPart, string) {
+	var ps []keyPart
+	for _, f := range []struct {
+		a    *legacykey.ResultAction
+		from string
+	}{{l.RegionAction, "node.locality.region"}, {l.ZoneAction, "node.locality.zone"}, {l.SubzoneAction, "node.locality.sub_zone"}} {
+		if f.a == nil {
+			continue
+		}
+		p, err := actionPart(f.a, f.from, nil, "")
+		if err != "" {
+			return nil, ".locality_action: " + err
+		}
+		if len(ps) > 0 {
+			ps = append(ps, lit("|"))
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, ".locality_action sets no field: the earlier relay refused every request it matched"
+	}
+	return ps, ""
+}
+
+// metadataResult converts a node_metadata_action (under path np): refused
+// when the node's metadata has no such path, else the value through the
+// action.
+func (cv *converter) metadataResult(md *legacykey.NodeMetadataAction, np string, s state, parts []keyPart, k func(state, []keyPart)) {
+	keys := pathKeys(md.Path)
+	cv.eval(fmAtom(atom{kind: atomMetaPresent, keys: keys}), s, func(s state, present bool) {
+		if !present {
+			cv.emit(s, np+".node_metadata_action: the node's metadata has no such path (the earlier relay refused the request)", nil)
+			return
+		}
+		p, err := actionPart(md.Action, "node.metadata", keys, "string")
+		if err != "" {
+			cv.emit(s, np+".node_metadata_action.action: "+err, nil)
+			return
+		}
+		k(s, extend(parts, p))
+	})
 }
 
 // actionPart converts an action on a value into a key part that refuses
@@ -736,17 +809,60 @@ func mergeLiterals(ps []keyPart) []keyPart {
 // rule writes a leaf as a rule named name for types (nil: any type).
 func (l leaf) rule(name string, types []string, authority string) aggregation.Rule {
 	r := aggregation.Rule{Name: name}
-	r.Match.TypeURLs = types
+	r.Match = l.match(types)
+	if l.refuse != "" {
+		r.Result.Refuse = &aggregation.Refuse{Reason: l.refuse}
+		return r
+	}
+	r.Result.Authority = authority
+	for _, p := range l.key {
+		r.Result.Group = append(r.Result.Group, p.part)
+	}
+	return r
+}
+
+// match writes the leaf's conditions as a match for types (nil: any type).
+func (l leaf) match(types []string) aggregation.Match {
+	m := aggregation.Match{TypeURLs: types}
 	node := &aggregation.NodeMatch{}
+	fields, byField := l.stringMatchers()
+	for _, f := range fields {
+		ms := byField[f]
+		sm := &ms[0]
+		if len(ms) > 1 {
+			sm = &aggregation.StringMatcher{AllOf: ms}
+		}
+		setField(&m, node, f, sm)
+	}
+	l.metadataConds(node)
+	if node.ID != nil || node.Cluster != nil || node.Locality != nil || node.Metadata != nil || node.HasMetadata != nil {
+		m.Node = node
+	}
+	return m
+}
+
+// stringMatchers are the matchers of the leaf's string conditions by
+// field, and the fields in the order first met.
+func (l leaf) stringMatchers() ([]string, map[string][]aggregation.StringMatcher) {
 	byField := map[string][]aggregation.StringMatcher{}
 	var fields []string
 	for _, a := range l.conds {
+		if a.kind != atomString {
+			continue
+		}
+		if byField[a.field] == nil {
+			fields = append(fields, a.field)
+		}
+		byField[a.field] = append(byField[a.field], *a.matcher())
+	}
+	return fields, byField
+}
+
+// metadataConds writes the leaf's metadata conditions into node, in order.
+func (l leaf) metadataConds(node *aggregation.NodeMatch) {
+	for _, a := range l.conds {
 		switch a.kind {
 		case atomString:
-			if byField[a.field] == nil {
-				fields = append(fields, a.field)
-			}
-			byField[a.field] = append(byField[a.field], *a.matcher())
 		case atomHasMetadata:
 			t := true
 			node.HasMetadata = &t
@@ -765,45 +881,31 @@ func (l leaf) rule(name string, types []string, authority string) aggregation.Ru
 			node.Metadata = append(node.Metadata, mm)
 		}
 	}
-	for _, f := range fields {
-		ms := byField[f]
-		m := &ms[0]
-		if len(ms) > 1 {
-			m = &aggregation.StringMatcher{AllOf: ms}
+}
+
+// setField sets the matcher of field f: the resource name's in m, a node
+// field's in node.
+func setField(m *aggregation.Match, node *aggregation.NodeMatch, f string, sm *aggregation.StringMatcher) {
+	switch f {
+	case fieldResourceName:
+		m.ResourceName = sm
+	case fieldID:
+		node.ID = sm
+	case fieldCluster:
+		node.Cluster = sm
+	default:
+		if node.Locality == nil {
+			node.Locality = &aggregation.LocalityMatch{}
 		}
 		switch f {
-		case fieldResourceName:
-			r.Match.ResourceName = m
-		case fieldID:
-			node.ID = m
-		case fieldCluster:
-			node.Cluster = m
+		case fieldRegion:
+			node.Locality.Region = sm
+		case fieldZone:
+			node.Locality.Zone = sm
 		default:
-			if node.Locality == nil {
-				node.Locality = &aggregation.LocalityMatch{}
-			}
-			switch f {
-			case fieldRegion:
-				node.Locality.Region = m
-			case fieldZone:
-				node.Locality.Zone = m
-			default:
-				node.Locality.SubZone = m
-			}
+			node.Locality.SubZone = sm
 		}
 	}
-	if node.ID != nil || node.Cluster != nil || node.Locality != nil || node.Metadata != nil || node.HasMetadata != nil {
-		r.Match.Node = node
-	}
-	if l.refuse != "" {
-		r.Result.Refuse = &aggregation.Refuse{Reason: l.refuse}
-		return r
-	}
-	r.Result.Authority = authority
-	for _, p := range l.key {
-		r.Result.Group = append(r.Result.Group, p.part)
-	}
-	return r
 }
 
 // signature identifies a list of leaves, to share rules between types.

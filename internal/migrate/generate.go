@@ -103,155 +103,202 @@ func setPath(s *structpb.Struct, path []string, v *structpb.Value) {
 	s.Fields[path[len(path)-1]] = v
 }
 
-// collect gathers the pools from the rules.
+// collect gathers the pools from the rules: the values the rules name, the
+// same common values for every pool, then near misses of all of them.
 func collect(c *legacykey.Config, r *rand.Rand) pools {
-	sets := map[string]map[string]bool{}
-	add := func(set, v string) {
-		if sets[set] == nil {
-			sets[set] = map[string]bool{}
-		}
-		sets[set][v] = true
-	}
-	addString := func(set string, m *legacykey.StringMatch) {
-		if m == nil {
-			return
-		}
-		if m.ExactMatch != nil {
-			add(set, *m.ExactMatch)
-		}
-		if m.RegexMatch != nil {
-			for _, s := range samples(*m.RegexMatch, r) {
-				add(set, s)
-			}
-		}
-	}
-	var paths [][]string
-	addPath := func(segs []legacykey.PathSegment) {
-		keys := pathKeys(segs)
-		for _, p := range paths {
-			if strings.Join(p, "\x00") == strings.Join(keys, "\x00") {
-				return
-			}
-		}
-		paths = append(paths, keys)
-		if len(keys) > 1 {
-			paths = append(paths, keys[:1]) // a value where a struct was expected
-		}
-	}
-	var match func(m *legacykey.MatchPredicate)
-	match = func(m *legacykey.MatchPredicate) {
-		if m == nil {
-			return
-		}
-		if m.RequestTypeMatch != nil {
-			for _, t := range m.RequestTypeMatch.Types {
-				add("types", t)
-			}
-		}
-		for _, set := range []*legacykey.MatchSet{m.AndMatch, m.OrMatch} {
-			if set != nil {
-				for i := range set.Rules {
-					match(&set.Rules[i])
-				}
-			}
-		}
-		match(m.NotMatch)
-		if n := m.RequestNodeMatch; n != nil {
-			addString("ids", n.IDMatch)
-			addString("clusters", n.ClusterMatch)
-			if l := n.LocalityMatch; l != nil {
-				addString("regions", l.Region)
-				addString("zones", l.Zone)
-				addString("subs", l.SubZone)
-			}
-			if md := n.NodeMetadataMatch; md != nil {
-				addPath(md.Path)
-				addString("meta", md.Match.StringMatch)
-			}
-		}
-	}
-	addAction := func(set string, a *legacykey.ResultAction) {
-		if a != nil && a.RegexAction != nil {
-			for _, s := range samples(a.RegexAction.Pattern, r) {
-				add(set, s)
-			}
-		}
-	}
-	var result func(res *legacykey.ResultPredicate)
-	result = func(res *legacykey.ResultPredicate) {
-		if res == nil {
-			return
-		}
-		if res.AndResult != nil {
-			for i := range res.AndResult.ResultPredicates {
-				result(&res.AndResult.ResultPredicates[i])
-			}
-		}
-		if f := res.ResourceNamesFragment; f != nil {
-			addAction("names", f.Action)
-		}
-		if f := res.RequestNodeFragment; f != nil {
-			addAction("ids", f.IDAction)
-			addAction("clusters", f.ClusterAction)
-			if l := f.LocalityAction; l != nil {
-				addAction("regions", l.RegionAction)
-				addAction("zones", l.ZoneAction)
-				addAction("subs", l.SubzoneAction)
-			}
-			if md := f.NodeMetadataAction; md != nil {
-				addPath(md.Path)
-				addAction("meta", md.Action)
-			}
-		}
-	}
+	col := &collector{r: r, sets: map[string]map[string]bool{}}
 	for i := range c.Fragments {
 		for j := range c.Fragments[i].Rules {
-			match(c.Fragments[i].Rules[j].Match)
-			result(c.Fragments[i].Rules[j].Result)
+			col.match(c.Fragments[i].Rules[j].Match)
+			col.result(c.Fragments[i].Rules[j].Result)
 		}
 	}
+	col.addCommon()
+	col.addNearMisses()
+	return col.pools()
+}
+
+// poolSets are the pools of strings that get common values and near misses.
+var poolSets = []string{"ids", "clusters", "regions", "zones", "subs", "meta", "names"}
+
+// collector is the state of collect: a set of values per pool and the
+// distinct metadata paths, in the order they were met.
+type collector struct {
+	r     *rand.Rand
+	sets  map[string]map[string]bool
+	paths [][]string
+}
+
+func (c *collector) add(set, v string) {
+	if c.sets[set] == nil {
+		c.sets[set] = map[string]bool{}
+	}
+	c.sets[set][v] = true
+}
+
+// addString adds a string match's literal, or strings its regex matches.
+func (c *collector) addString(set string, m *legacykey.StringMatch) {
+	if m == nil {
+		return
+	}
+	if m.ExactMatch != nil {
+		c.add(set, *m.ExactMatch)
+	}
+	if m.RegexMatch != nil {
+		for _, s := range samples(*m.RegexMatch, c.r) {
+			c.add(set, s)
+		}
+	}
+}
+
+// addPath adds a metadata path once, and its first key alone: a value
+// where a struct was expected.
+func (c *collector) addPath(segs []legacykey.PathSegment) {
+	keys := pathKeys(segs)
+	for _, p := range c.paths {
+		if strings.Join(p, "\x00") == strings.Join(keys, "\x00") {
+			return
+		}
+	}
+	c.paths = append(c.paths, keys)
+	if len(keys) > 1 {
+		c.paths = append(c.paths, keys[:1]) // a value where a struct was expected
+	}
+}
+
+// match adds the values a match predicate names, through its and, or and not.
+func (c *collector) match(m *legacykey.MatchPredicate) {
+	if m == nil {
+		return
+	}
+	if m.RequestTypeMatch != nil {
+		for _, t := range m.RequestTypeMatch.Types {
+			c.add("types", t)
+		}
+	}
+	for _, set := range []*legacykey.MatchSet{m.AndMatch, m.OrMatch} {
+		if set != nil {
+			for i := range set.Rules {
+				c.match(&set.Rules[i])
+			}
+		}
+	}
+	c.match(m.NotMatch)
+	if n := m.RequestNodeMatch; n != nil {
+		c.nodeMatch(n)
+	}
+}
+
+// nodeMatch adds the values a node match names.
+func (c *collector) nodeMatch(n *legacykey.RequestNodeMatch) {
+	c.addString("ids", n.IDMatch)
+	c.addString("clusters", n.ClusterMatch)
+	if l := n.LocalityMatch; l != nil {
+		c.addString("regions", l.Region)
+		c.addString("zones", l.Zone)
+		c.addString("subs", l.SubZone)
+	}
+	if md := n.NodeMetadataMatch; md != nil {
+		c.addPath(md.Path)
+		c.addString("meta", md.Match.StringMatch)
+	}
+}
+
+// addAction adds strings a regex action's pattern matches.
+func (c *collector) addAction(set string, a *legacykey.ResultAction) {
+	if a != nil && a.RegexAction != nil {
+		for _, s := range samples(a.RegexAction.Pattern, c.r) {
+			c.add(set, s)
+		}
+	}
+}
+
+// result adds the values a result predicate's actions match, through its and.
+func (c *collector) result(res *legacykey.ResultPredicate) {
+	if res == nil {
+		return
+	}
+	if res.AndResult != nil {
+		for i := range res.AndResult.ResultPredicates {
+			c.result(&res.AndResult.ResultPredicates[i])
+		}
+	}
+	if f := res.ResourceNamesFragment; f != nil {
+		c.addAction("names", f.Action)
+	}
+	if f := res.RequestNodeFragment; f != nil {
+		c.nodeFragment(f)
+	}
+}
+
+// nodeFragment adds the values a node fragment's actions match.
+func (c *collector) nodeFragment(f *legacykey.RequestNodeFragment) {
+	c.addAction("ids", f.IDAction)
+	c.addAction("clusters", f.ClusterAction)
+	if l := f.LocalityAction; l != nil {
+		c.addAction("regions", l.RegionAction)
+		c.addAction("zones", l.ZoneAction)
+		c.addAction("subs", l.SubzoneAction)
+	}
+	if md := f.NodeMetadataAction; md != nil {
+		c.addPath(md.Path)
+		c.addAction("meta", md.Action)
+	}
+}
+
+// addCommon adds every resource type, and values every string pool gets.
+func (c *collector) addCommon() {
 	for _, t := range []string{resourcev3.ListenerType, resourcev3.ClusterType, resourcev3.EndpointType, resourcev3.RouteType, "type.googleapis.com/example.v1.Custom"} {
-		add("types", t)
+		c.add("types", t)
 	}
 	common := []string{"", "a", "a_b", "a|b", "payments-prod", "payments-staging-2", "canary", "x-y-z", "-"}
-	for _, s := range []string{"ids", "clusters", "regions", "zones", "subs", "meta", "names"} {
+	for _, s := range poolSets {
 		for _, v := range common {
-			add(s, v)
+			c.add(s, v)
 		}
 	}
-	// Near misses of every value: a prefix, a suffix added, a char dropped.
-	for _, s := range []string{"ids", "clusters", "regions", "zones", "subs", "meta", "names"} {
-		values := make([]string, 0, len(sets[s]))
-		for v := range sets[s] {
+}
+
+// addNearMisses adds near misses of every value: a prefix, a suffix added,
+// a char dropped.
+func (c *collector) addNearMisses() {
+	for _, s := range poolSets {
+		values := make([]string, 0, len(c.sets[s]))
+		for v := range c.sets[s] {
 			values = append(values, v)
 		}
 		for _, v := range values { // not the map: it grows in the loop
 			if v == "" {
 				continue
 			}
-			add(s, v+"-1")
-			add(s, "x"+v)
-			add(s, v[:len(v)-1])
-			add(s, strings.ToUpper(v))
+			c.add(s, v+"-1")
+			c.add(s, "x"+v)
+			c.add(s, v[:len(v)-1])
+			c.add(s, strings.ToUpper(v))
 		}
 	}
-	list := func(set string) []string {
-		out := make([]string, 0, len(sets[set]))
-		for v := range sets[set] {
-			out = append(out, v)
-		}
-		sort.Strings(out)
-		return out
+}
+
+// list is a pool's values, sorted.
+func (c *collector) list(set string) []string {
+	out := make([]string, 0, len(c.sets[set]))
+	for v := range c.sets[set] {
+		out = append(out, v)
 	}
-	names := list("names")
+	sort.Strings(out)
+	return out
+}
+
+func (c *collector) pools() pools {
+	names := c.list("names")
 	// A relay never sees a request for the name "": that is the wildcard.
 	if len(names) > 0 && names[0] == "" {
 		names = names[1:]
 	}
 	return pools{
-		types: list("types"), names: names,
-		ids: list("ids"), clusters: list("clusters"), regions: list("regions"), zones: list("zones"), subs: list("subs"),
-		metaPaths: paths, metaStrings: list("meta"),
+		types: c.list("types"), names: names,
+		ids: c.list("ids"), clusters: c.list("clusters"), regions: c.list("regions"), zones: c.list("zones"), subs: c.list("subs"),
+		metaPaths: c.paths, metaStrings: c.list("meta"),
 	}
 }
 

@@ -80,59 +80,92 @@ func Verify(legacy *legacykey.Config, converted []aggregation.Rule, requests []R
 		return nil, fmt.Errorf("converted rules: %w", err)
 	}
 	keyer := legacykey.New(legacy)
-	rep := &Report{Requests: len(requests)}
-	byLegacy := map[string]int{} // legacy key -> first request
-	byOurs := map[string]int{}   // our group -> first request
-	outcomes := make([][2]Outcome, len(requests))
+	v := &verifier{
+		rep:      &Report{Requests: len(requests)},
+		requests: requests,
+		byLegacy: map[string]int{},
+		byOurs:   map[string]int{},
+		outcomes: make([][2]Outcome, len(requests)),
+	}
 	for i, req := range requests {
-		lreq := legacykey.Request{TypeURL: req.TypeURL, Node: req.Node}
-		if req.Name != "" {
-			lreq.Names = []string{req.Name}
-		}
-		var lo, oo Outcome
-		if key, err := keyer.Key(lreq); err != nil {
-			lo.Refused = err.Error()
-		} else {
-			lo.Group = key
-		}
-		res, err := rules.Match(aggregation.Request{TypeURL: req.TypeURL, Name: req.Name, Node: rules.KeepNode(req.Node)})
-		switch {
-		case err == nil:
-			oo.Group = res.Authority + "\x00" + res.Group
-		case errors.Is(err, aggregation.ErrRefused), errors.Is(err, aggregation.ErrNoMatch):
-			oo.Refused = err.Error()
-		default:
+		lo, oo, err := outcomes(keyer, rules, req)
+		if err != nil {
 			return nil, err
 		}
-		outcomes[i] = [2]Outcome{lo, oo}
-		diff := func(j int) {
-			other := requests[j]
-			rep.Differences = append(rep.Differences, Difference{Request: req, Legacy: lo, Ours: oo,
-				Other: &other, OtherLegacy: outcomes[j][0], OtherOurs: outcomes[j][1]})
-		}
-		switch {
-		case (lo.Refused != "") != (oo.Refused != ""):
-			rep.Differences = append(rep.Differences, Difference{Request: req, Legacy: lo, Ours: oo})
-			continue
-		case lo.Refused != "":
-			rep.Refused++
-			continue
-		}
-		jl, seenL := byLegacy[lo.Group]
-		jo, seenO := byOurs[oo.Group]
-		switch {
-		case seenL && outcomes[jl][1].Group != oo.Group:
-			diff(jl) // together before, apart now
-		case seenO && outcomes[jo][0].Group != lo.Group:
-			diff(jo) // apart before, together now
-		}
-		if !seenL {
-			byLegacy[lo.Group] = i
-			rep.Groups++
-		}
-		if !seenO {
-			byOurs[oo.Group] = i
-		}
+		v.outcomes[i] = [2]Outcome{lo, oo}
+		v.compare(i)
 	}
-	return rep, nil
+	return v.rep, nil
+}
+
+// outcomes are what the earlier relay's key builder and the converted
+// rules make of req; err is an error of the rules other than a refusal.
+func outcomes(keyer *legacykey.Keyer, rules *aggregation.Rules, req Request) (lo, oo Outcome, err error) {
+	lreq := legacykey.Request{TypeURL: req.TypeURL, Node: req.Node}
+	if req.Name != "" {
+		lreq.Names = []string{req.Name}
+	}
+	if key, err := keyer.Key(lreq); err != nil {
+		lo.Refused = err.Error()
+	} else {
+		lo.Group = key
+	}
+	res, err := rules.Match(aggregation.Request{TypeURL: req.TypeURL, Name: req.Name, Node: rules.KeepNode(req.Node)})
+	switch {
+	case err == nil:
+		oo.Group = res.Authority + "\x00" + res.Group
+	case errors.Is(err, aggregation.ErrRefused), errors.Is(err, aggregation.ErrNoMatch):
+		oo.Refused = err.Error()
+	default:
+		return Outcome{}, Outcome{}, err
+	}
+	return lo, oo, nil
+}
+
+// verifier is the state of Verify: the outcomes so far, and the first
+// request of each group on either side.
+type verifier struct {
+	rep      *Report
+	requests []Request
+	byLegacy map[string]int // legacy key -> first request
+	byOurs   map[string]int // our group -> first request
+	outcomes [][2]Outcome
+}
+
+// compare records request i's difference, if any, against the requests
+// before it: refused by one side only, or grouped with an earlier request
+// by one side and not the other.
+func (v *verifier) compare(i int) {
+	req, lo, oo := v.requests[i], v.outcomes[i][0], v.outcomes[i][1]
+	switch {
+	case (lo.Refused != "") != (oo.Refused != ""):
+		v.rep.Differences = append(v.rep.Differences, Difference{Request: req, Legacy: lo, Ours: oo})
+		return
+	case lo.Refused != "":
+		v.rep.Refused++
+		return
+	}
+	jl, seenL := v.byLegacy[lo.Group]
+	jo, seenO := v.byOurs[oo.Group]
+	switch {
+	case seenL && v.outcomes[jl][1].Group != oo.Group:
+		v.diff(i, jl) // together before, apart now
+	case seenO && v.outcomes[jo][0].Group != lo.Group:
+		v.diff(i, jo) // apart before, together now
+	}
+	if !seenL {
+		v.byLegacy[lo.Group] = i
+		v.rep.Groups++
+	}
+	if !seenO {
+		v.byOurs[oo.Group] = i
+	}
+}
+
+// diff records that requests i and j are grouped together by one side
+// and apart by the other.
+func (v *verifier) diff(i, j int) {
+	other := v.requests[j]
+	v.rep.Differences = append(v.rep.Differences, Difference{Request: v.requests[i], Legacy: v.outcomes[i][0], Ours: v.outcomes[i][1],
+		Other: &other, OtherLegacy: v.outcomes[j][0], OtherOurs: v.outcomes[j][1]})
 }

@@ -302,40 +302,9 @@ func (d *decoder) entry() (cache.SnapshotEntry, error) {
 			return e, fmt.Errorf("collection record for %q, not a collection name", e.Key.Name)
 		}
 	case recordResource:
-		r := &cache.Resource{
-			Name:          d.string("resource name"),
-			Version:       d.string("version"),
-			OriginVersion: d.string("origin version"),
-		}
-		e.OriginVersion = d.string("entry origin version")
-		r.Body = &anypb.Any{TypeUrl: d.string("body type URL"), Value: []byte(d.string("body"))}
-		ttl := d.varint()
-		e.Expires = fromUnixNano(d.varint())
-		r.Arrived = fromUnixNano(d.varint())
-		fields := d.string("resource fields")
-		if d.err != nil {
-			break
-		}
-		if err := cache.DecodeFields([]byte(fields), r); err != nil {
-			return e, fmt.Errorf("%q: %v", e.Key.Name, err)
-		}
-		if r.DoNotCache() {
-			return e, fmt.Errorf("%q is marked do_not_cache: never written to a snapshot", e.Key.Name)
-		}
-		if ttl < 0 {
-			return e, fmt.Errorf("negative TTL for %q", e.Key.Name)
-		}
-		if ttl > 0 {
-			r.TTL = durationpb.New(time.Duration(ttl))
-		}
-		if canon, err := cache.CanonicalName(r.Name); err != nil || canon != e.Key.Name || e.Key.IsCollection() {
-			return e, fmt.Errorf("resource name %q does not match key %q", r.Name, e.Key.Name)
-		}
-		if r.Body.GetTypeUrl() != e.Key.TypeURL {
-			return e, fmt.Errorf("body of %q is a %s, key type %s", e.Key.Name, r.Body.GetTypeUrl(), e.Key.TypeURL)
-		}
-		if v := cache.RevisionVersion(r); v != r.Version {
-			return e, fmt.Errorf("content version of %q is %s, recorded %s", e.Key.Name, v, r.Version)
+		r, err := d.resource(&e)
+		if err != nil {
+			return e, err
 		}
 		e.Res = r
 	default:
@@ -348,4 +317,55 @@ func (d *decoder) entry() (cache.SnapshotEntry, error) {
 		return e, fmt.Errorf("%d bytes left over", len(d.b))
 	}
 	return e, nil
+}
+
+// resource reads the rest of a resource record for e (its entry origin
+// version and expiry into e) and checks it; nil, nil when a primitive was
+// bad (d.err says which).
+func (d *decoder) resource(e *cache.SnapshotEntry) (*cache.Resource, error) {
+	r := &cache.Resource{
+		Name:          d.string("resource name"),
+		Version:       d.string("version"),
+		OriginVersion: d.string("origin version"),
+	}
+	e.OriginVersion = d.string("entry origin version")
+	r.Body = &anypb.Any{TypeUrl: d.string("body type URL"), Value: []byte(d.string("body"))}
+	ttl := d.varint()
+	e.Expires = fromUnixNano(d.varint())
+	r.Arrived = fromUnixNano(d.varint())
+	fields := d.string("resource fields")
+	if d.err != nil {
+		return nil, nil
+	}
+	if err := cache.DecodeFields([]byte(fields), r); err != nil {
+		return nil, fmt.Errorf("%q: %v", e.Key.Name, err)
+	}
+	if r.DoNotCache() {
+		return nil, fmt.Errorf("%q is marked do_not_cache: never written to a snapshot", e.Key.Name)
+	}
+	if ttl < 0 {
+		return nil, fmt.Errorf("negative TTL for %q", e.Key.Name)
+	}
+	if ttl > 0 {
+		r.TTL = durationpb.New(time.Duration(ttl))
+	}
+	if err := checkResource(e.Key, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkResource checks a resource against its key: its name is the key's
+// (canonical) name, its body the key's type, its content version its own.
+func checkResource(k cache.Key, r *cache.Resource) error {
+	if canon, err := cache.CanonicalName(r.Name); err != nil || canon != k.Name || k.IsCollection() {
+		return fmt.Errorf("resource name %q does not match key %q", r.Name, k.Name)
+	}
+	if r.Body.GetTypeUrl() != k.TypeURL {
+		return fmt.Errorf("body of %q is a %s, key type %s", k.Name, r.Body.GetTypeUrl(), k.TypeURL)
+	}
+	if v := cache.RevisionVersion(r); v != r.Version {
+		return fmt.Errorf("content version of %q is %s, recorded %s", k.Name, v, r.Version)
+	}
+	return nil
 }
