@@ -221,3 +221,84 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 		ErrorCode: detail.GetCode(), ErrorDetail: ts.lastNack})
 	return true
 }
+
+// subscribing is what a checked request changes of one type's
+// subscription, in the terms both variants share (subscribeRequested).
+type subscribing struct {
+	ts      *typeState
+	typeURL string
+	node    *corev3.Node
+	add     []string // names to resolve and subscribe
+	first   bool     // the type's first request on this stream
+	// dropLocked gives up what the request leaves (the variant's rule),
+	// under the lock; it reports whether that alone calls for evaluating
+	// every subscription of the type.
+	dropLocked func(ch *change) bool
+	// renewUnknown: a name that cannot be served, asked again, is answered
+	// again (delta); over SotW a repeat of the list keeps its place.
+	renewUnknown bool
+	// declares: the variant lets a client declare the versions it holds
+	// in the type's first request (delta's initial_resource_versions).
+	declares bool
+}
+
+// subscribeRequested is the tail of applying a request, written once for
+// both variants. It resolves the names the request adds before changing
+// anything: a request that fails (a malformed name ends the stream) leaves
+// the session as it was, and the stream's teardown releases all it holds.
+// Then, under one lock, it drops what the request leaves, subscribes each
+// name resolved and owes it a response, gathers those (answered together,
+// gather.go), and does the cache work after unlocking (the writer waits
+// until the loop's endRequest).
+func (ss *session) subscribeRequested(sb subscribing) error {
+	rs, err := ss.resolveAll(sb.typeURL, sb.add, sb.node)
+	if err != nil {
+		return err
+	}
+
+	var ch change
+	ts := sb.ts
+	ss.mu.Lock()
+	dropped := sb.dropLocked(&ch)
+	var owed []string
+	for _, r := range rs {
+		if r.err != nil {
+			ts.noteUnknownLocked(r, sb.renewUnknown)
+			continue
+		}
+		delete(ts.unknown, r.name) // served now (a reload added its authority)
+		ts.subscribeLocked(r, &ch)
+		if ts.owedLocked(r.name, sb.first && sb.declares) {
+			ts.force[r.name] = struct{}{}
+			owed = append(owed, r.name)
+		}
+	}
+	ss.gatherLocked(ts, owed) // answered together (gather.go)
+	if len(rs) > 0 || sb.first || dropped {
+		ts.evalAll = true
+	}
+	ss.mu.Unlock()
+
+	ch.apply(ss) // the writer waits until the loop's endRequest
+	return nil
+}
+
+// noteUnknownLocked records a requested name that cannot be served (logged
+// and counted by resolveAll): it is answered once with a NOT_FOUND resource
+// error. With renew, a name already noted is answered again; without, it
+// keeps its place.
+func (ts *typeState) noteUnknownLocked(r resolved, renew bool) {
+	if _, ok := ts.unknown[r.name]; ok && !renew {
+		return
+	}
+	ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
+}
+
+// owedLocked reports whether a name a request subscribes must be sent. The
+// server must send (SotW: resend) every name newly requested, unless the
+// client just told us its version (reconnect: declared, the type's first
+// request over delta, which lists the name in initial_resource_versions).
+func (ts *typeState) owedLocked(name string, declared bool) bool {
+	h, ok := ts.sent[name]
+	return !(declared && ok && h.res == nil && !h.absent)
+}
