@@ -16,25 +16,10 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	if err != nil {
 		return err
 	}
+	if err := ss.checkDelta(typeURL, req); err != nil {
+		return err
+	}
 	subscribe, unsubscribe := req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe()
-	if err := ss.srv.checkNames("resource_names_subscribe", typeURL, subscribe); err != nil {
-		return err
-	}
-	if err := ss.srv.checkNames("resource_names_unsubscribe", typeURL, unsubscribe); err != nil {
-		return err
-	}
-	if err := ss.checkInitialVersions(req.GetInitialResourceVersions()); err != nil {
-		return err
-	}
-	if err := ss.srv.refuseLocators(typeURL, "resource_locators_subscribe", len(req.GetResourceLocatorsSubscribe())); err != nil {
-		return err
-	}
-	if err := ss.srv.refuseLocators(typeURL, "resource_locators_unsubscribe", len(req.GetResourceLocatorsUnsubscribe())); err != nil {
-		return err
-	}
-	if err := ss.srv.checkVersion("response_nonce", req.GetResponseNonce()); err != nil {
-		return err
-	}
 
 	ss.mu.Lock()
 	ts := ss.typeLocked(typeURL)
@@ -64,15 +49,41 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	ts.declaredLeft = len(declared)
 	ss.mu.Unlock()
 
-	rs, err := ss.resolveAll(typeURL, subscribe, node)
-	if err != nil {
+	return ss.subscribeRequested(subscribing{
+		ts: ts, typeURL: typeURL, node: node, add: subscribe, first: first,
+		dropLocked: func(ch *change) bool {
+			ts.unsubscribeAllLocked(unsubscribe, ch)
+			return len(unsubscribe) > 0
+		},
+		renewUnknown: true,
+		declares:     true,
+	})
+}
+
+// checkDelta checks a delta request's fields before anything is applied.
+func (ss *session) checkDelta(typeURL string, req *discoveryv3.DeltaDiscoveryRequest) error {
+	if err := ss.srv.checkNames("resource_names_subscribe", typeURL, req.GetResourceNamesSubscribe()); err != nil {
 		return err
 	}
+	if err := ss.srv.checkNames("resource_names_unsubscribe", typeURL, req.GetResourceNamesUnsubscribe()); err != nil {
+		return err
+	}
+	if err := ss.checkInitialVersions(req.GetInitialResourceVersions()); err != nil {
+		return err
+	}
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators_subscribe", len(req.GetResourceLocatorsSubscribe())); err != nil {
+		return err
+	}
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators_unsubscribe", len(req.GetResourceLocatorsUnsubscribe())); err != nil {
+		return err
+	}
+	return ss.srv.checkVersion("response_nonce", req.GetResponseNonce())
+}
 
-	var ch change
-	ss.mu.Lock()
+// unsubscribeAllLocked drops the names a delta request unsubscribes.
+func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ch *change) {
 	for _, n := range unsubscribe {
-		ts.unsubscribeLocked(n, &ch)
+		ts.unsubscribeLocked(n, ch)
 		ts.forgetUnknownLocked(n)
 	}
 	if ts.hasWildcardLocked() {
@@ -84,29 +95,6 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 			}
 		}
 	}
-	var owed []string
-	for _, r := range rs {
-		if r.err != nil {
-			ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
-			continue
-		}
-		delete(ts.unknown, r.name) // served now (a reload added its authority)
-		ts.subscribeLocked(r, &ch)
-		if h, ok := ts.sent[r.name]; !(first && ok && h.res == nil && !h.absent) {
-			// The server must send every name in resource_names_subscribe,
-			// unless the client just told us its version (reconnect).
-			ts.force[r.name] = struct{}{}
-			owed = append(owed, r.name)
-		}
-	}
-	ss.gatherLocked(ts, owed) // answered together (gather.go)
-	if len(rs) > 0 || len(unsubscribe) > 0 || first {
-		ts.evalAll = true
-	}
-	ss.mu.Unlock()
-
-	ch.apply(ss) // the writer waits until the loop's endRequest
-	return nil
 }
 
 // deltaResponseLocked builds the response for one type from the diff:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -76,26 +77,9 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if err := fa.checkNode(s); err != nil {
 		return nil, err
 	}
-	var items []fetchItem
-	var unknown []resErr // names that cannot be served: NOT_FOUND
-	var watch change     // keys, and the upstream nodes rules set for them
-	for _, n := range names {
-		r, err := s.resolve(typeURL, n, req.GetNode())
-		if err != nil {
-			if isErr(err, ErrUnknownAuthority) {
-				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonUnknownAuthority).Inc()
-				unknown = append(unknown, resErr{name: n, detail: unknownStatus(err)})
-				continue
-			}
-			return nil, s.statusFor(typeURL, n, req.GetNode(), err)
-		}
-		if skip, err := s.checkFetch(fa.pol, &id, r, typeURL, n); err != nil {
-			return nil, err
-		} else if skip {
-			continue
-		}
-		items = append(items, fetchItem{name: n, res: r})
-		watch.add(r)
+	items, unknown, watch, err := s.resolveFetch(typeURL, names, req.GetNode(), fa, &id)
+	if err != nil {
+		return nil, err
 	}
 	w := &fetchWatcher{ch: make(chan struct{}, 1)}
 	if len(watch.watch) > 0 {
@@ -109,13 +93,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, sotwWrapOf(req.GetNode()))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
-			if len(resp.GetResources()) == 0 && s.allAbsent(items) {
-				return nil, status.Errorf(codes.NotFound, "%s: the origin says %s does not exist", typeURL, namesOf(items))
-			}
-			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
-			s.m.responseResource.WithLabelValues(typeLabel(typeURL)).Add(float64(len(resp.GetResources())))
-			s.m.countErrors(typeURL, resp.GetResourceErrors())
-			return resp, nil
+			return s.fetchComplete(typeURL, items, resp)
 		}
 		select {
 		case <-w.ch:
@@ -131,20 +109,67 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 		case <-ctx.Done():
 			return nil, status.FromContextError(ctx.Err()).Err()
 		case <-deadline.C:
-			if current {
-				return nil, fmt.Errorf("%w: version %s of %s", ErrNotModified, resp.GetVersionInfo(), typeURL)
-			}
-			if len(resp.GetResources()) == 0 {
-				if err := s.unserved(items); err != nil {
-					return nil, status.Errorf(codes.Unavailable, "%s: nothing known after %v: %v", typeURL, s.fetchWait, err)
-				}
-			}
-			// Answer with what is known; the rest is still pending.
-			s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
-			s.m.countErrors(typeURL, resp.GetResourceErrors())
-			return resp, nil
+			return s.fetchExpired(typeURL, items, resp, current)
 		}
 	}
+}
+
+// resolveFetch resolves the names a fetch asks for: the items to look up,
+// the names that cannot be served (unknown authority: NOT_FOUND), and the
+// keys to watch with the upstream nodes rules set for them. A name that
+// ends the fetch (statusFor), or that the access rules deny (checkFetch,
+// which may narrow id), returns its status.
+func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node, fa *fetchAccess, id *access.Identity) (items []fetchItem, unknown []resErr, watch change, err error) {
+	for _, n := range names {
+		r, err := s.resolve(typeURL, n, node)
+		if err != nil {
+			if isErr(err, ErrUnknownAuthority) {
+				s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonUnknownAuthority).Inc()
+				unknown = append(unknown, resErr{name: n, detail: unknownStatus(err)})
+				continue
+			}
+			return nil, nil, change{}, s.statusFor(typeURL, n, node, err)
+		}
+		if skip, err := s.checkFetch(fa.pol, id, r, typeURL, n); err != nil {
+			return nil, nil, change{}, err
+		} else if skip {
+			continue
+		}
+		items = append(items, fetchItem{name: n, res: r})
+		watch.add(r)
+	}
+	return items, unknown, watch, nil
+}
+
+// fetchComplete answers a fetch when all it asked for is known and is not
+// the version the client holds: NotFound when the origin says none of it
+// exists, the response otherwise.
+func (s *Server) fetchComplete(typeURL string, items []fetchItem, resp *discoveryv3.DiscoveryResponse) (*discoveryv3.DiscoveryResponse, error) {
+	if len(resp.GetResources()) == 0 && s.allAbsent(items) {
+		return nil, status.Errorf(codes.NotFound, "%s: the origin says %s does not exist", typeURL, namesOf(items))
+	}
+	s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
+	s.m.responseResource.WithLabelValues(typeLabel(typeURL)).Add(float64(len(resp.GetResources())))
+	s.m.countErrors(typeURL, resp.GetResourceErrors())
+	return resp, nil
+}
+
+// fetchExpired answers a fetch whose wait passed: ErrNotModified when the
+// client holds the current version, Unavailable when nothing is known and
+// no origin answers, otherwise what is known (the rest is still pending).
+func (s *Server) fetchExpired(typeURL string, items []fetchItem, resp *discoveryv3.DiscoveryResponse, current bool) (*discoveryv3.DiscoveryResponse, error) {
+	if current {
+		return nil, fmt.Errorf("%w: version %s of %s", ErrNotModified, resp.GetVersionInfo(), typeURL)
+	}
+	if len(resp.GetResources()) == 0 {
+		if err := s.unserved(items); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "%s: nothing known after %v: %v", typeURL, s.fetchWait, err)
+		}
+	}
+	// Answer with what is known; the rest is still pending.
+	s.m.responses.WithLabelValues(typeLabel(typeURL)).Inc()
+	s.m.countErrors(typeURL, resp.GetResourceErrors())
+	return resp, nil
 }
 
 // allAbsent: every item is a name (no collection) the origin said does
@@ -209,12 +234,36 @@ type fetchItem struct {
 // A do_not_cache revision the cache withholds from w (the poll's watcher:
 // owed the origin's fresh copy, donotcache.go) is pending.
 func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchItem, unknown []resErr, fa *fetchAccess, wrap sotwWrap) (resp *discoveryv3.DiscoveryResponse, pending bool) {
-	type entry struct {
-		name string
-		r    *cache.Resource
+	entries, errs, pending := s.fetchLookups(w, items, unknown, fa)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	h := fnv.New64a()
+	resources := make([]*anypb.Any, 0, len(entries))
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
+		if a := sotwEnvelopeFor(s.wrappers, e.name, e.r, false, wrap); a != nil {
+			resources = append(resources, a)
+		}
 	}
-	var entries []entry
-	errs := slices.Clone(unknown)
+	wire := wireErrors(errs)
+	for _, e := range wire {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", e.GetResourceName().GetName(), e.GetErrorDetail().GetCode(), e.GetErrorDetail().GetMessage())
+	}
+	v := strconv.FormatUint(h.Sum64(), 16)
+	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v, ControlPlane: s.controlPlane,
+		ResourceErrors: wire}, pending
+}
+
+// fetchEntry is one resource a fetch's response lists, by name.
+type fetchEntry struct {
+	name string
+	r    *cache.Resource
+}
+
+// fetchLookups looks a fetch's items up in the cache (fetchResponse): the
+// resources present, each name once; the errors, unknown's first; whether
+// some of it is pending.
+func (s *Server) fetchLookups(w cache.Watcher, items []fetchItem, unknown []resErr, fa *fetchAccess) (entries []fetchEntry, errs []resErr, pending bool) {
+	errs = slices.Clone(unknown)
 	seen := make(map[string]struct{})
 	for _, it := range items {
 		if it.res.Collection {
@@ -232,7 +281,7 @@ func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchIte
 				}
 				if _, dup := seen[r.Name]; !dup {
 					seen[r.Name] = struct{}{}
-					entries = append(entries, entry{r.Name, r})
+					entries = append(entries, fetchEntry{r.Name, r})
 					if merr := l.MemberErrs[r]; merr != nil {
 						errs = append(errs, resErr{name: r.Name, detail: merr})
 					}
@@ -254,24 +303,9 @@ func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchIte
 		if st == cache.StatePresent {
 			if _, dup := seen[it.name]; !dup {
 				seen[it.name] = struct{}{}
-				entries = append(entries, entry{it.name, r})
+				entries = append(entries, fetchEntry{it.name, r})
 			}
 		}
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
-	h := fnv.New64a()
-	resources := make([]*anypb.Any, 0, len(entries))
-	for _, e := range entries {
-		fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.r.Version)
-		if a := sotwEnvelopeFor(s.wrappers, e.name, e.r, false, wrap); a != nil {
-			resources = append(resources, a)
-		}
-	}
-	wire := wireErrors(errs)
-	for _, e := range wire {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", e.GetResourceName().GetName(), e.GetErrorDetail().GetCode(), e.GetErrorDetail().GetMessage())
-	}
-	v := strconv.FormatUint(h.Sum64(), 16)
-	return &discoveryv3.DiscoveryResponse{VersionInfo: v, Resources: resources, TypeUrl: typeURL, Nonce: v, ControlPlane: s.controlPlane,
-		ResourceErrors: wire}, pending
+	return entries, errs, pending
 }

@@ -47,14 +47,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "nacks_total",
 			Help: "Responses a client rejected (NACK with error_detail), by type URL.",
 		}, []string{"type"}),
-		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "xds_relay", Subsystem: "downstream", Name: "request_errors_total",
-			Help: "Client requests (or names in them) the relay could not serve, by type URL and reason.",
-		}, []string{"type", "reason"}),
-		slowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "xds_relay", Subsystem: "downstream", Name: "slow_disconnects_total",
-			Help: "Client streams ended with ResourceExhausted because a send did not complete within send_timeout.",
-		}),
 		responseResource: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "resources_sent_total",
 			Help: "Resources (including heartbeats) sent to clients, by type URL.",
@@ -63,18 +55,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "shared_responses_total",
 			Help: "Responses sent from an origin change's shared encoding (the fan-out fast path), by type URL; a subset of responses_total.",
 		}, []string{"type"}),
-		limitRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",
-			Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream).",
-		}, []string{"limit"}),
-		accessDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "xds_relay", Subsystem: "downstream", Name: "access_denied_total",
-			Help: "Subscriptions (names, globs, wildcards) and fetches refused by the access rules, by type URL and authority.",
-		}, []string{"type", "authority"}),
-		nodeDenied: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "xds_relay", Subsystem: "downstream", Name: "node_identity_denied_total",
-			Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
-		}),
 		gatherExpired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "downstream", Name: "gather_expired_total",
 			Help: "Gather windows (downstream.gather_window) that passed before every name a request subscribed was resolved, by type URL: what was known went out, the rest as it came.",
@@ -84,8 +64,44 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Resource errors (resource_errors) sent to clients, the origins' and the relay's own, by type URL and code.",
 		}, []string{"type", "code"}),
 	}
-	// Every series whose label values are known at start exists from
-	// start, at zero; the authorities' come with setAuthorities.
+	m.defineRefusals()
+	m.zeroSeries()
+	if reg != nil {
+		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
+			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
+			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired)
+	}
+	return m
+}
+
+// defineRefusals defines the metrics of what the relay refused or cut off:
+// requests and names it could not serve, slow clients, limits, access.
+func (m *metrics) defineRefusals() {
+	m.requestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "request_errors_total",
+		Help: "Client requests (or names in them) the relay could not serve, by type URL and reason.",
+	}, []string{"type", "reason"})
+	m.slowDisconnects = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "slow_disconnects_total",
+		Help: "Client streams ended with ResourceExhausted because a send did not complete within send_timeout.",
+	})
+	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",
+		Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream).",
+	}, []string{"limit"})
+	m.accessDenied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "access_denied_total",
+		Help: "Subscriptions (names, globs, wildcards) and fetches refused by the access rules, by type URL and authority.",
+	}, []string{"type", "authority"})
+	m.nodeDenied = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "node_identity_denied_total",
+		Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
+	})
+}
+
+// zeroSeries makes every series whose label values are known at start
+// exist from start, at zero; the authorities' come with setAuthorities.
+func (m *metrics) zeroSeries() {
 	for _, v := range []string{string(xdstype.SotW), string(xdstype.Delta)} {
 		m.streams.WithLabelValues(v)
 	}
@@ -103,12 +119,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion} {
 		m.limitRejections.WithLabelValues(l)
 	}
-	if reg != nil {
-		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
-			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
-			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired)
-	}
-	return m
 }
 
 // The reason label values of xds_relay_downstream_request_errors_total.

@@ -81,6 +81,15 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	clear(ss.sets)
 	ss.sets = ss.sets[:0]
 
+	own := ss.ownPartLocked(ts)
+	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
+	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+}
+
+// ownPartLocked issues the shared response's nonce (SotW: and version) and
+// encodes this client's own part of it: type_url, nonce (SotW: and
+// version_info).
+func (ss *session) ownPartLocked(ts *typeState) []byte {
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	var own []byte
@@ -93,8 +102,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		own = appendString(own, sotwTypeURLField, ts.typeURL)
 		own = appendString(own, sotwNonceField, nonce)
 	}
-	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
-	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+	return own
 }
 
 // The response fields a client's own part sets, by number from the

@@ -20,16 +20,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		return err
 	}
 	names := req.GetResourceNames()
-	if err := ss.srv.checkNames("resource_names", typeURL, names); err != nil {
-		return err
-	}
-	if err := ss.srv.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
-		return err
-	}
-	if err := ss.srv.checkVersion("version_info", req.GetVersionInfo()); err != nil {
-		return err
-	}
-	if err := ss.srv.checkVersion("response_nonce", req.GetResponseNonce()); err != nil {
+	if err := ss.checkSotW(typeURL, names, req); err != nil {
 		return err
 	}
 
@@ -55,17 +46,7 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 		ts.explicit = true
 	}
 	if ts.explicit && sameNames(ts, names) {
-		// An ACK (or a repeat) of the current subscription: nothing to
-		// change, and nothing to allocate. A repeat without a version
-		// after a response says the client holds nothing of the type
-		// (how a relay above asks again): answer with everything it
-		// subscribes to, as for a new subscription.
-		if nonce != "" && req.GetVersionInfo() == "" && req.GetErrorDetail() == nil {
-			for n := range ts.subs {
-				ts.force[n] = struct{}{}
-			}
-			ts.evalAll = true
-		}
+		ts.repeatedLocked(req)
 		ss.mu.Unlock()
 		return nil
 	}
@@ -76,41 +57,40 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 	added := ts.unsubscribedLocked(names)
 	ss.mu.Unlock()
 
-	// Resolve before changing anything: a request that fails (a malformed
-	// name ends the stream) leaves the session as it was, and the stream's
-	// teardown releases all it holds.
-	rs, err := ss.resolveAll(typeURL, added, node)
-	if err != nil {
+	return ss.subscribeRequested(subscribing{
+		ts: ts, typeURL: typeURL, node: node, add: added, first: first,
+		dropLocked: func(ch *change) bool {
+			return ts.keepOnlyLocked(names, ch) && fullStateTypes[typeURL]
+		},
+	})
+}
+
+// checkSotW checks a SotW request's fields before anything is applied.
+func (ss *session) checkSotW(typeURL string, names []string, req *discoveryv3.DiscoveryRequest) error {
+	if err := ss.srv.checkNames("resource_names", typeURL, names); err != nil {
 		return err
 	}
-
-	var ch change
-	ss.mu.Lock()
-	removedAny := ts.keepOnlyLocked(names, &ch)
-	var owed []string
-	for _, r := range rs {
-		if r.err != nil {
-			// Logged and counted; answered once with a NOT_FOUND
-			// resource error (a repeat of the list keeps its place).
-			if _, ok := ts.unknown[r.name]; !ok {
-				ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
-			}
-			continue
-		}
-		delete(ts.unknown, r.name) // served now (a reload added its authority)
-		ts.subscribeLocked(r, &ch)
-		// Spec: the server must resend any newly requested resource.
-		ts.force[r.name] = struct{}{}
-		owed = append(owed, r.name)
+	if err := ss.srv.refuseLocators(typeURL, "resource_locators", len(req.GetResourceLocators())); err != nil {
+		return err
 	}
-	ss.gatherLocked(ts, owed) // answered together (gather.go)
-	if len(rs) > 0 || first || (removedAny && fullStateTypes[typeURL]) {
+	if err := ss.srv.checkVersion("version_info", req.GetVersionInfo()); err != nil {
+		return err
+	}
+	return ss.srv.checkVersion("response_nonce", req.GetResponseNonce())
+}
+
+// repeatedLocked applies an ACK (or a repeat) of the current subscription:
+// nothing to change, and nothing to allocate. A repeat without a version
+// after a response says the client holds nothing of the type (how a relay
+// above asks again): answer with everything it subscribes to, as for a
+// new subscription.
+func (ts *typeState) repeatedLocked(req *discoveryv3.DiscoveryRequest) {
+	if req.GetResponseNonce() != "" && req.GetVersionInfo() == "" && req.GetErrorDetail() == nil {
+		for n := range ts.subs {
+			ts.force[n] = struct{}{}
+		}
 		ts.evalAll = true
 	}
-	ss.mu.Unlock()
-
-	ch.apply(ss) // the writer waits until the loop's endRequest
-	return nil
 }
 
 // sotwResponseLocked builds the response for one type from the diff: for

@@ -262,21 +262,8 @@ func (ss *session) build() ([]outMsg, *round) {
 		return nil, rd
 	}
 	for _, w := range works {
-		for i := range w.probes {
-			p := &w.probes[i]
-			if p.collection && !p.member {
-				l := ss.srv.cache.LookupMembers(p.key)
-				p.members, p.state, p.err, p.memberErrs = l.Members, l.State, l.Err, l.MemberErrs
-			} else {
-				p.res, p.state, p.err = ss.srv.cache.Lookup(p.key)
-			}
-		}
-		ss.withholdOwed(w)
-		if len(w.probes) > 1 {
-			slices.SortFunc(w.probes, func(a, b probe) int { return strings.Compare(a.name, b.name) })
-		}
+		ss.lookup(w)
 	}
-	var out []outMsg
 	ss.mu.Lock()
 	// Loaded under mu: a policy SetAccess put in place before its recheck
 	// of this session is the one members are checked with here, and what
@@ -290,6 +277,34 @@ func (ss *session) build() ([]outMsg, *round) {
 	if ss.srv.lg.Core().Enabled(zap.DebugLevel) {
 		lg = ss.loggerLocked()
 	}
+	out := ss.responsesLocked(works)
+	ss.mu.Unlock()
+	logResponses(lg, out)
+	return out, rd
+}
+
+// lookup fills w's probes from the cache, without the session lock,
+// withholds what the session is owed afresh (donotcache.go), and sorts the
+// probes by name.
+func (ss *session) lookup(w *work) {
+	for i := range w.probes {
+		p := &w.probes[i]
+		if p.collection && !p.member {
+			l := ss.srv.cache.LookupMembers(p.key)
+			p.members, p.state, p.err, p.memberErrs = l.Members, l.State, l.Err, l.MemberErrs
+		} else {
+			p.res, p.state, p.err = ss.srv.cache.Lookup(p.key)
+		}
+	}
+	ss.withholdOwed(w)
+	if len(w.probes) > 1 {
+		slices.SortFunc(w.probes, func(a, b probe) int { return strings.Compare(a.name, b.name) })
+	}
+}
+
+// responsesLocked builds the variant's response of each work that has one.
+func (ss *session) responsesLocked(works []*work) []outMsg {
+	var out []outMsg
 	for _, w := range works {
 		var m outMsg
 		var ok bool
@@ -302,7 +317,11 @@ func (ss *session) build() ([]outMsg, *round) {
 			out = append(out, m)
 		}
 	}
-	ss.mu.Unlock()
+	return out
+}
+
+// logResponses logs each response at Debug with lg (nil when debug is off).
+func logResponses(lg *zap.Logger, out []outMsg) {
 	for _, m := range out {
 		if lg == nil {
 			break // debug is off: build no session logger for it
@@ -312,7 +331,6 @@ func (ss *session) build() ([]outMsg, *round) {
 			ce.Write(zap.String("type_url", m.typeURL), zap.Int("items", m.count))
 		}
 	}
-	return out, rd
 }
 
 // smallDirty is the largest dirty set kept for reuse (steady state: an
