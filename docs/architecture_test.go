@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -104,5 +105,48 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports %s, which docs/architecture.md does not allow", pkg, d)
 			}
 		}
+	}
+}
+
+// maxFuncLines is the longest a production function may be (from func to
+// its closing brace): one that is longer makes more than one decision,
+// and is split where its parts are.
+const maxFuncLines = 60
+
+// TestFunctionLength: no non-test function of the repository is longer
+// than maxFuncLines, so the rule of docs/architecture.md ("Where a new
+// feature goes": one function per decision) holds as code is added.
+func TestFunctionLength(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != root && (strings.HasPrefix(n, ".") || n == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
+				t.Errorf("%s: %s is %d lines, more than %d: split it where its parts are", rel(t, p), fd.Name.Name, n, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
