@@ -223,16 +223,24 @@ func (ss *session) memberAuthorityLocked(pol *access.Policy, typeURL, name strin
 
 // checkMembersLocked leaves out of w's lookups the collection members pol
 // does not let the session receive, so they are neither sent nor held:
-// the client learns nothing of them, not even that they exist.
+// the client learns nothing of them, not even that they exist. A name
+// answered by alias (alias.go) is a resource of another name, maybe of
+// another authority: it is checked by its own name as a member is, and
+// left pending when denied.
 func (ss *session) checkMembersLocked(pol *access.Policy, w *work) {
 	typeURL := w.ts.typeURL
-	if len(w.ts.colls) == 0 || !ss.deniesAnyLocked(pol, typeURL) {
+	if !ss.deniesAnyLocked(pol, typeURL) {
 		return
 	}
 	keep := w.probes[:0]
 	for _, p := range w.probes {
 		switch {
 		case !p.collection:
+			if own := aliasedName(&p); own != "" {
+				if _, ok := ss.memberAuthorityLocked(pol, typeURL, own, p.key.Link); !ok {
+					continue
+				}
+			}
 		case p.member:
 			if p.state == cache.StatePresent {
 				if _, ok := ss.memberAuthorityLocked(pol, typeURL, p.res.Name, p.key.Link); !ok {

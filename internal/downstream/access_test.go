@@ -135,3 +135,32 @@ func BenchmarkMemberCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestAliasCheckedByItsOwnAuthority: a name asked by alias is answered by
+// a resource of another name, which an origin serving two authorities may
+// give to an authority the client is denied. It is checked by its own
+// name's authority, as a collection member is: denied, the client is sent
+// nothing of it, while a resource of an open authority found by alias is
+// sent.
+func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
+	e := newEnv(t, 0)
+	pol, err := access.New(access.Options{Authorities: map[string]access.Authority{
+		"restricted.example": {Allow: []access.Rule{{NodeCluster: "prod-*"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.SetAccess(pol)
+	const deniedAlias, openAlias = "rc/secret.example.com", "rc/www.example.com"
+	restricted := "xdstp://restricted.example/envoy.config.route.v3.VirtualHost/vh1"
+	e.cache.set(cache.Key{Link: legacyStream, TypeURL: vhType, Name: restricted},
+		fieldsRes(vhType, restricted, "1", []string{deniedAlias}, nil, nil))
+	open := fieldsRes(vhType, "rc/vh2", "1", []string{openAlias}, nil, nil)
+	e.cache.set(key(vhType, "rc/vh2"), open)
+
+	c := e.delta() // testNode: cluster c1, which restricted.example denies
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: vhType, ResourceNamesSubscribe: []string{deniedAlias}})
+	e.syncDelta(c) // the next response is the sync's: nothing was sent for the alias
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: vhType, ResourceNamesSubscribe: []string{openAlias}})
+	checkDelta(t, deltaResp(vhType, nil, dfres("rc/vh2", open)), c.Recv())
+}
