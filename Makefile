@@ -4,7 +4,7 @@ BIN     := bin/xds-relay
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test test-deps status-screenshot bench bench-50k lint fuzz fuzz-config soak clean
+.PHONY: build run test test-deps status-screenshot bench bench-50k bench-100k lint fuzz fuzz-config soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
@@ -45,6 +45,13 @@ bench:
 bench-50k:
 	$(GO) run ./bench/run --clients 50000 --variants delta --workloads all --micro=false \
 		--name latest-50k --timeout 30m $(BENCHFLAGS)
+
+# N = 100000 delta clients over 1000 connections, every update changing all
+# resources, direct vs relayed: what one relay process holds on this
+# machine. Writes bench/results/latest-100k.*.
+bench-100k:
+	$(GO) run ./bench/run --clients 100000 --variants delta --workloads all --micro=false \
+		--name latest-100k --timeout 45m $(BENCHFLAGS)
 
 lint:
 	$(GO) vet ./...

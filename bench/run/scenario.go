@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/loadgen"
 )
 
@@ -294,7 +295,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 		return nil
 	}
 	cfgPath := filepath.Join(e.logDir, r.tag+"-relay.yaml")
-	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients)), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
 	relay, err := start(e.logDir, r.tag+"-relay", e.relayBin, "serve", "--config", cfgPath)
@@ -648,8 +649,11 @@ func meanMax(vs []int64) (float64, int64) {
 // authority, it also serves plain names (plain_names defaults to true), in
 // one upstream stream per node cluster: the load generator's clients share
 // one (or --node-clusters). No drain delay at shutdown: nothing balances
-// load onto this relay, and a scenario's end would wait it out.
-func relayConfig(listen, admin, authority, origin string) string {
+// load onto this relay, and a scenario's end would wait it out. Room for
+// twice the fleet's streams: in the reconnect storm every client opens a
+// new stream while the relay may still hold its old one, and at N = 100000
+// the default max_streams (100000) refused 176568 reconnects.
+func relayConfig(listen, admin, authority, origin string, clients int) string {
 	return fmt.Sprintf(`listen: %q
 admin: %q
 admin_pprof: true
@@ -662,5 +666,7 @@ log:
 downstream:
   send_timeout: 60s
   drain_delay: 0s
-`, listen, admin, authority, origin)
+  limits:
+    max_streams: %d
+`, listen, admin, authority, origin, max(config.DefaultMaxStreams, 2*clients))
 }
