@@ -48,6 +48,9 @@ func timeAfterFunc(d time.Duration, f func()) func() bool { return time.AfterFun
 
 // gatherLocked awaits names (subscribed by one request, owed an answer) on
 // ts together: it starts the type's gather, or adds them to the one on.
+// Names unsubscribed since leave it first, so what a gather keeps stays
+// within what the stream holds (max_names_per_stream), however many
+// requests come while it is on.
 func (ss *session) gatherLocked(ts *typeState, names []string) {
 	if ss.srv.gatherWindow <= 0 || len(names) == 0 {
 		return
@@ -57,6 +60,10 @@ func (ss *session) gatherLocked(ts *typeState, names []string) {
 		g = &gathering{}
 		ts.gather = g
 	}
+	g.names = slices.DeleteFunc(g.names, func(n string) bool {
+		_, still := ts.subs[n]
+		return !still
+	})
 	g.names = append(g.names, names...)
 	slices.Sort(g.names)
 	g.names = slices.Compact(g.names)

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -333,4 +334,35 @@ func TestGatherEndsOnResourceError(t *testing.T) {
 	checkDelta(t, deltaWithErrors(edsType, nil, []*discoveryv3.ResourceError{resourceError(names[2], unavailable)},
 		dres(names[0], rs[0]), dres(names[1], rs[1])), d.Recv())
 	d.None()
+}
+
+// A client that keeps replacing its names while a gather is on (their
+// origin silent) makes the gather keep only the names it still holds,
+// never every name it ever asked for.
+func TestGatherKeepsOnlyHeldNames(t *testing.T) {
+	e, _, _ := gatherEnv(t)
+	c := e.delta()
+	const rounds, batch = 20, 5
+	var held []string
+	for i := range rounds {
+		names, _ := eds(fmt.Sprintf("r%d-", i), batch)
+		req := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: names, ResourceNamesUnsubscribe: held}
+		if i == 0 {
+			req.Node = testNode
+		}
+		c.Send(req)
+		held = names
+	}
+	e.syncDelta(c) // every request above is applied
+	ss := e.srv.snapshotSessions()[0]
+	ss.mu.Lock()
+	g := ss.types[edsType].gather
+	var kept []string
+	if g != nil {
+		kept = slices.Clone(g.names)
+	}
+	ss.mu.Unlock()
+	if len(kept) > batch {
+		t.Errorf("the gather keeps %d names after %d rounds of %d; want at most the %d still held", len(kept), rounds, batch, batch)
+	}
 }
