@@ -14,7 +14,8 @@ import (
 // session remembers which own name answers which alias subscription
 // (sub.via, typeState.via): that name counts as subscribed, leaves when
 // the alias stops resolving to it (removed, if the client held it), and an
-// unsubscription may name it instead of the alias.
+// unsubscription may name it instead of the alias. SotW streams, unary
+// Fetch and REST polls are not answered by alias (VHDS is delta only).
 
 // directOrAliasLocked diffs a name subscribed directly: as directLocked,
 // or, when the resource found has another name (the name asked is an
@@ -61,13 +62,22 @@ func (d *diff) viaLocked(p *probe) string {
 // aliasedName is the resource's own name when p found a resource under
 // another name (an alias of it), else "".
 func aliasedName(p *probe) string {
-	if p.state != cache.StatePresent || p.res == nil || p.res.Name == p.key.Name {
+	if p.state != cache.StatePresent {
 		return ""
 	}
-	if c, err := cache.CanonicalName(p.res.Name); err == nil && c == p.key.Name {
+	return aliasOf(p.key, p.res)
+}
+
+// aliasOf returns r's own name when r, read for key k, is another
+// resource that k is an alias of; "" when r is k's own (or nil).
+func aliasOf(k cache.Key, r *cache.Resource) string {
+	if r == nil || r.Name == k.Name {
+		return ""
+	}
+	if c, err := cache.CanonicalName(r.Name); err == nil && c == k.Name {
 		return "" // its own name, spelled otherwise
 	}
-	return p.res.Name
+	return r.Name
 }
 
 // setViaLocked records that subscription s is answered by the resource

@@ -290,7 +290,10 @@ func (s *Server) fetchLookups(w cache.Watcher, items []fetchItem, unknown []resE
 			continue
 		}
 		r, st, err := s.cache.Lookup(it.res.Key)
-		if st == cache.StatePresent && s.cache.Withheld(w, it.res.Key, r) {
+		if st == cache.StatePresent && (s.cache.Withheld(w, it.res.Key, r) || aliasOf(it.res.Key, r) != "") {
+			// Not sent yet (a do_not_cache copy owed fresh), or another
+			// resource this name is an alias of: as over SotW streams,
+			// aliases are not answered (alias.go).
 			r, st, err = nil, cache.StatePending, nil
 		}
 		pending = pending || st == cache.StatePending

@@ -1,10 +1,12 @@
 package downstream
 
 import (
+	"context"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointv3s "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -166,4 +168,30 @@ func TestSotWAliasNotAnswered(t *testing.T) {
 	c.Send(&discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: vhType, ResourceNames: []string{alias}})
 	e.syncSotW(c) // the sync's answer comes first: nothing was sent for the alias
 	c.None()
+}
+
+// TestFetchAliasNotAnswered: a unary Fetch (and REST, which shares it) is
+// not answered by alias, as SotW streams are not: the resource an alias
+// leads to may be another authority's, checked only on delta streams.
+// Its own name is answered.
+func TestFetchAliasNotAnswered(t *testing.T) {
+	e := newEnv(t, 0)
+	const alias, own = "cla/alias", "cla/own"
+	r := fieldsRes(edsType, own, "1", []string{alias}, nil, nil)
+	e.cache.set(key(edsType, own), r)
+	c := endpointv3s.NewEndpointDiscoveryServiceClient(e.conn)
+	got, err := c.FetchEndpoints(context.Background(), &discoveryv3.DiscoveryRequest{Node: testNode, ResourceNames: []string{alias}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GetResources()) != 0 {
+		t.Errorf("Fetch of an alias got %d resources, want none", len(got.GetResources()))
+	}
+	got, err = c.FetchEndpoints(context.Background(), &discoveryv3.DiscoveryRequest{Node: testNode, ResourceNames: []string{own}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GetResources()) != 1 {
+		t.Errorf("Fetch of the resource's own name got %d resources, want 1", len(got.GetResources()))
+	}
 }
