@@ -99,12 +99,26 @@ func (ss *session) recheck(pol *access.Policy) error {
 }
 
 // deniedHeldLocked finds an (authority, type) pol denies the session that
-// it subscribes to, or holds a resource of through a collection.
+// it subscribes to, or holds a resource of through a collection or an
+// alias.
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
 	for _, ts := range ss.types {
 		for k := range ts.byKey {
 			if !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
 				return k.Link.Authority, k.TypeURL, true
+			}
+		}
+	}
+	for _, ts := range ss.types {
+		if len(ts.via) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
+			continue
+		}
+		for _, s := range ts.subs {
+			if s.via == "" {
+				continue
+			}
+			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, s.via, s.key.Link); !ok {
+				return a, ts.typeURL, true
 			}
 		}
 	}

@@ -164,3 +164,40 @@ func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: vhType, ResourceNamesSubscribe: []string{openAlias}})
 	checkDelta(t, deltaResp(vhType, nil, dfres("rc/vh2", open)), c.Recv())
 }
+
+// TestSetAccessEndsAliasHolder: a reload whose rules deny the authority of
+// a resource a client was sent by alias ends that client's stream, as for
+// a collection member it holds.
+func TestSetAccessEndsAliasHolder(t *testing.T) {
+	e := newEnv(t, 0)
+	const alias = "rc/www.example.com"
+	own := "xdstp://restricted.example/envoy.config.route.v3.VirtualHost/vh1"
+	r := fieldsRes(vhType, own, "1", []string{alias}, nil, nil)
+	e.cache.set(cache.Key{Link: legacyStream, TypeURL: vhType, Name: own}, r)
+	c := e.delta()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: vhType, ResourceNamesSubscribe: []string{alias}})
+	got := c.Recv()
+	checkDelta(t, deltaResp(vhType, nil, dfres(own, r)), got)
+	c.Send(ack(vhType, got))
+	e.syncDelta(c)
+
+	pol, err := access.New(access.Options{Authorities: map[string]access.Authority{
+		"restricted.example": {Allow: []access.Rule{{NodeCluster: "prod-*"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.srv.SetAccess(pol); n != 1 {
+		t.Errorf("SetAccess ended %d streams, want 1 (the alias holder)", n)
+	}
+	select {
+	case r := <-c.Responses():
+		t.Fatalf("after SetAccess, the client received %v", r)
+	case err := <-c.Errors():
+		if st := status.Convert(err); st.Code() != codes.PermissionDenied {
+			t.Errorf("stream ended with %v, want PermissionDenied", st)
+		}
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatal("the stream did not end")
+	}
+}
