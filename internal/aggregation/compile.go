@@ -747,14 +747,14 @@ func templateRefs(t string) []string {
 			if end < 0 {
 				continue // not a reference: Expand copies it
 			}
-			if name := t[i+1 : i+end]; isTemplateName(name) {
+			if name := t[i+1 : i+end]; IsTemplateName(name) {
 				refs = append(refs, name)
 			}
 			i += end
 			continue
 		}
 		j := i
-		for j < len(t) && isNameByte(t[j]) {
+		for j < len(t) && IsTemplateNameByte(t[j]) {
 			j++
 		}
 		if j > i {
@@ -765,19 +765,24 @@ func templateRefs(t string) []string {
 	return refs
 }
 
-func isTemplateName(s string) bool {
+// IsTemplateName reports whether s is a group name or number a
+// replacement template may refer to (Regexp.Expand's rule: letters,
+// digits and underscores).
+func IsTemplateName(s string) bool {
 	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !isNameByte(s[i]) {
+		if !IsTemplateNameByte(s[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-func isNameByte(b byte) bool {
+// IsTemplateNameByte reports whether b may be part of a template's group
+// name: $name takes the longest run of such bytes.
+func IsTemplateNameByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 

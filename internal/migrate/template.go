@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/xds-relay/xds-relay/internal/aggregation"
 )
 
 // normalizeTemplate rewrites a replacement template so that it names only
@@ -34,7 +36,7 @@ func normalizeTemplate(t string, re *regexp.Regexp) string {
 			if end > 0 {
 				name = t[i+2 : i+end]
 			}
-			if end < 0 || !isName(name) {
+			if end < 0 || !aggregation.IsTemplateName(name) {
 				b.WriteString("$$") // Expand copies a malformed "$" as is
 				continue
 			}
@@ -44,7 +46,7 @@ func normalizeTemplate(t string, re *regexp.Regexp) string {
 			i += end
 		default:
 			j := i + 1
-			for j < len(t) && isNameByte(t[j]) {
+			for j < len(t) && aggregation.IsTemplateNameByte(t[j]) {
 				j++
 			}
 			if j == i+1 {
@@ -58,20 +60,4 @@ func normalizeTemplate(t string, re *regexp.Regexp) string {
 		}
 	}
 	return b.String()
-}
-
-func isName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isNameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isNameByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
