@@ -13,6 +13,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // Access control: who may subscribe to what (internal/access decides).
@@ -243,13 +244,17 @@ func (ss *session) memberAuthorityLocked(pol *access.Policy, typeURL, name strin
 // left pending when denied.
 func (ss *session) checkMembersLocked(pol *access.Policy, w *work) {
 	typeURL := w.ts.typeURL
-	if !ss.deniesAnyLocked(pol, typeURL) {
+	aliases := ss.variant == xdstype.Delta // only delta answers by alias
+	if (len(w.ts.colls) == 0 && !aliases) || !ss.deniesAnyLocked(pol, typeURL) {
 		return
 	}
 	keep := w.probes[:0]
 	for _, p := range w.probes {
 		switch {
 		case !p.collection:
+			if !aliases {
+				break
+			}
 			if own := aliasedName(&p); own != "" {
 				if _, ok := ss.memberAuthorityLocked(pol, typeURL, own, p.key.Link); !ok {
 					continue
