@@ -72,6 +72,12 @@ type Resource struct {
 	Heartbeat bool
 	// Arrived is when the relay received this revision.
 	Arrived time.Time
+
+	// Encoded holds the encodings made of this revision for clients
+	// (Encoding), set only once the revision is shared: a copy made
+	// before that (a new revision built from another) starts empty. Not
+	// content: it compares equal whatever it holds.
+	Encoded Encodings
 }
 
 // Size is the number of bytes of the serialized resource.

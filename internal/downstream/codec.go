@@ -8,15 +8,31 @@ import (
 	_ "google.golang.org/grpc/encoding/proto"
 )
 
-// encodedResponse is a response whose bytes are already encoded: shared,
-// the part every client that gets the same origin change receives (its
-// resources, encoded once per change), and own, this client's envelope
-// fields (type_url, nonce, SotW version_info). Both are encodings of the
-// same response message; protobuf merges concatenated encodings, so
-// own+shared is the whole response. Neither is ever written to.
+// encodedResponse is a response whose bytes are already encoded: own, this
+// client's envelope fields (type_url, nonce, SotW version_info, removals,
+// resource errors), and shared, encodings other clients receive too (an
+// origin change's resources encoded once per change, or each resource's
+// entry encoded once per revision: cache.Resource.Encoding). All are
+// encodings of fields of the same response message; protobuf merges
+// concatenated encodings, so own followed by shared is the whole
+// response. None is ever written to.
 type encodedResponse struct {
 	own    []byte
-	shared []byte
+	shared [][]byte
+}
+
+// bytes returns the whole response as one slice (a copy).
+func (r *encodedResponse) bytes() []byte {
+	n := len(r.own)
+	for _, b := range r.shared {
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, r.own...)
+	for _, b := range r.shared {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // Codec returns the codec the grpc.Server carrying a Server must use
@@ -33,7 +49,12 @@ type codec struct{ proto encoding.CodecV2 }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if r, ok := v.(*encodedResponse); ok {
-		return mem.BufferSlice{mem.SliceBuffer(r.own), mem.SliceBuffer(r.shared)}, nil
+		bs := make(mem.BufferSlice, 0, 1+len(r.shared))
+		bs = append(bs, mem.SliceBuffer(r.own))
+		for _, b := range r.shared {
+			bs = append(bs, mem.SliceBuffer(b))
+		}
+		return bs, nil
 	}
 	return c.proto.Marshal(v)
 }

@@ -106,27 +106,30 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
 		return outMsg{}, false
 	}
-	var resources []*discoveryv3.Resource
+	var entries [][]byte
 	if len(d.updates) > 0 {
-		resources = make([]*discoveryv3.Resource, 0, len(d.updates))
+		entries = make([][]byte, 0, len(d.updates))
 		for _, u := range d.updates {
-			resources = append(resources, deltaEnvelope(u.name, u.res, u.heartbeat))
+			if e := deltaEntry(u.name, u.res, u.heartbeat); e != nil {
+				entries = append(entries, e)
+			}
 		}
 	}
 	sort.Strings(d.removed)
 	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
+	own := ownPart(&discoveryv3.DeltaDiscoveryResponse{
+		TypeUrl:          ts.typeURL,
+		RemovedResources: d.removed,
+		Nonce:            nonce,
+		ControlPlane:     ss.srv.controlPlane,
+		ResourceErrors:   errs,
+	})
 	return outMsg{
-		msg: &discoveryv3.DeltaDiscoveryResponse{
-			TypeUrl:          ts.typeURL,
-			Resources:        resources,
-			RemovedResources: d.removed,
-			Nonce:            nonce,
-			ControlPlane:     ss.srv.controlPlane,
-			ResourceErrors:   errs,
-		},
+		msg:     &encodedResponse{own: own, shared: entries},
 		typeURL: ts.typeURL,
-		count:   len(resources) + len(d.removed),
+		count:   len(entries) + len(d.removed),
+		errs:    errs,
 	}, true
 }

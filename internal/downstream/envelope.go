@@ -4,6 +4,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -26,6 +27,12 @@ func deltaEnvelope(name string, r *cache.Resource, heartbeat bool) *discoveryv3.
 		env.Aliases, env.Metadata, env.CacheControl = r.Aliases, r.Metadata, r.CacheControl
 	}
 	return env
+}
+
+// sotwWrapped reports whether r goes to a SotW client taking wrap in the
+// Resource wrapper (sotwEnvelopeFor), not as its body alone.
+func sotwWrapped(r *cache.Resource, heartbeat bool, wrap sotwWrap) bool {
+	return heartbeat || (r.TTL != nil && wrap >= wrapTTL) || (r.HasFields() && wrap >= wrapFields)
 }
 
 // wrapperCacheSize bounds the SotW TTL wrappers kept for reuse.
@@ -58,7 +65,7 @@ func newWrapperCache() *lru.Cache[wrapperKey, *anypb.Any] {
 // marshalled once for every client (wrappers may be nil: no sharing). Nil
 // when there is nothing to send.
 func sotwEnvelopeFor(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) *anypb.Any {
-	if !heartbeat && !(r.TTL != nil && wrap >= wrapTTL) && !(r.HasFields() && wrap >= wrapFields) {
+	if !sotwWrapped(r, heartbeat, wrap) {
 		return r.Body
 	}
 	k := wrapperKey{res: r, name: name, heartbeat: heartbeat}
@@ -80,4 +87,65 @@ func sotwEnvelopeFor(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r
 		wrappers.Add(k, a)
 	}
 	return a
+}
+
+// entryKey names one encoding of a revision as a response entry
+// (cache.Resource.Encoding): per variant; with the name and heartbeat
+// when the entry carries them (every delta entry, a SotW entry in the
+// Resource wrapper); for SotW, whether it is in the wrapper.
+type entryKey struct {
+	variant   xdstype.Variant
+	name      string
+	heartbeat bool
+	wrapped   bool
+}
+
+// The resources field of each response, by number from the generated
+// descriptors.
+var (
+	deltaResourcesField = messageFieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "resources")
+	sotwResourcesField  = messageFieldNumber(&discoveryv3.DiscoveryResponse{}, "resources")
+)
+
+// deltaEntry returns r's encoding as one entry of
+// DeltaDiscoveryResponse.resources under name (deltaEnvelope), made once
+// per revision and name and shared by every client sent it; nil when
+// there is nothing to send.
+func deltaEntry(name string, r *cache.Resource, heartbeat bool) []byte {
+	return r.Encoding(entryKey{variant: xdstype.Delta, name: name, heartbeat: heartbeat}, func() []byte {
+		env := deltaEnvelope(name, r, heartbeat)
+		if env == nil {
+			return nil
+		}
+		return appendMessage(nil, deltaResourcesField, env)
+	})
+}
+
+// sotwEntry returns r's encoding as one entry of
+// DiscoveryResponse.resources for a client taking wrap (sotwEnvelopeFor),
+// made once per revision and envelope and shared by every client sent it;
+// nil when there is nothing to send.
+func sotwEntry(name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) []byte {
+	k := entryKey{variant: xdstype.SotW}
+	if sotwWrapped(r, heartbeat, wrap) {
+		k.name, k.heartbeat, k.wrapped = name, heartbeat, true
+	}
+	return r.Encoding(k, func() []byte {
+		a := sotwEnvelopeFor(nil, name, r, heartbeat, wrap)
+		if a == nil {
+			return nil
+		}
+		return appendMessage(nil, sotwResourcesField, a)
+	})
+}
+
+// appendMessage appends m as field n, as proto.Marshal would (maps in a
+// stable order: the bytes are shared, so the same for every client).
+func appendMessage(b []byte, n protowire.Number, m proto.Message) []byte {
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil // cannot happen: m holds only well-formed fields
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendBytes(b, body)
 }

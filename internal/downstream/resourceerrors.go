@@ -123,18 +123,6 @@ func wireErrors(errs []resErr) []*discoveryv3.ResourceError {
 	return out
 }
 
-// responseErrors returns the resource errors of a response message (none
-// for the fan-out's shared encoding, which only carries revisions).
-func responseErrors(msg any) []*discoveryv3.ResourceError {
-	switch m := msg.(type) {
-	case *discoveryv3.DiscoveryResponse:
-		return m.GetResourceErrors()
-	case *discoveryv3.DeltaDiscoveryResponse:
-		return m.GetResourceErrors()
-	}
-	return nil
-}
-
 // countErrors counts the resource errors of a response sent.
 func (m *metrics) countErrors(typeURL string, errs []*discoveryv3.ResourceError) {
 	for _, e := range errs {

@@ -14,6 +14,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -63,11 +64,16 @@ func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], var
 		return err
 	}
 	defer release()
-	ss := newSession(s, variant, typeURL, peerOf(st.Context()), certIdentity(st.Context()), func(m any) error {
-		if r, ok := m.(*encodedResponse); ok {
+	ss := newSession(s, variant, typeURL, peerOf(st.Context()), certIdentity(st.Context()), func(r *encodedResponse) error {
+		if s.sharedEncoding {
 			return st.SendMsg(r) // Codec sends its bytes as they are
 		}
-		return st.Send(m.(*Resp))
+		// A grpc.Server without Codec: decoded, and encoded again by it.
+		resp := new(Resp)
+		if err := proto.Unmarshal(r.bytes(), any(resp).(proto.Message)); err != nil {
+			return err
+		}
+		return st.Send(resp)
 	})
 	recv := make(chan request)
 	pump(ss, st.Recv, recv)

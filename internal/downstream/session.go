@@ -21,13 +21,13 @@ import (
 // (writerState): an idle stream costs no writer goroutine.
 type session struct {
 	srv       *Server
-	id        uint64            // read-only after newSession
-	variant   xdstype.Variant   // read-only after newSession
-	fixedType string            // read-only; "" for ADS
-	send      func(m any) error // read-only; called by the writer only
-	done      chan struct{}     // closed when the handler returns
-	failed    chan error        // 1 slot: the writer's reason to end the stream
-	peer      string            // read-only after newSession
+	id        uint64                       // read-only after newSession
+	variant   xdstype.Variant              // read-only after newSession
+	fixedType string                       // read-only; "" for ADS
+	send      func(*encodedResponse) error // read-only; called by the writer only
+	done      chan struct{}                // closed when the handler returns
+	failed    chan error                   // 1 slot: the writer's reason to end the stream
+	peer      string                       // read-only after newSession
 	// cert is the SANs of the client's verified certificate (access.go).
 	cert access.Identity // read-only after newSession
 
@@ -77,7 +77,7 @@ type session struct {
 	sendTimer *time.Timer
 }
 
-func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(any) error) *session {
+func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(*encodedResponse) error) *session {
 	return &session{
 		srv:       srv,
 		id:        srv.nextID.Add(1),

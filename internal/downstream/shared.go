@@ -83,7 +83,17 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 
 	own := ss.ownPartLocked(ts)
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
-	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+	return outMsg{msg: &encodedResponse{own: own, shared: [][]byte{shared}}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+}
+
+// ownPart encodes a response's own fields (those set in m); its resources
+// follow as shared entries.
+func ownPart(m proto.Message) []byte {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil // cannot happen: m holds only well-formed fields
+	}
+	return b
 }
 
 // ownPartLocked issues the shared response's nonce (SotW: and version) and
@@ -116,9 +126,17 @@ var (
 )
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	return fieldOfKind(m, name, protoreflect.StringKind)
+}
+
+func messageFieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	return fieldOfKind(m, name, protoreflect.MessageKind)
+}
+
+func fieldOfKind(m proto.Message, name protoreflect.Name, kind protoreflect.Kind) protowire.Number {
 	f := m.ProtoReflect().Descriptor().Fields().ByName(name)
-	if f == nil || f.Kind() != protoreflect.StringKind {
-		panic(fmt.Sprintf("downstream: %s has no string field %s", m.ProtoReflect().Descriptor().FullName(), name))
+	if f == nil || f.Kind() != kind {
+		panic(fmt.Sprintf("downstream: %s has no %v field %s", m.ProtoReflect().Descriptor().FullName(), kind, name))
 	}
 	return f.Number()
 }

@@ -6,7 +6,6 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -100,20 +99,20 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
 	w.diff.seq = ts.version + 1 // this response's version_info, if built
 	d := w.diffLocked(xdstype.SotW)
-	var resources []*anypb.Any
+	var entries [][]byte
 	if fullStateTypes[ts.typeURL] {
 		if !d.changed {
 			return outMsg{}, false
 		}
-		resources = ss.fullStateLocked(ts, d.updates)
+		entries = ss.fullStateLocked(ts, d.updates)
 	} else {
 		if len(d.updates) == 0 && len(d.errors) == 0 {
 			return outMsg{}, false
 		}
-		resources = make([]*anypb.Any, 0, len(d.updates))
+		entries = make([][]byte, 0, len(d.updates))
 		for _, u := range d.updates {
-			if a := sotwEnvelopeFor(ss.srv.wrappers, u.name, u.res, u.heartbeat, ts.wrap); a != nil {
-				resources = append(resources, a)
+			if e := sotwEntry(u.name, u.res, u.heartbeat, ts.wrap); e != nil {
+				entries = append(entries, e)
 			}
 		}
 	}
@@ -121,23 +120,24 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
+	own := ownPart(&discoveryv3.DiscoveryResponse{
+		VersionInfo:    strconv.FormatUint(ts.version, 10),
+		TypeUrl:        ts.typeURL,
+		Nonce:          nonce,
+		ControlPlane:   ss.srv.controlPlane,
+		ResourceErrors: errs,
+	})
 	return outMsg{
-		msg: &discoveryv3.DiscoveryResponse{
-			VersionInfo:    strconv.FormatUint(ts.version, 10),
-			Resources:      resources,
-			TypeUrl:        ts.typeURL,
-			Nonce:          nonce,
-			ControlPlane:   ss.srv.controlPlane,
-			ResourceErrors: errs,
-		},
+		msg:     &encodedResponse{own: own, shared: entries},
 		typeURL: ts.typeURL,
-		count:   len(resources),
+		count:   len(entries),
+		errs:    errs,
 	}, true
 }
 
 // fullStateLocked lists every subscribed resource the client holds of ts,
 // by name; those in updates that are heartbeats go without their body.
-func (ss *session) fullStateLocked(ts *typeState, updates []update) []*anypb.Any {
+func (ss *session) fullStateLocked(ts *typeState, updates []update) [][]byte {
 	var heartbeat map[string]bool
 	for _, u := range updates {
 		if u.heartbeat {
@@ -154,13 +154,13 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) []*anypb.Any
 		}
 	}
 	sort.Strings(names)
-	resources := make([]*anypb.Any, 0, len(names))
+	entries := make([][]byte, 0, len(names))
 	for _, n := range names {
-		if a := sotwEnvelopeFor(ss.srv.wrappers, n, ts.sent[n].res, heartbeat[n], ts.wrap); a != nil {
-			resources = append(resources, a)
+		if e := sotwEntry(n, ts.sent[n].res, heartbeat[n], ts.wrap); e != nil {
+			entries = append(entries, e)
 		}
 	}
-	return resources
+	return entries
 }
 
 // sameNames reports whether names is exactly ts's subscription (a request

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
@@ -211,7 +212,7 @@ func (ss *session) sendAll(msgs []outMsg) error {
 		}
 		ss.srv.m.responses.WithLabelValues(typeLabel(m.typeURL)).Inc()
 		ss.srv.m.responseResource.WithLabelValues(typeLabel(m.typeURL)).Add(float64(m.count))
-		ss.srv.m.countErrors(m.typeURL, responseErrors(m.msg))
+		ss.srv.m.countErrors(m.typeURL, m.errs)
 	}
 	return nil
 }
@@ -219,7 +220,7 @@ func (ss *session) sendAll(msgs []outMsg) error {
 // sendWithTimeout sends m; if Send has not returned within the send
 // timeout, the handler is told to end the stream as too slow.
 // The timer is the session's, reused by every send (one writer at a time).
-func (ss *session) sendWithTimeout(m any) error {
+func (ss *session) sendWithTimeout(m *encodedResponse) error {
 	if ss.sendTimer == nil {
 		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout(), func() { ss.fail(ErrSlowClient) })
 	} else {
@@ -234,9 +235,10 @@ func (ss *session) sendWithTimeout(m any) error {
 
 // outMsg is one response ready to send.
 type outMsg struct {
-	msg     any // a response message, or an *encodedResponse
+	msg     *encodedResponse
 	typeURL string
-	count   int // resources and removals in it
+	count   int                          // resources and removals in it
+	errs    []*discoveryv3.ResourceError // its resource errors
 }
 
 // build turns what changed into responses. The cache is read without the

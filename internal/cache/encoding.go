@@ -1,0 +1,80 @@
+package cache
+
+import "sync/atomic"
+
+// maxEncodings bounds the encodings kept per revision: one per variant and
+// envelope in practice; names a client spells its own way are encoded for
+// it alone past the bound, so no client can grow a shared revision.
+const maxEncodings = 8
+
+// Encodings is a revision's memo of its encodings (Resource.Encoding).
+type Encodings struct{ v atomic.Value } // an *encodings
+
+// Equal reports true: encodings are derived from the revision, not part
+// of what the origin sent (cmp and tests compare revisions by content).
+func (Encodings) Equal(Encodings) bool { return true }
+
+// encodings is an immutable list of a revision's encodings; Encoding
+// replaces it whole.
+type encodings struct{ entries []encoding }
+
+type encoding struct {
+	key any
+	b   []byte
+}
+
+// Encoding returns r's encoding under key, calling build to make it the
+// first time: bytes that are the same for every client receiving this
+// revision (one response entry of a variant, say) are made once and
+// shared, never written to. Lookups take no lock. build may run more than
+// once when callers race; one result is kept. Past maxEncodings keys,
+// build runs on every call and nothing more is kept.
+func (r *Resource) Encoding(key any, build func() []byte) []byte {
+	cur, _ := r.Encoded.v.Load().(*encodings)
+	if b, ok := cur.find(key); ok {
+		return b
+	}
+	b := build()
+	for {
+		if cur != nil && len(cur.entries) >= maxEncodings {
+			return b
+		}
+		next := &encodings{entries: make([]encoding, 0, cur.len()+1)}
+		if cur != nil {
+			next.entries = append(next.entries, cur.entries...)
+		}
+		next.entries = append(next.entries, encoding{key: key, b: b})
+		var swapped bool
+		if cur == nil {
+			swapped = r.Encoded.v.CompareAndSwap(nil, next)
+		} else {
+			swapped = r.Encoded.v.CompareAndSwap(cur, next)
+		}
+		if swapped {
+			return b
+		}
+		cur, _ = r.Encoded.v.Load().(*encodings)
+		if kept, ok := cur.find(key); ok {
+			return kept
+		}
+	}
+}
+
+func (e *encodings) find(key any) ([]byte, bool) {
+	if e == nil {
+		return nil, false
+	}
+	for _, x := range e.entries {
+		if x.key == key {
+			return x.b, true
+		}
+	}
+	return nil, false
+}
+
+func (e *encodings) len() int {
+	if e == nil {
+		return 0
+	}
+	return len(e.entries)
+}

@@ -1,0 +1,66 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestEncodingMadeOnce: an encoding is built once per key and shared;
+// concurrent callers all get the kept bytes.
+func TestEncodingMadeOnce(t *testing.T) {
+	r := &Resource{Name: "r"}
+	builds := 0
+	first := r.Encoding("delta", func() []byte { builds++; return []byte("delta bytes") })
+	again := r.Encoding("delta", func() []byte { builds++; return []byte("other") })
+	if builds != 1 || &first[0] != &again[0] {
+		t.Fatalf("second lookup built again (builds = %d) or returned other bytes %q", builds, again)
+	}
+	if got := r.Encoding("sotw", func() []byte { return []byte("sotw bytes") }); string(got) != "sotw bytes" {
+		t.Fatalf("second key = %q", got)
+	}
+
+	var wg sync.WaitGroup
+	got := make([][]byte, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = r.Encoding("raced", func() []byte { return []byte(fmt.Sprint(i)) })
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if &got[i][0] != &got[0][0] {
+			t.Fatalf("racing callers got different bytes: %q and %q", got[0], got[i])
+		}
+	}
+}
+
+// TestEncodingBounded: past maxEncodings keys a revision keeps nothing
+// more (a client spelling names its own way cannot grow it), and still
+// gets its encoding.
+func TestEncodingBounded(t *testing.T) {
+	r := &Resource{Name: "r"}
+	for i := range maxEncodings + 5 {
+		want := fmt.Sprint("name-", i)
+		if got := r.Encoding(want, func() []byte { return []byte(want) }); string(got) != want {
+			t.Fatalf("Encoding(%q) = %q", want, got)
+		}
+	}
+	if n := r.Encoded.v.Load().(*encodings).len(); n != maxEncodings {
+		t.Fatalf("kept %d encodings, want the bound %d", n, maxEncodings)
+	}
+}
+
+// TestEncodingsNotContent: two revisions differing only in what was
+// encoded of them compare equal.
+func TestEncodingsNotContent(t *testing.T) {
+	a, b := &Resource{Name: "r", Version: "1"}, &Resource{Name: "r", Version: "1"}
+	a.Encoding("k", func() []byte { return []byte("x") })
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("encodings compared as content:\n%s", diff)
+	}
+}
