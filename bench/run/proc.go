@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,6 +147,66 @@ func rssKiB(pid int) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// RuntimeMemory is what a process's Go runtime reports on its /metrics
+// (Prometheus's Go collector, on the relay's admin address and on the
+// origin's control address alike).
+type RuntimeMemory struct {
+	HeapInuseBytes  float64 `json:"heap_inuse_bytes"`  // go_memstats_heap_inuse_bytes
+	StackInuseBytes float64 `json:"stack_inuse_bytes"` // go_memstats_stack_inuse_bytes
+	Goroutines      float64 `json:"goroutines"`        // go_goroutines
+}
+
+// runtimeMemory reads GET http://admin/metrics.
+func runtimeMemory(admin string) (RuntimeMemory, error) {
+	url := "http://" + admin + "/metrics"
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return RuntimeMemory{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return RuntimeMemory{}, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	m, err := parseRuntimeMemory(resp.Body)
+	if err != nil {
+		return m, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return m, nil
+}
+
+// parseRuntimeMemory picks RuntimeMemory's figures out of Prometheus's
+// text format; each must be there.
+func parseRuntimeMemory(r io.Reader) (RuntimeMemory, error) {
+	var m RuntimeMemory
+	want := map[string]*float64{
+		"go_memstats_heap_inuse_bytes":  &m.HeapInuseBytes,
+		"go_memstats_stack_inuse_bytes": &m.StackInuseBytes,
+		"go_goroutines":                 &m.Goroutines,
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text()) // "name value"; comments start with "#"
+		if len(f) < 2 || want[f[0]] == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", f[0], err)
+		}
+		*want[f[0]] = v
+		delete(want, f[0])
+	}
+	if err := sc.Err(); err != nil {
+		return m, err
+	}
+	if len(want) > 0 {
+		missing := slices.Sorted(maps.Keys(want))
+		return m, fmt.Errorf("no %s", strings.Join(missing, ", "))
+	}
+	return m, nil
 }
 
 // freePort returns a loopback address nothing listens on right now.
