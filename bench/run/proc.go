@@ -38,13 +38,32 @@ type child struct {
 	err    error // set before done closes
 }
 
-// start runs bin with args, stderr to logDir/name.log; the process dies
-// with the harness (Pdeathsig).
-func start(logDir, name, bin string, args ...string) (*child, error) {
+// Pinning is where --pin runs each process: the CPU list given to
+// taskset -c, "" for a process left to the scheduler.
+type Pinning struct {
+	Via     string `json:"via"` // the command that pins: taskset -c CPUS
+	Relay   string `json:"relay_cpus"`
+	Origin  string `json:"origin_cpus"`
+	Loadgen string `json:"loadgen_cpus"`
+}
+
+// pinned is --pin's placement: the serving process on CPU 0 (relayed, the
+// origin beside the relay: it does little once the relay holds the
+// resources) and the load generator alone on CPU 1.
+var pinned = Pinning{Via: "taskset -c", Relay: "0", Origin: "0", Loadgen: "1"}
+
+// start runs bin with args, stderr to logDir/name.log, pinned to the CPU
+// list cpus with taskset unless cpus is ""; the process dies with the
+// harness (Pdeathsig). taskset execs bin, so the child's pid is bin's.
+func start(logDir, name, cpus, bin string, args ...string) (*child, error) {
 	c := &child{name: name, done: make(chan struct{}), log: filepath.Join(logDir, name+".log")}
 	f, err := os.Create(c.log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log file: %w", name, err)
+	}
+	if cpus != "" {
+		args = append([]string{"-c", cpus, bin}, args...)
+		bin = "taskset"
 	}
 	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stdout = &c.stdout

@@ -49,6 +49,9 @@ type Settings struct {
 	// Envoy and NameSchemes are workload envoy's shape and names.
 	Envoy       envoyShape `json:"envoy"`
 	NameSchemes []string   `json:"name_schemes"`
+	// Pin is where each process ran (--pin); nil when the scheduler
+	// placed them.
+	Pin *Pinning `json:"pin,omitempty"`
 }
 
 func machine() Machine {
@@ -90,6 +93,10 @@ func writeMarkdown(w io.Writer, r Results) {
 func writeSetting(w io.Writer, r Results) {
 	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. N clients over N/100 connections; %d updates per scenario.",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go, r.Settings.Updates)
+	if p := r.Settings.Pin; p != nil {
+		fmt.Fprintf(w, " Pinned (%s): origin on CPU %s, relay (relayed) on CPU %s, load generator on CPU %s; each Go process's GOMAXPROCS is the number of CPUs it is pinned to.",
+			p.Via, p.Origin, p.Relay, p.Loadgen)
+	}
 	if slices.Contains(r.Settings.Workloads, workloadOne) || slices.Contains(r.Settings.Workloads, workloadAll) {
 		fmt.Fprintf(w, " Workloads one and all: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; each update changes one resource (workload one) or all %d in one origin change (workload all).",
 			r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Resources)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -227,7 +228,7 @@ func TestPerUpdateText(t *testing.T) {
 func TestWriteMarkdown(t *testing.T) {
 	r := Results{
 		Settings: Settings{Clients: []int{1000}, Variants: []string{"delta"}, Workloads: []string{"one", "all", "envoy"}, Resources: 10, ResourceBytes: 1024, Updates: 10,
-			Envoy: envoyShape{Resources: 1000, Window: 20, Changed: 50}, NameSchemes: []string{"plain"}},
+			Envoy: envoyShape{Resources: 1000, Window: 20, Changed: 50}, NameSchemes: []string{"plain"}, Pin: &pinned},
 		Scenarios: []Scenario{
 			{Mode: "direct", Variant: "delta", Workload: "one", Clients: 1000, ClientResponsesPerUpdate: 1, ClientResourcesPerUpdate: 1, ClientBytesPerUpdate: 1337, StormCompleted: true,
 				ServingRSSBeforeKiB: 20 * 1024, ServingRSSAfterKiB: 60 * 1024, RSSPerStreamKiB: 40.96, HeapPerStreamKiB: 20.5, StacksPerStreamKiB: 8.3, RestPerStreamKiB: 12.21, GoroutinesPerStream: 1.004},
@@ -248,6 +249,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"| direct | delta | one | 1000 | 0 | 0 | 0 | 1.00 | 1.00 | 1337 | ",
 		"| relayed | delta | all | 1000 | 0 | 0 | 0 | 1.25 | 10.00 | 13370 | ",
 		"| relayed | sotw | all | 1000 | failed: boom |",
+		" Pinned (taskset -c): origin on CPU 0, relay (relayed) on CPU 0, load generator on CPU 1;",
 		"| mode | variant | workload | N | RSS before MiB | RSS after MiB | RSS KiB/stream | heap KiB/stream | stacks KiB/stream | rest KiB/stream | goroutines/stream |",
 		"| direct | delta | one | 1000 | 20.0 | 60.0 | 41.0 | 20.5 | 8.3 | 12.2 | 1.00 |",
 		"Targets (N = 1000; they are stated at N = 10000, which this run did not measure;",
@@ -308,6 +310,47 @@ go_memstats_stack_inuse_bytes 1.6711680e+07
 	}
 	if _, err := parseRuntimeMemory(strings.NewReader("go_goroutines many\n")); err == nil {
 		t.Error("parseRuntimeMemory of a value that is no number: no error")
+	}
+}
+
+func TestCheckPin(t *testing.T) {
+	found := func(string) (string, error) { return "/usr/bin/taskset", nil }
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	if err := checkPin(2, found); err != nil {
+		t.Errorf("checkPin(2 CPUs, taskset found) = %v", err)
+	}
+	if err := checkPin(2, missing); err == nil || !strings.Contains(err.Error(), "taskset") || !strings.Contains(err.Error(), "util-linux") {
+		t.Errorf("checkPin without taskset = %v, want an error naming taskset and util-linux", err)
+	}
+	if err := checkPin(1, found); err == nil || !strings.Contains(err.Error(), "needs 2 CPUs") {
+		t.Errorf("checkPin(1 CPU) = %v, want an error saying it needs 2 CPUs", err)
+	}
+}
+
+// TestStartPinned: a child started with a CPU list runs on those CPUs
+// only, under its own pid (taskset execs it).
+func TestStartPinned(t *testing.T) {
+	if err := checkPin(runtime.NumCPU(), exec.LookPath); err != nil {
+		t.Skip(err)
+	}
+	if err := tryPin(pinned); err != nil {
+		t.Skip(err)
+	}
+	c, err := start(t.TempDir(), "sleeper", "1", "sleep", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.stopWithin(time.Second) }()
+	err = waitUntil(context.Background(), 5*time.Second, "sleep pinned to CPU 1", func() (bool, error) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.pid()))
+		if err != nil {
+			return false, err
+		}
+		st := "\n" + string(b) // every field after a newline
+		return strings.Contains(st, "\nName:\tsleep\n") && strings.Contains(st, "\nCpus_allowed_list:\t1\n"), nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 

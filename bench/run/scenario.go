@@ -185,6 +185,7 @@ type env struct {
 	authority           string
 	goBin               string
 	profileDir          string        // "" : no relay CPU profiles
+	pin                 Pinning       // zero: no process pinned
 	maxRun              time.Duration // loadgen --duration: a backstop only
 }
 
@@ -274,6 +275,9 @@ func (e *env) newScenarioRun(sc *Scenario, children *[]*child) (*scenarioRun, er
 	if sc.Workload == workloadEnvoy {
 		tag = fmt.Sprintf("%s-%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Names, sc.Clients)
 	}
+	if e.pin != (Pinning{}) {
+		tag += "-pinned" // its profiles beside, not over, an unpinned run's
+	}
 	ports := make([]string, 5)
 	for i := range ports {
 		p, err := freePort()
@@ -290,7 +294,7 @@ func (e *env) newScenarioRun(sc *Scenario, children *[]*child) (*scenarioRun, er
 // and waits for each to listen.
 func (r *scenarioRun) startServing(ctx context.Context) error {
 	e, sc := r.e, r.sc
-	origin, err := start(e.logDir, r.tag+"-origin", e.originBin,
+	origin, err := start(e.logDir, r.tag+"-origin", e.pin.Origin, e.originBin,
 		"--listen", r.originXDS, "--admin", r.originAdmin,
 		"--resources", strconv.Itoa(sc.Resources), "--size", strconv.Itoa(e.resourceSize),
 		"--authority", e.authority, "--names", sc.Names)
@@ -309,7 +313,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients)), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
-	relay, err := start(e.logDir, r.tag+"-relay", e.relayBin, "serve", "--config", cfgPath)
+	relay, err := start(e.logDir, r.tag+"-relay", e.pin.Relay, e.relayBin, "serve", "--config", cfgPath)
 	if err != nil {
 		return err
 	}
@@ -350,7 +354,7 @@ func (r *scenarioRun) startLoadgen(ctx context.Context) error {
 		"--target", r.target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
 		"--variant", sc.Variant, "--names-file", r.namesFile, "--admin", r.lgAdmin, "--json", "--quiet",
 		"--duration", r.e.maxRun.String()}, r.window...)
-	lg, err := start(r.e.logDir, r.tag+"-loadgen", r.e.relayBin, lgArgs...)
+	lg, err := start(r.e.logDir, r.tag+"-loadgen", r.e.pin.Loadgen, r.e.relayBin, lgArgs...)
 	if err != nil {
 		return err
 	}
