@@ -4,7 +4,7 @@ BIN     := bin/xds-relay
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test test-deps status-screenshot bench bench-50k bench-100k lint fuzz fuzz-config soak clean
+.PHONY: build run test test-deps status-screenshot bench bench-pinned bench-50k bench-100k lint fuzz fuzz-config soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
@@ -38,6 +38,16 @@ status-screenshot: test-deps
 # under 12 minutes on 2 cores.
 bench:
 	$(GO) run ./bench/run $(BENCHFLAGS)
+
+# make bench's N = 10000 scenarios (workloads one, all and envoy, delta and
+# SotW, direct and relayed) with each process pinned by taskset: the
+# serving process (and, relayed, the origin beside the relay) on CPU 0, the
+# load generator on CPU 1, so it no longer takes the serving process's CPU.
+# Needs 2 CPUs and taskset (util-linux). Writes bench/results/latest-pinned.*
+# and fanout_p99-pinned.png; shorter than make bench (no N = 1000, no
+# micro-benchmarks).
+bench-pinned:
+	$(GO) run ./bench/run --pin --clients 10000 --micro=false --name latest-pinned $(BENCHFLAGS)
 
 # N = 50000 delta clients over 500 connections, every update changing all
 # resources, direct vs relayed. Writes bench/results/latest-50k.* (latest.*

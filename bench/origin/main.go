@@ -15,6 +15,8 @@
 //	                      answer lists their names
 //	GET  /stats           streams and subscriptions held, requests received,
 //	                      responses and bytes sent (JSON)
+//	GET  /metrics         the Go runtime's figures (heap, stacks, goroutines),
+//	                      Prometheus's Go collector as the relay registers it
 //	GET  /names           the resource names, one per line
 //
 // Usage: go run ./bench/origin --listen 127.0.0.1:18000 --admin 127.0.0.1:18001
@@ -227,6 +229,7 @@ func (o *origin) handler() http.Handler {
 	mux.HandleFunc("GET /names", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, strings.Join(o.names, "\n"))
 	})
+	mux.Handle("GET /metrics", runtimeMetrics())
 	return mux
 }
 

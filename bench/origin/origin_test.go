@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,5 +388,24 @@ func TestPushCount(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMetricsServesRuntime: GET /metrics carries the Go runtime figures
+// the harness divides per stream, under the names the relay exports.
+func TestMetricsServesRuntime(t *testing.T) {
+	o, err := newOrigin(1, 1024, namesXDSTP, "bench.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %q", rec.Code, rec.Body)
+	}
+	for _, name := range []string{"go_memstats_heap_inuse_bytes ", "go_memstats_stack_inuse_bytes ", "go_goroutines "} {
+		if !strings.Contains(rec.Body.String(), "\n"+name) {
+			t.Errorf("GET /metrics lacks %s", name)
+		}
 	}
 }

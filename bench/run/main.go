@@ -112,6 +112,7 @@ func parseFlags() (*benchFlags, error) {
 		schemes   = flag.String("names", "xdstp,plain", "comma-separated resource name schemes of workload envoy: xdstp, plain")
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
+		pin       = flag.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
 		f         benchFlags
 	)
 	flag.StringVar(&f.outDir, "out", "bench/results", "where to write the results")
@@ -130,6 +131,16 @@ func parseFlags() (*benchFlags, error) {
 		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes)}
 	if err := f.check(); err != nil {
 		return nil, err
+	}
+	if *pin {
+		if err := checkPin(runtime.NumCPU(), exec.LookPath); err != nil {
+			return nil, err
+		}
+		if err := tryPin(pinned); err != nil {
+			return nil, err
+		}
+		p := pinned
+		f.settings.Pin = &p
 	}
 	return &f, nil
 }
@@ -154,6 +165,16 @@ func (f *benchFlags) check() error {
 	return nil
 }
 
+// tryPin runs true under taskset on every CPU p names, so a CPU this
+// process may not use is refused before any scenario starts.
+func tryPin(p Pinning) error {
+	cpus := strings.Join([]string{p.Relay, p.Origin, p.Loadgen}, ",")
+	if out, err := exec.Command("taskset", "-c", cpus, "true").CombinedOutput(); err != nil {
+		return fmt.Errorf("--pin: taskset -c %s true: %v: %s", cpus, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 // env is what every scenario of the run shares, its binaries and logs in
 // work.
 func (f *benchFlags) env(work string) *env {
@@ -172,7 +193,24 @@ func (f *benchFlags) env(work string) *env {
 	if f.profile {
 		e.profileDir = filepath.Join(f.outDir, "profiles")
 	}
+	if f.settings.Pin != nil {
+		e.pin = *f.settings.Pin
+	}
 	return e
+}
+
+// checkPin refuses --pin where it cannot do what it says: taskset (from
+// util-linux) must be found by lookPath, and this process must have at
+// least 2 CPUs (numCPU), one for the serving process and one for the load
+// generator.
+func checkPin(numCPU int, lookPath func(string) (string, error)) error {
+	if _, err := lookPath("taskset"); err != nil {
+		return fmt.Errorf("--pin: taskset, which pins the processes, is not installed (%v); it comes with util-linux", err)
+	}
+	if numCPU < 2 {
+		return fmt.Errorf("--pin: needs 2 CPUs, one for the serving process and one for the load generator; this machine gives the harness %d", numCPU)
+	}
+	return nil
 }
 
 // build builds the relay and the benchmark origin.

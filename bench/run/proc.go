@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,13 +38,32 @@ type child struct {
 	err    error // set before done closes
 }
 
-// start runs bin with args, stderr to logDir/name.log; the process dies
-// with the harness (Pdeathsig).
-func start(logDir, name, bin string, args ...string) (*child, error) {
+// Pinning is where --pin runs each process: the CPU list given to
+// taskset -c, "" for a process left to the scheduler.
+type Pinning struct {
+	Via     string `json:"via"` // the command that pins: taskset -c CPUS
+	Relay   string `json:"relay_cpus"`
+	Origin  string `json:"origin_cpus"`
+	Loadgen string `json:"loadgen_cpus"`
+}
+
+// pinned is --pin's placement: the serving process on CPU 0 (relayed, the
+// origin beside the relay: it does little once the relay holds the
+// resources) and the load generator alone on CPU 1.
+var pinned = Pinning{Via: "taskset -c", Relay: "0", Origin: "0", Loadgen: "1"}
+
+// start runs bin with args, stderr to logDir/name.log, pinned to the CPU
+// list cpus with taskset unless cpus is ""; the process dies with the
+// harness (Pdeathsig). taskset execs bin, so the child's pid is bin's.
+func start(logDir, name, cpus, bin string, args ...string) (*child, error) {
 	c := &child{name: name, done: make(chan struct{}), log: filepath.Join(logDir, name+".log")}
 	f, err := os.Create(c.log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log file: %w", name, err)
+	}
+	if cpus != "" {
+		args = append([]string{"-c", cpus, bin}, args...)
+		bin = "taskset"
 	}
 	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stdout = &c.stdout
@@ -144,6 +166,66 @@ func rssKiB(pid int) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// RuntimeMemory is what a process's Go runtime reports on its /metrics
+// (Prometheus's Go collector, on the relay's admin address and on the
+// origin's control address alike).
+type RuntimeMemory struct {
+	HeapInuseBytes  float64 `json:"heap_inuse_bytes"`  // go_memstats_heap_inuse_bytes
+	StackInuseBytes float64 `json:"stack_inuse_bytes"` // go_memstats_stack_inuse_bytes
+	Goroutines      float64 `json:"goroutines"`        // go_goroutines
+}
+
+// runtimeMemory reads GET http://admin/metrics.
+func runtimeMemory(admin string) (RuntimeMemory, error) {
+	url := "http://" + admin + "/metrics"
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return RuntimeMemory{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return RuntimeMemory{}, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	m, err := parseRuntimeMemory(resp.Body)
+	if err != nil {
+		return m, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return m, nil
+}
+
+// parseRuntimeMemory picks RuntimeMemory's figures out of Prometheus's
+// text format; each must be there.
+func parseRuntimeMemory(r io.Reader) (RuntimeMemory, error) {
+	var m RuntimeMemory
+	want := map[string]*float64{
+		"go_memstats_heap_inuse_bytes":  &m.HeapInuseBytes,
+		"go_memstats_stack_inuse_bytes": &m.StackInuseBytes,
+		"go_goroutines":                 &m.Goroutines,
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text()) // "name value"; comments start with "#"
+		if len(f) < 2 || want[f[0]] == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", f[0], err)
+		}
+		*want[f[0]] = v
+		delete(want, f[0])
+	}
+	if err := sc.Err(); err != nil {
+		return m, err
+	}
+	if len(want) > 0 {
+		missing := slices.Sorted(maps.Keys(want))
+		return m, fmt.Errorf("no %s", strings.Join(missing, ", "))
+	}
+	return m, nil
 }
 
 // freePort returns a loopback address nothing listens on right now.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -23,20 +22,10 @@ func profileSeconds(updates, clients, changed int) int {
 	return max(2, int((time.Duration(updates)*perUpdate).Seconds()+0.5))
 }
 
-// idleRelay reads, from the relay's admin at idle, how many goroutines
-// it runs and the top of its in-use heap (saved next to the CPU profiles).
-func (e *env) idleRelay(admin, tag string) (goroutines int, heapTop string) {
-	resp, err := httpClient.Get("http://" + admin + "/debug/pprof/goroutine?debug=1")
-	if err == nil {
-		var line string
-		_, _ = fmt.Fscanln(resp.Body, new(string), new(string), new(string), &line) // "goroutine profile: total N"
-		resp.Body.Close()
-		goroutines, _ = strconv.Atoi(line)
-	}
-	if e.profileDir == "" {
-		return goroutines, ""
-	}
-	return goroutines, e.fetchProfile("http://"+admin+"/debug/pprof/heap?gc=1", tag+"-relay-heap", 30*time.Second, "-sample_index=inuse_space")
+// relayHeapTop fetches the relay's in-use heap at idle (after a GC) and
+// returns its top (saved next to the CPU profiles).
+func (e *env) relayHeapTop(admin, tag string) string {
+	return e.fetchProfile("http://"+admin+"/debug/pprof/heap?gc=1", tag+"-relay-heap", 30*time.Second, "-sample_index=inuse_space")
 }
 
 // profileRelay fetches a CPU profile of the relay from its admin

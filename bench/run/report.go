@@ -49,6 +49,9 @@ type Settings struct {
 	// Envoy and NameSchemes are workload envoy's shape and names.
 	Envoy       envoyShape `json:"envoy"`
 	NameSchemes []string   `json:"name_schemes"`
+	// Pin is where each process ran (--pin); nil when the scheduler
+	// placed them.
+	Pin *Pinning `json:"pin,omitempty"`
 }
 
 func machine() Machine {
@@ -90,6 +93,10 @@ func writeMarkdown(w io.Writer, r Results) {
 func writeSetting(w io.Writer, r Results) {
 	fmt.Fprintf(w, "Machine: %d CPUs, %s, %s RAM, Linux %s, %s. N clients over N/100 connections; %d updates per scenario.",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.Go, r.Settings.Updates)
+	if p := r.Settings.Pin; p != nil {
+		fmt.Fprintf(w, " Pinned (%s): origin on CPU %s, relay (relayed) on CPU %s, load generator on CPU %s; each Go process's GOMAXPROCS is the number of CPUs it is pinned to.",
+			p.Via, p.Origin, p.Relay, p.Loadgen)
+	}
 	if slices.Contains(r.Settings.Workloads, workloadOne) || slices.Contains(r.Settings.Workloads, workloadAll) {
 		fmt.Fprintf(w, " Workloads one and all: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; each update changes one resource (workload one) or all %d in one origin change (workload all).",
 			r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Resources)
@@ -123,22 +130,20 @@ func writeScenarios(w io.Writer, r Results) {
 	}
 }
 
-// writeMemory writes the serving process's memory at idle.
+// writeMemory writes the serving process's memory at idle, and where it
+// goes by its Go runtime.
 func writeMemory(w io.Writer, r Results) {
-	fmt.Fprintln(w, "\nServing process memory at idle (RSS from /proc; per stream = (after − before) / N):")
+	fmt.Fprintln(w, "\nServing process memory at idle, before the clients connected and after all synced (RSS from /proc; heap, stacks and goroutines from its /metrics: go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes, go_goroutines, read right after RSS; rest = RSS − heap − stacks: heap freed but not returned to the OS, the runtime's own, non-Go; per stream = (after − before) / N):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | variant | workload | N | RSS before MiB | RSS after MiB | KiB/stream | relay goroutines/stream |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| mode | variant | workload | N | RSS before MiB | RSS after MiB | RSS KiB/stream | heap KiB/stream | stacks KiB/stream | rest KiB/stream | goroutines/stream |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			continue
 		}
-		g := "-"
-		if s.Mode == "relayed" {
-			g = fmt.Sprintf("%.2f", s.RelayGoroutinesPerStream)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
-			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB, g)
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
+			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB,
+			s.HeapPerStreamKiB, s.StacksPerStreamKiB, s.RestPerStreamKiB, s.GoroutinesPerStream)
 	}
 }
 

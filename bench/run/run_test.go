@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -227,9 +228,10 @@ func TestPerUpdateText(t *testing.T) {
 func TestWriteMarkdown(t *testing.T) {
 	r := Results{
 		Settings: Settings{Clients: []int{1000}, Variants: []string{"delta"}, Workloads: []string{"one", "all", "envoy"}, Resources: 10, ResourceBytes: 1024, Updates: 10,
-			Envoy: envoyShape{Resources: 1000, Window: 20, Changed: 50}, NameSchemes: []string{"plain"}},
+			Envoy: envoyShape{Resources: 1000, Window: 20, Changed: 50}, NameSchemes: []string{"plain"}, Pin: &pinned},
 		Scenarios: []Scenario{
-			{Mode: "direct", Variant: "delta", Workload: "one", Clients: 1000, ClientResponsesPerUpdate: 1, ClientResourcesPerUpdate: 1, ClientBytesPerUpdate: 1337, StormCompleted: true},
+			{Mode: "direct", Variant: "delta", Workload: "one", Clients: 1000, ClientResponsesPerUpdate: 1, ClientResourcesPerUpdate: 1, ClientBytesPerUpdate: 1337, StormCompleted: true,
+				ServingRSSBeforeKiB: 20 * 1024, ServingRSSAfterKiB: 60 * 1024, RSSPerStreamKiB: 40.96, HeapPerStreamKiB: 20.5, StacksPerStreamKiB: 8.3, RestPerStreamKiB: 12.21, GoroutinesPerStream: 1.004},
 			{Mode: "relayed", Variant: "delta", Workload: "all", Clients: 1000, ClientResponsesPerUpdate: 1.25, ClientResourcesPerUpdate: 10, ClientBytesPerUpdate: 13370, StormCompleted: true},
 			{Mode: "relayed", Variant: "sotw", Workload: "all", Clients: 1000, Error: "boom"},
 			{Mode: "relayed", Variant: "delta", Workload: "envoy", Names: "plain", Clients: 1000, Window: 20, StormCompleted: true,
@@ -247,7 +249,9 @@ func TestWriteMarkdown(t *testing.T) {
 		"| direct | delta | one | 1000 | 0 | 0 | 0 | 1.00 | 1.00 | 1337 | ",
 		"| relayed | delta | all | 1000 | 0 | 0 | 0 | 1.25 | 10.00 | 13370 | ",
 		"| relayed | sotw | all | 1000 | failed: boom |",
-		"| mode | variant | workload | N | RSS before MiB |",
+		" Pinned (taskset -c): origin on CPU 0, relay (relayed) on CPU 0, load generator on CPU 1;",
+		"| mode | variant | workload | N | RSS before MiB | RSS after MiB | RSS KiB/stream | heap KiB/stream | stacks KiB/stream | rest KiB/stream | goroutines/stream |",
+		"| direct | delta | one | 1000 | 20.0 | 60.0 | 41.0 | 20.5 | 8.3 | 12.2 | 1.00 |",
 		"Targets (N = 1000; they are stated at N = 10000, which this run did not measure;",
 		"| responses per client per update, relayed (all, delta) | exactly 1.00 | 1.25 | missed |",
 		"| relayed | delta | envoy plain | 1000 | 600.0 | 1.00 | 1.500 | 1.500 | 100.0% | 2000 | 0 | ",
@@ -269,6 +273,84 @@ func TestWriteMarkdown(t *testing.T) {
 		case strings.Count(line, "|") != cells:
 			t.Errorf("row with %d separators under a header with %d: %s", strings.Count(line, "|"), cells, line)
 		}
+	}
+}
+
+// TestIdlePerStream: what the serving process grew by from before the
+// clients to after their sync, per stream, and the RSS not in heap or
+// stacks.
+func TestIdlePerStream(t *testing.T) {
+	sc := Scenario{Clients: 1000, ServingRSSBeforeKiB: 20000, ServingRSSAfterKiB: 60000,
+		ServingRuntimeBefore: RuntimeMemory{HeapInuseBytes: 4 << 20, StackInuseBytes: 1 << 20, Goroutines: 30},
+		ServingRuntimeAfter:  RuntimeMemory{HeapInuseBytes: 4<<20 + 25*1024*1000, StackInuseBytes: 1<<20 + 8*1024*1000, Goroutines: 2030}}
+	sc.idlePerStream()
+	got := [5]float64{sc.RSSPerStreamKiB, sc.HeapPerStreamKiB, sc.StacksPerStreamKiB, sc.RestPerStreamKiB, sc.GoroutinesPerStream}
+	if want := [5]float64{40, 25, 8, 7, 2}; got != want {
+		t.Errorf("RSS, heap, stacks, rest KiB/stream, goroutines/stream = %v, want %v", got, want)
+	}
+}
+
+func TestParseRuntimeMemory(t *testing.T) {
+	const exposition = `# HELP go_goroutines Number of goroutines that currently exist.
+# TYPE go_goroutines gauge
+go_goroutines 2034
+go_info{version="go1.26.8"} 1
+# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.
+go_memstats_heap_inuse_bytes 2.6836992e+08
+go_memstats_heap_inuse_bytes_total_not_this 7
+go_memstats_stack_inuse_bytes 1.6711680e+07
+`
+	got, err := parseRuntimeMemory(strings.NewReader(exposition))
+	if want := (RuntimeMemory{HeapInuseBytes: 268369920, StackInuseBytes: 16711680, Goroutines: 2034}); err != nil || got != want {
+		t.Errorf("parseRuntimeMemory = %+v, %v; want %+v", got, err, want)
+	}
+	_, err = parseRuntimeMemory(strings.NewReader("go_goroutines 3\n"))
+	if err == nil || !strings.Contains(err.Error(), "no go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes") {
+		t.Errorf("parseRuntimeMemory without memstats: %v, want both named missing", err)
+	}
+	if _, err := parseRuntimeMemory(strings.NewReader("go_goroutines many\n")); err == nil {
+		t.Error("parseRuntimeMemory of a value that is no number: no error")
+	}
+}
+
+func TestCheckPin(t *testing.T) {
+	found := func(string) (string, error) { return "/usr/bin/taskset", nil }
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	if err := checkPin(2, found); err != nil {
+		t.Errorf("checkPin(2 CPUs, taskset found) = %v", err)
+	}
+	if err := checkPin(2, missing); err == nil || !strings.Contains(err.Error(), "taskset") || !strings.Contains(err.Error(), "util-linux") {
+		t.Errorf("checkPin without taskset = %v, want an error naming taskset and util-linux", err)
+	}
+	if err := checkPin(1, found); err == nil || !strings.Contains(err.Error(), "needs 2 CPUs") {
+		t.Errorf("checkPin(1 CPU) = %v, want an error saying it needs 2 CPUs", err)
+	}
+}
+
+// TestStartPinned: a child started with a CPU list runs on those CPUs
+// only, under its own pid (taskset execs it).
+func TestStartPinned(t *testing.T) {
+	if err := checkPin(runtime.NumCPU(), exec.LookPath); err != nil {
+		t.Skip(err)
+	}
+	if err := tryPin(pinned); err != nil {
+		t.Skip(err)
+	}
+	c, err := start(t.TempDir(), "sleeper", "1", "sleep", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.stopWithin(time.Second) }()
+	err = waitUntil(context.Background(), 5*time.Second, "sleep pinned to CPU 1", func() (bool, error) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.pid()))
+		if err != nil {
+			return false, err
+		}
+		st := "\n" + string(b) // every field after a newline
+		return strings.Contains(st, "\nName:\tsleep\n") && strings.Contains(st, "\nCpus_allowed_list:\t1\n"), nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 
@@ -476,6 +558,9 @@ func TestScenarioEnvoy(t *testing.T) {
 			want := shape{Updates: 2, ClientUpdates: 2 * n, Changed: 2 * 4, InitialResources: 5, SamplesAreChangedInWindows: true}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("figures (-want +got):\n%s", diff)
+			}
+			if rt := sc.ServingRuntimeAfter; rt.HeapInuseBytes <= 0 || rt.StackInuseBytes <= 0 || rt.Goroutines <= 0 {
+				t.Errorf("serving process's runtime at idle = %+v, want every figure read", rt)
 			}
 			if mode == "direct" {
 				d := *sc.Envoy

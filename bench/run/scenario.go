@@ -96,6 +96,17 @@ type Scenario struct {
 	ServingRSSBeforeKiB  float64 `json:"serving_rss_before_kib"`
 	ServingRSSAfterKiB   float64 `json:"serving_rss_after_kib"`
 	RSSPerStreamKiB      float64 `json:"rss_per_stream_kib"`
+	// Its Go runtime at the same two moments, and where the RSS per
+	// stream goes: heap in use, goroutine stacks in use, the rest (RSS −
+	// heap − stacks: heap pages freed but not yet returned to the OS, the
+	// runtime's own structures, non-Go memory), and goroutines, each
+	// (after − before) / N.
+	ServingRuntimeBefore RuntimeMemory `json:"serving_runtime_before"`
+	ServingRuntimeAfter  RuntimeMemory `json:"serving_runtime_after"`
+	HeapPerStreamKiB     float64       `json:"heap_per_stream_kib"`
+	StacksPerStreamKiB   float64       `json:"stacks_per_stream_kib"`
+	RestPerStreamKiB     float64       `json:"rest_per_stream_kib"`
+	GoroutinesPerStream  float64       `json:"goroutines_per_stream"`
 	// The load generator shares the machine: its CPU per update says how
 	// much of the 2 cores the serving process did not have.
 	LoadgenCPUSPerUpdate float64 `json:"loadgen_cpu_s_per_update"`
@@ -106,10 +117,9 @@ type Scenario struct {
 	// RelayProfileTop is `go tool pprof -top` of the relay's CPU profile
 	// over the update phase (relayed mode, when profiling is on).
 	RelayProfileTop string `json:"relay_profile_top,omitempty"`
-	// RelayGoroutinesPerStream is the relay's goroutine count at idle per
-	// client stream; RelayHeapTop the top of its in-use heap then.
-	RelayGoroutinesPerStream float64 `json:"relay_goroutines_per_stream,omitempty"`
-	RelayHeapTop             string  `json:"relay_heap_top,omitempty"`
+	// RelayHeapTop is the top of the relay's in-use heap at idle (relayed
+	// mode, when profiling is on).
+	RelayHeapTop string `json:"relay_heap_top,omitempty"`
 	// Reconnect storm.
 	StormS              float64 `json:"storm_s"`
 	StormCompleted      bool    `json:"storm_completed"`
@@ -175,6 +185,7 @@ type env struct {
 	authority           string
 	goBin               string
 	profileDir          string        // "" : no relay CPU profiles
+	pin                 Pinning       // zero: no process pinned
 	maxRun              time.Duration // loadgen --duration: a backstop only
 }
 
@@ -214,8 +225,8 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 		return err
 	}
 	time.Sleep(settle) // let the serving process reach its idle footprint
-	if sc.ServingRSSBeforeKiB, err = rssKiB(r.serving.pid()); err != nil {
-		return fmt.Errorf("RSS before: %w", err)
+	if sc.ServingRSSBeforeKiB, sc.ServingRuntimeBefore, err = r.servingMemory(); err != nil {
+		return fmt.Errorf("before the clients: %w", err)
 	}
 	if err := r.startLoadgen(ctx); err != nil {
 		return err
@@ -249,6 +260,7 @@ type scenarioRun struct {
 
 	origin, serving, lg *child // serving is origin (direct) or the relay
 	target              string // where the clients connect: serving's xDS address
+	servingAdmin        string // serving's admin address (its /metrics)
 
 	namesFile string         // the origin's names, one per line, for the load generator
 	subs      loadgen.Config // the clients' subscriptions, as the load generator cuts them
@@ -262,6 +274,9 @@ func (e *env) newScenarioRun(sc *Scenario, children *[]*child) (*scenarioRun, er
 	tag := fmt.Sprintf("%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Clients)
 	if sc.Workload == workloadEnvoy {
 		tag = fmt.Sprintf("%s-%s-%s-%s-%d", sc.Mode, sc.Variant, sc.Workload, sc.Names, sc.Clients)
+	}
+	if e.pin != (Pinning{}) {
+		tag += "-pinned" // its profiles beside, not over, an unpinned run's
 	}
 	ports := make([]string, 5)
 	for i := range ports {
@@ -279,7 +294,7 @@ func (e *env) newScenarioRun(sc *Scenario, children *[]*child) (*scenarioRun, er
 // and waits for each to listen.
 func (r *scenarioRun) startServing(ctx context.Context) error {
 	e, sc := r.e, r.sc
-	origin, err := start(e.logDir, r.tag+"-origin", e.originBin,
+	origin, err := start(e.logDir, r.tag+"-origin", e.pin.Origin, e.originBin,
 		"--listen", r.originXDS, "--admin", r.originAdmin,
 		"--resources", strconv.Itoa(sc.Resources), "--size", strconv.Itoa(e.resourceSize),
 		"--authority", e.authority, "--names", sc.Names)
@@ -290,7 +305,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 	if err := waitListening(ctx, origin, r.originAdmin, startTimeout); err != nil {
 		return err
 	}
-	r.origin, r.serving, r.target = origin, origin, r.originXDS
+	r.origin, r.serving, r.target, r.servingAdmin = origin, origin, r.originXDS, r.originAdmin
 	if sc.Mode != "relayed" {
 		return nil
 	}
@@ -298,7 +313,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients)), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
-	relay, err := start(e.logDir, r.tag+"-relay", e.relayBin, "serve", "--config", cfgPath)
+	relay, err := start(e.logDir, r.tag+"-relay", e.pin.Relay, e.relayBin, "serve", "--config", cfgPath)
 	if err != nil {
 		return err
 	}
@@ -306,7 +321,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 	if err := waitListening(ctx, relay, r.relayXDS, startTimeout); err != nil {
 		return err
 	}
-	r.serving, r.target = relay, r.relayXDS
+	r.serving, r.target, r.servingAdmin = relay, r.relayXDS, r.relayAdmin
 	return nil
 }
 
@@ -339,7 +354,7 @@ func (r *scenarioRun) startLoadgen(ctx context.Context) error {
 		"--target", r.target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
 		"--variant", sc.Variant, "--names-file", r.namesFile, "--admin", r.lgAdmin, "--json", "--quiet",
 		"--duration", r.e.maxRun.String()}, r.window...)
-	lg, err := start(r.e.logDir, r.tag+"-loadgen", r.e.relayBin, lgArgs...)
+	lg, err := start(r.e.logDir, r.tag+"-loadgen", r.e.pin.Loadgen, r.e.relayBin, lgArgs...)
 	if err != nil {
 		return err
 	}
@@ -410,9 +425,10 @@ func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
 		return loadgen.ClientCounts{}, idle, fmt.Errorf("origin stats: %w", err)
 	}
 	sc.OriginStreams, sc.OriginSubscriptions = idle.StreamsOpen, idle.Subscriptions
-	if sc.ServingRSSAfterKiB, err = rssKiB(r.serving.pid()); err != nil {
-		return loadgen.ClientCounts{}, idle, fmt.Errorf("RSS after: %w", err)
+	if sc.ServingRSSAfterKiB, sc.ServingRuntimeAfter, err = r.servingMemory(); err != nil {
+		return loadgen.ClientCounts{}, idle, fmt.Errorf("every client synced: %w", err)
 	}
+	sc.idlePerStream()
 	counts, err := r.clientCounts()
 	if err != nil {
 		return counts, idle, fmt.Errorf("loadgen client counts: %w", err)
@@ -420,12 +436,37 @@ func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
 	sc.InitialResponsesPerClient, sc.InitialMaxResponses = meanMax(counts.Responses)
 	sc.InitialResourcesPerClient, _ = meanMax(counts.Resources)
 	sc.InitialBytesPerClient, _ = meanMax(counts.Bytes)
-	sc.RSSPerStreamKiB = (sc.ServingRSSAfterKiB - sc.ServingRSSBeforeKiB) / float64(sc.Clients)
-	if sc.Mode == "relayed" {
-		g, top := r.e.idleRelay(r.relayAdmin, r.tag)
-		sc.RelayGoroutinesPerStream, sc.RelayHeapTop = float64(g)/float64(sc.Clients), top
+	if sc.Mode == "relayed" && r.e.profileDir != "" {
+		sc.RelayHeapTop = r.e.relayHeapTop(r.relayAdmin, r.tag)
 	}
 	return counts, idle, nil
+}
+
+// servingMemory reads the serving process's RSS and, right after, its Go
+// runtime's figures.
+func (r *scenarioRun) servingMemory() (float64, RuntimeMemory, error) {
+	rss, err := rssKiB(r.serving.pid())
+	if err != nil {
+		return 0, RuntimeMemory{}, fmt.Errorf("RSS: %w", err)
+	}
+	rt, err := runtimeMemory(r.servingAdmin)
+	if err != nil {
+		return rss, rt, fmt.Errorf("%s runtime memory: %w", r.serving.name, err)
+	}
+	return rss, rt, nil
+}
+
+// idlePerStream divides the serving process's growth from before the
+// clients connected to after they all synced by N: RSS, and of it the
+// heap in use, the goroutine stacks in use and the rest; and goroutines.
+func (sc *Scenario) idlePerStream() {
+	n := float64(sc.Clients)
+	b, a := sc.ServingRuntimeBefore, sc.ServingRuntimeAfter
+	sc.RSSPerStreamKiB = (sc.ServingRSSAfterKiB - sc.ServingRSSBeforeKiB) / n
+	sc.HeapPerStreamKiB = (a.HeapInuseBytes - b.HeapInuseBytes) / 1024 / n
+	sc.StacksPerStreamKiB = (a.StackInuseBytes - b.StackInuseBytes) / 1024 / n
+	sc.RestPerStreamKiB = sc.RSSPerStreamKiB - sc.HeapPerStreamKiB - sc.StacksPerStreamKiB
+	sc.GoroutinesPerStream = (a.Goroutines - b.Goroutines) / n
 }
 
 // cpuTimes is the CPU seconds the scenario's processes have used.
