@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,9 +31,6 @@ type ChangeSet struct {
 	// sorted by key name; nil otherwise. Set before the announcement,
 	// read-only after.
 	revisions []Revision
-
-	memoMu sync.Mutex
-	memo   map[any]any // guarded by memoMu; see Memo
 }
 
 // Revision is one resource a change made present with a new revision.
@@ -83,20 +79,3 @@ func (cs *ChangeSet) TypeURL() string { return cs.typeURL }
 // that is all the change is; nil otherwise. The slice must not be changed.
 func (cs *ChangeSet) Revisions() []Revision { return cs.revisions }
 
-// Memo returns the value stored under key, calling build to make it the
-// first time: work that is the same for every watcher of the change (an
-// encoding of its revisions) is done once. build runs under the set's
-// lock: it must not call back into the set.
-func (cs *ChangeSet) Memo(key any, build func() any) any {
-	cs.memoMu.Lock()
-	defer cs.memoMu.Unlock()
-	if v, ok := cs.memo[key]; ok {
-		return v
-	}
-	if cs.memo == nil {
-		cs.memo = make(map[any]any, 1)
-	}
-	v := build()
-	cs.memo[key] = v
-	return v
-}

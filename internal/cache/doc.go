@@ -28,8 +28,8 @@
 //     (Flush), and the session reads current state back (Get, Members).
 //   - change set (ChangeSet): one origin change (one Apply) as every
 //     watcher of it sees it: announced as a whole, carrying its new
-//     revisions (Revisions) and the work done once for all watchers (Memo),
-//     and timing the change until the last watcher has sent it.
+//     revisions (Revisions), and timing the change until the last watcher
+//     has sent it.
 //   - subscriber (Subscriber): the upstream side, told which keys to
 //     subscribe and unsubscribe.
 //   - snapshot entry (SnapshotEntry): one key as warm restart keeps it: a

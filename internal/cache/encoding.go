@@ -20,16 +20,16 @@ type encodings struct{ entries []encoding }
 
 type encoding struct {
 	key any
-	b   []byte
+	v   any
 }
 
 // Encoding returns r's encoding under key, calling build to make it the
-// first time: bytes that are the same for every client receiving this
-// revision (one response entry of a variant, say) are made once and
-// shared, never written to. Lookups take no lock. build may run more than
+// first time: what is the same for every client receiving this revision
+// (one response entry of a variant, say, as the buffer gRPC writes) is
+// made once and shared, never written to. Lookups take no lock. build may run more than
 // once when callers race; one result is kept. Past maxEncodings keys,
 // build runs on every call and nothing more is kept.
-func (r *Resource) Encoding(key any, build func() []byte) []byte {
+func (r *Resource) Encoding(key any, build func() any) any {
 	cur, _ := r.Encoded.v.Load().(*encodings)
 	if b, ok := cur.find(key); ok {
 		return b
@@ -43,7 +43,7 @@ func (r *Resource) Encoding(key any, build func() []byte) []byte {
 		if cur != nil {
 			next.entries = append(next.entries, cur.entries...)
 		}
-		next.entries = append(next.entries, encoding{key: key, b: b})
+		next.entries = append(next.entries, encoding{key: key, v: b})
 		var swapped bool
 		if cur == nil {
 			swapped = r.Encoded.v.CompareAndSwap(nil, next)
@@ -60,13 +60,13 @@ func (r *Resource) Encoding(key any, build func() []byte) []byte {
 	}
 }
 
-func (e *encodings) find(key any) ([]byte, bool) {
+func (e *encodings) find(key any) (any, bool) {
 	if e == nil {
 		return nil, false
 	}
 	for _, x := range e.entries {
 		if x.key == key {
-			return x.b, true
+			return x.v, true
 		}
 	}
 	return nil, false

@@ -13,12 +13,12 @@ import (
 func TestEncodingMadeOnce(t *testing.T) {
 	r := &Resource{Name: "r"}
 	builds := 0
-	first := r.Encoding("delta", func() []byte { builds++; return []byte("delta bytes") })
-	again := r.Encoding("delta", func() []byte { builds++; return []byte("other") })
+	first := r.Encoding("delta", func() any { builds++; return []byte("delta bytes") }).([]byte)
+	again := r.Encoding("delta", func() any { builds++; return []byte("other") }).([]byte)
 	if builds != 1 || &first[0] != &again[0] {
 		t.Fatalf("second lookup built again (builds = %d) or returned other bytes %q", builds, again)
 	}
-	if got := r.Encoding("sotw", func() []byte { return []byte("sotw bytes") }); string(got) != "sotw bytes" {
+	if got := r.Encoding("sotw", func() any { return "sotw bytes" }); got != "sotw bytes" {
 		t.Fatalf("second key = %q", got)
 	}
 
@@ -28,7 +28,7 @@ func TestEncodingMadeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i] = r.Encoding("raced", func() []byte { return []byte(fmt.Sprint(i)) })
+			got[i] = r.Encoding("raced", func() any { return []byte(fmt.Sprint(i)) }).([]byte)
 		}()
 	}
 	wg.Wait()
@@ -46,7 +46,7 @@ func TestEncodingBounded(t *testing.T) {
 	r := &Resource{Name: "r"}
 	for i := range maxEncodings + 5 {
 		want := fmt.Sprint("name-", i)
-		if got := r.Encoding(want, func() []byte { return []byte(want) }); string(got) != want {
+		if got := r.Encoding(want, func() any { return want }); got != want {
 			t.Fatalf("Encoding(%q) = %q", want, got)
 		}
 	}
@@ -59,7 +59,7 @@ func TestEncodingBounded(t *testing.T) {
 // encoded of them compare equal.
 func TestEncodingsNotContent(t *testing.T) {
 	a, b := &Resource{Name: "r", Version: "1"}, &Resource{Name: "r", Version: "1"}
-	a.Encoding("k", func() []byte { return []byte("x") })
+	a.Encoding("k", func() any { return []byte("x") })
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Fatalf("encodings compared as content:\n%s", diff)
 	}

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/access"
+	"google.golang.org/grpc/mem"
+
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -34,7 +36,7 @@ func BenchmarkEnvelope(b *testing.B) {
 					{Name: "r", Version: "1", Body: body, Arrived: time.Now()},
 					{Name: "r", Version: "2", Body: body, Arrived: time.Now()},
 				}
-				var entries [2][]byte
+				var entries [2]mem.Buffer
 				for i, r := range revs {
 					if variant == xdstype.Delta {
 						entries[i] = deltaEntry("r", r, false)
@@ -60,7 +62,7 @@ func BenchmarkEnvelope(b *testing.B) {
 						b.Fatal("no response")
 					}
 					// The revision's entry is encoded once, then shared.
-					if e := m.msg.shared; len(e) != 1 || len(e[0]) < size || &e[0][0] != &entries[i%2][0] {
+					if e := m.msg.shared; len(e) != 1 || e[0].Len() < size || &e[0].ReadOnlyData()[0] != &entries[i%2].ReadOnlyData()[0] {
 						b.Fatal("resource encoded per response")
 					}
 				}

@@ -17,20 +17,22 @@ import (
 // concatenated encodings, so own followed by shared is the whole
 // response. None is ever written to.
 type encodedResponse struct {
-	own    []byte
-	shared [][]byte
+	own []byte
+	// shared are kept as the buffers gRPC writes (mem.SliceBuffer, whose
+	// Free does nothing), made once with the bytes: a response boxes none.
+	shared []mem.Buffer
 }
 
 // bytes returns the whole response as one slice (a copy).
 func (r *encodedResponse) bytes() []byte {
 	n := len(r.own)
 	for _, b := range r.shared {
-		n += len(b)
+		n += b.Len()
 	}
 	out := make([]byte, 0, n)
 	out = append(out, r.own...)
 	for _, b := range r.shared {
-		out = append(out, b...)
+		out = append(out, b.ReadOnlyData()...)
 	}
 	return out
 }
@@ -51,9 +53,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if r, ok := v.(*encodedResponse); ok {
 		bs := make(mem.BufferSlice, 0, 1+len(r.shared))
 		bs = append(bs, mem.SliceBuffer(r.own))
-		for _, b := range r.shared {
-			bs = append(bs, mem.SliceBuffer(b))
-		}
+		bs = append(bs, r.shared...)
 		return bs, nil
 	}
 	return c.proto.Marshal(v)

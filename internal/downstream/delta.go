@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -106,9 +107,9 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
 		return outMsg{}, false
 	}
-	var entries [][]byte
+	var entries []mem.Buffer
 	if len(d.updates) > 0 {
-		entries = make([][]byte, 0, len(d.updates))
+		entries = make([]mem.Buffer, 0, len(d.updates))
 		for _, u := range d.updates {
 			if e := deltaEntry(u.name, u.res, u.heartbeat); e != nil {
 				entries = append(entries, e)

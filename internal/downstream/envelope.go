@@ -4,6 +4,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -111,32 +112,42 @@ var (
 // DeltaDiscoveryResponse.resources under name (deltaEnvelope), made once
 // per revision and name and shared by every client sent it; nil when
 // there is nothing to send.
-func deltaEntry(name string, r *cache.Resource, heartbeat bool) []byte {
-	return r.Encoding(entryKey{variant: xdstype.Delta, name: name, heartbeat: heartbeat}, func() []byte {
+func deltaEntry(name string, r *cache.Resource, heartbeat bool) mem.Buffer {
+	b, _ := r.Encoding(entryKey{variant: xdstype.Delta, name: name, heartbeat: heartbeat}, func() any {
 		env := deltaEnvelope(name, r, heartbeat)
 		if env == nil {
 			return nil
 		}
-		return appendMessage(nil, deltaResourcesField, env)
-	})
+		return entryBuffer(appendMessage(nil, deltaResourcesField, env))
+	}).(mem.Buffer)
+	return b
 }
 
 // sotwEntry returns r's encoding as one entry of
 // DiscoveryResponse.resources for a client taking wrap (sotwEnvelopeFor),
 // made once per revision and envelope and shared by every client sent it;
 // nil when there is nothing to send.
-func sotwEntry(name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) []byte {
+func sotwEntry(name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) mem.Buffer {
 	k := entryKey{variant: xdstype.SotW}
 	if sotwWrapped(r, heartbeat, wrap) {
 		k.name, k.heartbeat, k.wrapped = name, heartbeat, true
 	}
-	return r.Encoding(k, func() []byte {
+	b, _ := r.Encoding(k, func() any {
 		a := sotwEnvelopeFor(nil, name, r, heartbeat, wrap)
 		if a == nil {
 			return nil
 		}
-		return appendMessage(nil, sotwResourcesField, a)
-	})
+		return entryBuffer(appendMessage(nil, sotwResourcesField, a))
+	}).(mem.Buffer)
+	return b
+}
+
+// entryBuffer is b as the buffer gRPC writes, boxed once; nil for none.
+func entryBuffer(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return mem.Buffer(mem.SliceBuffer(b))
 }
 
 // appendMessage appends m as field n, as proto.Marshal would (maps in a

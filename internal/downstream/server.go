@@ -127,6 +127,10 @@ type Server struct {
 	// message for every client, only ever read (marshalled), never
 	// changed. read-only after New
 	controlPlane *corev3.ControlPlane
+	// controlPlaneDelta and controlPlaneSotW are controlPlane encoded as
+	// the field of each variant's response (nil: none), for the responses
+	// sent as bytes (shared.go). read-only after New
+	controlPlaneDelta, controlPlaneSotW []byte
 	// authorities: the names whose metric series exist (SetAuthorities).
 	authorities []string // guarded by authMu
 	authMu      sync.Mutex
@@ -171,6 +175,8 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ControlPlaneID != "" {
 		s.controlPlane = &corev3.ControlPlane{Identifier: opts.ControlPlaneID}
+		s.controlPlaneDelta = appendMessage(nil, deltaControlPlaneField, s.controlPlane)
+		s.controlPlaneSotW = appendMessage(nil, sotwControlPlaneField, s.controlPlane)
 	}
 	s.resolverNow.Store(&resolverBox{opts.Resolver})
 	lim := opts.Limits

@@ -5,10 +5,10 @@ import (
 	"strconv"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -17,18 +17,11 @@ import (
 // The fan-out's fast path. Most of a fleet subscribes to the same resources
 // by their canonical names, and most origin changes only bring new
 // revisions. For such a client and such a change, the response is the
-// change's resources, encoded once for every client (ChangeSet.Memo), and
-// this client's nonce: no lookups, no per-client encoding of resources.
+// change's resources, each encoded once for every client
+// (cache.Resource.Encoding), and this client's nonce: no lookups, no diff.
 // Anything else (collections, removals, forced names, a client that
 // already holds a revision, several changes pending) takes the general
 // path (collectLocked, then the variant's response builder).
-
-// sharedKey names a change's shared encoding in its Memo: one per variant
-// and, for SotW, what the clients take in the Resource wrapper.
-type sharedKey struct {
-	variant xdstype.Variant
-	wrap    sotwWrap
-}
 
 // sharedLocked builds this session's response from the shared encoding of
 // its one pending origin change, when that is exactly what it has to send;
@@ -62,9 +55,13 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 			return outMsg{}, nil, false // holds these bytes: a TTL change or nothing
 		}
 	}
-	shared := ss.srv.sharedResources(cs, ss.variant, ts.wrap)
-	if shared == nil {
-		return outMsg{}, nil, false
+	shared := make([]mem.Buffer, 0, len(revs))
+	for _, r := range revs {
+		e := ss.entryLocked(ts, r.Key.Name, r.Res)
+		if e == nil {
+			return outMsg{}, nil, false
+		}
+		shared = append(shared, e)
 	}
 
 	seq := ss.nonce + 1 // delta: this response's nonce; SotW: its version_info
@@ -83,7 +80,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 
 	own := ss.ownPartLocked(ts)
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
-	return outMsg{msg: &encodedResponse{own: own, shared: [][]byte{shared}}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
 }
 
 // ownPart encodes a response's own fields (those set in m); its resources
@@ -96,9 +93,18 @@ func ownPart(m proto.Message) []byte {
 	return b
 }
 
+// entryLocked is r's entry under name for this session's variant and
+// envelope; nil when there is nothing to send.
+func (ss *session) entryLocked(ts *typeState, name string, r *cache.Resource) mem.Buffer {
+	if ss.variant == xdstype.Delta {
+		return deltaEntry(name, r, false)
+	}
+	return sotwEntry(name, r, false, ts.wrap)
+}
+
 // ownPartLocked issues the shared response's nonce (SotW: and version) and
 // encodes this client's own part of it: type_url, nonce (SotW: and
-// version_info).
+// version_info), and the control_plane every response carries.
 func (ss *session) ownPartLocked(ts *typeState) []byte {
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
@@ -106,13 +112,13 @@ func (ss *session) ownPartLocked(ts *typeState) []byte {
 	if ss.variant == xdstype.Delta {
 		own = appendString(own, deltaTypeURLField, ts.typeURL)
 		own = appendString(own, deltaNonceField, nonce)
-	} else {
-		ts.version++
-		own = appendString(own, sotwVersionField, strconv.FormatUint(ts.version, 10))
-		own = appendString(own, sotwTypeURLField, ts.typeURL)
-		own = appendString(own, sotwNonceField, nonce)
+		return append(own, ss.srv.controlPlaneDelta...)
 	}
-	return own
+	ts.version++
+	own = appendString(own, sotwVersionField, strconv.FormatUint(ts.version, 10))
+	own = appendString(own, sotwTypeURLField, ts.typeURL)
+	own = appendString(own, sotwNonceField, nonce)
+	return append(own, ss.srv.controlPlaneSotW...)
 }
 
 // The response fields a client's own part sets, by number from the
@@ -123,6 +129,9 @@ var (
 	sotwVersionField  = fieldNumber(&discoveryv3.DiscoveryResponse{}, "version_info")
 	sotwTypeURLField  = fieldNumber(&discoveryv3.DiscoveryResponse{}, "type_url")
 	sotwNonceField    = fieldNumber(&discoveryv3.DiscoveryResponse{}, "nonce")
+
+	deltaControlPlaneField = messageFieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "control_plane")
+	sotwControlPlaneField  = messageFieldNumber(&discoveryv3.DiscoveryResponse{}, "control_plane")
 )
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
@@ -149,44 +158,6 @@ func appendString(b []byte, n protowire.Number, v string) []byte {
 	}
 	b = protowire.AppendTag(b, n, protowire.BytesType)
 	return protowire.AppendString(b, v)
-}
-
-// sharedResources returns the encoding of a change's revisions as the
-// resources of a response of variant, under their canonical names, with
-// the control_plane every response carries: built
-// once per change and variant (SotW: and wrap), then shared by every
-// client. nil when it cannot be built.
-func (s *Server) sharedResources(cs *cache.ChangeSet, variant xdstype.Variant, wrap sotwWrap) []byte {
-	if variant == xdstype.Delta {
-		wrap = wrapNone // the delta envelope is the same either way
-	}
-	b, _ := cs.Memo(sharedKey{variant: variant, wrap: wrap}, func() any {
-		revs := cs.Revisions()
-		var msg proto.Message
-		if variant == xdstype.Delta {
-			rs := make([]*discoveryv3.Resource, 0, len(revs))
-			for _, r := range revs {
-				rs = append(rs, deltaEnvelope(r.Key.Name, r.Res, false))
-			}
-			msg = &discoveryv3.DeltaDiscoveryResponse{Resources: rs, ControlPlane: s.controlPlane}
-		} else {
-			rs := make([]*anypb.Any, 0, len(revs))
-			for _, r := range revs {
-				a := sotwEnvelopeFor(s.wrappers, r.Key.Name, r.Res, false, wrap)
-				if a == nil {
-					return []byte(nil)
-				}
-				rs = append(rs, a)
-			}
-			msg = &discoveryv3.DiscoveryResponse{Resources: rs, ControlPlane: s.controlPlane}
-		}
-		b, err := proto.Marshal(msg)
-		if err != nil {
-			return []byte(nil)
-		}
-		return b
-	}).([]byte)
-	return b
 }
 
 // resetDirtyLocked empties the dirty set after the shared path took all of

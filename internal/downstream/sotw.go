@@ -6,6 +6,7 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/mem"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -99,7 +100,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
 	w.diff.seq = ts.version + 1 // this response's version_info, if built
 	d := w.diffLocked(xdstype.SotW)
-	var entries [][]byte
+	var entries []mem.Buffer
 	if fullStateTypes[ts.typeURL] {
 		if !d.changed {
 			return outMsg{}, false
@@ -109,7 +110,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 		if len(d.updates) == 0 && len(d.errors) == 0 {
 			return outMsg{}, false
 		}
-		entries = make([][]byte, 0, len(d.updates))
+		entries = make([]mem.Buffer, 0, len(d.updates))
 		for _, u := range d.updates {
 			if e := sotwEntry(u.name, u.res, u.heartbeat, ts.wrap); e != nil {
 				entries = append(entries, e)
@@ -137,7 +138,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 
 // fullStateLocked lists every subscribed resource the client holds of ts,
 // by name; those in updates that are heartbeats go without their body.
-func (ss *session) fullStateLocked(ts *typeState, updates []update) [][]byte {
+func (ss *session) fullStateLocked(ts *typeState, updates []update) []mem.Buffer {
 	var heartbeat map[string]bool
 	for _, u := range updates {
 		if u.heartbeat {
@@ -154,7 +155,7 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) [][]byte {
 		}
 	}
 	sort.Strings(names)
-	entries := make([][]byte, 0, len(names))
+	entries := make([]mem.Buffer, 0, len(names))
 	for _, n := range names {
 		if e := sotwEntry(n, ts.sent[n].res, heartbeat[n], ts.wrap); e != nil {
 			entries = append(entries, e)
