@@ -104,8 +104,8 @@ func (ss *session) recheck(pol *access.Policy) error {
 // alias.
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
 	for _, ts := range ss.types {
-		for k := range ts.byKey {
-			if !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
+		for _, s := range ts.subs {
+			if k := s.key; !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
 				return k.Link.Authority, k.TypeURL, true
 			}
 		}

@@ -286,9 +286,7 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 		if k.TypeURL != ts.typeURL {
 			continue
 		}
-		for _, n := range ts.byKey[k] {
-			mark(n)
-		}
+		ts.keyNamesLocked(k, func(n string, _ *sub) { mark(n) })
 		for _, s := range ts.colls {
 			if s.key.Link != k.Link {
 				continue

@@ -284,9 +284,7 @@ func (ss *session) nextNonceLocked() string {
 func (ss *session) keysLocked() []cache.Key {
 	var keys []cache.Key
 	for _, ts := range ss.types {
-		for k := range ts.byKey {
-			keys = append(keys, k)
-		}
+		ts.eachKeyLocked(func(k cache.Key) { keys = append(keys, k) })
 	}
 	return keys
 }

@@ -47,8 +47,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	// when it watches each of them and has as many dirty keys, the dirty
 	// set is exactly the change.
 	for _, r := range revs {
-		names := ts.byKey[r.Key]
-		if len(names) != 1 || names[0] != r.Key.Name {
+		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
 			return outMsg{}, nil, false // another spelling: its own envelope
 		}
 		if h, held := ts.sent[r.Key.Name]; held && !h.absent && h.version == r.Res.Version {

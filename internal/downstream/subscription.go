@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"slices"
 	"sort"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -56,7 +57,10 @@ type typeState struct {
 	// collections (wildcard, globs).
 	subs  map[string]*sub
 	colls map[string]*sub
-	// byKey: for each watched key, the client's names that map to it.
+	// byKey: for each watched key, the client's names that map to it
+	// other than the key's own name (keyNamesLocked): in the common case,
+	// every name its key's canonical name, it stays nil and a stream's
+	// names cost no second table.
 	byKey map[cache.Key][]string
 	// via: resources' own names sent for names the client subscribed by
 	// alias, with how many of its subscriptions they answer (alias.go);
@@ -119,7 +123,6 @@ func newTypeState(typeURL string) *typeState {
 		label:   typeLabel(typeURL),
 		subs:    make(map[string]*sub),
 		colls:   make(map[string]*sub),
-		byKey:   make(map[cache.Key][]string),
 		sent:    make(map[string]held),
 		force:   make(map[string]struct{}),
 		unknown: make(map[string]unknownName),
@@ -149,9 +152,53 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 	if collection {
 		ts.colls[name] = s
 	}
-	newKey = len(ts.byKey[key]) == 0
-	ts.byKey[key] = append(ts.byKey[key], name)
+	newKey = !ts.watchesLocked(key, name)
+	if name != key.Name {
+		if ts.byKey == nil {
+			ts.byKey = make(map[cache.Key][]string)
+		}
+		ts.byKey[key] = append(ts.byKey[key], name)
+	}
 	return newKey
+}
+
+// ownNameLocked reports whether key's own name is one of the client's
+// names for it (the common case: subscribed by its canonical name).
+func (ts *typeState) ownNameLocked(key cache.Key) bool {
+	s, ok := ts.subs[key.Name]
+	return ok && s.key == key
+}
+
+// watchesLocked reports whether a name other than except maps to key.
+func (ts *typeState) watchesLocked(key cache.Key, except string) bool {
+	if key.Name != except && ts.ownNameLocked(key) {
+		return true
+	}
+	for _, n := range ts.byKey[key] {
+		if n != except {
+			return true
+		}
+	}
+	return false
+}
+
+// keyNamesLocked calls f with each of the client's names that map to key.
+func (ts *typeState) keyNamesLocked(key cache.Key, f func(name string, s *sub)) {
+	if ts.ownNameLocked(key) {
+		f(key.Name, ts.subs[key.Name])
+	}
+	for _, n := range ts.byKey[key] {
+		f(n, ts.subs[n])
+	}
+}
+
+// eachKeyLocked calls f once with each key the session watches of ts.
+func (ts *typeState) eachKeyLocked(f func(cache.Key)) {
+	for n, s := range ts.subs {
+		if n == s.key.Name || (!ts.ownNameLocked(s.key) && ts.byKey[s.key][0] == n) {
+			f(s.key)
+		}
+	}
 }
 
 // removeLocked unsubscribes name. It returns the key and whether no name
@@ -163,18 +210,15 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	}
 	delete(ts.subs, name)
 	delete(ts.colls, name)
-	names := ts.byKey[s.key]
-	for i, n := range names {
-		if n == name {
-			names = append(names[:i], names[i+1:]...)
-			break
+	if names := ts.byKey[s.key]; len(names) > 0 {
+		names = slices.DeleteFunc(names, func(n string) bool { return n == name })
+		if len(names) == 0 {
+			delete(ts.byKey, s.key)
+		} else {
+			ts.byKey[s.key] = names
 		}
 	}
-	if len(names) == 0 {
-		delete(ts.byKey, s.key)
-	} else {
-		ts.byKey[s.key] = names
-	}
+	last := !ts.watchesLocked(s.key, name)
 	if s.collection {
 		// Members the client only had through this collection are
 		// forgotten (no removal is owed for an unsubscription).
@@ -194,7 +238,7 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 		delete(ts.sent, name)
 	}
 	delete(ts.force, name)
-	return s.key, len(names) == 0, true
+	return s.key, last, true
 }
 
 // subscribeLocked subscribes r's name to its key, noting in ch a key this

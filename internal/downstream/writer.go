@@ -386,9 +386,7 @@ func (ss *session) collectLocked() *round {
 			continue
 		}
 		w := rd.get(ts)
-		for _, n := range ts.byKey[k] {
-			w.add(n, ts.subs[n])
-		}
+		ts.keyNamesLocked(k, w.add)
 		if len(ts.colls) > 0 && k.Name != cache.Wildcard {
 			// Maybe a member of a wildcard or glob collection: look up
 			// just this key, not the whole collection.
