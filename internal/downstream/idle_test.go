@@ -24,6 +24,26 @@ import (
 // What an idle stream costs the server: a client subscribed, answered,
 // ACKed, and then quiet, as most of a fleet is between updates.
 
+// An idle synced stream costs one goroutine (its handler, in Recv): no
+// request pump and no writer.
+func TestIdleStreamOneGoroutine(t *testing.T) {
+	const n = 100
+	e := newEnv(t, 0)
+	name := xdstp(edsType, "idle")
+	e.put(edsType, name, "1")
+	before := sessionGoroutines()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := openIdle(ctx, []*grpc.ClientConn{e.conn}, n, xdstype.Delta, name); err != nil {
+		t.Fatal(err)
+	}
+	// Writers exit once their round is sent: wait for them to.
+	xdstest.Poll(t, "writers idle", func() error { return writersIdle(e.srv, n) })
+	if got := sessionGoroutines() - before; got < n || got > n+2 {
+		t.Errorf("%d idle streams run %d goroutines of package downstream, want %d", n, got, n)
+	}
+}
+
 // writersIdle reports whether srv serves n sessions, none with a writer.
 func writersIdle(srv *Server, n int) error {
 	sessions := srv.snapshotSessions()

@@ -8,26 +8,32 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// session is one client stream. The handler goroutine handles requests and
-// changes subscriptions; one writer goroutine (writer.go) is the only caller
-// of send. The cache calls Notify, which only marks a key dirty, then
-// Flush, which wakes the writer. The writer runs only while there is work
-// (writerState): an idle stream costs no writer goroutine.
+// session is one client stream. The handler goroutine receives and
+// handles requests and changes subscriptions (stream.go); one writer
+// goroutine (writer.go) is the only caller of send. The cache calls
+// Notify, which only marks a key dirty, then Flush, which wakes the
+// writer. The writer runs only while there is work (writerState): an idle
+// stream costs one goroutine, its handler waiting in Recv.
 type session struct {
 	srv       *Server
 	id        uint64            // read-only after newSession
 	variant   xdstype.Variant   // read-only after newSession
 	fixedType string            // read-only; "" for ADS
 	send      func(m any) error // read-only; called by the writer only
-	done      chan struct{}     // closed when the handler returns
-	failed    chan error        // 1 slot: the writer's reason to end the stream
-	peer      string            // read-only after newSession
+	// stream ends the gRPC stream with a status (streamend.go; fail):
+	// read-only, set before the handler runs.
+	stream statusWriter
+	// failed is the status fail ended the stream with (the first); nil
+	// while none.
+	failed atomic.Pointer[status.Status]
+	peer   string // read-only after newSession
 	// cert is the SANs of the client's verified certificate (access.go).
 	cert access.Identity // read-only after newSession
 
@@ -69,10 +75,11 @@ type session struct {
 	decisions     map[accessKey]bool
 	decidedBy     *access.Policy
 	nodeCheckedBy *access.Policy
-	// revoked: SetAccess ended the stream (recheck, which sets it under
-	// mu); its writer starts no Send any more. Atomic: read before every
-	// Send without the lock.
-	revoked atomic.Bool
+	// stopped: the stream is ending (SetAccess ended it: recheck sets it
+	// under mu; or the handler is returning: stopWriter); its writer
+	// starts no Send any more. Atomic: read before every Send without the
+	// lock.
+	stopped atomic.Bool
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }
@@ -84,8 +91,6 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 		variant:   variant,
 		fixedType: fixedType,
 		send:      send,
-		done:      make(chan struct{}),
-		failed:    make(chan error, 1),
 		peer:      peer,
 		cert:      cert,
 		// Room for node id, cluster and one group: one allocation.
@@ -198,14 +203,6 @@ func (ss *session) startWriter(end chan struct{}) {
 		defer close(end)
 		ss.writeLoop()
 	}()
-}
-
-// fail records why the stream must end (first reason wins) for the handler.
-func (ss *session) fail(err error) {
-	select {
-	case ss.failed <- err:
-	default:
-	}
 }
 
 // logger returns the session's logger.

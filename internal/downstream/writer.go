@@ -189,21 +189,17 @@ func (ss *session) writeLoop() {
 	}
 }
 
-// sendAll sends one round's responses in order; errStreamDone when the
-// handler returned first.
+// sendAll sends one round's responses in order; errStreamDone once the
+// stream is ending.
 func (ss *session) sendAll(msgs []outMsg) error {
 	for _, m := range msgs {
-		select {
-		case <-ss.done:
-			return errStreamDone
-		default:
-		}
 		if ss.srv.sendHook != nil {
 			ss.srv.sendHook(m.typeURL)
 		}
-		// The last check before Send: SetAccess revokes a stream it ends
+		// The last check before Send: the handler stops the session
+		// before it waits for the writer, and SetAccess one it ends
 		// before it returns, so no Send starts on it afterwards.
-		if ss.revoked.Load() {
+		if ss.stopped.Load() {
 			return errStreamDone
 		}
 		if err := ss.sendWithTimeout(m.msg); err != nil {
@@ -244,9 +240,9 @@ type outMsg struct {
 // The caller releases the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.writer.heldLocked() || ss.revoked.Load() {
+	if ss.writer.heldLocked() || ss.stopped.Load() {
 		// A request is being applied, or a change announced: its
-		// endRequest or Flush wakes the writer. Revoked: the stream is
+		// endRequest or Flush wakes the writer. Stopped: the stream is
 		// ending.
 		ss.mu.Unlock()
 		return nil, nil
