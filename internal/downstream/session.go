@@ -50,11 +50,12 @@ type session struct {
 	// each). Both guarded by mu.
 	logFields []zap.Field
 	lg        *zap.Logger
-	dirty     map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
-	spare     map[cache.Key]struct{} // guarded by mu; the emptied previous dirty set, reused
-	types     map[string]*typeState  // guarded by mu; by type URL
-	groups    map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept)
-	nonce     uint64                 // guarded by mu; last nonce issued on this stream
+	// dirty: keys changed since the writer last looked (nil until one
+	// is; a small one is emptied and kept, writer.go resetDirtyLocked).
+	dirty  map[cache.Key]struct{} // guarded by mu
+	types  map[string]*typeState  // guarded by mu; by type URL
+	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
+	nonce  uint64                 // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
@@ -95,9 +96,7 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 		cert:      cert,
 		// Room for node id, cluster and one group: one allocation.
 		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", string(variant)), zap.String("peer", peer)),
-		dirty:     make(map[cache.Key]struct{}),
 		types:     make(map[string]*typeState),
-		groups:    make(map[string]struct{}),
 	}
 }
 
@@ -106,6 +105,9 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 // origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
+	if ss.dirty == nil {
+		ss.dirty = make(map[cache.Key]struct{})
+	}
 	ss.dirty[k] = struct{}{}
 	if ss.awaiting != nil {
 		ss.noteAwaitedLocked(k) // gather.go

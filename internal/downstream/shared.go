@@ -170,17 +170,3 @@ func (s *Server) sharedResources(cs *cache.ChangeSet, variant xdstype.Variant, w
 	}).([]byte)
 	return b
 }
-
-// resetDirtyLocked empties the dirty set after the shared path took all of
-// it: a set sized for a large change is not kept.
-func (ss *session) resetDirtyLocked() {
-	if len(ss.dirty) <= smallDirty {
-		clear(ss.dirty)
-		return
-	}
-	if ss.spare != nil {
-		ss.dirty, ss.spare = ss.spare, nil
-		return
-	}
-	ss.dirty = make(map[cache.Key]struct{})
-}

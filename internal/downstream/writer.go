@@ -333,21 +333,23 @@ func logResponses(lg *zap.Logger, out []outMsg) {
 // update changes one key or a few).
 const smallDirty = 4
 
-// collectLocked swaps out the dirty set and returns, per type, the
+// resetDirtyLocked empties the dirty set once a round took all of it:
+// kept for reuse when small, dropped when sized for a large change (an
+// idle session keeps no map sized for its initial sync; Notify makes a
+// new one).
+func (ss *session) resetDirtyLocked() {
+	if len(ss.dirty) <= smallDirty {
+		clear(ss.dirty)
+		return
+	}
+	ss.dirty = nil
+}
+
+// collectLocked takes the dirty set and returns, per type, the
 // subscriptions to look up; the caller releases the round.
 func (ss *session) collectLocked() *round {
-	// Swap the dirty set with the spare one (emptied by the last round).
 	dirty := ss.dirty
-	if ss.spare == nil {
-		ss.spare = make(map[cache.Key]struct{})
-	}
-	ss.dirty, ss.spare = ss.spare, nil
-	defer func() {
-		if len(dirty) <= smallDirty {
-			clear(dirty)
-			ss.spare = dirty
-		} // else dropped: an idle session keeps no map sized for its initial sync
-	}()
+	defer ss.resetDirtyLocked()
 	ss.writer.roundLocked()
 	ss.awaiting, ss.noted = nil, false // this round looks them up again (gather.go)
 	rd := roundPool.Get().(*round)
