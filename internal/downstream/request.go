@@ -175,7 +175,7 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 					ss.groups = make(map[string]struct{})
 				}
 				ss.groups[r.Key.Link.Group] = struct{}{}
-				ss.addLogFieldsLocked(zap.String("group", r.Key.Link.Group))
+				ss.lg = nil // rebuilt with the group on next use
 			}
 			ss.mu.Unlock()
 		}

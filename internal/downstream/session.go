@@ -1,6 +1,8 @@
 package downstream
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,12 +46,12 @@ type session struct {
 	// each typeState.
 	ttl  bool
 	wrap sotwWrap
-	// logFields are the session's log context (variant, peer, node id and
-	// cluster, groups); lg is the logger carrying them, built on first use
-	// (most sessions never log: a logger per session would cost a buffer
-	// each). Both guarded by mu.
-	logFields []zap.Field
-	lg        *zap.Logger
+	// lg is the logger carrying the session's log context (variant, peer,
+	// node id and cluster, groups), built on first use from the session's
+	// fields (most sessions never log: a logger, or its fields, per
+	// session would cost each). Guarded by mu; nil again when the context
+	// changes.
+	lg *zap.Logger
 	// dirty: keys changed since the writer last looked (nil until one
 	// is; a small one is emptied and kept, writer.go resetDirtyLocked).
 	dirty  map[cache.Key]struct{} // guarded by mu
@@ -94,8 +96,6 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 		send:      send,
 		peer:      peer,
 		cert:      cert,
-		// Room for node id, cluster and one group: one allocation.
-		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", string(variant)), zap.String("peer", peer)),
 		types:     make(map[string]*typeState),
 	}
 }
@@ -217,15 +217,17 @@ func (ss *session) logger() *zap.Logger {
 // loggerLocked returns the session's logger, building it on first use.
 func (ss *session) loggerLocked() *zap.Logger {
 	if ss.lg == nil {
-		ss.lg = ss.srv.lg.With(ss.logFields...)
+		fs := make([]zap.Field, 0, 4+len(ss.groups))
+		fs = append(fs, zap.String("variant", string(ss.variant)), zap.String("peer", ss.peer))
+		if ss.node != nil {
+			fs = append(fs, zap.String("node_id", clientText(ss.node.GetId())), zap.String("node_cluster", clientText(ss.node.GetCluster())))
+		}
+		for _, g := range slices.Sorted(maps.Keys(ss.groups)) {
+			fs = append(fs, zap.String("group", g))
+		}
+		ss.lg = ss.srv.lg.With(fs...)
 	}
 	return ss.lg
-}
-
-// addLogFieldsLocked adds context to the session's log lines.
-func (ss *session) addLogFieldsLocked(fs ...zap.Field) {
-	ss.logFields = append(ss.logFields, fs...)
-	ss.lg = nil // rebuilt with them on next use
 }
 
 // setNode records the node of the first request that carries one: only
@@ -255,7 +257,7 @@ func (ss *session) setNode(n *corev3.Node) error {
 		ts.ttl, ts.wrap = ss.ttl, ss.wrap
 	}
 	ss.forgetDecisionsLocked()
-	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
+	ss.lg = nil // rebuilt with the node on next use
 	return nil
 }
 
