@@ -38,10 +38,15 @@ func TestIdleStreamOneGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Writers exit once their round is sent: wait for them to.
-	xdstest.Poll(t, "writers idle", func() error { return writersIdle(e.srv, n) })
-	if got := sessionGoroutines() - before; got < n || got > n+2 {
-		t.Errorf("%d idle streams run %d goroutines of package downstream, want %d", n, got, n)
-	}
+	xdstest.Poll(t, "one goroutine per idle stream", func() error {
+		if err := writersIdle(e.srv, n); err != nil {
+			return err
+		}
+		if got := sessionGoroutines() - before; got < n || got > n+2 {
+			return fmt.Errorf("%d idle streams run %d goroutines of package downstream, want %d", n, got, n)
+		}
+		return nil
+	})
 }
 
 // writersIdle reports whether srv serves n sessions, none with a writer.
