@@ -46,11 +46,12 @@ import (
 // a resource whose authority now denies it, or whose node the new
 // policy's node check refuses, is ended with PermissionDenied (the client
 // reconnects and is answered as the new rules say); streams the change
-// does not affect go on untouched. From the moment SetAccess returns, no
-// response starts on a stream it ended (a Send already under way
-// finishes), and Fetch and REST long polls still waiting are checked
-// again: denied, they answer PermissionDenied (HTTP 403). It returns how
-// many streams it ended. Safe to call while serving.
+// does not affect go on untouched. When SetAccess returns, a stream it
+// ended has been sent its status and no response starts on it (one
+// already queued reaches the client first), and Fetch and REST long polls
+// still waiting are checked again: denied, they answer PermissionDenied
+// (HTTP 403). It returns how many streams it ended. Safe to call while
+// serving.
 func (s *Server) SetAccess(p *access.Policy) int {
 	s.access.Store(p)
 	ended := 0
@@ -75,7 +76,7 @@ func (s *Server) accessChange() <-chan struct{} { return *s.accessChanged.Load()
 
 // recheck applies pol to what the session already holds: the status that
 // ends it when pol denies one of its subscriptions, a resource it holds or
-// its node, nil otherwise. A session it ends is revoked before the lock is
+// its node, nil otherwise. A session it ends is stopped before the lock is
 // let go, so its writer starts no Send afterwards (sendAll).
 func (ss *session) recheck(pol *access.Policy) error {
 	ss.mu.Lock()
@@ -86,7 +87,7 @@ func (ss *session) recheck(pol *access.Policy) error {
 	}
 	authority, typeURL, denied := ss.deniedHeldLocked(pol)
 	if nodeErr != nil || denied {
-		ss.revoked.Store(true)
+		ss.stopped.Store(true)
 	}
 	lg := ss.loggerLocked()
 	ss.mu.Unlock()

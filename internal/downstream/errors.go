@@ -42,7 +42,7 @@ func isErr(err, target error) bool { return errors.Is(err, target) }
 // isEOF reports whether Recv ended because the client closed its side.
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 
-// errStreamDone: the writer stopped because the handler returned first.
+// errStreamDone: the writer stopped because the stream is ending.
 var errStreamDone = errors.New("stream ended")
 
 // ErrNotModified: a REST poll's version_info is current and nothing changed

@@ -171,8 +171,11 @@ func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node)
 		if err == nil && r.Key.Link.Group != "" {
 			ss.mu.Lock()
 			if _, ok := ss.groups[r.Key.Link.Group]; !ok && len(ss.groups) < maxGroupsKept {
+				if ss.groups == nil {
+					ss.groups = make(map[string]struct{})
+				}
 				ss.groups[r.Key.Link.Group] = struct{}{}
-				ss.addLogFieldsLocked(zap.String("group", r.Key.Link.Group))
+				ss.lg = nil // rebuilt with the group on next use
 			}
 			ss.mu.Unlock()
 		}

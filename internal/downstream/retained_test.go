@@ -16,7 +16,8 @@ import (
 // reaches, each counted once (strings by their bytes, maps by their entries
 // plus Go's bucket overhead). It leaves out what is not the client's: the
 // Server, resources and change sets (the origin's, shared by every client),
-// the access policy, loggers and the session's channels and timer. Called
+// the access policy, loggers, gRPC's stream and the session's channels and
+// timer. Called
 // with ss.mu held.
 func retainedBytes(ss *session) int64 {
 	w := sizeWalk{seen: make(map[uintptr]bool)}
@@ -37,6 +38,7 @@ var notTheClients = map[reflect.Type]bool{
 	reflect.TypeOf(&access.Policy{}):   true,
 	reflect.TypeOf(&zap.Logger{}):      true,
 	reflect.TypeOf(zap.Field{}):        true,
+	reflect.TypeFor[statusWriter]():    true,
 }
 
 type sizeWalk struct{ seen map[uintptr]bool }

@@ -13,7 +13,9 @@ import (
 	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -25,6 +27,10 @@ type (
 )
 
 // Register registers the ADS and every per-type discovery service on r.
+// A stream's handler waits in Recv, so it ends when its gRPC stream does
+// (the client leaves, the grpc.Server stops, EndStream), not when a
+// context an interceptor gave it ends: an interceptor ends a stream with
+// EndStream.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(r, s)
 	listenerv3.RegisterListenerDiscoveryServiceServer(r, s)
@@ -56,9 +62,13 @@ func (s *Server) serveDelta(st deltaStream, typeURL string) error {
 	return serve(s, st, xdstype.Delta, typeURL, (*session).handleDelta)
 }
 
-// serve runs one session over a stream of either variant: a pump feeds
-// the handler st's requests, the writer sends on st.
+// serve runs one session over a stream of either variant: this goroutine
+// receives and handles st's requests, the writer sends on st.
 func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string, handle func(*session, *Req) error) error {
+	sw := statusWriterOf(st.Context())
+	if sw == nil {
+		return s.noStatusWriter()
+	}
 	release, err := s.admitStream()
 	if err != nil {
 		return err
@@ -75,9 +85,18 @@ func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], var
 		}
 		return st.Send(resp)
 	})
-	recv := make(chan request)
-	pump(ss, st.Recv, recv)
-	return ss.run(st.Context(), recv, func(r request) error { return handle(ss, r.msg.(*Req)) })
+	ss.stream = sw
+	recv := func() (any, error) { return st.Recv() }
+	return ss.run(st.Context(), recv, func(m any) error { return handle(ss, m.(*Req)) })
+}
+
+// noStatusWriter is the status of a stream whose context carries no
+// transport stream that writes statuses (streamend.go): gRPC is not the
+// one this was written against, and nothing could end the stream's
+// handler while it waits in Recv.
+func (s *Server) noStatusWriter() error {
+	s.lg.Error("the gRPC stream cannot be ended from outside its handler (see streamend.go): refusing streams")
+	return status.Error(codes.Internal, "xDS streams are not served: this relay's gRPC library is not the one it was built for")
 }
 
 // ADS.

@@ -1,6 +1,8 @@
 package downstream
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -8,26 +10,32 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// session is one client stream. The handler goroutine handles requests and
-// changes subscriptions; one writer goroutine (writer.go) is the only caller
-// of send. The cache calls Notify, which only marks a key dirty, then
-// Flush, which wakes the writer. The writer runs only while there is work
-// (writerState): an idle stream costs no writer goroutine.
+// session is one client stream. The handler goroutine receives and
+// handles requests and changes subscriptions (stream.go); one writer
+// goroutine (writer.go) is the only caller of send. The cache calls
+// Notify, which only marks a key dirty, then Flush, which wakes the
+// writer. The writer runs only while there is work (writerState): an idle
+// stream costs one goroutine, its handler waiting in Recv.
 type session struct {
 	srv       *Server
 	id        uint64                       // read-only after newSession
 	variant   xdstype.Variant              // read-only after newSession
 	fixedType string                       // read-only; "" for ADS
 	send      func(*encodedResponse) error // read-only; called by the writer only
-	done      chan struct{}                // closed when the handler returns
-	failed    chan error                   // 1 slot: the writer's reason to end the stream
-	peer      string                       // read-only after newSession
+	// stream ends the gRPC stream with a status (streamend.go; fail):
+	// read-only, set before the handler runs.
+	stream statusWriter
+	// failed is the status fail ended the stream with (the first); nil
+	// while none.
+	failed atomic.Pointer[status.Status]
+	peer   string // read-only after newSession
 	// cert is the SANs of the client's verified certificate (access.go).
 	cert access.Identity // read-only after newSession
 
@@ -38,17 +46,18 @@ type session struct {
 	// each typeState.
 	ttl  bool
 	wrap sotwWrap
-	// logFields are the session's log context (variant, peer, node id and
-	// cluster, groups); lg is the logger carrying them, built on first use
-	// (most sessions never log: a logger per session would cost a buffer
-	// each). Both guarded by mu.
-	logFields []zap.Field
-	lg        *zap.Logger
-	dirty     map[cache.Key]struct{} // guarded by mu; keys changed since the writer last looked
-	spare     map[cache.Key]struct{} // guarded by mu; the emptied previous dirty set, reused
-	types     map[string]*typeState  // guarded by mu; by type URL
-	groups    map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept)
-	nonce     uint64                 // guarded by mu; last nonce issued on this stream
+	// lg is the logger carrying the session's log context (variant, peer,
+	// node id and cluster, groups), built on first use from the session's
+	// fields (most sessions never log: a logger, or its fields, per
+	// session would cost each). Guarded by mu; nil again when the context
+	// changes.
+	lg *zap.Logger
+	// dirty: keys changed since the writer last looked (nil until one
+	// is; a small one is emptied and kept, writer.go resetDirtyLocked).
+	dirty  map[cache.Key]struct{} // guarded by mu
+	types  map[string]*typeState  // guarded by mu; by type URL
+	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
+	nonce  uint64                 // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
@@ -69,10 +78,11 @@ type session struct {
 	decisions     map[accessKey]bool
 	decidedBy     *access.Policy
 	nodeCheckedBy *access.Policy
-	// revoked: SetAccess ended the stream (recheck, which sets it under
-	// mu); its writer starts no Send any more. Atomic: read before every
-	// Send without the lock.
-	revoked atomic.Bool
+	// stopped: the stream is ending (SetAccess ended it: recheck sets it
+	// under mu; or the handler is returning: stopWriter); its writer
+	// starts no Send any more. Atomic: read before every Send without the
+	// lock.
+	stopped atomic.Bool
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
 }
@@ -84,15 +94,9 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 		variant:   variant,
 		fixedType: fixedType,
 		send:      send,
-		done:      make(chan struct{}),
-		failed:    make(chan error, 1),
 		peer:      peer,
 		cert:      cert,
-		// Room for node id, cluster and one group: one allocation.
-		logFields: append(make([]zap.Field, 0, 5), zap.String("variant", string(variant)), zap.String("peer", peer)),
-		dirty:     make(map[cache.Key]struct{}),
 		types:     make(map[string]*typeState),
-		groups:    make(map[string]struct{}),
 	}
 }
 
@@ -101,6 +105,9 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 // origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
+	if ss.dirty == nil {
+		ss.dirty = make(map[cache.Key]struct{})
+	}
 	ss.dirty[k] = struct{}{}
 	if ss.awaiting != nil {
 		ss.noteAwaitedLocked(k) // gather.go
@@ -200,14 +207,6 @@ func (ss *session) startWriter(end chan struct{}) {
 	}()
 }
 
-// fail records why the stream must end (first reason wins) for the handler.
-func (ss *session) fail(err error) {
-	select {
-	case ss.failed <- err:
-	default:
-	}
-}
-
 // logger returns the session's logger.
 func (ss *session) logger() *zap.Logger {
 	ss.mu.Lock()
@@ -218,15 +217,17 @@ func (ss *session) logger() *zap.Logger {
 // loggerLocked returns the session's logger, building it on first use.
 func (ss *session) loggerLocked() *zap.Logger {
 	if ss.lg == nil {
-		ss.lg = ss.srv.lg.With(ss.logFields...)
+		fs := make([]zap.Field, 0, 4+len(ss.groups))
+		fs = append(fs, zap.String("variant", string(ss.variant)), zap.String("peer", ss.peer))
+		if ss.node != nil {
+			fs = append(fs, zap.String("node_id", clientText(ss.node.GetId())), zap.String("node_cluster", clientText(ss.node.GetCluster())))
+		}
+		for _, g := range slices.Sorted(maps.Keys(ss.groups)) {
+			fs = append(fs, zap.String("group", g))
+		}
+		ss.lg = ss.srv.lg.With(fs...)
 	}
 	return ss.lg
-}
-
-// addLogFieldsLocked adds context to the session's log lines.
-func (ss *session) addLogFieldsLocked(fs ...zap.Field) {
-	ss.logFields = append(ss.logFields, fs...)
-	ss.lg = nil // rebuilt with them on next use
 }
 
 // setNode records the node of the first request that carries one: only
@@ -256,7 +257,7 @@ func (ss *session) setNode(n *corev3.Node) error {
 		ts.ttl, ts.wrap = ss.ttl, ss.wrap
 	}
 	ss.forgetDecisionsLocked()
-	ss.addLogFieldsLocked(zap.String("node_id", clientText(n.GetId())), zap.String("node_cluster", clientText(n.GetCluster())))
+	ss.lg = nil // rebuilt with the node on next use
 	return nil
 }
 

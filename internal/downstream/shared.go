@@ -158,17 +158,3 @@ func appendString(b []byte, n protowire.Number, v string) []byte {
 	b = protowire.AppendTag(b, n, protowire.BytesType)
 	return protowire.AppendString(b, v)
 }
-
-// resetDirtyLocked empties the dirty set after the shared path took all of
-// it: a set sized for a large change is not kept.
-func (ss *session) resetDirtyLocked() {
-	if len(ss.dirty) <= smallDirty {
-		clear(ss.dirty)
-		return
-	}
-	if ss.spare != nil {
-		ss.dirty, ss.spare = ss.spare, nil
-		return
-	}
-	ss.dirty = make(map[cache.Key]struct{})
-}

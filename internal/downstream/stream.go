@@ -9,43 +9,25 @@ import (
 )
 
 // The stream's run loop: run is the handler of every streaming method (set
-// up, loop over requests, tear down), pump the goroutine that feeds it what
-// Recv returns.
+// up, receive and handle requests, tear down). It is the only goroutine an
+// idle stream costs: it waits in Recv. What ends the stream from elsewhere
+// (fail: the writer's failure, SetAccess; the relay's drain, EndStream)
+// writes the stream's status, which ends its context and so wakes Recv
+// (streamend.go).
 
-// run is the handler body shared by every streaming method: it starts the
-// request pump and the writer, handles requests in this goroutine, and
-// returns the stream's status.
-func (ss *session) run(ctx context.Context, recv <-chan request, handle func(request) error) error {
+// run is the handler body shared by every streaming method: it receives
+// and handles requests in this goroutine until the stream ends, and
+// returns the stream's status; ctx is the stream's context.
+func (ss *session) run(ctx context.Context, recv func() (any, error), handle func(any) error) error {
 	srv := ss.srv
 	srv.addSession(ss)
 	srv.m.streams.WithLabelValues(string(ss.variant)).Inc()
 	srv.counts.stream(ss.variant, 1)
 
-	slow, err := ss.loop(ctx, recv, handle)
+	err := ss.loop(ctx, recv, handle)
+	ss.stopWriter()
+	err = ss.endStatus(ctx, err)
 
-	ss.mu.Lock()
-	writerEnd := ss.writer.closeLocked()
-	sets := ss.sets
-	ss.sets = nil
-	ss.endGathersLocked()
-	ss.mu.Unlock()
-	for _, cs := range sets {
-		cs.Done() // no response will carry them any more
-	}
-	close(ss.done)
-	if writerEnd != nil && !slow {
-		// The writer is not stuck in Send (or ctx releases it): wait for
-		// it so nothing is sent after the handler returns. A Send stuck on
-		// a client that does not read is only released once the handler
-		// has returned; then the Server's wait group owns the writer.
-		select {
-		case <-writerEnd:
-		case werr := <-ss.failed:
-			if isErr(werr, ErrSlowClient) {
-				err = ss.slowStatus()
-			}
-		}
-	}
 	ss.mu.Lock()
 	keys := ss.keysLocked()
 	ss.mu.Unlock()
@@ -59,76 +41,101 @@ func (ss *session) run(ctx context.Context, recv <-chan request, handle func(req
 	return err
 }
 
-func (ss *session) slowStatus() error {
+// stopWriter closes the writer: none starts any more, and one running
+// starts no Send; it waits for it, so nothing is sent after the handler
+// returns. A Send waiting on a client that does not read returns when the
+// stream's context ends: at once when the stream ended already (fail, the
+// client left), else once the send timeout fails it.
+func (ss *session) stopWriter() {
+	ss.mu.Lock()
+	writerEnd := ss.writer.closeLocked()
+	sets := ss.sets
+	ss.sets = nil
+	ss.endGathersLocked()
+	ss.stopped.Store(true)
+	ss.mu.Unlock()
+	for _, cs := range sets {
+		cs.Done() // no response will carry them any more
+	}
+	if writerEnd != nil {
+		<-writerEnd
+	}
+}
+
+// loop receives and handles requests until the stream ends. It returns
+// handle's error, what ended Recv (io.EOF: the client closed its side), or
+// the context's error once the stream's context ended.
+func (ss *session) loop(ctx context.Context, recv func() (any, error), handle func(any) error) error {
+	for {
+		m, err := recv()
+		if err == nil {
+			err = ctx.Err() // ended meanwhile: handle nothing more
+		}
+		if err != nil {
+			return err
+		}
+		pol := ss.srv.access.Load()
+		ss.beginRequest()
+		err = handle(m)
+		if now := ss.srv.access.Load(); err == nil && now != pol {
+			// SetAccess swapped the policy while this request was
+			// applied: its recheck may have run before what this
+			// request subscribed was in place. Checked before the
+			// writer is let go, so nothing of it is sent first.
+			err = ss.recheck(now)
+		}
+		ss.endRequest(err == nil)
+		if err != nil {
+			ss.logger().Info("ending client stream", zap.Error(err))
+			return err
+		}
+	}
+}
+
+// fail ends the stream for err, unless it ended already (the first reason
+// wins): the client gets err's status at once (ErrSlowClient:
+// ResourceExhausted, counted), and the handler, woken from Recv, returns
+// it.
+func (ss *session) fail(err error) {
+	st := status.Convert(err)
+	if isErr(err, ErrSlowClient) {
+		st = ss.slowStatus()
+	}
+	if !ss.failed.CompareAndSwap(nil, st) {
+		return
+	}
+	if isErr(err, ErrSlowClient) {
+		ss.countSlow()
+	}
+	_ = ss.stream.WriteStatus(st) // fails only when the stream already ended
+}
+
+// endStatus is the stream's status once loop returned err: the one fail
+// ended it with, else the end of the stream's context (the client left),
+// else err; a client that closed its side ends it OK.
+func (ss *session) endStatus(ctx context.Context, err error) error {
+	if st := ss.failed.Load(); st != nil {
+		return st.Err()
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return status.FromContextError(ctxErr).Err()
+	}
+	if isEOF(err) {
+		return nil
+	}
+	return err
+}
+
+// slowStatus is the status of a client cut off as too slow.
+func (ss *session) slowStatus() *status.Status {
+	return status.Newf(codes.ResourceExhausted, "%v (%v)", ErrSlowClient, ss.srv.sendTimeout())
+}
+
+// countSlow counts and logs a client cut off as too slow.
+func (ss *session) countSlow() {
 	ss.srv.m.slowDisconnects.Inc()
 	if ss.srv.slowHook != nil {
 		ss.srv.slowHook()
 	}
 	ss.logger().Warn("client too slow, disconnecting", zap.Duration("send_timeout", ss.srv.sendTimeout()))
-	return status.Errorf(codes.ResourceExhausted, "%v (%v)", ErrSlowClient, ss.srv.sendTimeout())
-}
-
-// loop handles requests until the stream must end; slow reports that the
-// writer is stuck in Send on a client that does not drain its stream.
-func (ss *session) loop(ctx context.Context, recv <-chan request, handle func(request) error) (slow bool, err error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return false, status.FromContextError(ctx.Err()).Err()
-		case err := <-ss.failed:
-			if isErr(err, ErrSlowClient) {
-				return true, ss.slowStatus()
-			}
-			return false, err
-		case r := <-recv:
-			if r.err != nil {
-				if isEOF(r.err) {
-					return false, nil
-				}
-				return false, r.err
-			}
-			pol := ss.srv.access.Load()
-			ss.beginRequest()
-			err := handle(r)
-			if now := ss.srv.access.Load(); err == nil && now != pol {
-				// SetAccess swapped the policy while this request was
-				// applied: its recheck may have run before what this
-				// request subscribed was in place. Checked before the
-				// writer is let go, so nothing of it is sent first.
-				err = ss.recheck(now)
-			}
-			ss.endRequest(err == nil)
-			if err != nil {
-				ss.logger().Info("ending client stream", zap.Error(err))
-				return false, err
-			}
-		}
-	}
-}
-
-// request is one message from the client, or the error that ended Recv.
-type request struct {
-	msg any // *discoveryv3.DiscoveryRequest or *discoveryv3.DeltaDiscoveryRequest
-	err error
-}
-
-// pump reads the stream until it fails; owned by the Server's wait group,
-// it ends when Recv fails (the stream ended) or the handler returned.
-func pump[T any](ss *session, recvFn func() (T, error), out chan<- request) {
-	ss.srv.wg.Add(1)
-	go func() {
-		defer ss.srv.wg.Done()
-		for {
-			m, err := recvFn()
-			r := request{msg: m, err: err}
-			select {
-			case out <- r:
-			case <-ss.done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
 }

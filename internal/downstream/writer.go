@@ -190,21 +190,17 @@ func (ss *session) writeLoop() {
 	}
 }
 
-// sendAll sends one round's responses in order; errStreamDone when the
-// handler returned first.
+// sendAll sends one round's responses in order; errStreamDone once the
+// stream is ending.
 func (ss *session) sendAll(msgs []outMsg) error {
 	for _, m := range msgs {
-		select {
-		case <-ss.done:
-			return errStreamDone
-		default:
-		}
 		if ss.srv.sendHook != nil {
 			ss.srv.sendHook(m.typeURL)
 		}
-		// The last check before Send: SetAccess revokes a stream it ends
+		// The last check before Send: the handler stops the session
+		// before it waits for the writer, and SetAccess one it ends
 		// before it returns, so no Send starts on it afterwards.
-		if ss.revoked.Load() {
+		if ss.stopped.Load() {
 			return errStreamDone
 		}
 		if err := ss.sendWithTimeout(m.msg); err != nil {
@@ -218,8 +214,11 @@ func (ss *session) sendAll(msgs []outMsg) error {
 }
 
 // sendWithTimeout sends m; if Send has not returned within the send
-// timeout, the handler is told to end the stream as too slow.
-// The timer is the session's, reused by every send (one writer at a time).
+// timeout, the stream is ended as too slow (fail), which releases Send.
+// The timer is the session's, reused by every send (one writer at a time):
+// kept while the session is idle (about 100 bytes) rather than made again
+// for each writer, which would add two allocations per client to every
+// fan-out.
 func (ss *session) sendWithTimeout(m *encodedResponse) error {
 	if ss.sendTimer == nil {
 		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout(), func() { ss.fail(ErrSlowClient) })
@@ -246,9 +245,9 @@ type outMsg struct {
 // The caller releases the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.writer.heldLocked() || ss.revoked.Load() {
+	if ss.writer.heldLocked() || ss.stopped.Load() {
 		// A request is being applied, or a change announced: its
-		// endRequest or Flush wakes the writer. Revoked: the stream is
+		// endRequest or Flush wakes the writer. Stopped: the stream is
 		// ending.
 		ss.mu.Unlock()
 		return nil, nil
@@ -339,21 +338,23 @@ func logResponses(lg *zap.Logger, out []outMsg) {
 // update changes one key or a few).
 const smallDirty = 4
 
-// collectLocked swaps out the dirty set and returns, per type, the
+// resetDirtyLocked empties the dirty set once a round took all of it:
+// kept for reuse when small, dropped when sized for a large change (an
+// idle session keeps no map sized for its initial sync; Notify makes a
+// new one).
+func (ss *session) resetDirtyLocked() {
+	if len(ss.dirty) <= smallDirty {
+		clear(ss.dirty)
+		return
+	}
+	ss.dirty = nil
+}
+
+// collectLocked takes the dirty set and returns, per type, the
 // subscriptions to look up; the caller releases the round.
 func (ss *session) collectLocked() *round {
-	// Swap the dirty set with the spare one (emptied by the last round).
 	dirty := ss.dirty
-	if ss.spare == nil {
-		ss.spare = make(map[cache.Key]struct{})
-	}
-	ss.dirty, ss.spare = ss.spare, nil
-	defer func() {
-		if len(dirty) <= smallDirty {
-			clear(dirty)
-			ss.spare = dirty
-		} // else dropped: an idle session keeps no map sized for its initial sync
-	}()
+	defer ss.resetDirtyLocked()
 	ss.writer.roundLocked()
 	ss.awaiting, ss.noted = nil, false // this round looks them up again (gather.go)
 	rd := roundPool.Get().(*round)

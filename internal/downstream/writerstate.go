@@ -25,7 +25,7 @@ package downstream
 type writerState struct {
 	running bool
 	rerun   bool          // woken while running: run another round
-	end     chan struct{} // closed when the running writer returns
+	end     chan struct{} // closed when the running writer returns; nil while none runs
 	closed  bool
 	// handling counts requests being applied (resolve, Watch): what is
 	// known when a request is applied goes out in one response per type,
@@ -90,6 +90,7 @@ func (w *writerState) nextRoundLocked() bool {
 	if !again {
 		// Held: the release or Flush that frees it starts the next writer.
 		w.running = false
+		w.end = nil // the writer closes it; the next one has its own
 	}
 	return again
 }

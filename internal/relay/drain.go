@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -10,37 +9,40 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/xds-relay/xds-relay/internal/downstream"
 )
 
 // Draining. xDS streams never end by themselves, so a graceful stop would
 // always wait out the whole grace period; and ending them all at one
 // instant makes a whole fleet reconnect at once. drainStreams registers
-// every stream in drainSet with a context of its own; Close ends them in
-// waves (endInWaves), then whatever is left when r.life.draining ends. Handlers
-// that honour their stream's context (every xDS session) return at once;
-// their clients see Unavailable and reconnect, to another relay. The grace
-// period is left to unary calls and REST polls in flight, and to handlers
-// that do not honour the context.
+// every stream in drainSet with the function that ends it; Close ends them
+// in waves (endInWaves), then whatever is left when r.life.draining ends.
+// Ending a stream writes Unavailable to its client at once and ends the
+// stream's context (downstream.EndStream): the client reconnects, to
+// another relay, and a handler waiting in Recv (every xDS session) or on
+// its context returns. The grace period is left to unary calls and REST
+// polls in flight, and to handlers that wait on neither.
 
-// errDrained is the cause of a stream context ended by the shutdown.
-var errDrained = errors.New("relay shutting down")
+// drainedStatus is what a stream ended by the shutdown gets.
+var drainedStatus = status.New(codes.Unavailable, "relay shutting down")
 
-// drainSet holds the open streams' cancel functions.
+// drainSet holds the open streams' end functions.
 type drainSet struct {
 	mu   sync.Mutex
-	next uint64                             // guarded by mu
-	open map[uint64]context.CancelCauseFunc // guarded by mu
+	next uint64            // guarded by mu
+	open map[uint64]func() // guarded by mu
 }
 
-func (d *drainSet) add(cancel context.CancelCauseFunc) (remove func()) {
+func (d *drainSet) add(end func()) (remove func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.open == nil {
-		d.open = make(map[uint64]context.CancelCauseFunc)
+		d.open = make(map[uint64]func())
 	}
 	id := d.next
 	d.next++
-	d.open[id] = cancel
+	d.open[id] = end
 	return func() {
 		d.mu.Lock()
 		delete(d.open, id)
@@ -49,15 +51,15 @@ func (d *drainSet) add(cancel context.CancelCauseFunc) (remove func()) {
 }
 
 // take removes and returns up to n open streams (n <= 0: all).
-func (d *drainSet) take(n int) []context.CancelCauseFunc {
+func (d *drainSet) take(n int) []func() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]context.CancelCauseFunc, 0, min(max(n, 0), len(d.open)))
-	for id, c := range d.open {
+	out := make([]func(), 0, min(max(n, 0), len(d.open)))
+	for id, end := range d.open {
 		if n > 0 && len(out) == n {
 			break
 		}
-		out = append(out, c)
+		out = append(out, end)
 		delete(d.open, id)
 	}
 	return out
@@ -69,21 +71,16 @@ func (d *drainSet) len() int {
 	return len(d.open)
 }
 
-// drainStreams is the stream interceptor that gives every stream a context
-// Close can end: in its wave, or when r.life.draining ends.
+// drainStreams is the stream interceptor that lets Close end every
+// stream: in its wave, or when r.life.draining ends. An end that comes
+// after the stream ended (the client left first) does nothing.
 func (r *Relay) drainStreams(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	ctx, cancel := context.WithCancelCause(ss.Context())
-	defer cancel(nil)
-	remove := r.streams.add(cancel)
+	end := func() { downstream.EndStream(ss.Context(), drainedStatus) }
+	remove := r.streams.add(end)
 	defer remove()
-	stop := context.AfterFunc(r.life.draining, func() { cancel(errDrained) })
+	stop := context.AfterFunc(r.life.draining, end)
 	defer stop()
-	err := handler(srv, drainableStream{ServerStream: ss, ctx: ctx})
-	if errors.Is(context.Cause(ctx), errDrained) && ss.Context().Err() == nil {
-		// Ended by the shutdown, not by the client.
-		return status.Error(codes.Unavailable, errDrained.Error())
-	}
-	return err
+	return handler(srv, ss)
 }
 
 // endInWaves ends the open streams in waves: the streams open when it
@@ -112,8 +109,8 @@ func (r *Relay) endInWaves(ctx context.Context, waves int, spread time.Duration)
 		if i == waves-1 {
 			n = 0 // the last wave takes every stream left
 		}
-		for _, cancel := range r.streams.take(n) {
-			cancel(errDrained)
+		for _, end := range r.streams.take(n) {
+			end()
 		}
 		if r.streams.len() == 0 {
 			return
@@ -121,11 +118,3 @@ func (r *Relay) endInWaves(ctx context.Context, waves int, spread time.Duration)
 		t.Reset(interval)
 	}
 }
-
-// drainableStream replaces a stream's context.
-type drainableStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s drainableStream) Context() context.Context { return s.ctx }

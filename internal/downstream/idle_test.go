@@ -1,0 +1,240 @@
+package downstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
+
+// What an idle stream costs the server: a client subscribed, answered,
+// ACKed, and then quiet, as most of a fleet is between updates.
+
+// An idle synced stream costs one goroutine (its handler, in Recv): no
+// request pump and no writer.
+func TestIdleStreamOneGoroutine(t *testing.T) {
+	const n = 100
+	e := newEnv(t, 0)
+	name := xdstp(edsType, "idle")
+	e.put(edsType, name, "1")
+	before := sessionGoroutines()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := openIdle(ctx, []*grpc.ClientConn{e.conn}, n, xdstype.Delta, name); err != nil {
+		t.Fatal(err)
+	}
+	// Writers exit once their round is sent: wait for them to.
+	xdstest.Poll(t, "one goroutine per idle stream", func() error {
+		if err := writersIdle(e.srv, n); err != nil {
+			return err
+		}
+		if got := sessionGoroutines() - before; got < n || got > n+2 {
+			return fmt.Errorf("%d idle streams run %d goroutines of package downstream, want %d", n, got, n)
+		}
+		return nil
+	})
+}
+
+// writersIdle reports whether srv serves n sessions, none with a writer.
+func writersIdle(srv *Server, n int) error {
+	sessions := srv.snapshotSessions()
+	if len(sessions) != n {
+		return fmt.Errorf("%d sessions, want %d", len(sessions), n)
+	}
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		running := ss.writer.runningLocked()
+		ss.mu.Unlock()
+		if running {
+			return fmt.Errorf("session %d has a writer running", ss.id)
+		}
+	}
+	return nil
+}
+
+// sessionGoroutines counts the goroutines with a frame of this package:
+// handlers, pumps and writers (the test's own goroutine is one of them).
+func sessionGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		m := runtime.Stack(buf, true)
+		if m < len(buf) {
+			buf = buf[:m]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("xds-relay/internal/downstream.")) {
+			n++
+		}
+	}
+	return n
+}
+
+// openIdle opens n ADS streams of variant round robin over conns, each
+// subscribed to name, answered and ACKed. ctx ends them; opening fails
+// if they are not all answered within xdstest.WaitTimeout.
+func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdstype.Variant, name string) error {
+	ctx, cancel := context.WithCancel(ctx) // the streams' context, ended by the caller's
+	watchdog := time.AfterFunc(xdstest.WaitTimeout, cancel)
+	defer watchdog.Stop()
+	for i := range n {
+		c := discoveryv3.NewAggregatedDiscoveryServiceClient(conns[i%len(conns)])
+		var err error
+		if variant == xdstype.Delta {
+			err = syncIdle(ctx, c.DeltaAggregatedResources, func(r *discoveryv3.DeltaDiscoveryResponse) *discoveryv3.DeltaDiscoveryRequest {
+				if r == nil {
+					return &discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{name}}
+				}
+				return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: r.GetNonce()}
+			})
+		} else {
+			err = syncIdle(ctx, c.StreamAggregatedResources, func(r *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
+				req := &discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{name}}
+				if r != nil {
+					req.VersionInfo, req.ResponseNonce = r.GetVersionInfo(), r.GetNonce()
+				}
+				return req
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("stream %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// syncIdle opens one stream, sends req(nil), waits for the answer and
+// ACKs it (req(answer)).
+func syncIdle[Req, Resp any](ctx context.Context, open func(context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[Req, Resp], error), req func(*Resp) *Req) error {
+	st, err := open(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.Send(req(nil)); err != nil {
+		return err
+	}
+	r, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	return st.Send(req(r))
+}
+
+// idleClientsEnv tells the test binary, run as BenchmarkIdleStreams'
+// client process, what to open: address, streams, connections, variant,
+// name.
+const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
+
+// BenchmarkIdleStreams measures what an idle synced stream costs the
+// server: streams opened by a client in another process (this test
+// binary, running TestIdleClientsProcess), so that only the server's
+// goroutines, heap and stacks are counted. Run it once per case:
+//
+//	go test -run '^$' -bench IdleStreams -benchtime 1x ./internal/downstream/
+//
+// conns=1 puts every stream on one connection (the stream's own cost);
+// conns=n gives each its own, as a fleet connects (connection included).
+func BenchmarkIdleStreams(b *testing.B) {
+	const n = 2000
+	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
+		for _, conns := range []int{1, n} {
+			b.Run(fmt.Sprintf("variant=%s/conns=%d", variant, conns), func(b *testing.B) {
+				for range b.N {
+					measureIdle(b, n, conns, variant)
+				}
+			})
+		}
+	}
+}
+
+// measureIdle opens n idle streams from a client process and reports the
+// server's goroutines, heap and stack in use per stream.
+func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant) {
+	e := newEnv(b, 0)
+	name := xdstp(edsType, "idle")
+	e.put(edsType, name, "1")
+	g0, heap0, stack0 := inUse()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsProcess$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%s", idleClientsEnv, e.conn.Target(), n, conns, variant, name))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		stdin.Close() // the client process ends its streams and exits
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("client process: %v", err)
+		}
+	}()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "synced\n" {
+		b.Fatalf("client process: %q, %v", line, err)
+	}
+	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, n) })
+	g1, heap1, stack1 := inUse()
+	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/stream")
+	b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/stream")
+	b.ReportMetric(float64(stack1-stack0)/float64(n), "stack-B/stream")
+}
+
+// inUse returns the goroutines, heap and stack in use after a collection.
+func inUse() (goroutines int, heap, stack uint64) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return runtime.NumGoroutine(), ms.HeapInuse, ms.StackInuse
+}
+
+// TestIdleClientsProcess is BenchmarkIdleStreams' client process: it
+// opens the idle streams idleClientsEnv asks for, says "synced" and holds
+// them until its stdin closes.
+func TestIdleClientsProcess(t *testing.T) {
+	spec, ok := os.LookupEnv(idleClientsEnv)
+	if !ok {
+		t.Skip("run by BenchmarkIdleStreams")
+	}
+	f := strings.Split(spec, ",")
+	n, _ := strconv.Atoi(f[1])
+	nconns, _ := strconv.Atoi(f[2])
+	conns := make([]*grpc.ClientConn, nconns)
+	for i := range conns {
+		c, err := grpc.NewClient(f[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := openIdle(ctx, conns, n, xdstype.Variant(f[3]), f[4]); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("synced")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until EOF
+}
