@@ -92,7 +92,7 @@ func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ch *change) {
 		// resources (still in the wildcard) or in removed_resources.
 		for _, n := range unsubscribe {
 			if n != cache.Wildcard {
-				ts.force[n] = struct{}{}
+				ts.forceLocked(n)
 			}
 		}
 	}

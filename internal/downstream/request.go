@@ -272,7 +272,7 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 		delete(ts.unknown, r.name) // served now (a reload added its authority)
 		ts.subscribeLocked(r, &ch)
 		if ts.owedLocked(r.name, sb.first && sb.declares) {
-			ts.force[r.name] = struct{}{}
+			ts.forceLocked(r.name)
 			owed = append(owed, r.name)
 		}
 	}
@@ -293,6 +293,9 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 func (ts *typeState) noteUnknownLocked(r resolved, renew bool) {
 	if _, ok := ts.unknown[r.name]; ok && !renew {
 		return
+	}
+	if ts.unknown == nil {
+		ts.unknown = make(map[string]unknownName)
 	}
 	ts.unknown[r.name] = unknownName{detail: unknownStatus(r.err)}
 }

@@ -87,7 +87,7 @@ func (ss *session) checkSotW(typeURL string, names []string, req *discoveryv3.Di
 func (ts *typeState) repeatedLocked(req *discoveryv3.DiscoveryRequest) {
 	if req.GetResponseNonce() != "" && req.GetVersionInfo() == "" && req.GetErrorDetail() == nil {
 		for n := range ts.subs {
-			ts.force[n] = struct{}{}
+			ts.forceLocked(n)
 		}
 		ts.evalAll = true
 	}

@@ -122,10 +122,26 @@ func newTypeState(typeURL string) *typeState {
 		typeURL: typeURL,
 		label:   typeLabel(typeURL),
 		subs:    make(map[string]*sub),
-		colls:   make(map[string]*sub),
 		sent:    make(map[string]held),
-		force:   make(map[string]struct{}),
-		unknown: make(map[string]unknownName),
+	}
+}
+
+// forceLocked marks name to be answered even if unchanged.
+func (ts *typeState) forceLocked(name string) {
+	if ts.force == nil {
+		ts.force = make(map[string]struct{})
+	}
+	ts.force[name] = struct{}{}
+}
+
+// releaseLocked drops the tables a round emptied (after an initial sync,
+// the names it forced): an idle session keeps no table sized for a burst.
+func (ts *typeState) releaseLocked() {
+	if len(ts.force) == 0 {
+		ts.force = nil
+	}
+	if len(ts.unknown) == 0 {
+		ts.unknown = nil
 	}
 }
 
@@ -150,6 +166,9 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 	}
 	ts.subs[name] = s
 	if collection {
+		if ts.colls == nil {
+			ts.colls = make(map[string]*sub)
+		}
 		ts.colls[name] = s
 	}
 	newKey = !ts.watchesLocked(key, name)

@@ -279,6 +279,9 @@ func (ss *session) build() ([]outMsg, *round) {
 		lg = ss.loggerLocked()
 	}
 	out := ss.responsesLocked(works)
+	for _, w := range works {
+		w.ts.releaseLocked()
+	}
 	ss.mu.Unlock()
 	logResponses(lg, out)
 	return out, rd
