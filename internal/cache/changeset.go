@@ -78,4 +78,3 @@ func (cs *ChangeSet) TypeURL() string { return cs.typeURL }
 // Revisions returns the change's new revisions, sorted by key name, when
 // that is all the change is; nil otherwise. The slice must not be changed.
 func (cs *ChangeSet) Revisions() []Revision { return cs.revisions }
-
