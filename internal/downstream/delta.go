@@ -120,13 +120,7 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
-	own := ownPart(&discoveryv3.DeltaDiscoveryResponse{
-		TypeUrl:          ts.typeURL,
-		RemovedResources: d.removed,
-		Nonce:            nonce,
-		ControlPlane:     ss.srv.controlPlane,
-		ResourceErrors:   errs,
-	})
+	own := ss.srv.ownDelta(ts.typeURL, nonce, d.removed, errs)
 	return outMsg{
 		msg:     &encodedResponse{own: own, shared: entries},
 		typeURL: ts.typeURL,

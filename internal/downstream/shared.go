@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -82,16 +83,6 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
 }
 
-// ownPart encodes a response's own fields (those set in m); its resources
-// follow as shared entries.
-func ownPart(m proto.Message) []byte {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil // cannot happen: m holds only well-formed fields
-	}
-	return b
-}
-
 // entryLocked is r's entry under name for this session's variant and
 // envelope; nil when there is nothing to send.
 func (ss *session) entryLocked(ts *typeState, name string, r *cache.Resource) mem.Buffer {
@@ -102,22 +93,59 @@ func (ss *session) entryLocked(ts *typeState, name string, r *cache.Resource) me
 }
 
 // ownPartLocked issues the shared response's nonce (SotW: and version) and
-// encodes this client's own part of it: type_url, nonce (SotW: and
-// version_info), and the control_plane every response carries.
+// encodes this client's own part of it.
 func (ss *session) ownPartLocked(ts *typeState) []byte {
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
-	var own []byte
 	if ss.variant == xdstype.Delta {
-		own = appendString(own, deltaTypeURLField, ts.typeURL)
-		own = appendString(own, deltaNonceField, nonce)
-		return append(own, ss.srv.controlPlaneDelta...)
+		return ss.srv.ownDelta(ts.typeURL, nonce, nil, nil)
 	}
 	ts.version++
-	own = appendString(own, sotwVersionField, strconv.FormatUint(ts.version, 10))
-	own = appendString(own, sotwTypeURLField, ts.typeURL)
+	return ss.srv.ownSotW(ts.version, ts.typeURL, nonce, nil)
+}
+
+// ownFieldSize bounds the tag and length of one field of a client's own
+// part, ownFieldsSize those of all its fields and a version: what its
+// buffer is made with beyond the strings, so it is allocated once.
+const (
+	ownFieldSize  = 1 + binary.MaxVarintLen32
+	ownFieldsSize = 3*ownFieldSize + ownFieldSize + 20
+)
+
+// ownDelta encodes a delta response's own fields, those the client's
+// resource entries follow: type_url, nonce, removed_resources, the
+// control_plane every response carries, resource_errors.
+func (s *Server) ownDelta(typeURL, nonce string, removed []string, errs []*discoveryv3.ResourceError) []byte {
+	n := ownFieldsSize + len(typeURL) + len(nonce) + len(s.controlPlaneDelta)
+	for _, r := range removed {
+		n += len(r) + ownFieldSize
+	}
+	own := make([]byte, 0, n)
+	own = appendString(own, deltaTypeURLField, typeURL)
+	own = appendString(own, deltaNonceField, nonce)
+	for _, n := range removed {
+		own = protowire.AppendTag(own, deltaRemovedField, protowire.BytesType)
+		own = protowire.AppendString(own, n) // repeated: "" is sent too
+	}
+	own = append(own, s.controlPlaneDelta...)
+	for _, e := range errs {
+		own = appendMessage(own, deltaErrorsField, e)
+	}
+	return own
+}
+
+// ownSotW encodes a SotW response's own fields: version_info, type_url,
+// nonce, the control_plane every response carries, resource_errors.
+func (s *Server) ownSotW(version uint64, typeURL, nonce string, errs []*discoveryv3.ResourceError) []byte {
+	own := make([]byte, 0, ownFieldsSize+len(typeURL)+len(nonce)+len(s.controlPlaneSotW))
+	own = appendString(own, sotwVersionField, strconv.FormatUint(version, 10))
+	own = appendString(own, sotwTypeURLField, typeURL)
 	own = appendString(own, sotwNonceField, nonce)
-	return append(own, ss.srv.controlPlaneSotW...)
+	own = append(own, s.controlPlaneSotW...)
+	for _, e := range errs {
+		own = appendMessage(own, sotwErrorsField, e)
+	}
+	return own
 }
 
 // The response fields a client's own part sets, by number from the
@@ -129,8 +157,11 @@ var (
 	sotwTypeURLField  = fieldNumber(&discoveryv3.DiscoveryResponse{}, "type_url")
 	sotwNonceField    = fieldNumber(&discoveryv3.DiscoveryResponse{}, "nonce")
 
+	deltaRemovedField      = fieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "removed_resources")
 	deltaControlPlaneField = messageFieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "control_plane")
 	sotwControlPlaneField  = messageFieldNumber(&discoveryv3.DiscoveryResponse{}, "control_plane")
+	deltaErrorsField       = messageFieldNumber(&discoveryv3.DeltaDiscoveryResponse{}, "resource_errors")
+	sotwErrorsField        = messageFieldNumber(&discoveryv3.DiscoveryResponse{}, "resource_errors")
 )
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {

@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"sort"
-	"strconv"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
@@ -121,13 +120,7 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
-	own := ownPart(&discoveryv3.DiscoveryResponse{
-		VersionInfo:    strconv.FormatUint(ts.version, 10),
-		TypeUrl:        ts.typeURL,
-		Nonce:          nonce,
-		ControlPlane:   ss.srv.controlPlane,
-		ResourceErrors: errs,
-	})
+	own := ss.srv.ownSotW(ts.version, ts.typeURL, nonce, errs)
 	return outMsg{
 		msg:     &encodedResponse{own: own, shared: entries},
 		typeURL: ts.typeURL,
