@@ -78,14 +78,23 @@ func (ss *session) gatherRoundLocked(rd *round, w *work) {
 		return
 	}
 	ss.keepSetsLocked(rd, w.ts.typeURL)
-	for i := range w.probes {
-		// A collection's answer is announced as its members (or itself,
-		// when empty): keys not awaited, so they wake the writer.
-		p := &w.probes[i]
-		if !p.collection && !answered(p) && w.diff.hold.awaits(p.name) {
-			if ss.awaiting == nil {
-				ss.awaiting = make(map[cache.Key]struct{})
+	// A collection's answer is announced as its members (or itself, when
+	// empty): keys not awaited, so they wake the writer.
+	awaited := func(p *probe) bool { return !p.collection && !answered(p) && w.diff.hold.awaits(p.name) }
+	if ss.awaiting == nil {
+		n := 0 // sized once, not grown key by key
+		for i := range w.probes {
+			if awaited(&w.probes[i]) {
+				n++
 			}
+		}
+		if n == 0 {
+			return // nil: nothing awaited
+		}
+		ss.awaiting = make(map[cache.Key]struct{}, n)
+	}
+	for i := range w.probes {
+		if p := &w.probes[i]; awaited(p) {
 			ss.awaiting[p.key] = struct{}{}
 		}
 	}
