@@ -93,7 +93,10 @@ type benchFlags struct {
 	micro     bool
 	benchtime string
 	profile   bool
-	timeout   time.Duration
+	// profileSync also profiles the relay over the initial sync and the
+	// reconnect storm.
+	profileSync bool
+	timeout     time.Duration
 }
 
 // parseFlags defines the harness's flags, parses the command line and
@@ -120,6 +123,7 @@ func parseFlags() (*benchFlags, error) {
 	flag.BoolVar(&f.micro, "micro", true, "also run the Go micro-benchmarks under ./internal/...")
 	flag.StringVar(&f.benchtime, "benchtime", "200ms", "go test -benchtime for micro-benchmarks")
 	flag.BoolVar(&f.profile, "profile", true, "save a CPU profile of the relay over each relayed update phase")
+	flag.BoolVar(&f.profileSync, "profile-sync", false, "also save CPU profiles of the relay over the initial sync and the reconnect storm (TAG-sync-relay-cpu.prof, TAG-storm-relay-cpu.prof), each as long as the phase takes at most (syncProfileSeconds); slows each relayed scenario by about that")
 	flag.DurationVar(&f.timeout, "timeout", 13*time.Minute, "bound on the whole run")
 	flag.Parse()
 	ns, err := parseInts(*clients)
@@ -190,9 +194,10 @@ func (f *benchFlags) env(work string) *env {
 		goBin:        goBinary(),
 		maxRun:       f.timeout,
 	}
-	if f.profile {
+	if f.profile || f.profileSync {
 		e.profileDir = filepath.Join(f.outDir, "profiles")
 	}
+	e.profileUpdates, e.profilePhases = f.profile, f.profileSync
 	if f.settings.Pin != nil {
 		e.pin = *f.settings.Pin
 	}
@@ -298,6 +303,11 @@ func (e *env) runLogged(ctx context.Context, mode, variant, workload, names stri
 	default:
 		logf("  %.1fs: fan-out p99 %.1fms, %.2f responses/client/update, origin streams %d, storm %.2fs",
 			time.Since(t0).Seconds(), sc.FanoutP99MS, sc.ClientResponsesPerUpdate, sc.OriginStreams, sc.StormS)
+	}
+	if sc.Error == "" {
+		logf("  sync %.2fs, CPU s: serving %.2f, origin %.2f, loadgen %.2f; storm %.2fs, CPU s: serving %.2f, origin %.2f, loadgen %.2f",
+			sc.InitialSyncS, sc.SyncCPU.Serving, sc.SyncCPU.Origin, sc.SyncCPU.Loadgen,
+			sc.StormS, sc.StormCPU.Serving, sc.StormCPU.Origin, sc.StormCPU.Loadgen)
 	}
 	return sc
 }

@@ -22,6 +22,11 @@ func profileSeconds(updates, clients, changed int) int {
 	return max(2, int((time.Duration(updates)*perUpdate).Seconds()+0.5))
 }
 
+// syncProfileSeconds is how long the relay's CPU profile of the initial
+// sync or the reconnect storm of n clients runs: about as long as they
+// take (relayed, 2 cores: 2-4 s at N = 10000), at least 2 s.
+func syncProfileSeconds(n int) int { return max(2, (4*n+9999)/10000) }
+
 // relayHeapTop fetches the relay's in-use heap at idle (after a GC) and
 // returns its top (saved next to the CPU profiles).
 func (e *env) relayHeapTop(admin, tag string) string {

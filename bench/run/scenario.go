@@ -67,6 +67,11 @@ type Scenario struct {
 	InitialMaxResponses       int64   `json:"initial_max_responses"`
 	InitialResourcesPerClient float64 `json:"initial_resources_per_client"`
 	InitialBytesPerClient     float64 `json:"initial_bytes_per_client"`
+	// SyncCPU is what each process used from just before the load
+	// generator started until every client synced; SyncProfileTop the top
+	// of the relay's CPU profile over it (relayed, --profile-sync).
+	SyncCPU        PhaseCPU `json:"sync_cpu_s"`
+	SyncProfileTop string   `json:"sync_profile_top,omitempty"`
 	// At the origin, idle after every client synced.
 	OriginStreams       int `json:"origin_streams"`
 	OriginSubscriptions int `json:"origin_subscriptions"`
@@ -124,9 +129,23 @@ type Scenario struct {
 	StormS              float64 `json:"storm_s"`
 	StormCompleted      bool    `json:"storm_completed"`
 	StormOriginRequests int64   `json:"storm_origin_requests"`
+	// StormCPU and StormProfileTop are SyncCPU and SyncProfileTop for the
+	// storm, from the reconnect until every client synced again.
+	StormCPU        PhaseCPU `json:"storm_cpu_s"`
+	StormProfileTop string   `json:"storm_profile_top,omitempty"`
 
 	LoadgenStreamErrors int64  `json:"loadgen_stream_errors"`
 	LoadgenLastError    string `json:"loadgen_last_error,omitempty"`
+}
+
+// PhaseCPU is the CPU seconds (utime+stime) each process used over a
+// phase: the serving process (the origin itself, direct), the origin and
+// the load generator. Against the phase's length it says which was the
+// bound: one near 2 cores' worth, or none (waiting).
+type PhaseCPU struct {
+	Serving float64 `json:"serving"`
+	Origin  float64 `json:"origin"`
+	Loadgen float64 `json:"loadgen"`
 }
 
 // EnvoyFigures is what the updates of workload envoy did, per affected
@@ -185,6 +204,8 @@ type env struct {
 	authority           string
 	goBin               string
 	profileDir          string        // "" : no relay CPU profiles
+	profileUpdates      bool          // profile the relay over the update phase, heap at idle (--profile)
+	profilePhases       bool          // profile the relay over the sync and the storm (--profile-sync)
 	pin                 Pinning       // zero: no process pinned
 	maxRun              time.Duration // loadgen --duration: a backstop only
 }
@@ -228,10 +249,7 @@ func (e *env) scenario(ctx context.Context, sc *Scenario, children *[]*child) er
 	if sc.ServingRSSBeforeKiB, sc.ServingRuntimeBefore, err = r.servingMemory(); err != nil {
 		return fmt.Errorf("before the clients: %w", err)
 	}
-	if err := r.startLoadgen(ctx); err != nil {
-		return err
-	}
-	if err := r.waitSynced(ctx); err != nil {
+	if err := r.syncPhase(ctx); err != nil {
 		return err
 	}
 	counts, idle, err := r.measureIdle()
@@ -401,6 +419,44 @@ func (r *scenarioRun) waitStatus(ctx context.Context, timeout time.Duration, wha
 	})
 }
 
+// syncPhase starts the load generator's clients and waits until every one
+// synced, recording what each process's CPU did meanwhile and, with
+// --profile-sync, a CPU profile of the relay.
+func (r *scenarioRun) syncPhase(ctx context.Context) error {
+	cpu0, err := r.cpuTimes() // no load generator yet: its CPU counts from its start
+	if err != nil {
+		return err
+	}
+	profiled := r.phaseProfile("sync")
+	if err := r.startLoadgen(ctx); err != nil {
+		return err
+	}
+	if err := r.waitSynced(ctx); err != nil {
+		return err
+	}
+	cpu1, err := r.cpuTimes()
+	if err != nil {
+		return err
+	}
+	r.sc.SyncCPU = cpu1.since(cpu0)
+	r.sc.SyncProfileTop = profiled()
+	return nil
+}
+
+// phaseProfile starts, relayed with --profile-sync, a CPU profile of the
+// relay over the phase that begins (syncProfileSeconds), saved as
+// TAG-PHASE-relay-cpu.prof; it returns a function that waits for it and
+// returns its top ("" when none is taken). Waiting keeps the profile off
+// the next phase, whose own profile could not start meanwhile.
+func (r *scenarioRun) phaseProfile(phase string) func() string {
+	if r.sc.Mode != "relayed" || !r.e.profilePhases {
+		return func() string { return "" }
+	}
+	done := make(chan string, 1)
+	go func() { done <- r.e.profileRelay(r.relayAdmin, r.tag+"-"+phase, syncProfileSeconds(r.sc.Clients)) }()
+	return func() string { return <-done }
+}
+
 // waitSynced waits for the initial sync of every client.
 func (r *scenarioRun) waitSynced(ctx context.Context) error {
 	sc := r.sc
@@ -436,7 +492,7 @@ func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
 	sc.InitialResponsesPerClient, sc.InitialMaxResponses = meanMax(counts.Responses)
 	sc.InitialResourcesPerClient, _ = meanMax(counts.Resources)
 	sc.InitialBytesPerClient, _ = meanMax(counts.Bytes)
-	if sc.Mode == "relayed" && r.e.profileDir != "" {
+	if sc.Mode == "relayed" && r.e.profileUpdates {
 		sc.RelayHeapTop = r.e.relayHeapTop(r.relayAdmin, r.tag)
 	}
 	return counts, idle, nil
@@ -472,13 +528,20 @@ func (sc *Scenario) idlePerStream() {
 // cpuTimes is the CPU seconds the scenario's processes have used.
 type cpuTimes struct{ serving, origin, lg float64 }
 
+// since is what each process used from t0 to t.
+func (t cpuTimes) since(t0 cpuTimes) PhaseCPU {
+	return PhaseCPU{Serving: t.serving - t0.serving, Origin: t.origin - t0.origin, Loadgen: t.lg - t0.lg}
+}
+
+// cpuTimes reads the processes' CPU seconds; the load generator's is 0
+// before it starts.
 func (r *scenarioRun) cpuTimes() (cpuTimes, error) {
 	var t cpuTimes
 	var err error
 	if t.serving, err = cpuSeconds(r.serving.pid()); err != nil {
 		return t, err
 	}
-	if t.origin, err = cpuSeconds(r.origin.pid()); err != nil {
+	if t.origin, err = cpuSeconds(r.origin.pid()); err != nil || r.lg == nil {
 		return t, err
 	}
 	t.lg, err = cpuSeconds(r.lg.pid())
@@ -505,7 +568,7 @@ func (r *scenarioRun) updatePhase(ctx context.Context, counts loadgen.ClientCoun
 	}
 	wall0 := time.Now()
 	profDone := make(chan string, 1)
-	if sc.Mode == "relayed" && e.profileDir != "" {
+	if sc.Mode == "relayed" && e.profileUpdates {
 		go func() {
 			profDone <- e.profileRelay(r.relayAdmin, r.tag, profileSeconds(e.updates, sc.Clients, changedPerClient(sc)))
 		}()
@@ -615,15 +678,26 @@ func (r *scenarioRun) recordUpdates(before loadgen.Status, idle originStats, cpu
 // against its stats after the updates.
 func (r *scenarioRun) storm(ctx context.Context, after originStats) error {
 	sc := r.sc
+	cpu0, err := r.cpuTimes()
+	if err != nil {
+		return err
+	}
+	profiled := r.phaseProfile("storm")
 	if err := post("http://" + r.lgAdmin + "/reconnect"); err != nil {
 		return fmt.Errorf("reconnect: %w", err)
 	}
-	err := r.waitStatus(ctx, scaled(stormTimeout, sc.Clients), "every client synced after the reconnect storm", func(s loadgen.Status) bool {
+	err = r.waitStatus(ctx, scaled(stormTimeout, sc.Clients), "every client synced after the reconnect storm", func(s loadgen.Status) bool {
 		return len(s.Storms) > 0
 	})
 	if err != nil {
 		return fmt.Errorf("%w (synced %d of %d, last stream error: %s)", err, r.last.Synced, sc.Clients, r.last.LastError)
 	}
+	cpu1, err := r.cpuTimes()
+	if err != nil {
+		return err
+	}
+	sc.StormCPU = cpu1.since(cpu0)
+	sc.StormProfileTop = profiled()
 	sc.StormS, sc.StormCompleted = r.last.Storms[0].DurationS, r.last.Storms[0].Completed
 	time.Sleep(settle)
 	stormed, err := r.stats()

@@ -30,6 +30,7 @@ type compiledRule struct {
 	fixedKey  string       // the key when every part is a literal, else ""
 	node      *corev3.Node // the rule's result.node, or nil
 	slots     []nodeSlot   // the node fields the key takes values from (upstreamnode.go)
+	memo      *groupMemo   // the groups built, when node is nil (groupmemo.go)
 }
 
 type condKind uint8
@@ -148,7 +149,7 @@ func compile(rules []Rule, authorities []string, checkAuthorities bool) ([]compi
 	for i := range rules {
 		r := &rules[i]
 		p := fmt.Sprintf("rules[%d]", i)
-		cr := compiledRule{name: r.Name}
+		cr := compiledRule{name: r.Name, memo: &groupMemo{}}
 
 		switch prev, dup := names[r.Name]; {
 		case r.Name == "":

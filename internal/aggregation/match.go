@@ -9,9 +9,8 @@ import (
 // Match returns the result of the first rule that matches req, or an error
 // wrapping ErrNoMatch that names the type, resource and node, or a
 // *RefusedError (wrapping ErrRefused) when the first rule that matches
-// refuses it. It allocates only to build a key that is not fixed (once), for
-// regex captures, rewrites and for the upstream node of a rule that sets
-// none.
+// refuses it. It allocates only for regex captures and rewrites, and to
+// build the key and upstream node of a group the first time (groupmemo.go).
 func (r *Rules) Match(req Request) (Result, error) {
 	if r != nil {
 		for i := range r.rules {
@@ -27,11 +26,14 @@ func (r *Rules) Match(req Request) (Result, error) {
 						return Result{}, &RefusedError{Rule: cr.name, Reason: cr.parts[j].path + " is empty (refuse_empty)"}
 					}
 				}
+				var key string
 				node := cr.node
 				if node == nil {
-					node = cr.groupNode(vals)
+					key, node = cr.keyAndNode(vals) // groupmemo.go
+				} else {
+					key = cr.key(vals)
 				}
-				return Result{Rule: cr.name, Authority: cr.authority, Group: cr.key(vals), Node: node}, nil
+				return Result{Rule: cr.name, Authority: cr.authority, Group: key, Node: node}, nil
 			}
 		}
 	}
@@ -95,6 +97,17 @@ func (cr *compiledRule) key(vals []string) string {
 		b.WriteString(v)
 	}
 	return b.String()
+}
+
+// appendKey appends the group key of vals to b.
+func (cr *compiledRule) appendKey(b []byte, vals []string) []byte {
+	if cr.fixedKey != "" {
+		return append(b, cr.fixedKey...)
+	}
+	for _, v := range vals {
+		b = append(b, v...)
+	}
+	return b
 }
 
 // submatches remembers the last regex run while building one key, so that

@@ -78,17 +78,43 @@ func (ss *session) gatherRoundLocked(rd *round, w *work) {
 		return
 	}
 	ss.keepSetsLocked(rd, w.ts.typeURL)
+	n := 0 // the awaiting set is sized once, not grown key by key
 	for i := range w.probes {
-		// A collection's answer is announced as its members (or itself,
-		// when empty): keys not awaited, so they wake the writer.
-		p := &w.probes[i]
-		if !p.collection && !answered(p) && w.diff.hold.awaits(p.name) {
-			if ss.awaiting == nil {
-				ss.awaiting = make(map[cache.Key]struct{})
-			}
+		if ss.awaitedLocked(w, &w.probes[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	if ss.awaiting == nil {
+		ss.awaiting = make(map[cache.Key]struct{}, n)
+	}
+	for i := range w.probes {
+		if p := &w.probes[i]; ss.awaitedLocked(w, p) {
 			ss.awaiting[p.key] = struct{}{}
 		}
 	}
+}
+
+// awaitedLocked reports whether probe p of w, held back, is to be awaited:
+// pending when this round looked it up, and not announced since. A
+// collection's answer is announced as its members (or itself, when
+// empty): keys not awaited, so they wake the writer. A key announced since
+// the round began (dirty again: the round took the dirty set before its
+// lookups) may have been answered after its lookup; its Notify came while
+// nothing was awaited, so it is noted instead, and the Flush that ends its
+// announcement wakes the writer to look again. Awaiting it would leave
+// the writer idle until the window passes, the answer already in.
+func (ss *session) awaitedLocked(w *work, p *probe) bool {
+	if p.collection || answered(p) || !w.diff.hold.awaits(p.name) {
+		return false
+	}
+	if _, announced := ss.dirty[p.key]; announced {
+		ss.noted = true
+		return false
+	}
+	return true
 }
 
 // While names are held back, the cache announces each piece of the

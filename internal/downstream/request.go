@@ -113,6 +113,10 @@ func watchKeys(c Cache, w cache.Watcher, keys []cache.Key, nodes map[cache.LinkI
 		c.Watch(w, nil, keys...)
 		return
 	}
+	if node := onlyStream(keys, nodes); node != nil {
+		c.Watch(w, node, keys...) // the common case: one group's names
+		return
+	}
 	var own []cache.Key
 	byStream := make(map[cache.LinkID][]cache.Key, len(nodes))
 	for _, k := range keys {
@@ -128,6 +132,23 @@ func watchKeys(c Cache, w cache.Watcher, keys []cache.Key, nodes map[cache.LinkI
 	for s, ks := range byStream {
 		c.Watch(w, nodes[s], ks...)
 	}
+}
+
+// onlyStream returns the node of the one stream in nodes when every key is
+// on it, else nil.
+func onlyStream(keys []cache.Key, nodes map[cache.LinkID]*corev3.Node) *corev3.Node {
+	if len(nodes) != 1 {
+		return nil
+	}
+	for link, node := range nodes {
+		for _, k := range keys {
+			if k.Link != link {
+				return nil
+			}
+		}
+		return node
+	}
+	return nil
 }
 
 // resolved is one requested name with its key, or why it cannot be served.
@@ -259,7 +280,7 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 		return err
 	}
 
-	var ch change
+	ch := change{watch: make([]cache.Key, 0, len(rs))}
 	ts := sb.ts
 	ss.mu.Lock()
 	dropped := sb.dropLocked(&ch)

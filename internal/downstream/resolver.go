@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -96,7 +97,7 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		if !n.IsURN() && !n.IsGlob() {
 			return Resolution{}, fmt.Errorf("%w: %s carries processing directives; a client requests URNs or globs", ErrMalformedName, quoteShort(name))
 		}
-		if typeURL != resourcev3.APITypePrefix+n.Type {
+		if t, ok := strings.CutPrefix(typeURL, resourcev3.APITypePrefix); !ok || t != n.Type {
 			// Exactly: "x/<type>" is not the type, and must never reach
 			// an origin as a subscription of that type.
 			return Resolution{}, fmt.Errorf("%w: %s names type %s, requested as %s", ErrMalformedName, quoteShort(name), quoteShort(n.Type), quoteShort(typeURL))
@@ -107,12 +108,9 @@ func (r *NameResolver) Resolve(typeURL, name string, node *corev3.Node) (Resolut
 		if !r.carries(n.Authority, typeURL) {
 			return Resolution{}, fmt.Errorf("%w: %s: authority %s carries no %s", ErrTypeNotCarried, quoteShort(name), quoteShort(n.Authority), quoteShort(typeURL))
 		}
-		canonical := n.String()
-		if canonical == name {
-			// Keep the caller's string (shared by every session that
-			// asked for it), not a fresh copy per client.
-			canonical = name
-		}
+		// The caller's string when canonical (shared by every session
+		// that asked for it), not a fresh copy per client.
+		canonical := n.CanonicalFrom(name)
 		return Resolution{
 			Key:        cache.Key{Link: cache.LinkID{Authority: n.Authority}, TypeURL: typeURL, Name: canonical},
 			Collection: n.IsGlob(),

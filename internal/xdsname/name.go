@@ -64,6 +64,21 @@ func (n Name) String() string {
 	return string(n.appendTo(buf))
 }
 
+// CanonicalFrom returns n.String() for n parsed from s: s itself, not a
+// copy, when s already is canonical (as clients' names nearly always
+// are), so that resolving a name allocates nothing for it.
+func (n Name) CanonicalFrom(s string) string {
+	var stack [256]byte
+	buf := stack[:0]
+	if size := n.sizeHint(); size > len(stack) {
+		buf = make([]byte, 0, size)
+	}
+	if b := n.appendTo(buf); string(b) != s {
+		return string(b)
+	}
+	return s
+}
+
 // sizeHint is a generous estimate of the canonical length of n.
 func (n Name) sizeHint() int {
 	size := len(scheme) + len(n.Authority) + 2 + len(n.Type) + len(n.ID) + 2 + len(n.Alt) + len(n.Entry) + 16
@@ -122,10 +137,5 @@ func Canonical(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var stack [256]byte
-	out := n.appendTo(stack[:0])
-	if string(out) == s {
-		return s, nil // already canonical: no copy
-	}
-	return string(out), nil
+	return n.CanonicalFrom(s), nil
 }
