@@ -407,19 +407,8 @@ func TestGatherAnsweredDuringRound(t *testing.T) {
 	c := newGatherClient(t, e, xdstype.Delta)
 	c.subscribe(names...)
 	ft.waitArmed(t) // the round holds both back
-	e.srv.mu.Lock()
-	var end chan struct{}
-	for _, ss := range e.srv.sessions {
-		ss.mu.Lock()
-		end = ss.writer.end
-		ss.mu.Unlock()
-	}
-	e.srv.mu.Unlock()
-	select {
-	case <-end: // the round's writer returned: idle
-	case <-time.After(xdstest.WaitTimeout):
-		t.Fatal("the writer did not return")
-	}
+	// The round's writer returns: the session is idle.
+	xdstest.Poll(t, "the writer idle", func() error { return writersIdle(e.srv, 1) })
 	close(gate.release)
 	e.answer(rs[1])
 	c.recv(rs...)
