@@ -283,6 +283,7 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 	ch := change{watch: make([]cache.Key, 0, len(rs))}
 	ts := sb.ts
 	ss.mu.Lock()
+	ts.reserveLocked(len(rs))
 	dropped := sb.dropLocked(&ch)
 	var owed []string
 	for _, r := range rs {

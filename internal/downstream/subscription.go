@@ -126,6 +126,23 @@ func newTypeState(typeURL string) *typeState {
 	}
 }
 
+// reserveLocked makes room for n more names in the tables a subscription
+// fills (a request of many names grows each once, not name by name).
+func (ts *typeState) reserveLocked(n int) {
+	if n <= 1 {
+		return
+	}
+	if ts.force == nil {
+		ts.force = make(map[string]struct{}, n)
+	}
+	if len(ts.subs) == 0 {
+		ts.subs = make(map[string]*sub, n)
+	}
+	if len(ts.sent) == 0 {
+		ts.sent = make(map[string]held, n)
+	}
+}
+
 // forceLocked marks name to be answered even if unchanged.
 func (ts *typeState) forceLocked(name string) {
 	if ts.force == nil {

@@ -37,12 +37,17 @@ type work struct {
 	probes []probe
 	seen   map[probeID]struct{} // probes already added, once there are many
 	many   bool                 // seen is in use (more than manyProbes)
-	diff   diff                 // what the probes change (diff.go)
+	// all: every subscription of ts is in probes, each once (the
+	// subscription set changed): nothing further is added, collections
+	// are listed whole, so no probe is checked against the others.
+	all  bool
+	diff diff // what the probes change (diff.go)
 }
 
 // reset empties w for reuse, dropping its references to resources.
 func (w *work) reset() {
 	w.ts = nil
+	w.all = false
 	clear(w.probes)
 	w.probes = w.probes[:0]
 	w.diff.reset()
@@ -110,6 +115,9 @@ const manyProbes = 8
 
 // addProbe appends p unless it is already there.
 func (w *work) addProbe(p probe) {
+	if w.all {
+		return // there, or (a member) in its collection's probe
+	}
 	id := probeID{name: p.name}
 	if p.member {
 		id.member = p.key.Name
@@ -368,9 +376,11 @@ func (ss *session) collectLocked() *round {
 		if ts.evalAll {
 			ts.evalAll = false
 			w := rd.get(ts)
+			w.probes = slices.Grow(w.probes, len(ts.subs))
 			for n, s := range ts.subs {
-				w.add(n, s)
+				w.probes = append(w.probes, probe{name: n, key: s.key, collection: s.collection})
 			}
+			w.all = true
 			continue
 		}
 		if len(ts.force) > 0 || hasUnreported(ts) {
