@@ -195,6 +195,44 @@ func runtimeMemory(admin string) (RuntimeMemory, error) {
 	return m, nil
 }
 
+// metricSum reads GET http://admin/metrics and sums every series of name.
+func metricSum(admin, name string) (float64, error) {
+	url := "http://" + admin + "/metrics"
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return parseMetricSum(resp.Body, name)
+}
+
+// parseMetricSum sums the values of every series of name in a Prometheus
+// text exposition ("name{labels} value" or "name value"); 0 when none.
+func parseMetricSum(r io.Reader, name string) (float64, error) {
+	var sum float64
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if n, _, _ := strings.Cut(series, "{"); n != name {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return sum, fmt.Errorf("%s: %w", series, err)
+		}
+		sum += v
+	}
+	return sum, sc.Err()
+}
+
 // parseRuntimeMemory picks RuntimeMemory's figures out of Prometheus's
 // text format; each must be there.
 func parseRuntimeMemory(r io.Reader) (RuntimeMemory, error) {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -204,14 +205,18 @@ func writeEnvoy(w io.Writer, r Results) {
 func writeInitialSync(w io.Writer, r Results) {
 	fmt.Fprintln(w, "\nCold initial sync: a fresh origin or relay (nothing cached), all N clients connecting at once; time until every client holds its subscription, and what each received before the first update (1.00 response per client: all of it at once):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | variant | workload | N | names/client | initial sync s | responses/client | max responses/client | resources/client | bytes/client |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| mode | variant | workload | N | names/client | initial sync s | responses/client | max responses/client | resources/client | bytes/client | relay gather windows expired |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %s | %d | %.2f | %.0f |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
-			s.Window, s.InitialSyncS, perUpdateText(s.InitialResponsesPerClient), s.InitialMaxResponses, s.InitialResourcesPerClient, s.InitialBytesPerClient)
+		expired := "-"
+		if s.GatherExpired >= 0 && s.Mode == "relayed" {
+			expired = strconv.FormatFloat(s.GatherExpired, 'f', 0, 64)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %s | %d | %.2f | %.0f | %s |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
+			s.Window, s.InitialSyncS, perUpdateText(s.InitialResponsesPerClient), s.InitialMaxResponses, s.InitialResourcesPerClient, s.InitialBytesPerClient, expired)
 	}
 }
 

@@ -574,3 +574,22 @@ func TestScenarioEnvoy(t *testing.T) {
 		})
 	}
 }
+
+// TestParseMetricSum: every series of the name is summed, other names
+// and comments are not.
+func TestParseMetricSum(t *testing.T) {
+	const exposition = `# HELP xds_relay_downstream_gather_expired_total Gather windows that expired.
+# TYPE xds_relay_downstream_gather_expired_total counter
+xds_relay_downstream_gather_expired_total{type="eds"} 3
+xds_relay_downstream_gather_expired_total{type="cds"} 2
+xds_relay_downstream_gather_expired_total_other 100
+go_goroutines 12
+`
+	got, err := parseMetricSum(strings.NewReader(exposition), "xds_relay_downstream_gather_expired_total")
+	if err != nil || got != 5 {
+		t.Fatalf("parseMetricSum = %v, %v; want 5", got, err)
+	}
+	if got, err := parseMetricSum(strings.NewReader(exposition), "absent_total"); err != nil || got != 0 {
+		t.Fatalf("parseMetricSum of an absent name = %v, %v; want 0", got, err)
+	}
+}

@@ -65,6 +65,10 @@ type Scenario struct {
 	InitialSyncS              float64 `json:"initial_sync_s"`
 	InitialResponsesPerClient float64 `json:"initial_responses_per_client"`
 	InitialMaxResponses       int64   `json:"initial_max_responses"`
+	// GatherExpired: the relay's gather windows that expired over the
+	// initial sync (xds_relay_downstream_gather_expired_total; a client
+	// then waited the whole window); -1 when not read (direct, or error).
+	GatherExpired             float64 `json:"gather_expired"`
 	InitialResourcesPerClient float64 `json:"initial_resources_per_client"`
 	InitialBytesPerClient     float64 `json:"initial_bytes_per_client"`
 	// SyncCPU is what each process used from just before the load
@@ -485,6 +489,12 @@ func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
 		return loadgen.ClientCounts{}, idle, fmt.Errorf("every client synced: %w", err)
 	}
 	sc.idlePerStream()
+	sc.GatherExpired = -1
+	if sc.Mode == "relayed" {
+		if n, err := metricSum(r.relayAdmin, "xds_relay_downstream_gather_expired_total"); err == nil {
+			sc.GatherExpired = n
+		}
+	}
 	counts, err := r.clientCounts()
 	if err != nil {
 		return counts, idle, fmt.Errorf("loadgen client counts: %w", err)
