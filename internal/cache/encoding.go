@@ -30,33 +30,39 @@ type encoding struct {
 // once when callers race; one result is kept. Past maxEncodings keys,
 // build runs on every call and nothing more is kept.
 func (r *Resource) Encoding(key any, build func() any) any {
-	cur, _ := r.Encoded.v.Load().(*encodings)
-	if b, ok := cur.find(key); ok {
-		return b
+	raw := r.Encoded.v.Load()
+	cur, _ := raw.(*encodings)
+	if v, ok := cur.find(key); ok {
+		return v
 	}
-	b := build()
+	v := build()
 	for {
-		if cur != nil && len(cur.entries) >= maxEncodings {
-			return b
+		if cur.len() >= maxEncodings {
+			return v
 		}
 		next := &encodings{entries: make([]encoding, 0, cur.len()+1)}
 		if cur != nil {
 			next.entries = append(next.entries, cur.entries...)
 		}
-		next.entries = append(next.entries, encoding{key: key, v: b})
-		var swapped bool
-		if cur == nil {
-			swapped = r.Encoded.v.CompareAndSwap(nil, next)
-		} else {
-			swapped = r.Encoded.v.CompareAndSwap(cur, next)
+		next.entries = append(next.entries, encoding{key: key, v: v})
+		if r.Encoded.v.CompareAndSwap(raw, next) {
+			return v
 		}
-		if swapped {
-			return b
-		}
-		cur, _ = r.Encoded.v.Load().(*encodings)
+		raw = r.Encoded.v.Load()
+		cur, _ = raw.(*encodings)
 		if kept, ok := cur.find(key); ok {
 			return kept
 		}
+	}
+}
+
+// dropEncodings forgets r's encodings: its key is no longer watched, so
+// nothing is being sent of it, and what the LRU bounds by serialized bytes
+// (Options.MaxBytes) is what an unwatched revision holds. A client
+// watching the key again has them made again.
+func (r *Resource) dropEncodings() {
+	if r != nil && r.Encoded.v.Load() != nil {
+		r.Encoded.v.Store((*encodings)(nil))
 	}
 }
 

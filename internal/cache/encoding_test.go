@@ -64,3 +64,30 @@ func TestEncodingsNotContent(t *testing.T) {
 		t.Fatalf("encodings compared as content:\n%s", diff)
 	}
 }
+
+// TestEncodingsDroppedWhenUnwatched: a revision nobody watches keeps no
+// encodings (the LRU bounds its serialized bytes, not copies of them);
+// they are made again when it is sent again.
+func TestEncodingsDroppedWhenUnwatched(t *testing.T) {
+	f := newFixture(t, unbounded)
+	a := key(legacyStream, lds, "a")
+	w := &fakeWatcher{}
+	f.c.Watch(w, nil, a)
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
+	r, st := f.c.Get(a)
+	if st != StatePresent {
+		t.Fatalf("Get state = %v, want present", st)
+	}
+	r.Encoding("delta", func() any { return "entry" })
+	kept := func() int { e, _ := r.Encoded.v.Load().(*encodings); return e.len() }
+	if kept() != 1 {
+		t.Fatalf("watched revision keeps %d encodings, want 1", kept())
+	}
+	f.c.Unwatch(w, a)
+	if n := kept(); n != 0 {
+		t.Fatalf("unwatched revision keeps %d encodings, want none", n)
+	}
+	if got := r.Encoding("delta", func() any { return "again" }); got != "again" || kept() != 1 {
+		t.Fatalf("Encoding after the drop = %v (kept %d), want it made and kept again", got, kept())
+	}
+}

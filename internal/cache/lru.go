@@ -29,6 +29,7 @@ func (c *Cache) reconcileLocked(e *entry) {
 		c.lruBytes -= e.lruBytes
 		e.inLRU, e.lruBytes = false, 0
 	case !held && !e.inLRU:
+		e.res.dropEncodings()
 		c.lru.Add(e.key, e)
 		e.inLRU, e.lruBytes = true, e.size()
 		c.lruBytes += e.lruBytes
