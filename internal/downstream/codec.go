@@ -21,6 +21,27 @@ type encodedResponse struct {
 	// shared are kept as the buffers gRPC writes (mem.SliceBuffer, whose
 	// Free does nothing), made once with the bytes: a response boxes none.
 	shared []mem.Buffer
+
+	// Room for the common response (one change of a resource or two to
+	// one client), so that building and sending it allocates this struct
+	// and little else: own's bytes, shared's first entries, and the
+	// BufferSlice Codec hands gRPC.
+	ownRoom    [128]byte
+	sharedRoom [2]mem.Buffer
+	sliceRoom  [3]mem.Buffer
+}
+
+// newEncodedResponse returns an empty response with room for n shared
+// entries.
+func newEncodedResponse(n int) *encodedResponse {
+	r := new(encodedResponse)
+	r.own = r.ownRoom[:0]
+	if n <= len(r.sharedRoom) {
+		r.shared = r.sharedRoom[:0]
+	} else {
+		r.shared = make([]mem.Buffer, 0, n)
+	}
+	return r
 }
 
 // bytes returns the whole response as one slice (a copy).
@@ -51,7 +72,7 @@ type codec struct{ proto encoding.CodecV2 }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	if r, ok := v.(*encodedResponse); ok {
-		bs := make(mem.BufferSlice, 0, 1+len(r.shared))
+		bs := mem.BufferSlice(r.sliceRoom[:0])
 		bs = append(bs, mem.SliceBuffer(r.own))
 		bs = append(bs, r.shared...)
 		return bs, nil

@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc/mem"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -107,24 +106,21 @@ func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
 	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
 		return outMsg{}, false
 	}
-	var entries []mem.Buffer
-	if len(d.updates) > 0 {
-		entries = make([]mem.Buffer, 0, len(d.updates))
-		for _, u := range d.updates {
-			if e := deltaEntry(u.name, u.res, u.heartbeat); e != nil {
-				entries = append(entries, e)
-			}
+	resp := newEncodedResponse(len(d.updates))
+	for _, u := range d.updates {
+		if e := deltaEntry(u.name, u.res, u.heartbeat); e != nil {
+			resp.shared = append(resp.shared, e)
 		}
 	}
 	sort.Strings(d.removed)
 	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
-	own := ss.srv.ownDelta(ts.typeURL, nonce, d.removed, errs)
+	resp.own = ss.srv.ownDelta(resp.own, ts.typeURL, nonce, d.removed, errs)
 	return outMsg{
-		msg:     &encodedResponse{own: own, shared: entries},
+		msg:     resp,
 		typeURL: ts.typeURL,
-		count:   len(entries) + len(d.removed),
+		count:   len(resp.shared) + len(d.removed),
 		errs:    errs,
 	}, true
 }

@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -55,13 +54,13 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 			return outMsg{}, nil, false // holds these bytes: a TTL change or nothing
 		}
 	}
-	shared := make([]mem.Buffer, 0, len(revs))
+	resp := newEncodedResponse(len(revs))
 	for _, r := range revs {
 		e := ss.entryLocked(ts, r.Key.Name, r.Res)
 		if e == nil {
 			return outMsg{}, nil, false
 		}
-		shared = append(shared, e)
+		resp.shared = append(resp.shared, e)
 	}
 
 	seq := ss.nonce + 1 // delta: this response's nonce; SotW: its version_info
@@ -78,9 +77,10 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	clear(ss.sets)
 	ss.sets = ss.sets[:0]
 
-	own := ss.ownPartLocked(ts)
+	own := ss.ownPartLocked(ts, resp.own)
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
-	return outMsg{msg: &encodedResponse{own: own, shared: shared}, typeURL: ts.typeURL, count: len(revs)}, rd, true
+	resp.own = own
+	return outMsg{msg: resp, typeURL: ts.typeURL, count: len(revs)}, rd, true
 }
 
 // entryLocked is r's entry under name for this session's variant and
@@ -94,33 +94,20 @@ func (ss *session) entryLocked(ts *typeState, name string, r *cache.Resource) me
 
 // ownPartLocked issues the shared response's nonce (SotW: and version) and
 // encodes this client's own part of it.
-func (ss *session) ownPartLocked(ts *typeState) []byte {
+func (ss *session) ownPartLocked(ts *typeState, own []byte) []byte {
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	if ss.variant == xdstype.Delta {
-		return ss.srv.ownDelta(ts.typeURL, nonce, nil, nil)
+		return ss.srv.ownDelta(own, ts.typeURL, nonce, nil, nil)
 	}
 	ts.version++
-	return ss.srv.ownSotW(ts.version, ts.typeURL, nonce, nil)
+	return ss.srv.ownSotW(own, ts.version, ts.typeURL, nonce, nil)
 }
 
-// ownFieldSize bounds the tag and length of one field of a client's own
-// part, ownFieldsSize those of all its fields and a version: what its
-// buffer is made with beyond the strings, so it is allocated once.
-const (
-	ownFieldSize  = 1 + binary.MaxVarintLen32
-	ownFieldsSize = 3*ownFieldSize + ownFieldSize + 20
-)
-
-// ownDelta encodes a delta response's own fields, those the client's
+// ownDelta appends to own a delta response's own fields, those the client's
 // resource entries follow: type_url, nonce, removed_resources, the
 // control_plane every response carries, resource_errors.
-func (s *Server) ownDelta(typeURL, nonce string, removed []string, errs []*discoveryv3.ResourceError) []byte {
-	n := ownFieldsSize + len(typeURL) + len(nonce) + len(s.controlPlaneDelta)
-	for _, r := range removed {
-		n += len(r) + ownFieldSize
-	}
-	own := make([]byte, 0, n)
+func (s *Server) ownDelta(own []byte, typeURL, nonce string, removed []string, errs []*discoveryv3.ResourceError) []byte {
 	own = appendString(own, deltaTypeURLField, typeURL)
 	own = appendString(own, deltaNonceField, nonce)
 	for _, n := range removed {
@@ -134,11 +121,12 @@ func (s *Server) ownDelta(typeURL, nonce string, removed []string, errs []*disco
 	return own
 }
 
-// ownSotW encodes a SotW response's own fields: version_info, type_url,
+// ownSotW appends to own a SotW response's own fields: version_info, type_url,
 // nonce, the control_plane every response carries, resource_errors.
-func (s *Server) ownSotW(version uint64, typeURL, nonce string, errs []*discoveryv3.ResourceError) []byte {
-	own := make([]byte, 0, ownFieldsSize+len(typeURL)+len(nonce)+len(s.controlPlaneSotW))
-	own = appendString(own, sotwVersionField, strconv.FormatUint(version, 10))
+func (s *Server) ownSotW(own []byte, version uint64, typeURL, nonce string, errs []*discoveryv3.ResourceError) []byte {
+	var digits [20]byte
+	own = protowire.AppendTag(own, sotwVersionField, protowire.BytesType)
+	own = protowire.AppendBytes(own, strconv.AppendUint(digits[:0], version, 10))
 	own = appendString(own, sotwTypeURLField, typeURL)
 	own = appendString(own, sotwNonceField, nonce)
 	own = append(own, s.controlPlaneSotW...)

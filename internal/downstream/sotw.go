@@ -5,7 +5,6 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/mem"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -99,20 +98,20 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	ts := w.ts
 	w.diff.seq = ts.version + 1 // this response's version_info, if built
 	d := w.diffLocked(xdstype.SotW)
-	var entries []mem.Buffer
+	var resp *encodedResponse
 	if fullStateTypes[ts.typeURL] {
 		if !d.changed {
 			return outMsg{}, false
 		}
-		entries = ss.fullStateLocked(ts, d.updates)
+		resp = ss.fullStateLocked(ts, d.updates)
 	} else {
 		if len(d.updates) == 0 && len(d.errors) == 0 {
 			return outMsg{}, false
 		}
-		entries = make([]mem.Buffer, 0, len(d.updates))
+		resp = newEncodedResponse(len(d.updates))
 		for _, u := range d.updates {
 			if e := sotwEntry(u.name, u.res, u.heartbeat, ts.wrap); e != nil {
-				entries = append(entries, e)
+				resp.shared = append(resp.shared, e)
 			}
 		}
 	}
@@ -120,18 +119,19 @@ func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
 	errs := wireErrors(d.errors)
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
-	own := ss.srv.ownSotW(ts.version, ts.typeURL, nonce, errs)
+	resp.own = ss.srv.ownSotW(resp.own, ts.version, ts.typeURL, nonce, errs)
 	return outMsg{
-		msg:     &encodedResponse{own: own, shared: entries},
+		msg:     resp,
 		typeURL: ts.typeURL,
-		count:   len(entries),
+		count:   len(resp.shared),
 		errs:    errs,
 	}, true
 }
 
-// fullStateLocked lists every subscribed resource the client holds of ts,
-// by name; those in updates that are heartbeats go without their body.
-func (ss *session) fullStateLocked(ts *typeState, updates []update) []mem.Buffer {
+// fullStateLocked lists, in a new response, every subscribed resource the
+// client holds of ts, by name; those in updates that are heartbeats go
+// without their body.
+func (ss *session) fullStateLocked(ts *typeState, updates []update) *encodedResponse {
 	var heartbeat map[string]bool
 	for _, u := range updates {
 		if u.heartbeat {
@@ -148,13 +148,13 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) []mem.Buffer
 		}
 	}
 	sort.Strings(names)
-	entries := make([]mem.Buffer, 0, len(names))
+	resp := newEncodedResponse(len(names))
 	for _, n := range names {
 		if e := sotwEntry(n, ts.sent[n].res, heartbeat[n], ts.wrap); e != nil {
-			entries = append(entries, e)
+			resp.shared = append(resp.shared, e)
 		}
 	}
-	return entries
+	return resp
 }
 
 // sameNames reports whether names is exactly ts's subscription (a request
