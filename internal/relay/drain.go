@@ -17,7 +17,8 @@ import (
 // always wait out the whole grace period; and ending them all at one
 // instant makes a whole fleet reconnect at once. drainStreams registers
 // every stream in drainSet with the function that ends it; Close ends them
-// in waves (endInWaves), then whatever is left when r.life.draining ends.
+// in waves (endInWaves), then whatever is left (endAll), and any stream
+// that opens after that at once.
 // Ending a stream writes Unavailable to its client at once and ends the
 // stream's context (downstream.EndStream): the client reconnects, to
 // another relay, and a handler waiting in Recv (every xDS session) or on
@@ -32,10 +33,20 @@ type drainSet struct {
 	mu   sync.Mutex
 	next uint64            // guarded by mu
 	open map[uint64]func() // guarded by mu
+	// ended: endAll ran; a stream added since is ended at once. Guarded
+	// by mu.
+	ended bool
 }
 
+// add registers a stream's end function; remove forgets it once the
+// stream ended. After endAll, end runs at once.
 func (d *drainSet) add(end func()) (remove func()) {
 	d.mu.Lock()
+	if d.ended {
+		d.mu.Unlock()
+		end()
+		return func() {}
+	}
 	defer d.mu.Unlock()
 	if d.open == nil {
 		d.open = make(map[uint64]func())
@@ -47,6 +58,16 @@ func (d *drainSet) add(end func()) (remove func()) {
 		d.mu.Lock()
 		delete(d.open, id)
 		d.mu.Unlock()
+	}
+}
+
+// endAll ends every open stream, and every stream added from now on.
+func (d *drainSet) endAll() {
+	d.mu.Lock()
+	d.ended = true
+	d.mu.Unlock()
+	for _, end := range d.take(0) {
+		end()
 	}
 }
 
@@ -72,14 +93,11 @@ func (d *drainSet) len() int {
 }
 
 // drainStreams is the stream interceptor that lets Close end every
-// stream: in its wave, or when r.life.draining ends. An end that comes
-// after the stream ended (the client left first) does nothing.
+// stream: in its wave, or with whatever is left (endAll). An end that
+// comes after the stream ended (the client left first) does nothing.
 func (r *Relay) drainStreams(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	end := func() { downstream.EndStream(ss.Context(), drainedStatus) }
-	remove := r.streams.add(end)
+	remove := r.streams.add(func() { downstream.EndStream(ss.Context(), drainedStatus) })
 	defer remove()
-	stop := context.AfterFunc(r.life.draining, end)
-	defer stop()
 	return handler(srv, ss)
 }
 

@@ -31,12 +31,6 @@ type lifecycle struct {
 
 	done   chan struct{} // closed when the first Close has finished
 	failed chan error    // capacity 1: the first unexpected stop
-
-	// draining ends once Close has ended the streams' waves; every stream
-	// still open then ends with it (drainStreams). Read-only after
-	// newLifecycle; drain is released with the rest (see releases).
-	draining context.Context
-	drain    context.CancelFunc
 }
 
 type phase int
@@ -50,9 +44,7 @@ const (
 )
 
 func newLifecycle() *lifecycle {
-	l := &lifecycle{done: make(chan struct{}), failed: make(chan error, 1)}
-	l.draining, l.drain = context.WithCancel(context.Background())
-	return l
+	return &lifecycle{done: make(chan struct{}), failed: make(chan error, 1)}
 }
 
 // startable is nil while Start may run: ErrStarted or ErrClosed otherwise.

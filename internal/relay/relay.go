@@ -103,7 +103,7 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 	r.cfg.Store(cfg)
 	r.level, r.levelOK = LogLevel(lg)
 	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
-	r.onStop(r.life.drain) // released last: ends any stream left
+	r.onStop(r.streams.endAll) // released last: ends any stream left
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
 	r.onStop(r.grpc.Stop) // after every component's stop (a no-op once Close stopped it)
 	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness, func() []string { return r.config().AdminAllowedHosts })
@@ -400,7 +400,7 @@ func (r *Relay) shutdownServers(ctx context.Context, cfg *config.Config, grace t
 		close(grpcStopped)
 	}()
 	r.endInWaves(ctx, cfg.Downstream.DrainWaves, min(cfg.Downstream.DrainDuration, grace/2))
-	r.life.drain() // end whatever is left (see drainStreams)
+	r.streams.endAll() // whatever is left, and any stream opened since
 	var errs []error
 	if err := r.http.Shutdown(ctx); err != nil {
 		_ = r.http.Close()
