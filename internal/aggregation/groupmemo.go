@@ -39,9 +39,6 @@ type memoGroup struct {
 // keyAndNode returns the group key and upstream node of a request whose
 // key parts have values vals, for a rule that sets no node.
 func (cr *compiledRule) keyAndNode(vals []string) (string, *corev3.Node) {
-	if cr.memo == nil {
-		return cr.key(vals), cr.groupNode(vals)
-	}
 	var buf [128]byte
 	k := cr.appendKey(buf[:0], vals)
 	if m := cr.memo.m.Load(); m != nil {

@@ -87,16 +87,7 @@ func (cr *compiledRule) key(vals []string) string {
 	if cr.fixedKey != "" {
 		return cr.fixedKey
 	}
-	n := 0
-	for _, v := range vals {
-		n += len(v)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, v := range vals {
-		b.WriteString(v)
-	}
-	return b.String()
+	return strings.Join(vals, "")
 }
 
 // appendKey appends the group key of vals to b.
