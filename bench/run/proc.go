@@ -178,35 +178,38 @@ type RuntimeMemory struct {
 }
 
 // runtimeMemory reads GET http://admin/metrics.
-func runtimeMemory(admin string) (RuntimeMemory, error) {
-	url := "http://" + admin + "/metrics"
-	resp, err := httpClient.Get(url)
-	if err != nil {
-		return RuntimeMemory{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return RuntimeMemory{}, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	m, err := parseRuntimeMemory(resp.Body)
-	if err != nil {
-		return m, fmt.Errorf("GET %s: %w", url, err)
-	}
-	return m, nil
+func runtimeMemory(admin string) (m RuntimeMemory, err error) {
+	err = getMetrics(admin, func(r io.Reader) (err error) {
+		m, err = parseRuntimeMemory(r)
+		return err
+	})
+	return m, err
 }
 
 // metricSum reads GET http://admin/metrics and sums every series of name.
-func metricSum(admin, name string) (float64, error) {
+func metricSum(admin, name string) (sum float64, err error) {
+	err = getMetrics(admin, func(r io.Reader) (err error) {
+		sum, err = parseMetricSum(r, name)
+		return err
+	})
+	return sum, err
+}
+
+// getMetrics reads GET http://admin/metrics with parse.
+func getMetrics(admin string, parse func(io.Reader) error) error {
 	url := "http://" + admin + "/metrics"
 	resp, err := httpClient.Get(url)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return parseMetricSum(resp.Body, name)
+	if err := parse(resp.Body); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return nil
 }
 
 // parseMetricSum sums the values of every series of name in a Prometheus
