@@ -22,12 +22,12 @@ import (
 const MaxFileBytes = 1 * MiB
 
 // Load reads the file at path and parses it (see Parse). The file is read
-// as internal/trustfile reads it (OwnUserOrRoot): opened without blocking,
-// a regular file owned by the relay's user or root that neither its group
-// nor anyone else may write, at most MaxFileBytes; anything else is
+// as internal/trustfile reads it (OperatorWritten): opened without blocking,
+// a regular file owned by the relay's user or root that nobody but its
+// owner and group may write, at most MaxFileBytes; anything else is
 // refused (trustfile.Refused) before it is parsed.
 func Load(path string) (*Config, error) {
-	data, err := trustfile.Read(path, int64(MaxFileBytes), trustfile.OwnUserOrRoot)
+	data, err := trustfile.Read(path, int64(MaxFileBytes), trustfile.OperatorWritten)
 	if err != nil {
 		if trustfile.Refused(err) {
 			return nil, fmt.Errorf("config: %s: %w", path, err)

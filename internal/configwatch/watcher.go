@@ -146,7 +146,7 @@ func (cw *Watcher) check() {
 // file (trustfile.Refused) yields the SHA-256 of the reason, with the
 // error: one change per reason, which no content can equal.
 func (cw *Watcher) look() ([sha256.Size]byte, error) {
-	sum, err := trustfile.Digest(cw.path, cw.maxBytes, trustfile.OwnUserOrRoot)
+	sum, err := trustfile.Digest(cw.path, cw.maxBytes, trustfile.OperatorWritten)
 	if trustfile.Refused(err) {
 		return sha256.Sum256([]byte("refused\x00" + err.Error())), err
 	}

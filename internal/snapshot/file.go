@@ -59,7 +59,7 @@ func WriteFile(path string, data []byte) (err error) {
 // blocks (internal/trustfile). A missing file is an error wrapping
 // fs.ErrNotExist.
 func ReadFile(path string, maxBytes int64) ([]byte, error) {
-	data, err := trustfile.Read(path, maxBytes, trustfile.OwnUser)
+	data, err := trustfile.Read(path, maxBytes, trustfile.RelayWritten)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}

@@ -6,10 +6,10 @@
 // device, a file of any size.
 //
 // Words, as this package uses them:
-//   - trusted: a regular file, owned by the relay's own user (or by root,
-//     for files an operator writes: OwnUserOrRoot), that neither its group
-//     nor anyone else may write. What is checked is the opened file (fstat),
-//     so what is checked is what is read.
+//   - trusted: a regular file, owned by the relay's own user, that nobody
+//     else may write; for a file an operator writes (OperatorWritten), root
+//     may own it and its group may write it too. What is checked is the
+//     opened file (fstat), so what is checked is what is read.
 //   - bound: the most bytes read of a trusted file (maxBytes); a larger file
 //     is refused without being read (its size), and a file that grows while
 //     read is refused at maxBytes+1, so memory never depends on the file.

@@ -4,6 +4,7 @@ package trustfile
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -12,9 +13,9 @@ import (
 const openNonblock = syscall.O_NONBLOCK
 
 // trusted checks an opened file's type, owner and mode: a regular file
-// owned by this process's user (or by root, with OwnUserOrRoot) that
-// neither its group nor anyone else may write.
-func trusted(fi os.FileInfo, owner Owner) error {
+// owned by this process's user (or by root, when rule.RootMayOwn) that
+// nobody else may write (but its group, when rule.GroupMayWrite).
+func trusted(fi os.FileInfo, rule Rule) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: not a regular file (%s)", ErrUntrusted, typeName(fi.Mode()))
 	}
@@ -22,14 +23,18 @@ func trusted(fi os.FileInfo, owner Owner) error {
 		uid := os.Geteuid()
 		switch {
 		case int(st.Uid) == uid:
-		case owner == OwnUserOrRoot && st.Uid == 0:
-		case owner == OwnUserOrRoot:
+		case rule.RootMayOwn && st.Uid == 0:
+		case rule.RootMayOwn:
 			return fmt.Errorf("%w: owned by uid %d, neither this process's uid %d nor root", ErrUntrusted, st.Uid, uid)
 		default:
 			return fmt.Errorf("%w: owned by uid %d, not by this process's uid %d", ErrUntrusted, st.Uid, uid)
 		}
 	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+	others := fs.FileMode(0o022)
+	if rule.GroupMayWrite {
+		others = 0o002
+	}
+	if perm := fi.Mode().Perm(); perm&others != 0 {
 		return fmt.Errorf("%w: mode %04o lets other users write it", ErrUntrusted, perm)
 	}
 	return nil
