@@ -40,6 +40,13 @@ type Config struct {
 	// client certificates (downstream.tls.ca_file). Needs a restart to
 	// change. Default: empty (every caller that passes downstream.tls).
 	CSDSAllow []access.Rule `yaml:"csds_allow"`
+	// CSDSMaxStreamsPerCaller bounds the StreamClientStatus streams one
+	// caller (the verified client certificate's first URI SAN, else its
+	// first DNS SAN, else its IP address) holds open at once; one more is
+	// refused with RESOURCE_EXHAUSTED. Each stream can hold up to two
+	// reports of about 3 MiB while its caller does not read. Needs a
+	// restart to change. Default 4.
+	CSDSMaxStreamsPerCaller int `yaml:"csds_max_streams_per_caller"`
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`
@@ -424,34 +431,36 @@ type Backoff struct {
 
 // Defaults.
 const (
-	DefaultListen                = "127.0.0.1:18000"
-	DefaultAdmin                 = "127.0.0.1:18001"
-	DefaultNodeID                = "xds-relay"
-	DefaultMaxResources          = 100000
-	DefaultMaxBytes              = 256 * MiB
-	DefaultSnapshotInterval      = 5 * time.Second
-	DefaultSnapshotMaxBytes      = 256 * MiB
-	DefaultShutdownGracePeriod   = 10 * time.Second
-	DefaultSendTimeout           = 30 * time.Second
-	DefaultFetchWait             = 5 * time.Second
-	DefaultGatherWindow          = 2 * time.Second
-	DefaultDownstreamMaxRecv     = 16 * MiB
-	DefaultDownstreamMaxSend     = 64 * MiB
-	DefaultUpstreamMaxRecv       = 64 * MiB
-	DefaultUpstreamMaxSend       = 16 * MiB
-	DefaultUpstreamMaxRequest    = 1 * MiB
-	DefaultUpstreamIdleTimeout   = 5 * time.Minute
-	DefaultResponseTimeout       = 10 * time.Second
-	DefaultServerKeepaliveTime   = time.Minute
-	DefaultKeepaliveTimeout      = 20 * time.Second
-	DefaultMinClientPingInterval = 30 * time.Second
-	DefaultClientKeepaliveTime   = 5 * time.Minute
-	DefaultConnectTimeout        = 5 * time.Second
-	DefaultBackoffInitial        = 250 * time.Millisecond
-	DefaultBackoffMax            = 30 * time.Second
-	DefaultBackoffMultiplier     = 2.0
-	DefaultBackoffJitter         = 0.2
-	DefaultFailbackInterval      = 5 * time.Minute
+	DefaultListen              = "127.0.0.1:18000"
+	DefaultAdmin               = "127.0.0.1:18001"
+	DefaultNodeID              = "xds-relay"
+	DefaultMaxResources        = 100000
+	DefaultMaxBytes            = 256 * MiB
+	DefaultSnapshotInterval    = 5 * time.Second
+	DefaultSnapshotMaxBytes    = 256 * MiB
+	DefaultShutdownGracePeriod = 10 * time.Second
+	// DefaultCSDSMaxStreamsPerCaller: csds_max_streams_per_caller.
+	DefaultCSDSMaxStreamsPerCaller = 4
+	DefaultSendTimeout             = 30 * time.Second
+	DefaultFetchWait               = 5 * time.Second
+	DefaultGatherWindow            = 2 * time.Second
+	DefaultDownstreamMaxRecv       = 16 * MiB
+	DefaultDownstreamMaxSend       = 64 * MiB
+	DefaultUpstreamMaxRecv         = 64 * MiB
+	DefaultUpstreamMaxSend         = 16 * MiB
+	DefaultUpstreamMaxRequest      = 1 * MiB
+	DefaultUpstreamIdleTimeout     = 5 * time.Minute
+	DefaultResponseTimeout         = 10 * time.Second
+	DefaultServerKeepaliveTime     = time.Minute
+	DefaultKeepaliveTimeout        = 20 * time.Second
+	DefaultMinClientPingInterval   = 30 * time.Second
+	DefaultClientKeepaliveTime     = 5 * time.Minute
+	DefaultConnectTimeout          = 5 * time.Second
+	DefaultBackoffInitial          = 250 * time.Millisecond
+	DefaultBackoffMax              = 30 * time.Second
+	DefaultBackoffMultiplier       = 2.0
+	DefaultBackoffJitter           = 0.2
+	DefaultFailbackInterval        = 5 * time.Minute
 
 	DefaultMaxConnectionAge      = 30 * time.Minute
 	DefaultMaxConnectionAgeGrace = time.Minute
@@ -483,6 +492,8 @@ func Default() *Config {
 		Downstream:          defaultDownstream(),
 		Upstream:            defaultUpstream(),
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
+
+		CSDSMaxStreamsPerCaller: DefaultCSDSMaxStreamsPerCaller,
 	}
 }
 

@@ -3,9 +3,12 @@ package config
 import "github.com/xds-relay/xds-relay/internal/access"
 
 // csds validates csds_listen: a host:port of its own (not the xDS, admin
-// or REST listener's).
+// or REST listener's), and csds_max_streams_per_caller: at least 1.
 func (v *validator) csds() {
 	c := v.c
+	if c.CSDSMaxStreamsPerCaller < 1 {
+		v.add("csds_max_streams_per_caller", "must be at least 1")
+	}
 	if c.CSDSListen == "" {
 		return
 	}

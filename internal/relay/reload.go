@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/trustfile"
 )
 
 // Reload: SIGHUP (cmd/xds-relay) and POST /debug/reload re-read the config
@@ -44,23 +45,45 @@ func (r *Relay) Reload() error {
 	path := r.config().Source()
 	if path == "" {
 		err := fmt.Errorf("relay: reload: the config was not read from a file")
-		r.reloadFailed("error", "", err)
+		r.reloadFailed(reloadError, "", err)
 		return err
 	}
 	next, err := config.Load(path)
 	if err != nil {
-		result := "invalid"
-		var pe *fs.PathError
-		if errors.As(err, &pe) && !errors.Is(err, config.ErrInvalid) {
-			// Not a problem of the file's content: it could not be read.
-			result = "error"
-		} else {
+		result := loadResult(err)
+		if result != reloadError {
 			err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
 		}
 		r.reloadFailed(result, path, err)
 		return err
 	}
 	return r.ReloadConfig(next)
+}
+
+// The result label values of xds_relay_config_reloads_total.
+const (
+	reloadOK        = "ok"
+	reloadInvalid   = "invalid"
+	reloadUntrusted = "untrusted"
+	reloadTooLarge  = "too_large"
+	reloadError     = "error"
+)
+
+// loadResult is the reload result of a config file that did not load: the
+// file itself refused (untrusted, too_large: config.Load checks it before
+// parsing), its content refused (invalid), or a file that could not be
+// read (error: missing, mid-swap, permission).
+func loadResult(err error) string {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, trustfile.ErrUntrusted):
+		return reloadUntrusted
+	case errors.Is(err, trustfile.ErrTooLarge):
+		return reloadTooLarge
+	case errors.As(err, &pe) && !errors.Is(err, config.ErrInvalid):
+		return reloadError
+	}
+	return reloadInvalid
 }
 
 // ReloadConfig validates next and applies it in place of the running
@@ -74,18 +97,18 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 	}
 	if next == nil {
 		err := fmt.Errorf("%w: nil config", ErrReloadInvalid)
-		r.reloadFailed("invalid", "", err)
+		r.reloadFailed(reloadInvalid, "", err)
 		return err
 	}
 	if err := next.Validate(); err != nil {
 		err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
-		r.reloadFailed("invalid", next.Source(), err)
+		r.reloadFailed(reloadInvalid, next.Source(), err)
 		return err
 	}
 	old := r.config()
 	if errs := r.restartOnly(old, next); len(errs) > 0 {
 		err := fmt.Errorf("%w: %w", ErrReloadInvalid, errors.Join(errs...))
-		r.reloadFailed("invalid", next.Source(), err)
+		r.reloadFailed(reloadInvalid, next.Source(), err)
 		return err
 	}
 	for i, h := range r.reloads {
@@ -96,12 +119,12 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 				}
 			}
 			err = fmt.Errorf("relay: reload: %w", err)
-			r.reloadFailed("error", next.Source(), err)
+			r.reloadFailed(reloadError, next.Source(), err)
 			return err
 		}
 	}
 	r.cfg.Store(next)
-	r.m.reloads.WithLabelValues("ok").Inc()
+	r.m.reloads.WithLabelValues(reloadOK).Inc()
 	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
 	r.lg.Info("config reloaded", zap.String("path", next.Source()), zap.Strings("changed", changedPaths(old, next)))
 	return nil

@@ -194,19 +194,32 @@ func (m *Manager) Links() []LinkStatus {
 	return out
 }
 
-// Ready returns why some link cannot serve yet (for /readyz): no origin
-// has answered its current attempt and the cache holds nothing of it.
-// nil when every link is open or has cached state to serve; a link nobody
-// asked for does not exist yet and does not count.
+// Ready returns why some link cannot serve yet (for /readyz): it has no
+// evidence that its origin is alive and the cache holds nothing of it.
+// nil when every link has that evidence (aliveOrigin) or cached state to
+// serve; a link nobody asked for does not exist yet and does not count.
 func (m *Manager) Ready() error {
 	var errs []error
 	for _, st := range m.Status() {
-		if st.State == "open" || m.cache.Cached(cache.LinkID{Authority: st.Authority, Group: st.Group}) {
+		if aliveOrigin(st) || m.cache.Cached(cache.LinkID{Authority: st.Authority, Group: st.Group}) {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%w and nothing is cached", notAnswered(st)))
 	}
 	return errors.Join(errs...)
+}
+
+// aliveOrigin says whether what st's link knows is evidence that its
+// origin is alive: it answered anything on the current stream (any name,
+// "does not exist" included) or a liveness probe ("open"), or it accepted
+// the connection and the stream ("waiting": gRPC opens a stream only on a
+// connection that is ready) and the link has not failed since its last
+// answer. An origin need not answer names it lacks, so a client asking
+// only for those leaves the link waiting until the liveness probe
+// (response_timeout); that says nothing against the origin. A link whose
+// last attempt failed (refused, stalled: LastError) needs an answer again.
+func aliveOrigin(st LinkStatus) bool {
+	return st.State == "open" || st.State == "waiting" && st.LastError == ""
 }
 
 // OriginState returns why no origin answers on the link of s (its state
