@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -22,12 +23,10 @@ const maxMsgSize = ByteSize(math.MaxInt32)
 // joined with errors.Join. It reads the file system: TLS files and file://
 // origin directories must exist.
 func (c *Config) Validate() error {
-	v := &validator{c: c}
+	v := &validator{c: c, addrs: newAddrs(context.Background())}
 	v.address("listen", c.Listen)
 	v.address("admin", c.Admin)
-	if sameAddress(c.Listen, c.Admin) {
-		v.add("admin", "same address as listen (%s)", c.Admin)
-	}
+	v.listenersApart()
 	for i, h := range c.AdminAllowedHosts {
 		if h == "" || strings.ContainsFunc(h, func(r rune) bool {
 			return strings.ContainsRune(":/[]*@", r) || unicode.IsSpace(r) || unicode.IsControl(r)
@@ -59,6 +58,7 @@ func (c *Config) Validate() error {
 
 type validator struct {
 	c        *Config
+	addrs    *addrs // where addresses go (selforigin.go)
 	problems []*FieldError
 }
 
@@ -133,7 +133,9 @@ func (v *validator) origin(path, o string) {
 	}
 	if err := checkHostPort(o, false); err != nil {
 		v.add(path, "%q is neither host:port nor file://DIR: %v", o, err)
+		return
 	}
+	v.selfOrigin(path, o)
 }
 
 func (v *validator) aggregation() {
@@ -304,14 +306,6 @@ func checkHostPort(addr string, emptyHost bool) error {
 		return fmt.Errorf("port 0 cannot be dialled")
 	}
 	return nil
-}
-
-// sameAddress reports whether two listen addresses would collide: equal and
-// not port 0 (each port 0 gets its own port).
-func sameAddress(a, b string) bool {
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	return errA == nil && errB == nil && ha == hb && pa == pb && pa != "0"
 }
 
 func unwrapAddrError(err error) error {

@@ -365,6 +365,12 @@ func TestServeFailsFast(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("listen: nope\nauthorities: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The relay's own listen address as its origin: refused before
+	// anything is bound (nothing listens on the port).
+	self := filepath.Join(t.TempDir(), "self.yaml")
+	if err := os.WriteFile(self, []byte("listen: 0.0.0.0:28123\nadmin: 127.0.0.1:0\nauthorities:\n  - name: a\n    origins: [\"localhost:28123\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -376,6 +382,8 @@ func TestServeFailsFast(t *testing.T) {
 			wantStderr: []string{fmt.Sprintf("xds-relay serve: admin %s: address already in use", busy.Addr())}},
 		{name: "bad config", args: []string{"serve", "--config", bad},
 			wantStderr: []string{"listen (line 1): \"nope\" is not host:port", "authorities (line 2): at least one authority is required"}},
+		{name: "origin is the relay itself", args: []string{"serve", "--config", self},
+			wantStderr: []string{`self.yaml: authorities[0].origins[0] (line 5): "localhost:28123" is this relay's own listen address (0.0.0.0:28123) ("localhost" resolves to 127.0.0.1): the relay would ask itself`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
