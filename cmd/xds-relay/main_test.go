@@ -166,6 +166,7 @@ type servingLog struct {
 	Listen string `json:"listen"`
 	Admin  string `json:"admin"`
 	REST   string `json:"rest_listen"`
+	CSDS   string `json:"csds_listen"`
 }
 
 type lockedBuffer struct {
