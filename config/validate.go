@@ -66,6 +66,13 @@ func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, &FieldError{Path: path, Line: v.c.lines.line(path), Problem: fmt.Sprintf(format, args...)})
 }
 
+// addMissing is add for a missing field that cause requires: reported on
+// cause's line (the missing field has none of its own, and its parent's
+// would list the consequence before its cause).
+func (v *validator) addMissing(path, cause, format string, args ...any) {
+	v.problems = append(v.problems, &FieldError{Path: path, Line: v.c.lines.line(cause), Problem: fmt.Sprintf(format, args...)})
+}
+
 func (v *validator) authorities() {
 	c := v.c
 	if len(c.Authorities) == 0 {
@@ -211,11 +218,11 @@ func (v *validator) serverTLS(path string, t ServerTLS) {
 	v.file(path+".ca_file", t.CAFile)
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		v.add(path+".key_file", "required when cert_file is set")
+		v.addMissing(path+".key_file", path+".cert_file", "required when cert_file is set")
 	case t.CertFile == "" && t.KeyFile != "":
-		v.add(path+".cert_file", "required when key_file is set")
+		v.addMissing(path+".cert_file", path+".key_file", "required when key_file is set")
 	case t.CertFile == "" && t.CAFile != "":
-		v.add(path+".cert_file", "required when ca_file is set (client certificates need a TLS listener)")
+		v.addMissing(path+".cert_file", path+".ca_file", "required when ca_file is set (client certificates need a TLS listener)")
 	}
 }
 
@@ -225,9 +232,9 @@ func (v *validator) clientTLS(path string, t ClientTLS) {
 	v.file(path+".key_file", t.KeyFile)
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		v.add(path+".key_file", "required when cert_file is set")
+		v.addMissing(path+".key_file", path+".cert_file", "required when cert_file is set")
 	case t.CertFile == "" && t.KeyFile != "":
-		v.add(path+".cert_file", "required when key_file is set")
+		v.addMissing(path+".cert_file", path+".key_file", "required when key_file is set")
 	}
 	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "") {
 		v.add(path+".enabled", "TLS settings are given but enabled is false")

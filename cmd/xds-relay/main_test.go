@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -490,6 +491,12 @@ func TestSIGHUPReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitLog(t, "cache.max_resources (line 8): must not be negative")
+	// The log's problems are the problems alone: the first carries no
+	// prefix of the refusal's own.
+	problem := path + ": cache.max_resources (line 8): must not be negative, got -5"
+	if got := refusedProblems(t, p.stderr.String()); !slices.Equal(got, []string{problem}) {
+		t.Errorf("the refused reload's logged problems = %q, want [%q]", got, problem)
+	}
 	select {
 	case err := <-p.exited:
 		t.Fatalf("relay exited after SIGHUP: %v\nstderr:\n%s", err, p.stderr)
@@ -509,8 +516,8 @@ func TestSIGHUPReloads(t *testing.T) {
 			t.Errorf("xds-relay reload = %d, stdout %q, stderr %q; want %d, stdout with %q", code, &stdout, &stderr, wantCode, wantStdout)
 		}
 	}
-	reload(exitFail, "400 Bad Request: config reload refused")
-	reload(exitFail, "cache.max_resources (line 8): must not be negative")
+	// The refusal on its own line, then each problem as validate prints it.
+	reload(exitFail, "400 Bad Request: config reload refused; the running config is kept:\n"+problem+"\n")
 	write(string(orig) + "cache: {max_resources: 7}\n")
 	reload(exitOK, "config reloaded")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -519,4 +526,21 @@ func TestSIGHUPReloads(t *testing.T) {
 	if code := p.waitExit(t); code != exitOK {
 		t.Errorf("exit code = %d, want 0\nstderr:\n%s", code, p.stderr)
 	}
+}
+
+// refusedProblems is the problems list of the last "config reload
+// refused" line of a JSON log.
+func refusedProblems(t *testing.T, log string) []string {
+	t.Helper()
+	var last []string
+	for _, line := range strings.Split(log, "\n") {
+		var j struct {
+			Msg      string   `json:"msg"`
+			Problems []string `json:"problems"`
+		}
+		if json.Unmarshal([]byte(line), &j) == nil && strings.HasPrefix(j.Msg, "config reload refused") {
+			last = j.Problems
+		}
+	}
+	return last
 }

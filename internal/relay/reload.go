@@ -43,22 +43,16 @@ func (r *Relay) onReload(fn func(old, next *config.Config) error, paths ...strin
 func (r *Relay) Reload() error {
 	path := r.config().Source()
 	if path == "" {
-		err := fmt.Errorf("relay: reload: the config was not read from a file")
-		r.reloadFailed("error", "", err)
-		return err
+		return r.refuse("error", "", fmt.Errorf("relay: reload: the config was not read from a file"))
 	}
 	next, err := config.Load(path)
 	if err != nil {
-		result := "invalid"
 		var pe *fs.PathError
 		if errors.As(err, &pe) && !errors.Is(err, config.ErrInvalid) {
 			// Not a problem of the file's content: it could not be read.
-			result = "error"
-		} else {
-			err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+			return r.refuse("error", path, err)
 		}
-		r.reloadFailed(result, path, err)
-		return err
+		return r.refuse("invalid", path, err)
 	}
 	return r.ReloadConfig(next)
 }
@@ -73,20 +67,14 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 		return ErrClosed
 	}
 	if next == nil {
-		err := fmt.Errorf("%w: nil config", ErrReloadInvalid)
-		r.reloadFailed("invalid", "", err)
-		return err
+		return r.refuse("invalid", "", errors.New("nil config"))
 	}
 	if err := next.Validate(); err != nil {
-		err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
-		r.reloadFailed("invalid", next.Source(), err)
-		return err
+		return r.refuse("invalid", next.Source(), err)
 	}
 	old := r.config()
 	if errs := r.restartOnly(old, next); len(errs) > 0 {
-		err := fmt.Errorf("%w: %w", ErrReloadInvalid, errors.Join(errs...))
-		r.reloadFailed("invalid", next.Source(), err)
-		return err
+		return r.refuse("invalid", next.Source(), errors.Join(errs...))
 	}
 	for i, h := range r.reloads {
 		if err := h.apply(old, next); err != nil {
@@ -95,9 +83,7 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 					r.lg.Error("config reload: undoing a hook failed", zap.Error(rerr))
 				}
 			}
-			err = fmt.Errorf("relay: reload: %w", err)
-			r.reloadFailed("error", next.Source(), err)
-			return err
+			return r.refuse("error", next.Source(), fmt.Errorf("relay: reload: %w", err))
 		}
 	}
 	r.cfg.Store(next)
@@ -107,12 +93,19 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 	return nil
 }
 
-// reloadFailed counts and logs a refused or failed reload, every problem
-// on its own line.
-func (r *Relay) reloadFailed(result, path string, err error) {
+// refuse counts and logs a refused or failed reload, every problem on its
+// own line as it is (the log's problems list holds the problems alone),
+// and returns its error: for result "invalid", ErrReloadInvalid on a line
+// of its own above the problems ("config reload refused; the running
+// config is kept:\nrelay.yaml: cache.max_resources (line 8): ...").
+func (r *Relay) refuse(result, path string, problems error) error {
 	r.m.reloads.WithLabelValues(result).Inc()
 	r.lg.Error("config reload refused; the running config is kept", zap.String("path", path),
-		zap.String("result", result), zap.Strings("problems", strings.Split(err.Error(), "\n")))
+		zap.String("result", result), zap.Strings("problems", strings.Split(problems.Error(), "\n")))
+	if result != "invalid" {
+		return problems
+	}
+	return fmt.Errorf("%w; the running config is kept:\n%w", ErrReloadInvalid, problems)
 }
 
 // restartOnly lists the fields next changes that no reload hook claims.
