@@ -430,6 +430,10 @@ func TestSyntaxErrorLine(t *testing.T) {
 			"relay.yaml: line 3: found a tab character that violates indentation" + hint},
 		{"an unclosed flow list", "listen: 127.0.0.1:18000\nauthorities: [\n",
 			"relay.yaml: line 2: did not find expected node content (YAML syntax)"},
+		// 5000 lines: the line is found by a binary search over prefixes
+		// (about 13 parses), not by parsing each.
+		{"the last line of a long list", "authorities:\n" + strings.Repeat("  - name: a\n    origins: [\"x:1\"]\n", 2500) + "   transport: sotw\n",
+			"relay.yaml: line 5002: did not find expected '-' indicator" + hint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,14 +14,11 @@ import (
 // YAML syntax errors. The YAML library reports the line where the block
 // around a mistake began ("line 1" for a badly indented line 4 of a list
 // that starts on line 2), not the line of the mistake. The line of the
-// mistake is the first whose prefix of the document no longer parses, with
-// the same complaint: a document cut after any earlier line still parses
-// (a cut inside a flow list or a quoted string fails with another
-// complaint, and is passed over).
-
-// maxSyntaxSearch bounds the lines tried when looking for a syntax error's
-// line (each try parses the document up to that line).
-const maxSyntaxSearch = 5000
+// mistake is the first whose prefix of the document no longer parses with
+// the same complaint: a document cut before the mistake still parses (or,
+// cut inside a flow list or a quoted string, fails with another
+// complaint), and one cut after it fails as the whole does. So a binary
+// search over the prefixes finds it in about log2(lines) parses.
 
 // yamlErrLine splits the library's "yaml: line N: complaint".
 var yamlErrLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
@@ -55,22 +52,32 @@ func syntaxError(data []byte, source string, err error) error {
 	return &FieldError{Source: sourceName(source), Line: mistakeLine(data, reported, complaint), Problem: complaint + " (" + hint + ")"}
 }
 
-// mistakeLine is the first line from the reported one on whose prefix
-// of data the parser makes the same complaint; the reported line when
-// none does within maxSyntaxSearch lines.
+// mistakeLine is the first line, from the reported one on, on whose
+// prefix of data the parser makes the same complaint; the reported line
+// when the whole document does not.
 func mistakeLine(data []byte, reported int, complaint string) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	start := max(reported-1, 1)
-	for n := start; n <= len(lines) && n < start+maxSyntaxSearch; n++ {
+	complains := func(n int) bool {
 		err := parseYAML(bytes.Join(lines[:n], nil))
 		if err == nil {
-			continue
+			return false
 		}
-		if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil && m[2] == complaint {
-			return n
+		m := yamlErrLine.FindStringSubmatch(err.Error())
+		return m != nil && m[2] == complaint
+	}
+	lo, hi := max(reported-1, 1), len(lines)
+	if lo > hi || !complains(hi) {
+		return reported
+	}
+	for lo < hi { // complains(hi) holds
+		mid := lo + (hi-lo)/2
+		if complains(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
 		}
 	}
-	return reported
+	return hi
 }
 
 // parseYAML parses data as one YAML document.
