@@ -149,7 +149,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, cfg, stderr)
+	return run(ctx, cfg, stderr, nil, configHint(cfg))
 }
 
 func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -186,10 +186,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen); err != nil {
-		return err
-	}
-	return run(ctx, cfg, stderr)
+	// The guide once the relay listens: a busy port fails before it, naming
+	// the flag that moves that listener.
+	guide := func() error { return printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen) }
+	return run(ctx, cfg, stderr, guide, demoHint)
 }
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -367,6 +367,7 @@ func TestServeFailsFast(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("listen: nope\nauthorities: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	busyListen, busyAdmin := writeConfig(t, busy.Addr().String(), "127.0.0.1:0"), writeConfig(t, "127.0.0.1:0", busy.Addr().String())
 	// The relay's own listen address as its origin: refused before
 	// anything is bound (nothing listens on the port).
 	self := filepath.Join(t.TempDir(), "self.yaml")
@@ -378,10 +379,10 @@ func TestServeFailsFast(t *testing.T) {
 		args       []string
 		wantStderr []string
 	}{
-		{name: "busy listen port", args: []string{"serve", "--config", writeConfig(t, busy.Addr().String(), "127.0.0.1:0")},
-			wantStderr: []string{fmt.Sprintf("xds-relay serve: listen %s: address already in use", busy.Addr())}},
-		{name: "busy admin port", args: []string{"serve", "--config", writeConfig(t, "127.0.0.1:0", busy.Addr().String())},
-			wantStderr: []string{fmt.Sprintf("xds-relay serve: admin %s: address already in use", busy.Addr())}},
+		{name: "busy listen port", args: []string{"serve", "--config", busyListen},
+			wantStderr: []string{fmt.Sprintf("xds-relay serve: listen %s: address already in use: another process (another xds-relay?) listens there; stop it, or set listen in %s to a free address\n", busy.Addr(), busyListen)}},
+		{name: "busy admin port", args: []string{"serve", "--config", busyAdmin},
+			wantStderr: []string{fmt.Sprintf("xds-relay serve: admin %s: address already in use: another process (another xds-relay?) listens there; stop it, or set admin in %s to a free address\n", busy.Addr(), busyAdmin)}},
 		{name: "bad config", args: []string{"serve", "--config", bad},
 			wantStderr: []string{"listen (line 1): \"nope\" is not host:port", "authorities (line 2): at least one authority is required"}},
 		{name: "origin is the relay itself", args: []string{"serve", "--config", self},
