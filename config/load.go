@@ -60,11 +60,11 @@ func decode(data []byte, source string) (*Config, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", sourceName(source), err)
+		return nil, syntaxError(data, source, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, fmt.Errorf("%s: line %d: %w: a config file holds one YAML document", sourceName(source), extra.Line, ErrInvalid)
+		return nil, &FieldError{Source: sourceName(source), Line: extra.Line, Problem: "a second YAML document starts here: a config file holds one"}
 	}
 
 	c := Default()
@@ -80,9 +80,17 @@ func decode(data []byte, source string) (*Config, error) {
 	d.decode(&root, reflect.ValueOf(c).Elem(), "", 0)
 	c.applyAuthorityDefaults()
 	if len(d.problems) > 0 {
+		// Validation's problems too, so that one run reports everything;
+		// but not those a decoding problem causes (a list written as a
+		// string is not also "at least one origin is required"): a cause
+		// is listed, never its consequence before it.
 		problems := d.problems
 		if verr := c.Validate(); verr != nil {
-			problems = append(problems, Problems(verr)...)
+			for _, p := range Problems(verr) {
+				if !d.derived(p.Path) {
+					problems = append(problems, p)
+				}
+			}
 		}
 		return nil, c.join(problems)
 	}

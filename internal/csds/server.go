@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/access"
@@ -164,6 +165,11 @@ func New(o Options) (*Server, error) {
 	if o.Listen != "" {
 		s.gs = grpc.NewServer(o.ServerOptions...)
 		statusv3.RegisterClientStatusDiscoveryServiceServer(s.gs, s)
+		// Server reflection, so that generic clients (grpcurl) can call
+		// the service by name without its .proto files: it lists the
+		// services of this listener and their schemas, nothing of the
+		// clients.
+		reflection.Register(s.gs)
 	}
 	return s, nil
 }

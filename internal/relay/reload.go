@@ -44,18 +44,11 @@ func (r *Relay) onReload(fn func(old, next *config.Config) error, paths ...strin
 func (r *Relay) Reload() error {
 	path := r.config().Source()
 	if path == "" {
-		err := fmt.Errorf("relay: reload: the config was not read from a file")
-		r.reloadFailed(reloadError, "", err)
-		return err
+		return r.refuse(reloadError, "", fmt.Errorf("relay: reload: the config was not read from a file"))
 	}
 	next, err := config.Load(path)
 	if err != nil {
-		result := loadResult(err)
-		if result != reloadError {
-			err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
-		}
-		r.reloadFailed(result, path, err)
-		return err
+		return r.refuse(loadResult(err), path, err)
 	}
 	return r.ReloadConfig(next)
 }
@@ -96,20 +89,14 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 		return ErrClosed
 	}
 	if next == nil {
-		err := fmt.Errorf("%w: nil config", ErrReloadInvalid)
-		r.reloadFailed(reloadInvalid, "", err)
-		return err
+		return r.refuse(reloadInvalid, "", errors.New("nil config"))
 	}
 	if err := next.Validate(); err != nil {
-		err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
-		r.reloadFailed(reloadInvalid, next.Source(), err)
-		return err
+		return r.refuse(reloadInvalid, next.Source(), err)
 	}
 	old := r.config()
 	if errs := r.restartOnly(old, next); len(errs) > 0 {
-		err := fmt.Errorf("%w: %w", ErrReloadInvalid, errors.Join(errs...))
-		r.reloadFailed(reloadInvalid, next.Source(), err)
-		return err
+		return r.refuse(reloadInvalid, next.Source(), errors.Join(errs...))
 	}
 	for i, h := range r.reloads {
 		if err := h.apply(old, next); err != nil {
@@ -118,9 +105,7 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 					r.lg.Error("config reload: undoing a hook failed", zap.Error(rerr))
 				}
 			}
-			err = fmt.Errorf("relay: reload: %w", err)
-			r.reloadFailed(reloadError, next.Source(), err)
-			return err
+			return r.refuse(reloadError, next.Source(), fmt.Errorf("relay: reload: %w", err))
 		}
 	}
 	r.cfg.Store(next)
@@ -130,12 +115,20 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 	return nil
 }
 
-// reloadFailed counts and logs a refused or failed reload, every problem
-// on its own line.
-func (r *Relay) reloadFailed(result, path string, err error) {
+// refuse counts and logs a refused or failed reload, every problem on its
+// own line as it is (the log's problems list holds the problems alone),
+// and returns its error: for a refused file or content (every result but
+// "error": the file could not be read), ErrReloadInvalid on a line of its
+// own above the problems ("config reload refused; the running
+// config is kept:\nrelay.yaml: cache.max_resources (line 8): ...").
+func (r *Relay) refuse(result, path string, problems error) error {
 	r.m.reloads.WithLabelValues(result).Inc()
 	r.lg.Error("config reload refused; the running config is kept", zap.String("path", path),
-		zap.String("result", result), zap.Strings("problems", strings.Split(err.Error(), "\n")))
+		zap.String("result", result), zap.Strings("problems", strings.Split(problems.Error(), "\n")))
+	if result == reloadError {
+		return problems
+	}
+	return fmt.Errorf("%w; the running config is kept:\n%w", ErrReloadInvalid, problems)
 }
 
 // restartOnly lists the fields next changes that no reload hook claims.

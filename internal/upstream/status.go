@@ -224,7 +224,11 @@ func aliveOrigin(st LinkStatus) bool {
 
 // OriginState returns why no origin answers on the link of s (its state
 // and last error, for a REST poll or Fetch that found nothing); nil when
-// one does, or s has no link.
+// one does, when the link's stream is open to an origin that has not
+// failed and is within its response_timeout (a silent origin may simply
+// not have the names asked for: silence is how a go-control-plane origin
+// says so, and gRPC clients are not told otherwise either), or when s
+// has no link.
 func (m *Manager) OriginState(s cache.LinkID) error {
 	m.mu.Lock()
 	l := m.links[s]
@@ -232,10 +236,11 @@ func (m *Manager) OriginState(s cache.LinkID) error {
 	if l == nil {
 		return nil
 	}
-	if st := l.describe(time.Now()); st.State != "open" {
-		return notAnswered(st)
+	st := l.describe(time.Now())
+	if st.State == "open" || (st.State == "waiting" && st.LastError == "") {
+		return nil
 	}
-	return nil
+	return notAnswered(st)
 }
 
 // notAnswered says that st's link has no answering origin, and why.
