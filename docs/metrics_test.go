@@ -240,6 +240,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 		"xds_relay_csds_requests_total/method":                 {"fetch", "stream", "debug"},
 		"xds_relay_upstream_resource_errors_total/code":        cache.CodeLabels(),
 		"xds_relay_downstream_resource_errors_sent_total/code": cache.CodeLabels(),
+		"xds_relay_downstream_oversize_total/reason":           {"resource", "full_state"},
 	}
 	v, ok := own[metric+"/"+label]
 	return v, ok

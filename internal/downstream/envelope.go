@@ -142,6 +142,16 @@ func sotwEntry(name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) me
 	return b
 }
 
+// entryFor is r's entry under name for a client of variant taking ts's
+// envelope (heartbeat: without the body); nil when there is nothing to
+// send.
+func entryFor(variant xdstype.Variant, ts *typeState, name string, r *cache.Resource, heartbeat bool) mem.Buffer {
+	if variant == xdstype.Delta {
+		return deltaEntry(name, r, heartbeat)
+	}
+	return sotwEntry(name, r, heartbeat, ts.wrap)
+}
+
 // entryBuffer is b as the buffer gRPC writes, boxed once; nil for none.
 func entryBuffer(b []byte) any {
 	if b == nil {

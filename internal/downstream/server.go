@@ -77,6 +77,12 @@ type Options struct {
 	// which holds the default). 0: no wait, each response carries what is
 	// known when it is built.
 	GatherWindow time.Duration
+	// MaxSendMsgSize bounds one response to a client, in bytes: the
+	// grpc.Server's own send limit (config downstream.max_send_msg_size,
+	// which holds the default). A response that would be larger is sent as
+	// several, or not at all where the protocol forbids a split
+	// (sendlimit.go). 0: gRPC's default, math.MaxInt32.
+	MaxSendMsgSize int
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -107,7 +113,13 @@ type Server struct {
 	afterFunc    func(d time.Duration, f func()) (stop func() bool)
 	// sharedEncoding: Options.SharedEncoding. read-only after New
 	sharedEncoding bool
-	openStreams    atomic.Int64 // client streams admitted (admitStream)
+	// maxSend: Options.MaxSendMsgSize (sendlimit.go). read-only after New
+	maxSend int
+	// fullStateLogged: full-state type URLs whose response went over
+	// maxSend, logged until one fits again (sendlimit.go); safe for
+	// concurrent use.
+	fullStateLogged sync.Map
+	openStreams     atomic.Int64 // client streams admitted (admitStream)
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
@@ -144,9 +156,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Resolver == nil {
 		return nil, errors.New("downstream: Options.Resolver is nil")
 	}
-	if opts.SendTimeout <= 0 || opts.FetchWait < 0 || opts.GatherWindow < 0 {
-		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v and gather window %v not negative",
-			opts.SendTimeout, opts.FetchWait, opts.GatherWindow)
+	if opts.SendTimeout <= 0 || opts.FetchWait < 0 || opts.GatherWindow < 0 || opts.MaxSendMsgSize < 0 {
+		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v, gather window %v and max send size %d not negative",
+			opts.SendTimeout, opts.FetchWait, opts.GatherWindow, opts.MaxSendMsgSize)
 	}
 	if err := opts.Limits.validate(); err != nil {
 		return nil, err
@@ -172,6 +184,7 @@ func New(opts Options) (*Server, error) {
 		afterFunc:    timeAfterFunc,
 
 		sharedEncoding: opts.SharedEncoding,
+		maxSend:        opts.MaxSendMsgSize,
 	}
 	if opts.ControlPlaneID != "" {
 		s.controlPlane = &corev3.ControlPlane{Identifier: opts.ControlPlaneID}

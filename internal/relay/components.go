@@ -127,6 +127,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		ControlPlaneID: cfg.ControlPlaneIdentifier(),
 		Authorities:    cfg.AuthorityNames(),
 		GatherWindow:   cfg.Downstream.GatherWindow,
+		MaxSendMsgSize: int(cfg.Downstream.MaxSendMsgSize), // the grpc.Server's too (serverOptions)
 	})
 	if err != nil {
 		return nil, err
