@@ -208,8 +208,10 @@ type Downstream struct {
 	Keepalive ServerKeepalive `yaml:"keepalive"`
 	// MaxRecvMsgSize bounds one request from a client. Default 16MiB.
 	MaxRecvMsgSize ByteSize `yaml:"max_recv_msg_size"`
-	// MaxSendMsgSize bounds one response to a client (a SotW response
-	// carries a whole type's state). Default 64MiB.
+	// MaxSendMsgSize bounds one response to a client: one that would be
+	// larger is sent as several, except a SotW state-of-the-world response
+	// (LDS, CDS), which cannot be split and is not sent (docs/limits.md).
+	// Default 64MiB.
 	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
 	// SendTimeout is how long a client may fail to drain its stream before
 	// it is cut off with ResourceExhausted. Default 30s.
