@@ -33,7 +33,7 @@ func deltaEnvelope(name string, r *cache.Resource, heartbeat bool) *discoveryv3.
 // sotwWrapped reports whether r goes to a SotW client taking wrap in the
 // Resource wrapper (sotwEnvelopeFor), not as its body alone.
 func sotwWrapped(r *cache.Resource, heartbeat bool, wrap sotwWrap) bool {
-	return heartbeat || (r.TTL != nil && wrap >= wrapTTL) || (r.HasFields() && wrap >= wrapFields)
+	return heartbeat || wrap&wrapAll != 0 || (r.TTL != nil && wrap&wrapTTL != 0) || (r.HasFields() && wrap&wrapFields != 0)
 }
 
 // wrapperCacheSize bounds the SotW TTL wrappers kept for reuse.

@@ -90,7 +90,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, sotwWrapOf(req.GetNode()))
+		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, typeWrap(sotwWrapOf(req.GetNode()), typeURL))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			return s.fetchComplete(typeURL, items, resp)
