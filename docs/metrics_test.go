@@ -229,7 +229,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 	case "variant":
 		return []string{"sotw", "delta"}, true
 	case "limit":
-		return []string{"streams", "names_per_stream", "name_length", "types_per_stream", "version_length"}, true
+		return []string{"streams", "names_per_stream", "name_length", "types_per_stream", "version_length", "groups_per_authority", "new_groups_per_stream"}, true
 	}
 	own := map[string][]string{
 		"xds_relay_config_reloads_total/result":                {"ok", "invalid", "error"},

@@ -92,7 +92,7 @@ func (m *metrics) defineRefusals() {
 	})
 	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",
-		Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream).",
+		Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream, version_length, groups_per_authority, new_groups_per_stream).",
 	}, []string{"limit"})
 	m.accessDenied = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "xds_relay", Subsystem: "downstream", Name: "access_denied_total",
@@ -143,7 +143,7 @@ func (m *metrics) zeroSeries() {
 			m.oversize.WithLabelValues(t, r)
 		}
 	}
-	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion} {
+	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion, limitGroupsPerAuthority, limitNewGroupsPerStream} {
 		m.limitRejections.WithLabelValues(l)
 	}
 }

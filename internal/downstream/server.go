@@ -77,6 +77,9 @@ type Options struct {
 	// which holds the default). 0: no wait, each response carries what is
 	// known when it is built.
 	GatherWindow time.Duration
+	// Links bounds the upstream links requests open (groups.go);
+	// internal/upstream's Manager. nil: links are not bounded.
+	Links Links
 	// MaxSendMsgSize bounds one response to a client, in bytes: the
 	// grpc.Server's own send limit (config downstream.max_send_msg_size,
 	// which holds the default). A response that would be larger is sent as
@@ -92,6 +95,7 @@ type Server struct {
 	cache       Cache                    // read-only after New
 	fetchWait   time.Duration            // read-only after New
 	originState func(cache.LinkID) error // Options.OriginState; read-only after New
+	links       Links                    // Options.Links (groups.go); read-only after New
 	// resolverNow, limitsNow and sendTimeoutNs change at run time (a
 	// config reload, reload.go); each read takes the current value.
 	resolverNow   atomic.Pointer[resolverBox]
@@ -173,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		cache:       opts.Cache,
 		fetchWait:   opts.FetchWait,
 		originState: opts.OriginState,
+		links:       opts.Links,
 		lg:          opts.Logger.Named("downstream"),
 		m:           newMetrics(opts.Registry),
 		sessions:    make(map[uint64]*session),

@@ -85,6 +85,9 @@ type session struct {
 	stopped atomic.Bool
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
+	// newGroups: the upstream links this stream caused to open
+	// (groups.go). Owned by the handler goroutine.
+	newGroups int
 }
 
 func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(*encodedResponse) error) *session {
