@@ -85,14 +85,15 @@ func (s *Server) tooLarge(typeURL string, r *cache.Resource, size int) *statuspb
 // size bytes may be sent; one that may not is counted, and logged once
 // until a response of the type fits again.
 func (s *Server) fullStateFits(typeURL string, size int) bool {
+	logged := s.fullStateLogged[typeURL] // nil: a Server not made by New
 	if size <= s.sendLimit() {
-		if _, logged := s.fullStateLogged.Load(typeURL); logged {
-			s.fullStateLogged.Delete(typeURL)
+		if logged != nil && logged.Load() {
+			logged.Store(false)
 		}
 		return true
 	}
 	s.m.oversize.WithLabelValues(typeLabel(typeURL), oversizeFullState).Inc()
-	if _, logged := s.fullStateLogged.LoadOrStore(typeURL, true); !logged {
+	if logged == nil || !logged.Swap(true) {
 		s.lg.Warn("SotW state-of-the-world response larger than downstream.max_send_msg_size: not sent (it cannot be split); clients keep the state they have",
 			zap.String("type_url", typeURL), zap.Int("size", size), zap.Int("limit", s.sendLimit()))
 	}

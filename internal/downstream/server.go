@@ -119,10 +119,10 @@ type Server struct {
 	sharedEncoding bool
 	// maxSend: Options.MaxSendMsgSize (sendlimit.go). read-only after New
 	maxSend int
-	// fullStateLogged: full-state type URLs whose response went over
-	// maxSend, logged until one fits again (sendlimit.go); safe for
-	// concurrent use.
-	fullStateLogged sync.Map
+	// fullStateLogged: per full-state type URL, a response of the type
+	// went over maxSend and was logged, until one fits again
+	// (sendlimit.go). The map is read-only after New; the flags atomic.
+	fullStateLogged map[string]*atomic.Bool
 	openStreams     atomic.Int64 // client streams admitted (admitStream)
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
@@ -188,8 +188,12 @@ func New(opts Options) (*Server, error) {
 		gatherWindow: opts.GatherWindow,
 		afterFunc:    timeAfterFunc,
 
-		sharedEncoding: opts.SharedEncoding,
-		maxSend:        opts.MaxSendMsgSize,
+		sharedEncoding:  opts.SharedEncoding,
+		maxSend:         opts.MaxSendMsgSize,
+		fullStateLogged: make(map[string]*atomic.Bool, len(fullStateTypes)),
+	}
+	for t := range fullStateTypes {
+		s.fullStateLogged[t] = new(atomic.Bool)
 	}
 	if opts.ControlPlaneID != "" {
 		s.controlPlane = &corev3.ControlPlane{Identifier: opts.ControlPlaneID}
