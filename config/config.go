@@ -215,8 +215,10 @@ type Downstream struct {
 	Keepalive ServerKeepalive `yaml:"keepalive"`
 	// MaxRecvMsgSize bounds one request from a client. Default 16MiB.
 	MaxRecvMsgSize ByteSize `yaml:"max_recv_msg_size"`
-	// MaxSendMsgSize bounds one response to a client (a SotW response
-	// carries a whole type's state). Default 64MiB.
+	// MaxSendMsgSize bounds one response to a client: one that would be
+	// larger is sent as several, except a SotW state-of-the-world response
+	// (LDS, CDS), which cannot be split and is not sent (docs/limits.md).
+	// Default 64MiB.
 	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
 	// SendTimeout is how long a client may fail to drain its stream before
 	// it is cut off with ResourceExhausted. Default 30s.
@@ -295,6 +297,17 @@ type Limits struct {
 	// a SotW version_info, a value of initial_resource_versions, a
 	// response_nonce (InvalidArgument). Default 256.
 	MaxVersionLength int `yaml:"max_version_length"`
+	// MaxGroupsPerAuthority bounds the upstream links (one per
+	// aggregation group, one for the authority's xdstp names) an authority
+	// may have open, each one origin stream; a request that would open one
+	// more is refused with ResourceExhausted, and a link closed as idle
+	// gives its place back. Default 256.
+	MaxGroupsPerAuthority int `yaml:"max_groups_per_authority"`
+	// MaxNewGroupsPerStream bounds the upstream links one client stream
+	// may cause to open over its life (groups that no client used
+	// before); past it the stream ends with ResourceExhausted. Groups that
+	// exist cost nothing. Default 16.
+	MaxNewGroupsPerStream int `yaml:"max_new_groups_per_stream"`
 }
 
 // RESTPolling bounds REST-JSON polls (rest_listen). A poll also takes one
@@ -474,6 +487,8 @@ const (
 	DefaultMaxNameLength           = 2048
 	DefaultMaxTypesPerStream       = 32
 	DefaultMaxVersionLength        = 256
+	DefaultMaxGroupsPerAuthority   = 256
+	DefaultMaxNewGroupsPerStream   = 16
 
 	DefaultRESTReadTimeout  = 10 * time.Second
 	DefaultRESTWriteTimeout = 30 * time.Second
@@ -534,6 +549,8 @@ func defaultDownstream() Downstream {
 			MaxNameLength:           DefaultMaxNameLength,
 			MaxTypesPerStream:       DefaultMaxTypesPerStream,
 			MaxVersionLength:        DefaultMaxVersionLength,
+			MaxGroupsPerAuthority:   DefaultMaxGroupsPerAuthority,
+			MaxNewGroupsPerStream:   DefaultMaxNewGroupsPerStream,
 		},
 		REST: RESTPolling{
 			ReadTimeout:  DefaultRESTReadTimeout,

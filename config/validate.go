@@ -171,6 +171,8 @@ func (v *validator) downstream() {
 	v.positiveCount("downstream.limits.max_name_length", l.MaxNameLength)
 	v.positiveCount("downstream.limits.max_types_per_stream", l.MaxTypesPerStream)
 	v.positiveCount("downstream.limits.max_version_length", l.MaxVersionLength)
+	v.positiveCount("downstream.limits.max_groups_per_authority", l.MaxGroupsPerAuthority)
+	v.positiveCount("downstream.limits.max_new_groups_per_stream", l.MaxNewGroupsPerStream)
 	v.positive("downstream.rest.read_timeout", d.REST.ReadTimeout)
 	v.positive("downstream.rest.write_timeout", d.REST.WriteTimeout)
 	v.positive("downstream.rest.idle_timeout", d.REST.IdleTimeout)
