@@ -83,6 +83,7 @@ func (c *Cache) Apply(u Update) {
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
 	}
+	u = c.ownedOnly(u)
 	u.Resources = versioned(u.Resources)
 
 	c.mu.Lock()

@@ -102,7 +102,9 @@ func DecodeFields(b []byte, r *Resource) error {
 }
 
 // aliasKeys returns the keys of r's aliases on e's stream and type, at
-// most maxIndexedAliases: canonical, neither e's own key nor a collection.
+// most maxIndexedAliases: canonical, neither e's own key nor a collection,
+// and owned by e's link (authority.go): an alias never names another
+// authority's key.
 func aliasKeys(e *entry, r *Resource) []Key {
 	if r == nil || len(r.Aliases) == 0 || e.collection {
 		return nil
@@ -113,7 +115,7 @@ func aliasKeys(e *entry, r *Resource) []Key {
 			break
 		}
 		c, err := CanonicalName(a)
-		if err != nil || c == e.key.Name || isCollectionName(c) {
+		if err != nil || c == e.key.Name || isCollectionName(c) || !e.key.Link.Owns(c) {
 			continue
 		}
 		out = append(out, Key{Link: e.key.Link, TypeURL: e.key.TypeURL, Name: c})
