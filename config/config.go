@@ -161,7 +161,10 @@ type Cache struct {
 	// MaxResources bounds the number of unwatched resources kept; 0 keeps
 	// none. Default 100000.
 	MaxResources int `yaml:"max_resources"`
-	// MaxBytes bounds their serialized size; 0 keeps none. Default 256MiB.
+	// MaxBytes bounds the bytes they hold: bodies, names, versions,
+	// wrapper fields (metadata, aliases, cache control), TTLs, resource
+	// errors and a fixed overhead per revision (docs/limits.md, "What
+	// cache.max_bytes counts"); 0 keeps none. Default 256MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
 	// SnapshotPath is the file the relay keeps a snapshot of its cache in
 	// and restores it from at start (warm restart). Default "": off.

@@ -21,8 +21,9 @@ type Options struct {
 	// subscribed upstream). Watched keys are never evicted. 0 keeps none
 	// (as config's cache.max_resources); negative: unbounded.
 	MaxResources int
-	// MaxBytes bounds the serialized bytes of those unwatched resources.
-	// 0 keeps none; negative: unbounded.
+	// MaxBytes bounds the bytes those unwatched keys hold (size.go: a
+	// revision's body, names, fields, TTL and overhead, a key's resource
+	// error). 0 keeps none; negative: unbounded.
 	MaxBytes int64
 	// Upstream receives subscribe/unsubscribe calls; may be set later with
 	// SetUpstream, before the first Watch.

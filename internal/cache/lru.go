@@ -134,6 +134,7 @@ func (c *Cache) dropLocked(e *entry) {
 		c.removeCollectionLocked(e)
 	}
 	delete(c.entries, e.key)
+	c.resizeLocked(e) // it holds nothing now
 	if e.subscribed {
 		e.subscribed = false
 		c.queueLocked(false, e.key, nil)

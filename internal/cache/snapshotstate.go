@@ -212,7 +212,8 @@ func (c *Cache) restoreResourceLocked(se SnapshotEntry, now time.Time) {
 	e := &entry{key: se.Key, state: StatePending, glob: globOf(se.Key.Name), originVersion: se.OriginVersion}
 	c.entries[se.Key] = e
 	c.addByTypeLocked(e)
-	c.setPresentLocked(e, se.Res, now)
+	// At start: its fields are measured here (sized), under the lock.
+	c.setPresentLocked(e, sized(se.Res), now)
 	c.setExpiresLocked(e, se.Expires) // as it was, not recomputed from arrival
 	c.reconcileLocked(e)
 }
