@@ -166,6 +166,12 @@ type Cache struct {
 	// errors and a fixed overhead per revision (docs/limits.md, "What
 	// cache.max_bytes counts"); 0 keeps none. Default 256MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
+	// RefetchInterval: a resource the origin marked
+	// cache_control.do_not_cache is asked of the origin for new clients at
+	// most once per this interval, per name; a client arriving sooner
+	// waits for that fetch (never served from cache). 0: no limit.
+	// Default 1s.
+	RefetchInterval time.Duration `yaml:"refetch_interval"`
 	// SnapshotPath is the file the relay keeps a snapshot of its cache in
 	// and restores it from at start (warm restart). Default "": off.
 	SnapshotPath string `yaml:"snapshot_path"`
@@ -433,6 +439,7 @@ const (
 	DefaultMaxResources          = 100000
 	DefaultMaxBytes              = 256 * MiB
 	DefaultSnapshotInterval      = 5 * time.Second
+	DefaultRefetchInterval       = time.Second
 	DefaultSnapshotMaxBytes      = 256 * MiB
 	DefaultShutdownGracePeriod   = 10 * time.Second
 	DefaultSendTimeout           = 30 * time.Second
@@ -494,6 +501,8 @@ func defaultCache() Cache {
 	return Cache{
 		MaxResources: DefaultMaxResources,
 		MaxBytes:     DefaultMaxBytes,
+
+		RefetchInterval: DefaultRefetchInterval,
 
 		SnapshotInterval: DefaultSnapshotInterval,
 		SnapshotMaxBytes: DefaultSnapshotMaxBytes,

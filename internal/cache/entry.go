@@ -62,6 +62,11 @@ type entry struct {
 	// subscribed: the cache asked the Subscriber for this key and has not
 	// unsubscribed it. Only subscribed keys are unsubscribed on eviction.
 	subscribed bool
+	// lastFetch: when the cache last asked the origin for this key (its
+	// subscription, or a refetch); fetch: a fetch held back by the
+	// refetch interval, nil: none (refetch.go).
+	lastFetch time.Time
+	fetch     *heldFetch
 	// inLRU: the key is in Cache.lru (nobody watches it).
 	inLRU bool
 	// lruBytes is what this entry adds to Cache.lruBytes while inLRU.
