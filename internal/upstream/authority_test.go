@@ -9,6 +9,8 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -79,5 +81,26 @@ func checkOwned(t *testing.T, transport string, err error, refused string) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: reason %q does not name %s", transport, err, want)
 		}
+	}
+}
+
+// TestOtherAuthorityLoggedOncePerOrigin: a refusal of another authority's
+// name is logged at Warn once per origin (such an origin repeats itself
+// with every response), then at Debug; other NACKs at Warn each time.
+func TestOtherAuthorityLoggedOncePerOrigin(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	l := &link{id: cache.LinkID{Authority: "a.example"}, lg: zap.New(core)}
+	refusal := ownedName(l.id, "resource", "xdstp://b.example/envoy.config.cluster.v3.Cluster/c")
+	for _, origin := range []string{"o1:1", "o1:1", "o1:1", "o2:1", "o2:1"} {
+		l.setState(origin, "serving")
+		l.logRejected(resource.ClusterType, "n", refusal, true)
+	}
+	l.logRejected(resource.ClusterType, "n", rejectf("duplicate"), false)
+	l.logRejected(resource.ClusterType, "n", rejectf("duplicate"), false)
+	if got := logs.FilterLevelExact(zap.WarnLevel).Len(); got != 4 {
+		t.Errorf("%d Warn lines, want 4: one per origin (2), one per other NACK (2)", got)
+	}
+	if got := logs.FilterLevelExact(zap.DebugLevel).Len(); got != 3 {
+		t.Errorf("%d Debug lines, want 3 (the repeats)", got)
 	}
 }
