@@ -108,3 +108,13 @@ func TestMaxBytesBoundsLiveHeap(t *testing.T) {
 
 // liveHeap is xdstest.LiveHeap, signed for differences.
 func liveHeap() int64 { return int64(xdstest.LiveHeap()) }
+
+// BenchmarkFieldsBytes measures what counting a revision's metadata costs,
+// once per revision before Apply locks (sized): 256 KiB in 256 strings.
+func BenchmarkFieldsBytes(b *testing.B) {
+	r := withFields(res("r", "1", 144), nil, xdstest.Annotations(256<<10), false)
+	b.ReportAllocs()
+	for b.Loop() {
+		computeFieldsBytes(r)
+	}
+}
