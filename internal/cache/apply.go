@@ -371,9 +371,12 @@ func versioned(rs []*Resource) []*Resource {
 		if out == nil {
 			out = slices.Clone(rs)
 		}
-		cp := *memo
-		cp.Version = v
-		out[i] = &cp
+		if memo == r { // sized made no copy: make one
+			cp := *r
+			memo = &cp
+		}
+		memo.Version = v
+		out[i] = memo
 	}
 	if out == nil {
 		return rs

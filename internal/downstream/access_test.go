@@ -143,10 +143,10 @@ func BenchmarkMemberCheck(b *testing.B) {
 
 // TestAliasCheckedByItsOwnAuthority: a name asked by alias is answered by
 // a resource of another name, which the rules may give to an authority
-// the client is denied (an origin serving two authorities). It is checked by its own
-// name's authority, as a collection member is: denied, the client is sent
-// nothing of it, while a resource of an open authority found by alias is
-// sent.
+// the client is denied (an origin serving two authorities). It is checked
+// by its own name's authority, as a collection member is: denied, the
+// client is sent nothing of it, while a resource of an open authority
+// found by alias is sent.
 func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
 	e := newEnv(t, 0)
 	pol, err := access.New(access.Options{Authorities: map[string]access.Authority{
