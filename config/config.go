@@ -168,8 +168,17 @@ type Cache struct {
 	// MaxResources bounds the number of unwatched resources kept; 0 keeps
 	// none. Default 100000.
 	MaxResources int `yaml:"max_resources"`
-	// MaxBytes bounds their serialized size; 0 keeps none. Default 256MiB.
+	// MaxBytes bounds the bytes they hold: bodies, names, versions,
+	// wrapper fields (metadata, aliases, cache control), TTLs, resource
+	// errors and a fixed overhead per revision (docs/limits.md, "What
+	// cache.max_bytes counts"); 0 keeps none. Default 256MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
+	// RefetchInterval: a resource the origin marked
+	// cache_control.do_not_cache is asked of the origin for new clients at
+	// most once per this interval, per name; a client arriving sooner
+	// waits for that fetch (never served from cache). 0: no limit.
+	// Default 1s.
+	RefetchInterval time.Duration `yaml:"refetch_interval"`
 	// SnapshotPath is the file the relay keeps a snapshot of its cache in
 	// and restores it from at start (warm restart). Default "": off.
 	SnapshotPath string `yaml:"snapshot_path"`
@@ -451,6 +460,7 @@ const (
 	DefaultMaxBytes            = 256 * MiB
 	DefaultSnapshotInterval    = 5 * time.Second
 	DefaultSnapshotMaxBytes    = 256 * MiB
+	DefaultRefetchInterval     = time.Second
 	DefaultShutdownGracePeriod = 10 * time.Second
 	// DefaultCSDSMaxStreamsPerCaller: csds_max_streams_per_caller.
 	DefaultCSDSMaxStreamsPerCaller = 4
@@ -517,6 +527,8 @@ func defaultCache() Cache {
 	return Cache{
 		MaxResources: DefaultMaxResources,
 		MaxBytes:     DefaultMaxBytes,
+
+		RefetchInterval: DefaultRefetchInterval,
 
 		SnapshotInterval: DefaultSnapshotInterval,
 		SnapshotMaxBytes: DefaultSnapshotMaxBytes,

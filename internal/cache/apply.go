@@ -83,6 +83,7 @@ func (c *Cache) Apply(u Update) {
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
 	}
+	u = c.ownedOnly(u)
 	u.Resources = versioned(u.Resources)
 
 	c.mu.Lock()
@@ -104,6 +105,7 @@ func (c *Cache) Apply(u Update) {
 			e.state = StatePresent
 		case e.state == StatePending:
 			e.state, e.err = StateAbsent, nil
+			c.resizeLocked(e)
 			a.change(k, false)
 			c.reconcileLocked(e)
 		}
@@ -178,6 +180,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 			// The revision again, after an error: clients that were told
 			// the error are sent the resource, which clears it (TP3).
 			e.err = nil
+			c.resizeLocked(e)
 			a.change(k, true)
 		}
 		return
@@ -215,6 +218,7 @@ func (c *Cache) applyHeartbeatLocked(a *applyRun, k Key, e *entry, r *Resource, 
 	hb := *e.res
 	hb.TTL, hb.Arrived, hb.Heartbeat = r.TTL, r.Arrived, false
 	e.res = &hb
+	c.resizeLocked(e)
 	c.setExpiresLocked(e, expiry(r, now))
 	a.change(k, true)
 	c.noteAliasesLocked(a, e)
@@ -229,6 +233,7 @@ func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {
 		// The origin says the collection is empty.
 		c.touchLocked(a, k)
 		e.state, e.err = StatePresent, nil
+		c.resizeLocked(e)
 		var gone []*entry
 		for _, m := range c.membersLocked(k) {
 			if m.state == StatePresent {
@@ -285,13 +290,13 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 		}
 		c.touchLocked(a, e.key)
 		e.state, e.err = StatePresent, nil
+		c.resizeLocked(e)
 	}
 }
 
 // setPresentLocked stores revision r in e and maintains the member sets,
 // gauges and LRU byte count.
 func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
-	old := e.size()
 	c.indexAliasesLocked(e, e.res, r) // e.res is nil unless present
 	if e.state != StatePresent {
 		e.state = StatePresent
@@ -311,8 +316,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	}
 	e.res, e.lapsed, e.err = r, nil, nil
 	c.setExpiresLocked(e, expiry(r, now))
-	c.totals.Bytes += e.size() - old
-	c.m.bytes.Add(float64(e.size() - old))
+	c.resizeLocked(e)
 }
 
 // setAbsentLocked forgets e's revision (if any) and marks it absent.
@@ -320,9 +324,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 	e.waiting = nil // its watchers are told of the change
 	if e.state == StatePresent {
 		c.indexAliasesLocked(e, e.res, nil)
-		c.totals.Bytes -= e.size()
 		c.totals.Resources--
-		c.m.bytes.Sub(float64(e.size()))
 		c.m.resources.Dec()
 		st := e.key.streamType()
 		if c.present[st]--; c.present[st] <= 0 {
@@ -340,6 +342,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 	}
 	e.state, e.res, e.lapsed, e.err = StateAbsent, nil, nil, nil
 	c.setExpiresLocked(e, time.Time{})
+	c.resizeLocked(e)
 }
 
 // ContentVersion is the relay's version of a resource body: go-control-plane's
@@ -350,7 +353,7 @@ func ContentVersion(body *anypb.Any) string {
 }
 
 // versioned returns rs with each revision's Version set from its bytes
-// and fields (RevisionVersion).
+// and fields (RevisionVersion), and what its fields hold measured (sized).
 // Revisions are immutable once handed over, so one whose Version differs
 // is replaced by a copy. Hashing happens before Apply locks: the work is
 // per origin change, not per client, and need not hold up readers.
@@ -361,15 +364,19 @@ func versioned(rs []*Resource) []*Resource {
 			continue
 		}
 		v := RevisionVersion(r)
-		if r.Version == v {
+		memo := sized(r) // its fields' bytes (size.go)
+		if r.Version == v && memo == r {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(rs)
 		}
-		cp := *r
-		cp.Version = v
-		out[i] = &cp
+		if memo == r { // sized made no copy: make one
+			cp := *r
+			memo = &cp
+		}
+		memo.Version = v
+		out[i] = memo
 	}
 	if out == nil {
 		return rs

@@ -21,8 +21,9 @@ type Options struct {
 	// subscribed upstream). Watched keys are never evicted. 0 keeps none
 	// (as config's cache.max_resources); negative: unbounded.
 	MaxResources int
-	// MaxBytes bounds the serialized bytes of those unwatched resources.
-	// 0 keeps none; negative: unbounded.
+	// MaxBytes bounds the bytes those unwatched keys hold (size.go: a
+	// revision's body, names, fields, TTL and overhead, a key's resource
+	// error). 0 keeps none; negative: unbounded.
 	MaxBytes int64
 	// Upstream receives subscribe/unsubscribe calls; may be set later with
 	// SetUpstream, before the first Watch.
@@ -33,6 +34,11 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Now is the clock (TTL expiry); nil: time.Now. For tests.
 	Now func() time.Time
+	// RefetchInterval: a key whose revision the origin marked
+	// do_not_cache is asked of the origin for a new watcher at most once
+	// per interval (refetch.go); 0: no limit (as config's
+	// cache.refetch_interval: 0).
+	RefetchInterval time.Duration
 	// AfterFunc arms the expiry timer with time.AfterFunc's contract: f
 	// runs once, in its own goroutine, after d, unless the returned stop
 	// reports that it stopped it first. nil: time.AfterFunc. For tests.
@@ -134,6 +140,13 @@ type Cache struct {
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
+	// refetchInterval: at most one fetch of a do_not_cache key per
+	// interval (refetch.go); 0: no limit. guarded by mu
+	refetchInterval time.Duration
+	// dueFetches: entries with a fetch held back (entry.fetch); recent:
+	// the dropped do_not_cache keys' last fetches. guarded by mu
+	dueFetches map[*entry]struct{}
+	recent     recentFetches
 }
 
 // New returns an empty cache.
@@ -157,23 +170,24 @@ func New(opts Options) *Cache {
 		panic("cache: simplelru.NewLRU: " + err.Error()) // only for size <= 0
 	}
 	return &Cache{
-		lg:           lg.Named("cache"),
-		m:            newMetrics(opts.Registry),
-		now:          now,
-		afterFunc:    afterFunc,
-		maxResources: opts.MaxResources,
-		maxBytes:     opts.MaxBytes,
-		upstream:     opts.Upstream,
-		entries:      make(map[Key]*entry),
-		byType:       make(map[streamType]map[string]*entry),
-		present:      make(map[streamType]int),
-		colls:        make(map[streamType]map[string]*entry),
-		globMembers:  make(map[Key]map[string]*entry),
-		watchers:     make(map[Key]*watcherSet),
-		aliases:      make(map[Key]*entry),
-		watchedKeys:  make(map[LinkID]int),
-		streamErr:    make(map[LinkID]*statuspb.Status),
-		lru:          lru,
+		lg:              lg.Named("cache"),
+		m:               newMetrics(opts.Registry),
+		now:             now,
+		afterFunc:       afterFunc,
+		maxResources:    opts.MaxResources,
+		maxBytes:        opts.MaxBytes,
+		refetchInterval: opts.RefetchInterval,
+		upstream:        opts.Upstream,
+		entries:         make(map[Key]*entry),
+		byType:          make(map[streamType]map[string]*entry),
+		present:         make(map[streamType]int),
+		colls:           make(map[streamType]map[string]*entry),
+		globMembers:     make(map[Key]map[string]*entry),
+		watchers:        make(map[Key]*watcherSet),
+		aliases:         make(map[Key]*entry),
+		watchedKeys:     make(map[LinkID]int),
+		streamErr:       make(map[LinkID]*statuspb.Status),
+		lru:             lru,
 	}
 }
 
@@ -206,10 +220,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		if e == nil {
 			e = c.newEntryLocked(k)
 		}
-		if !e.subscribed {
-			e.subscribed = true
-			c.queueLocked(true, k, node)
-		}
+		c.subscribeKeyLocked(e, node, now) // unless held back: refetch.go
 		c.reconcileLocked(e)
 		if t := c.aliases[k]; t != nil {
 			c.reconcileLocked(t) // held through its alias now
@@ -239,6 +250,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			nb.add(w, k)
 		}
 	}
+	c.armLocked(now) // a fetch held back (refetch.go)
 	c.mu.Unlock()
 	c.flush()
 	nb.send()

@@ -42,10 +42,12 @@ func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re Resou
 			return // only a collection had brought it: dropped
 		}
 		e.err = re.Detail
+		c.resizeLocked(e)
 		a.change(k, false)
 		return
 	}
 	e.err = re.Detail
+	c.resizeLocked(e)
 	a.change(k, !e.collection && e.state == StatePresent)
 }
 

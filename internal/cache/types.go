@@ -78,14 +78,10 @@ type Resource struct {
 	// before that (a new revision built from another) starts empty. Not
 	// content: it compares equal whatever it holds.
 	Encoded Encodings
-}
-
-// Size is the number of bytes of the serialized resource.
-func (r *Resource) Size() int {
-	if r == nil || r.Body == nil {
-		return 0
-	}
-	return len(r.Body.GetValue())
+	// Fields memoizes the bytes the wrapper fields hold (size.go), what
+	// cache.max_bytes counts of them; set by Apply and Restore. Not
+	// content: it compares equal whatever it holds.
+	Fields FieldsSize
 }
 
 // State says what the relay knows of a key.

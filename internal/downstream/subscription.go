@@ -66,6 +66,9 @@ type typeState struct {
 	// alias, with how many of its subscriptions they answer (alias.go);
 	// nil until one is.
 	via map[string]int
+	// links counts the subscriptions by the link of their key: one link,
+	// or several (onekey.go).
+	links linkSet
 	// explicit: the client has subscribed to a name (any, "*" included) on
 	// this type, so an empty set no longer means the legacy wildcard.
 	explicit bool
@@ -182,6 +185,7 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 		}
 	}
 	ts.subs[name] = s
+	ts.links.add(key.Link)
 	if collection {
 		if ts.colls == nil {
 			ts.colls = make(map[string]*sub)
@@ -246,6 +250,7 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	}
 	delete(ts.subs, name)
 	delete(ts.colls, name)
+	ts.links.remove(s.key.Link)
 	if names := ts.byKey[s.key]; len(names) > 0 {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == name })
 		if len(names) == 0 {

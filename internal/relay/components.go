@@ -45,8 +45,10 @@ func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Re
 	c := cache.New(cache.Options{
 		MaxResources: cfg.Cache.MaxResources,
 		MaxBytes:     int64(cfg.Cache.MaxBytes),
-		Logger:       lg, // the cache names it, as upstream and downstream do
-		Registry:     reg,
+		// do_not_cache refetches per name (internal/cache/refetch.go)
+		RefetchInterval: cfg.Cache.RefetchInterval,
+		Logger:          lg, // the cache names it, as upstream and downstream do
+		Registry:        reg,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
 	// Warm restart: restored now, before anything serves; written every

@@ -28,8 +28,9 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 	r.onReload(r.reloadLogLevel, "log.level")
 	r.onReload(func(old, next *config.Config) error {
 		c.SetBounds(next.Cache.MaxResources, int64(next.Cache.MaxBytes))
+		c.SetRefetchInterval(next.Cache.RefetchInterval)
 		return nil
-	}, "cache.max_resources", "cache.max_bytes")
+	}, "cache.max_resources", "cache.max_bytes", "cache.refetch_interval")
 	r.onReload(func(old, next *config.Config) error {
 		if err := ds.SetLimits(downstreamLimits(next)); err != nil {
 			return err
