@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"slices"
+	"time"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
@@ -47,6 +48,16 @@ type diff struct {
 	// hold: the type is gathering (gather.go); its awaited names are left
 	// for a later response, as are names that cannot be served.
 	hold *gathering
+	// at: when the response is built (the ledger's send time), read once.
+	at time.Time
+}
+
+// now is when the response is built: the first call reads the clock.
+func (d *diff) now() time.Time {
+	if d.at.IsZero() {
+		d.at = time.Now()
+	}
+	return d.at
 }
 
 // reset empties d for reuse, dropping its references to resources;
@@ -289,7 +300,8 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	}
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
 	d.markDone(name, len(d.updates)-1)
-	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}
+	acked := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
+	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq, acked: acked}
 	d.changed = true
 }
 
@@ -305,7 +317,9 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	}
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
-	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail}
+	h, ok := d.ts.sent[name]
+	acked := d.ts.replacedLocked(name, h, ok) // propagation.go
+	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail, acked: acked}
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}

@@ -7,6 +7,7 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
@@ -40,6 +41,10 @@ type held struct {
 	// err is the resource error last sent for the name (the cache's
 	// status, compared by pointer), until the resource is sent again.
 	err *statuspb.Status
+	// acked is the version the client ACKed of the name before this one
+	// ("" when none, or it was told the name does not exist): what it
+	// still runs while this one is unanswered or NACKed (propagation.go).
+	acked string
 }
 
 // unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
@@ -115,6 +120,9 @@ type typeState struct {
 	answered    uint64
 	nacked      map[string]*nackMark
 	lastNackSeq uint64
+	// prop: the changes sent on this type the client has not answered
+	// yet, settled by its answers (propagation.go).
+	prop propagation.Tracker
 }
 
 func newTypeState(typeURL string) *typeState {
