@@ -274,7 +274,8 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 			}
 		}
 		for name, u := range ts.unknown {
-			views = append(views, nameView{typeURL: ts.typeURL, name: name, unknown: &u})
+			add(name, cache.Key{}, name) // no key: not looked up
+			views[len(views)-1].unknown = &u
 		}
 	}
 	return views, colls
