@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 )
 
@@ -84,3 +85,18 @@ func (r Reason) Words() string {
 
 // MarshalJSON writes the reason's code.
 func (r Reason) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// UnmarshalJSON reads a reason's code.
+func (r *Reason) UnmarshalJSON(b []byte) error {
+	var code string
+	if err := json.Unmarshal(b, &code); err != nil {
+		return err
+	}
+	for i, t := range reasonText {
+		if t.code == code {
+			*r = Reason(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("propagation: unknown reason %q", code)
+}
