@@ -300,8 +300,8 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	}
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
 	d.markDone(name, len(d.updates)-1)
-	acked := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
-	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq, acked: acked}
+	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
+	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq, prev: prev}
 	d.changed = true
 }
 
@@ -318,8 +318,8 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
 	h, ok := d.ts.sent[name]
-	acked := d.ts.replacedLocked(name, h, ok) // propagation.go
-	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail, acked: acked}
+	prev := d.ts.replacedLocked(name, h, ok) // propagation.go
+	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail, prev: prev}
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}

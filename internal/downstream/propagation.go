@@ -18,9 +18,11 @@ import (
 // holds the changes sent that the client has not answered yet: a response
 // that carries a version the client did not hold notes its change
 // (noteSentLocked), an answer settles them (settleLocked), the stream's end
-// settles the rest as gone. What the client holds of a name also keeps the
-// version it ACKed before (held.acked), so that a client sent a newer
-// version, or one that NACKed it, can be told what it runs.
+// settles the rest as gone. What the client holds of a name also keeps
+// what it held before (held.prev: the version and the response that
+// carried it), so that a client sent a newer version, or one that NACKed
+// it, can be told what it runs, even when its ACK of the older one came
+// after the newer one was sent.
 //
 // On the fan-out path this costs, per client response, one Tracker entry
 // written in place (no allocation while the client answers before the
@@ -30,41 +32,52 @@ import (
 // noteSentLocked notes that response seq carries r for name to the client,
 // which held h (ok: held anything): the version is new to it, so its change
 // is pending with the client; what it held gives way (replacedLocked).
-// It returns the version the client ACKed before this one (held.acked).
-func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resource, seq uint64, now time.Time) string {
+// It returns what the client held before (held.prev).
+func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resource, seq uint64, now time.Time) prevHeld {
 	if ok && !h.absent && h.version == r.Version {
-		return ts.ackedVersionLocked(name, h) // the same version again (forced, a heartbeat)
+		return h.prev // the same version again (forced, a heartbeat)
 	}
-	acked := ts.replacedLocked(name, h, ok)
+	prev := ts.replacedLocked(name, h, ok)
 	ts.prop.Sent(r.Change, seq, 1, now) // nil-safe
-	return acked
+	return prev
 }
 
 // replacedLocked notes that what the client held of name (h, ok) gives way
 // to another state (a new version, a removal) in a new response: an
 // unanswered revision of a change no longer counts for that change
-// (Tracker.Replaced). It returns the version the client ACKed before.
-func (ts *typeState) replacedLocked(name string, h held, ok bool) string {
+// (Tracker.Replaced). It returns what the client held before the new
+// state (held.prev): h, unless the client NACKed it (then what h's own
+// prev says).
+func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 	if !ok {
-		return ""
+		return prevHeld{}
 	}
 	if h.res != nil && h.res.Change != nil && h.seq > ts.answered {
 		ts.prop.Replaced(h.res.Change)
 	}
-	return ts.ackedVersionLocked(name, h)
-}
-
-// ackedVersionLocked is the version of name the client ACKed, holding h:
-// h's own when it ACKed the response that carried it (or declared it),
-// else the one it ACKed before.
-func (ts *typeState) ackedVersionLocked(name string, h held) string {
-	if !ts.ackedLocked(name, h) {
-		return h.acked
+	if ts.nackedLocked(name, h) {
+		return h.prev
 	}
 	if h.absent {
-		return ""
+		return prevHeld{seq: h.seq}
 	}
-	return h.version
+	return prevHeld{version: h.version, seq: h.seq}
+}
+
+// ackedVersionLocked is the version of name the client ACKed ("" when
+// none is known), holding h: h's own when it ACKed the response that
+// carried it (or declared it), else what it held before once it ACKed
+// that (an ACK may come after a newer version was sent).
+func (ts *typeState) ackedVersionLocked(name string, h held) string {
+	switch {
+	case ts.ackedLocked(name, h) && !h.absent:
+		return h.version
+	case ts.ackedLocked(name, h):
+		return ""
+	case h.prev.seq <= ts.answered:
+		return h.prev.version
+	}
+	return ""
 }
 
 // ackedLocked reports whether the client ACKed the response that carried

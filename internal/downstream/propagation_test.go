@@ -359,3 +359,25 @@ func BenchmarkClientProgress(b *testing.B) {
 		}
 	}
 }
+
+// A client whose ACK of one version arrives after the next was sent, and
+// which NACKs that next one: it runs the version its late ACK accepted.
+func TestClientProgressLateAck(t *testing.T) {
+	e := newEnv(t, 0)
+	name := xdstp(edsType, "r")
+	r1 := e.putStored(name, "1")
+	c := e.delta()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: nodeNamed("late"), TypeUrl: edsType, ResourceNamesSubscribe: []string{name}})
+	first := c.Recv()
+	r2 := e.putStored(name, "2")
+	second := c.Recv() // sent before the client answered the first
+	c.Send(ack(edsType, first))
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: second.GetNonce(),
+		ErrorDetail: &rpcstatus.Status{Code: 3, Message: "no"}})
+	p := e.waitReason("late", name, propagation.Nacked)
+	if p.Acked != r1.Version || p.Sent != r2.Version {
+		t.Errorf("%+v: want ACKed %s (the late ACK), sent %s", p, r1.Version, r2.Version)
+	}
+	e.waitCounts(r1, propagation.Counts{Sent: 1, Acked: 1}) // its own answer, though late
+	e.waitCounts(r2, propagation.Counts{Sent: 1, Nacked: 1})
+}

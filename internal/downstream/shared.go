@@ -70,8 +70,8 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	}
 	for _, r := range revs {
 		h, ok := ts.sent[r.Key.Name]
-		acked := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq, acked: acked}
+		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
+		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq, prev: prev}
 	}
 	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()

@@ -41,10 +41,19 @@ type held struct {
 	// err is the resource error last sent for the name (the cache's
 	// status, compared by pointer), until the resource is sent again.
 	err *statuspb.Status
-	// acked is the version the client ACKed of the name before this one
-	// ("" when none, or it was told the name does not exist): what it
-	// still runs while this one is unanswered or NACKed (propagation.go).
-	acked string
+	// prev is what the client held of the name before this (the last
+	// version it was sent and did not NACK, with the response that
+	// carried it): once it ACKed that response, what it runs while this
+	// one is unanswered or NACKed (propagation.go, ackedVersionLocked).
+	prev prevHeld
+}
+
+// prevHeld is a version a client held of a name before, and the response
+// that carried it (0: it declared it); version "" when it was told the
+// name does not exist, or held nothing.
+type prevHeld struct {
+	version string
+	seq     uint64
 }
 
 // unknownName is a name that cannot be served: why (the NOT_FOUND a SotW

@@ -243,7 +243,8 @@ type Counts struct {
 	// Nacked: streams that NACKed a response carrying it.
 	Nacked int64 `json:"nacked"`
 	// Superseded: streams sent a newer state of every resource of it they
-	// had been sent, before they answered (they never ran it).
+	// had been sent before they answered, whose answer to a later
+	// response settled it (its own answer never came).
 	Superseded int64 `json:"superseded"`
 	// Gone: streams that ended before answering.
 	Gone int64 `json:"gone"`

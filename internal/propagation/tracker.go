@@ -17,9 +17,11 @@ import "time"
 //   - Replaced: one resource of a pending change is replaced, in a later
 //     response, by a newer state before the client answered; once none of
 //     what the stream was sent of it is left, the change is superseded
-//     for this stream (it never ran it).
+//     for this stream when an answer to a later response settles it (a
+//     late answer to its own response still counts as that answer).
 //   - Answered, an ACK of response n: the client accepted the state as of
-//     n, so every pending change carried by n or before is ACKed.
+//     n, so every pending change carried by n or before is ACKed (or
+//     superseded, above).
 //   - Answered, a NACK of n: the changes n carried are NACKed; those
 //     carried before are ACKed up to the response the client says it
 //     accepted (SotW version_info; delta: each response is answered on
@@ -38,7 +40,7 @@ type pending struct {
 	ch     *Change
 	seq    uint64 // the latest response that carried some of it
 	sentAt int64  // unix ns, when that response was built
-	names  uint32 // what the stream was sent of it and still holds
+	names  uint32 // what the stream was sent of it and still holds; 0: all replaced
 }
 
 // MaxPending bounds the changes a stream may leave unanswered on one type:
@@ -82,17 +84,9 @@ func (t *Tracker) Replaced(ch *Change) {
 	if p == nil {
 		return
 	}
-	if p.names > 1 {
-		p.names--
-		return
+	if p.names > 0 {
+		p.names-- // at 0, an answer to a later response supersedes it
 	}
-	t.settle(func(q *pending) bool {
-		if q.ch == ch {
-			ch.superseded.Add(1)
-			return true
-		}
-		return false
-	})
 }
 
 // Answered settles what the client's answer to response seq decides:
@@ -106,6 +100,8 @@ func (t *Tracker) Answered(seq, accepted uint64, nack *Nack, now time.Time) {
 		switch {
 		case p.seq > seq:
 			return false
+		case p.names == 0 && p.seq < seq:
+			p.ch.superseded.Add(1)
 		case nack == nil || (p.seq < seq && p.seq <= accepted):
 			p.ch.ack(now)
 		default:

@@ -71,6 +71,18 @@ func TestTrackerRules(t *testing.T) {
 			tr.Sent(c2, 2, 2, t0)
 			ack(tr, 2)
 		}, want: [2]Counts{{Sent: 1, Superseded: 1}, {Sent: 1, Acked: 1}}},
+		{name: "every resource replaced, then its own late ACK: ACKed", run: func(tr *Tracker, c1, c2 *Change) {
+			tr.Sent(c1, 1, 1, t0)
+			tr.Replaced(c1)
+			tr.Sent(c2, 2, 1, t0)
+			ack(tr, 1)
+			ack(tr, 2)
+		}, want: [2]Counts{{Sent: 1, Acked: 1}, {Sent: 1, Acked: 1}}},
+		{name: "every resource replaced, the stream ends: gone", run: func(tr *Tracker, c1, _ *Change) {
+			tr.Sent(c1, 1, 1, t0)
+			tr.Replaced(c1)
+			tr.End()
+		}, want: [2]Counts{{Sent: 1, Gone: 1}}},
 		{name: "some replaced: still ACKed", run: func(tr *Tracker, c1, c2 *Change) {
 			tr.Sent(c1, 1, 2, t0)
 			tr.Replaced(c1)
