@@ -53,7 +53,7 @@ func TestLedgerPage(t *testing.T) {
 	if v.State != StateConverging || v.Sent != 4 || v.Acked != 2 || v.Nacked != 1 || v.Pending != 1 {
 		t.Fatalf("view %+v, want converging, 4 sent, 2 ACKed, 1 NACKed, 1 pending", v)
 	}
-	const wantLine = "envoy.config.endpoint.v3.ClusterLoadAssignment v42 of 10 resources (cla-0000): 2 ACKed / 1 NACKed (unknown filter) / 1 pending, p50 20.0 ms p99 30.0 ms"
+	const wantLine = "ClusterLoadAssignment v42 of 10 resources (cla-0000): 2 ACKed / 1 NACKed (unknown filter) / 1 pending, p50 20.0 ms p99 30.0 ms"
 	if v.Line != wantLine {
 		t.Errorf("line\n %q\nwant\n %q", v.Line, wantLine)
 	}

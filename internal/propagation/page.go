@@ -106,7 +106,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // 9,981 ACKed / 3 NACKed (reason) / 16 pending, p50 12 ms p99 48 ms".
 func (v *ChangeView) line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s v%s of %s (%s): ", v.Type, v.Version, plural(v.Resources, "resource"), v.First)
+	fmt.Fprintf(&b, "%s v%s of %s (%s): ", shortType(v.Type), shortVersion(v.Version), plural(v.Resources, "resource"), v.First)
 	fmt.Fprintf(&b, "%s ACKed / %s NACKed", thousands(v.Acked), thousands(v.Nacked))
 	if len(v.Reasons) > 0 {
 		fmt.Fprintf(&b, " (%s)", v.Reasons[0].Message)
@@ -124,6 +124,18 @@ func (v *ChangeView) line() string {
 		fmt.Fprintf(&b, ", p50 %s p99 %s", msText(v.P50MS), msText(v.P99MS))
 	}
 	return b.String()
+}
+
+// shortType is a type label's last dotted part: ClusterLoadAssignment.
+func shortType(label string) string { return label[strings.LastIndexByte(label, '.')+1:] }
+
+// shortVersion cuts a long version (a hash) to its first 12 characters,
+// as a short commit id is read; the JSON keeps it whole.
+func shortVersion(v string) string {
+	if len(v) > 16 {
+		return v[:12] + "…"
+	}
+	return v
 }
 
 func plural(n int, what string) string {
