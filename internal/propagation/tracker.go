@@ -31,9 +31,19 @@ import "time"
 // A Tracker is guarded by its session's mutex; the Change methods it calls
 // take no lock but the change's own (a leaf) and do no I/O.
 type Tracker struct {
-	one  pending   // the oldest pending change; one.ch nil: none
-	more []pending // the others, oldest first; nil when none
+	// few holds the oldest pending changes (nfew of them), in place: a
+	// client that answers each change before the next two arrive never
+	// makes the Tracker allocate. more holds the others, oldest first;
+	// nil when none.
+	few  [inlinePending]pending
+	nfew uint8
+	more []pending
 }
+
+// inlinePending is how many pending changes a Tracker holds without an
+// allocation: a change sent while the ACK of the previous one is on its
+// way makes two.
+const inlinePending = 2
 
 // pending is one change pending with a stream.
 type pending struct {
@@ -58,18 +68,16 @@ func (t *Tracker) Sent(ch *Change, seq uint64, names int, now time.Time) {
 		return
 	}
 	ch.sentTo()
-	p := pending{ch: ch, seq: seq, sentAt: now.UnixNano(), names: uint32(names)}
-	if t.one.ch == nil {
-		t.one = p
-		return
+	if t.len() == MaxPending {
+		oldest := t.at(0).ch
+		oldest.dropped.Add(1)
+		t.settle(func(p *pending) bool { return p.ch == oldest })
 	}
-	if len(t.more)+1 >= MaxPending {
-		t.one.ch.dropped.Add(1)
-		t.popOldest()
-		if t.one.ch == nil {
-			t.one = p
-			return
-		}
+	p := pending{ch: ch, seq: seq, sentAt: now.UnixNano(), names: uint32(names)}
+	if int(t.nfew) < inlinePending && len(t.more) == 0 {
+		t.few[t.nfew] = p
+		t.nfew++
+		return
 	}
 	t.more = append(t.more, p)
 }
@@ -77,7 +85,7 @@ func (t *Tracker) Sent(ch *Change, seq uint64, names int, now time.Time) {
 // Replaced notes that the stream's revision of one resource of ch, not
 // answered yet, gives way to a newer state in a later response.
 func (t *Tracker) Replaced(ch *Change) {
-	if ch == nil || t.one.ch == nil {
+	if ch == nil || t.nfew == 0 {
 		return
 	}
 	p := t.find(ch)
@@ -93,7 +101,7 @@ func (t *Tracker) Replaced(ch *Change) {
 // nack nil is an ACK; for a NACK, accepted is the last response the
 // client says it accepted (see Tracker).
 func (t *Tracker) Answered(seq, accepted uint64, nack *Nack, now time.Time) {
-	if t.one.ch == nil {
+	if t.nfew == 0 {
 		return
 	}
 	t.settle(func(p *pending) bool {
@@ -120,7 +128,7 @@ func (t *Tracker) End() {
 }
 
 // Empty reports whether nothing is pending.
-func (t *Tracker) Empty() bool { return t.one.ch == nil }
+func (t *Tracker) Empty() bool { return t.nfew == 0 }
 
 // PendingChange is one change pending with a stream, as the client page
 // shows it.
@@ -132,62 +140,59 @@ type PendingChange struct {
 
 // Pending returns the changes pending with the stream, oldest first.
 func (t *Tracker) Pending() []PendingChange {
-	if t.one.ch == nil {
+	if t.nfew == 0 {
 		return nil
 	}
-	out := make([]PendingChange, 0, 1+len(t.more))
-	for _, p := range append([]pending{t.one}, t.more...) {
+	out := make([]PendingChange, 0, t.len())
+	for i := range t.len() {
+		p := t.at(i)
 		out = append(out, PendingChange{Change: p.ch, Seq: p.seq, SentAt: time.Unix(0, p.sentAt)})
 	}
 	return out
 }
 
+// len is how many changes are pending; at(i) the i-th, oldest first.
+func (t *Tracker) len() int { return int(t.nfew) + len(t.more) }
+
+func (t *Tracker) at(i int) *pending {
+	if i < int(t.nfew) {
+		return &t.few[i]
+	}
+	return &t.more[i-int(t.nfew)]
+}
+
 // find returns ch's entry, nil when it is not pending.
 func (t *Tracker) find(ch *Change) *pending {
-	if t.one.ch == ch {
-		return &t.one
-	}
-	for i := range t.more {
-		if t.more[i].ch == ch {
-			return &t.more[i]
+	for i := range t.len() {
+		if p := t.at(i); p.ch == ch {
+			return p
 		}
 	}
 	return nil
 }
 
 // settle removes each entry done reports settled, keeping the others in
-// order.
+// order: few first (so a Tracker that empties holds no array), then more.
 func (t *Tracker) settle(done func(*pending) bool) {
-	if t.one.ch == nil {
-		return
-	}
-	kept := t.more[:0]
-	oneDone := done(&t.one)
-	for i := range t.more {
-		if !done(&t.more[i]) {
-			kept = append(kept, t.more[i])
+	n := t.len()
+	kept := 0
+	for i := range n {
+		p := t.at(i)
+		if done(p) {
+			continue
 		}
+		if kept != i {
+			*t.at(kept) = *p // kept < i: overwrites only what was read
+		}
+		kept++
 	}
-	clear(t.more[len(kept):])
-	t.more = kept
-	if oneDone {
-		t.one = pending{}
-		t.popOldest()
+	for i := kept; i < n; i++ {
+		*t.at(i) = pending{} // drop the references
 	}
-	if len(t.more) == 0 {
+	t.nfew = uint8(min(kept, inlinePending))
+	if rest := kept - int(t.nfew); rest > 0 {
+		t.more = t.more[:rest]
+	} else {
 		t.more = nil // an idle stream keeps no array
 	}
-}
-
-// popOldest moves the oldest of more into one (which must be empty, or is
-// overwritten).
-func (t *Tracker) popOldest() {
-	if len(t.more) == 0 {
-		t.one = pending{}
-		return
-	}
-	t.one = t.more[0]
-	copy(t.more, t.more[1:])
-	t.more[len(t.more)-1] = pending{}
-	t.more = t.more[:len(t.more)-1]
 }
