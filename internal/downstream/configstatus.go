@@ -363,5 +363,5 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 // renoted is h for revision r of the same content the client was sent (or
 // declared): what it holds is unchanged, and so is where it stands.
 func (h held) renoted(r *cache.Resource) held {
-	return held{res: r, version: r.Version, seq: h.seq, err: h.err, prev: h.prev}
+	return held{res: r, version: r.Version, seq: h.seq, err: h.err, prevVersion: h.prevVersion, prevGap: h.prevGap}
 }

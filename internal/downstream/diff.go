@@ -301,7 +301,7 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
 	d.markDone(name, len(d.updates)-1)
 	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
-	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq, prev: prev}
+	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}.withPrev(prev)
 	d.changed = true
 }
 
@@ -319,7 +319,7 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	d.markDone(name, -1)
 	h, ok := d.ts.sent[name]
 	prev := d.ts.replacedLocked(name, h, ok) // propagation.go
-	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail, prev: prev}
+	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail}.withPrev(prev)
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}

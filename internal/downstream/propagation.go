@@ -19,8 +19,8 @@ import (
 // that carries a version the client did not hold notes its change
 // (noteSentLocked), an answer settles them (settleLocked), the stream's end
 // settles the rest as gone. What the client holds of a name also keeps
-// what it held before (held.prev: the version and the response that
-// carried it), so that a client sent a newer version, or one that NACKed
+// what it held before (held.prevVersion and prevGap: the version and
+// the response that carried it, in 20 bytes), so that a client sent a newer version, or one that NACKed
 // it, can be told what it runs, even when its ACK of the older one came
 // after the newer one was sent.
 //
@@ -32,10 +32,10 @@ import (
 // noteSentLocked notes that response seq carries r for name to the client,
 // which held h (ok: held anything): the version is new to it, so its change
 // is pending with the client; what it held gives way (replacedLocked).
-// It returns what the client held before (held.prev).
+// It returns what the client held before (held.withPrev).
 func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resource, seq uint64, now time.Time) prevHeld {
 	if ok && !h.absent && h.version == r.Version {
-		return h.prev // the same version again (forced, a heartbeat)
+		return h.prev() // the same version again (forced, a heartbeat)
 	}
 	prev := ts.replacedLocked(name, h, ok)
 	ts.prop.Sent(r.Change, seq, 1, now) // nil-safe
@@ -46,7 +46,7 @@ func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resou
 // to another state (a new version, a removal) in a new response: an
 // unanswered revision of a change no longer counts for that change
 // (Tracker.Replaced). It returns what the client held before the new
-// state (held.prev): h, unless the client NACKed it (then what h's own
+// state (held.withPrev): h, unless the client NACKed it (then what h's own
 // prev says).
 func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 	if !ok {
@@ -56,7 +56,7 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 		ts.prop.Replaced(h.res.Change)
 	}
 	if ts.nackedLocked(name, h) {
-		return h.prev
+		return h.prev()
 	}
 	if h.absent {
 		return prevHeld{seq: h.seq}
@@ -74,8 +74,8 @@ func (ts *typeState) ackedVersionLocked(name string, h held) string {
 		return h.version
 	case ts.ackedLocked(name, h):
 		return ""
-	case h.prev.seq <= ts.answered:
-		return h.prev.version
+	case h.prev().seq <= ts.answered:
+		return h.prevVersion
 	}
 	return ""
 }

@@ -71,7 +71,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	for _, r := range revs {
 		h, ok := ts.sent[r.Key.Name]
 		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq, prev: prev}
+		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}.withPrev(prev)
 	}
 	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()
