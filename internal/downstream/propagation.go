@@ -58,7 +58,10 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 	if ts.nackedLocked(name, h) {
 		return h.prev()
 	}
-	if h.absent {
+	if h.absent || (h.seq == 0 && h.res == nil) {
+		// Told it does not exist; or a version it only declared
+		// (initial_resource_versions): a string of the client's, which
+		// the relay does not keep past its answer.
 		return prevHeld{seq: h.seq}
 	}
 	return prevHeld{version: h.version, seq: h.seq}
