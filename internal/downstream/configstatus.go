@@ -265,7 +265,7 @@ func (ss *session) heldStatusLocked(ts *typeState, name string, h held, pending 
 		rs.Version = h.version
 	}
 	rs.Pending = pending || (h.seq == 0 && h.res == nil && !h.absent)
-	if m, ok := ts.nacked[name]; ok && m.seq == h.seq && h.seq != 0 {
+	if m := ts.nackOfLocked(name, h); m != nil {
 		rs.State, rs.Nack = ResourceNacked, &NackState{At: m.at, Code: m.code, Message: m.message}
 	} else if h.seq > ts.answered {
 		rs.State = ResourceSent
@@ -340,6 +340,15 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.lastNack})
 	}
 	return nacked
+}
+
+// nackOfLocked returns the client's NACK of the response that carried h,
+// what it holds of name; nil when it did not NACK it.
+func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
+	if m, ok := ts.nacked[name]; ok && m.seq == h.seq && h.seq != 0 {
+		return m
+	}
+	return nil
 }
 
 // markNackLocked marks the names the NACKed response carried, and forgets

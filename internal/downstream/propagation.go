@@ -94,10 +94,7 @@ func (ts *typeState) ackedLocked(name string, h held) bool {
 
 // nackedLocked reports whether the client NACKed the response that
 // carried h (configstatus.go marks them).
-func (ts *typeState) nackedLocked(name string, h held) bool {
-	m, ok := ts.nacked[name]
-	return ok && m.seq == h.seq && h.seq != 0
-}
+func (ts *typeState) nackedLocked(name string, h held) bool { return ts.nackOfLocked(name, h) != nil }
 
 // settleLocked settles the changes the client's answer to response seq of
 // ts decides (Tracker.Answered): a NACK (detail) is attributed to the
