@@ -16,10 +16,6 @@ import (
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/xds"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -94,29 +90,6 @@ func waitReason(t *testing.T, r *relayproc.Relay, id, name string, want propagat
 	return got
 }
 
-// grpcXDSConn resolves target with grpc-go's xDS resolver under
-// bootstrap and makes a health RPC through it; the connection (and its
-// xDS client's watches) stays open until the test ends.
-func grpcXDSConn(t *testing.T, bootstrap []byte, target string) *grpc.ClientConn {
-	t.Helper()
-	builder, err := xds.NewXDSResolverWithConfigForTesting(bootstrap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient(target, grpc.WithResolvers(builder), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-	defer cancel()
-	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health Check through %s: %v, %v", target, resp, err)
-	}
-	return cc
-}
-
 // withEndpoint is cla with one more endpoint at addr.
 func withEndpoint(cla *endpointv3.ClusterLoadAssignment, addr string, port uint32) *endpointv3.ClusterLoadAssignment {
 	out := proto.Clone(cla).(*endpointv3.ClusterLoadAssignment)
@@ -134,16 +107,7 @@ func withEndpoint(cla *endpointv3.ClusterLoadAssignment, addr string, port uint3
 // NACKed, nothing pending; the metrics count the ACKs and the NACK; the
 // client page says who runs what and why; CSDS agrees with it.
 func TestPropagationConvergence(t *testing.T) {
-	backend := startBackend(t)
-	o := newGCPOrigin(t)
-	ch, err := newChain(dsAuthority, "backend", backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.set(resource.ListenerType, ch.listenerName, ch.listener)
-	o.set(resource.RouteType, ch.routeName, ch.route)
-	o.set(resource.ClusterType, ch.clusterName, ch.cluster)
-	o.set(resource.EndpointType, ch.claName, ch.cla)
+	o, ch := newChainOrigin(t)
 	r := startRelay(t, func(c *config.Config) { c.CSDSListen = "127.0.0.1:0" }, o.addr)
 	grpcXDSConn(t, grpcBootstrap(r.XDSAddr(), dsAuthority), "xds:///backend")
 
@@ -232,16 +196,7 @@ func checkCSDSAgrees(t *testing.T, r *relayproc.Relay, ids ...string) {
 // it, with grpc-go's own error, and the client page says it NACKed it and
 // still runs the version it ACKed before.
 func TestPropagationGRPCClientNacks(t *testing.T) {
-	backend := startBackend(t)
-	o := newGCPOrigin(t)
-	ch, err := newChain(dsAuthority, "backend", backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.set(resource.ListenerType, ch.listenerName, ch.listener)
-	o.set(resource.RouteType, ch.routeName, ch.route)
-	o.set(resource.ClusterType, ch.clusterName, ch.cluster)
-	o.set(resource.EndpointType, ch.claName, ch.cla)
+	o, ch := newChainOrigin(t)
 	r := startRelay(t, nil, o.addr)
 	grpcXDSConn(t, grpcBootstrap(r.XDSAddr(), dsAuthority), "xds:///backend")
 	before := waitReason(t, r, "grpc-xds-client", ch.claName, propagation.InSync)

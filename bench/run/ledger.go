@@ -36,19 +36,26 @@ type LedgerFigures struct {
 // ledgerPage is the part of the relay's /debug/propagation the harness
 // reads (internal/propagation's Page).
 type ledgerPage struct {
-	Changes []struct {
-		Arrived time.Time `json:"arrived"`
-		Sent    int64     `json:"sent"`
-		Acked   int64     `json:"acked"`
-		Nacked  int64     `json:"nacked"`
-		Pending int64     `json:"pending"`
-		MaxMS   float64   `json:"max_ms"`
-		Buckets []struct {
-			LowS  float64 `json:"low_s"`
-			HighS float64 `json:"high_s"`
-			Count int64   `json:"count"`
-		} `json:"buckets"`
-	} `json:"changes"`
+	Changes []ledgerChange `json:"changes"`
+}
+
+// ledgerChange is one change of a ledgerPage.
+type ledgerChange struct {
+	Arrived time.Time      `json:"arrived"`
+	Sent    int64          `json:"sent"`
+	Acked   int64          `json:"acked"`
+	Nacked  int64          `json:"nacked"`
+	Pending int64          `json:"pending"`
+	MaxMS   float64        `json:"max_ms"`
+	Buckets []ledgerBucket `json:"buckets"`
+}
+
+// ledgerBucket is one latency bucket of a ledgerChange: Count samples in
+// [LowS, HighS) seconds.
+type ledgerBucket struct {
+	LowS  float64 `json:"low_s"`
+	HighS float64 `json:"high_s"`
+	Count int64   `json:"count"`
 }
 
 // readLedger reads the relay's ledger at admin and pools the changes that

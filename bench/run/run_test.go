@@ -653,36 +653,15 @@ func TestPoolLedger(t *testing.T) {
 	for i, c := range []struct {
 		at      time.Duration
 		acked   int64
-		buckets [][3]float64 // low_s, high_s, count
+		buckets []ledgerBucket
 		maxMS   float64
 	}{
-		{-time.Second, 5, [][3]float64{{0.1, 0.2, 5}}, 200}, // before the phase
-		{time.Second, 3, [][3]float64{{0.010, 0.011, 2}, {0.020, 0.021, 1}}, 20.5},
-		{2 * time.Second, 2, [][3]float64{{0.010, 0.011, 1}, {0.030, 0.031, 1}}, 30.2},
+		{-time.Second, 5, []ledgerBucket{{0.1, 0.2, 5}}, 200}, // before the phase
+		{time.Second, 3, []ledgerBucket{{0.010, 0.011, 2}, {0.020, 0.021, 1}}, 20.5},
+		{2 * time.Second, 2, []ledgerBucket{{0.010, 0.011, 1}, {0.030, 0.031, 1}}, 30.2},
 	} {
-		ch := p.Changes
-		ch = append(ch, struct {
-			Arrived time.Time `json:"arrived"`
-			Sent    int64     `json:"sent"`
-			Acked   int64     `json:"acked"`
-			Nacked  int64     `json:"nacked"`
-			Pending int64     `json:"pending"`
-			MaxMS   float64   `json:"max_ms"`
-			Buckets []struct {
-				LowS  float64 `json:"low_s"`
-				HighS float64 `json:"high_s"`
-				Count int64   `json:"count"`
-			} `json:"buckets"`
-		}{Arrived: t0.Add(c.at), Sent: c.acked + int64(i), Acked: c.acked, Pending: int64(i), MaxMS: c.maxMS})
-		for _, b := range c.buckets {
-			last := &ch[len(ch)-1]
-			last.Buckets = append(last.Buckets, struct {
-				LowS  float64 `json:"low_s"`
-				HighS float64 `json:"high_s"`
-				Count int64   `json:"count"`
-			}{b[0], b[1], int64(b[2])})
-		}
-		p.Changes = ch
+		p.Changes = append(p.Changes, ledgerChange{Arrived: t0.Add(c.at), Sent: c.acked + int64(i), Acked: c.acked, Pending: int64(i),
+			MaxMS: c.maxMS, Buckets: c.buckets})
 	}
 	got := poolLedger(p, t0, t0.Add(3*time.Second))
 	want := &LedgerFigures{Changes: 2, Sent: 8, Acked: 5, Pending: 3, P50MS: 10.5, P99MS: 30.2, MaxMS: 30.2}
