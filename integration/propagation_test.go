@@ -163,32 +163,39 @@ func TestPropagationConvergence(t *testing.T) {
 }
 
 // checkCSDSAgrees: for each node, CSDS's client status of each resource
-// is the state the client page reports of it.
+// is the state the client page reports of it (two reads: polled until a
+// client's answer between them no longer makes them differ).
 func checkCSDSAgrees(t *testing.T, r *relayproc.Relay, ids ...string) {
 	t.Helper()
 	csds := csdsClient(t, r)
-	want := map[string]string{"REQUESTED": "requested", "UNKNOWN": "sent", "ACKED": "acked", "DOES_NOT_EXIST": "acked", "NACKED": "nacked"}
 	for _, id := range ids {
-		ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-		resp, err := csds.FetchClientStatus(ctx, &statusv3.ClientStatusRequest{Node: &corev3.Node{Id: id}})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		page := clientPage(t, r, id)
-		n := 0
-		for _, c := range resp.GetConfig() {
-			for _, g := range c.GetGenericXdsConfigs() {
-				n++
-				if got := page[g.GetName()].State; got != want[g.GetClientStatus().String()] {
-					t.Errorf("%s %s: CSDS %s, client page %q", id, g.GetName(), g.GetClientStatus(), got)
-				}
+		xdstest.Poll(t, id+": CSDS agrees with the client page", func() error { return csdsAgrees(t, r, csds, id) })
+	}
+}
+
+// csdsAgrees compares node id's CSDS entries with its client page.
+func csdsAgrees(t *testing.T, r *relayproc.Relay, csds statusv3.ClientStatusDiscoveryServiceClient, id string) error {
+	want := map[string]string{"REQUESTED": "requested", "UNKNOWN": "sent", "ACKED": "acked", "DOES_NOT_EXIST": "acked", "NACKED": "nacked"}
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	resp, err := csds.FetchClientStatus(ctx, &statusv3.ClientStatusRequest{Node: &corev3.Node{Id: id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := clientPage(t, r, id)
+	n := 0
+	for _, c := range resp.GetConfig() {
+		for _, g := range c.GetGenericXdsConfigs() {
+			n++
+			if got := page[g.GetName()].State; got != want[g.GetClientStatus().String()] {
+				return fmt.Errorf("%s: CSDS %s, client page %q", g.GetName(), g.GetClientStatus(), got)
 			}
 		}
-		if n == 0 || n != len(page) {
-			t.Errorf("%s: CSDS reports %d resources, the client page %d", id, n, len(page))
-		}
 	}
+	if n == 0 || n != len(page) {
+		return fmt.Errorf("CSDS reports %d resources, the client page %d", n, len(page))
+	}
+	return nil
 }
 
 // grpc-go's own xDS client rejects a ClusterLoadAssignment it cannot use

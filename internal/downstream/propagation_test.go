@@ -187,8 +187,10 @@ func TestReasonOfEveryReason(t *testing.T) {
 }
 
 // progressOf returns node id's resources by name, from ClientProgress,
-// and checks that each one's state is what CSDS reports of it.
-func (e *env) progressOf(id string) map[string]ResourceProgress {
+// and an error when the state of one is not what CSDS reports of it (two
+// reads: a client's answer between them can make them differ for a
+// moment, so callers poll until they agree).
+func (e *env) progressOf(id string) (map[string]ResourceProgress, error) {
 	e.t.Helper()
 	rep := e.srv.ClientProgress(id)
 	csds := map[string]ResourceState{}
@@ -199,27 +201,29 @@ func (e *env) progressOf(id string) map[string]ResourceProgress {
 		}
 	}
 	out := map[string]ResourceProgress{}
+	var err error
 	for _, s := range rep.Streams {
 		for _, r := range s.Resources {
 			out[r.Name] = r
 			if st, ok := csds[r.Name]; ok && st.String() != r.State {
-				e.t.Errorf("%s %s: state %s, CSDS says %s", id, r.Name, r.State, st)
+				err = fmt.Errorf("%s %s: state %s, CSDS says %s", id, r.Name, r.State, st)
 			}
 		}
 	}
-	return out
+	return out, err
 }
 
-// waitReason waits until node id's name has reason want.
+// waitReason waits until node id's name has reason want, and the client
+// view agrees with CSDS.
 func (e *env) waitReason(id, name string, want propagation.Reason) ResourceProgress {
 	e.t.Helper()
 	var got ResourceProgress
 	xdstest.Poll(e.t, id+" "+name+" "+want.String(), func() error {
-		got = e.progressOf(id)[name]
-		if got.Reason != want {
+		all, err := e.progressOf(id)
+		if got = all[name]; got.Reason != want {
 			return fmt.Errorf("%+v", got)
 		}
-		return nil
+		return err
 	})
 	return got
 }
