@@ -81,6 +81,9 @@ type Config struct {
 	Downstream Downstream `yaml:"downstream"`
 	// Upstream configures the streams to origin control planes.
 	Upstream Upstream `yaml:"upstream"`
+	// Propagation configures the propagation ledger: every origin change
+	// traced to each client's ACK or NACK (docs/operations.md).
+	Propagation Propagation `yaml:"propagation"`
 	// ShutdownGracePeriod bounds a graceful shutdown: after it, remaining
 	// streams and HTTP requests are cut. Default 10s.
 	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
@@ -188,6 +191,23 @@ type Cache struct {
 	// SnapshotMaxBytes bounds the snapshot file; what does not fit (the
 	// least recently used resources) is left out. Default 256MiB.
 	SnapshotMaxBytes ByteSize `yaml:"snapshot_max_bytes"`
+}
+
+// Propagation configures the propagation ledger (internal/propagation):
+// for each origin change, when it arrived and how many client streams
+// ACKed it (and how fast), NACKed it (and why) or are still pending, on
+// /debug/propagation, the status page and in xds_relay_propagation_*;
+// and, per client, why it is behind (/debug/propagation/client?node=).
+type Propagation struct {
+	// Enabled keeps the ledger. Off, no change is recorded (the pages are
+	// empty and the xds_relay_propagation_* series are not exported):
+	// only to compare its cost. Needs a restart to change. Default true.
+	Enabled bool `yaml:"enabled"`
+	// ReportAfter: a change that has not converged this long after it
+	// arrived (a client stream has not answered it) is logged once, with
+	// the number of streams still pending; one that converges sooner is
+	// logged then. Needs a restart to change. Default 30s.
+	ReportAfter time.Duration `yaml:"report_after"`
 }
 
 // Aggregation holds the rules that group legacy names. The rule schema is
@@ -500,6 +520,8 @@ const (
 	DefaultMaxGroupsPerAuthority   = 256
 	DefaultMaxNewGroupsPerStream   = 16
 
+	DefaultPropagationReportAfter = 30 * time.Second
+
 	DefaultRESTReadTimeout  = 10 * time.Second
 	DefaultRESTWriteTimeout = 30 * time.Second
 	DefaultRESTIdleTimeout  = time.Minute
@@ -516,6 +538,7 @@ func Default() *Config {
 		Log:                 Log{Level: LogInfo, Format: LogJSON},
 		Downstream:          defaultDownstream(),
 		Upstream:            defaultUpstream(),
+		Propagation:         Propagation{Enabled: true, ReportAfter: DefaultPropagationReportAfter},
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
 
 		CSDSMaxStreamsPerCaller: DefaultCSDSMaxStreamsPerCaller,

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -30,6 +31,9 @@ type applyRun struct {
 	// owed: watchers owed a fresh do_not_cache revision that the origin
 	// sent again unchanged: told although nothing changed for the others.
 	owed []note
+	// rec: the propagation ledger's record of the change (propagation.go);
+	// nil when the ledger is off or for an expiry sweep.
+	rec *propagation.Change
 }
 
 func newApplyRun() applyRun {
@@ -78,6 +82,7 @@ func (c *Cache) Apply(u Update) {
 		arrived = c.now()
 	}
 	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(xdstype.Label(u.TypeURL)))
+	a.rec = c.beginRecord(&u, arrived)
 	st := streamType{stream: u.Link, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
@@ -129,11 +134,15 @@ func (c *Cache) Apply(u Update) {
 // releases mu and makes the Subscriber calls and notifications.
 func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 	shared := a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order)
+	recorded := a.describeRecordLocked() // propagation.go
 	nb := c.notesLocked(a, now)
 	c.gen++
 	c.enforceBoundsLocked()
 	c.armLocked(now)
 	c.mu.Unlock()
+	if recorded {
+		c.ledger.Add(a.rec) // listed before anyone is told of the change
+	}
 	if shared {
 		// Nothing but new revisions: watchers may share one encoding.
 		// Sorted without the lock: nobody sees the set before send.
@@ -187,6 +196,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	}
 	c.noteAliasesLocked(a, e) // the aliases it leaves
 	c.touchMemberLocked(a, e)
+	r = a.stamp(r) // its change's ledger record (propagation.go)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
 	c.noteAliasesLocked(a, e) // the aliases it takes

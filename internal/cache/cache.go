@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// per interval (refetch.go); 0: no limit (as config's
 	// cache.refetch_interval: 0).
 	RefetchInterval time.Duration
+	// Ledger, when set, records each Apply that brings new revisions
+	// (internal/propagation) and points those revisions to the record;
+	// nil: no records (config propagation.enabled false).
+	Ledger *propagation.Ledger
 	// AfterFunc arms the expiry timer with time.AfterFunc's contract: f
 	// runs once, in its own goroutine, after d, unless the returned stop
 	// reports that it stopped it first. nil: time.AfterFunc. For tests.
@@ -78,6 +83,7 @@ type Cache struct {
 	m         *metrics                                // read-only after New
 	now       func() time.Time                        // read-only after New
 	afterFunc func(time.Duration, func()) func() bool // read-only after New
+	ledger    *propagation.Ledger                     // read-only after New; nil: off
 	// timers counts the armed expiry timer and a firing in progress (Close
 	// waits for them).
 	timers sync.WaitGroup
@@ -174,6 +180,7 @@ func New(opts Options) *Cache {
 		m:               newMetrics(opts.Registry),
 		now:             now,
 		afterFunc:       afterFunc,
+		ledger:          opts.Ledger,
 		maxResources:    opts.MaxResources,
 		maxBytes:        opts.MaxBytes,
 		refetchInterval: opts.RefetchInterval,

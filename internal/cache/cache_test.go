@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -765,25 +766,44 @@ func TestConcurrentWatchApply(t *testing.T) {
 	}
 }
 
-// BenchmarkFanout applies one changed resource watched by many watchers.
+// BenchmarkFanout applies one changed resource watched by many watchers,
+// with the propagation ledger recording each change (as the relay runs)
+// and without.
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{100, 10000} {
-		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
-			f := newFixture(b, unbounded)
-			k := key(legacyStream, lds, "a")
-			for range n {
-				f.c.Watch(&nopWatcher{}, nil, k)
-			}
-			// Two revisions with different bytes: every Apply is a change
-			// (the cache compares bytes, not versions).
-			bodies := [2]*anypb.Any{{TypeUrl: lds, Value: make([]byte, 512)}, {TypeUrl: lds, Value: make([]byte, 512)}}
-			bodies[1].Value[0] = 1
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
-			}
-		})
+		for _, ledger := range []bool{true, false} {
+			b.Run(fmt.Sprintf("watchers=%d/ledger=%s", n, onOff(ledger)), func(b *testing.B) {
+				benchmarkFanout(b, n, ledger)
+			})
+		}
+	}
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func benchmarkFanout(b *testing.B, n int, ledger bool) {
+	opts := unbounded
+	if ledger {
+		opts.Ledger = propagation.New(propagation.Options{})
+	}
+	f := newFixture(b, opts)
+	k := key(legacyStream, lds, "a")
+	for range n {
+		f.c.Watch(&nopWatcher{}, nil, k)
+	}
+	// Two revisions with different bytes: every Apply is a change
+	// (the cache compares bytes, not versions).
+	bodies := [2]*anypb.Any{{TypeUrl: lds, Value: make([]byte, 512)}, {TypeUrl: lds, Value: make([]byte, 512)}}
+	bodies[1].Value[0] = 1
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/propagation"
 )
 
 // Wildcard is the Key.Name of the legacy wildcard collection: every resource
@@ -72,6 +74,11 @@ type Resource struct {
 	Heartbeat bool
 	// Arrived is when the relay received this revision.
 	Arrived time.Time
+	// Change is the propagation ledger's record of the origin change that
+	// brought this revision (set by Apply; nil when the ledger is off, and
+	// for revisions restored from a snapshot or made by a heartbeat): a
+	// session that sends the revision settles it (internal/propagation).
+	Change *propagation.Change
 
 	// Encoded holds the encodings made of this revision for clients
 	// (Encoding), set only once the revision is shared: a copy made

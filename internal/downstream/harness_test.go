@@ -89,7 +89,14 @@ var quietLogs atomic.Bool
 
 func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
 	t.Helper()
-	e := &env{t: t, cache: newTestCache(t), reg: prometheus.NewRegistry()}
+	return newEnvOn(t, newTestCache(t), sendTimeout, serverOpts...)
+}
+
+// newEnvOn is newEnv over cache c (newTestCacheLedger: with or without
+// the propagation ledger).
+func newEnvOn(t testing.TB, c *testCache, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
+	t.Helper()
+	e := &env{t: t, cache: c, reg: prometheus.NewRegistry()}
 	lg := zaptest.NewLogger(t)
 	if _, bench := t.(*testing.B); bench || quietLogs.Load() {
 		lg = zap.NewNop()

@@ -3,6 +3,7 @@ package downstream
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -71,8 +72,11 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		seq = ts.version + 1
 	}
 	for _, r := range revs {
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}
+		h, ok := ts.sent[r.Key.Name]
+		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
+		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}.withPrev(prev)
 	}
+	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()
 	ss.writer.roundLocked()
 	rd = roundPool.Get().(*round)

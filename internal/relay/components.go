@@ -14,6 +14,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/snapshot"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
@@ -21,7 +22,8 @@ import (
 // buildComponents builds the cache, the upstream as its Subscriber and the
 // downstream server, and plugs them into the relay's seams.
 func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) error {
-	c := r.buildCache(cfg, lg, reg)
+	ledger := r.buildLedger(cfg, lg, reg) // propagation.go; nil when off
+	c := r.buildCache(cfg, lg, reg, ledger)
 	up, err := r.buildUpstream(cfg, lg, reg, c)
 	if err != nil {
 		return err
@@ -33,15 +35,16 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
 		return err
 	}
-	r.addStatusPages(c, up, ds, r.csds)
-	r.reloadComponents(c, up, ds) // reloadhooks.go
+	r.addStatusPages(c, up, ds, r.csds, ledger)
+	r.addPropagationPages(ledger, ds)
+	r.reloadComponents(c, up, ds, ledger) // reloadhooks.go
 	return nil
 }
 
 // buildCache builds the cache, restored from its warm-restart snapshot
 // when one is configured, and plugs it and the snapshot's writer into the
 // relay's seams.
-func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) *cache.Cache {
+func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, ledger *propagation.Ledger) *cache.Cache {
 	c := cache.New(cache.Options{
 		MaxResources: cfg.Cache.MaxResources,
 		MaxBytes:     int64(cfg.Cache.MaxBytes),
@@ -49,6 +52,7 @@ func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Re
 		RefetchInterval: cfg.Cache.RefetchInterval,
 		Logger:          lg, // the cache names it, as upstream and downstream do
 		Registry:        reg,
+		Ledger:          ledger,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
 	// Warm restart: restored now, before anything serves; written every

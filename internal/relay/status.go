@@ -9,6 +9,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -40,6 +41,9 @@ type Status struct {
 	ClientStates csds.Page            `json:"client_states"`
 	Cache        CacheStatus          `json:"cache"`
 	Nacks        downstream.NacksList `json:"nacks"`
+	// Propagation: the latest origin changes and their convergence
+	// (internal/propagation).
+	Propagation propagation.Summary `json:"propagation"`
 }
 
 // AuthorityStatus sums up an authority's upstream links.
@@ -83,6 +87,7 @@ type statusSources struct {
 	up      *upstream.Manager     // read-only after New
 	ds      *downstream.Server    // read-only after New
 	csds    *csds.Server          // read-only after New
+	ledger  *propagation.Ledger   // read-only after New; nil: off
 	ready   func() error          // read-only after New
 	config  func() *config.Config // the running config (Relay.config: follows reloads)
 }
@@ -141,6 +146,7 @@ func (s *statusSources) status() Status {
 	stats := s.cache.Stats()
 	st.Cache = CacheStatus{Stats: stats, HitRatio: stats.HitRatio()}
 	st.Nacks.Recent, st.Nacks.Total = s.ds.Nacks()
+	st.Propagation = s.ledger.Summary()
 	return st
 }
 
