@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -27,32 +28,11 @@ import (
 // ok is false otherwise and nothing was changed. On success the round
 // holds the change (done once the response is sent).
 func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
-	if !ss.srv.sharedEncoding || len(ss.sets) != 1 {
+	cs, ts, ok := ss.sharedChangeLocked()
+	if !ok {
 		return outMsg{}, nil, false
 	}
-	cs := ss.sets[0]
 	revs := cs.Revisions()
-	if len(revs) == 0 || len(ss.dirty) != len(revs) {
-		return outMsg{}, nil, false
-	}
-	ts := ss.types[cs.TypeURL()]
-	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
-		return outMsg{}, nil, false
-	}
-	if ss.variant == xdstype.SotW && fullStateTypes[ts.typeURL] {
-		return outMsg{}, nil, false // the response lists every subscribed resource
-	}
-	// Every key of the change that this session watches was notified, so
-	// when it watches each of them and has as many dirty keys, the dirty
-	// set is exactly the change.
-	for _, r := range revs {
-		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
-			return outMsg{}, nil, false // another spelling: its own envelope
-		}
-		if h, held := ts.sent[r.Key.Name]; held && !h.absent && h.version == r.Res.Version {
-			return outMsg{}, nil, false // holds these bytes: a TTL change or nothing
-		}
-	}
 	resp := newEncodedResponse(len(revs))
 	size := 0
 	for _, r := range revs {
@@ -88,6 +68,39 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	resp.own = own
 	return outMsg{msg: resp, typeURL: ts.typeURL, count: len(revs)}, rd, true
+}
+
+// sharedChangeLocked reports whether all the session has to send is one
+// origin change that the fast path can answer, and returns it with its
+// type's state.
+func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok bool) {
+	if !ss.srv.sharedEncoding || len(ss.sets) != 1 {
+		return nil, nil, false
+	}
+	cs = ss.sets[0]
+	revs := cs.Revisions()
+	if len(revs) == 0 || len(ss.dirty) != len(revs) {
+		return nil, nil, false
+	}
+	ts = ss.types[cs.TypeURL()]
+	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
+		return nil, nil, false
+	}
+	if ss.variant == xdstype.SotW && fullStateTypes[ts.typeURL] {
+		return nil, nil, false // the response lists every subscribed resource
+	}
+	// Every key of the change that this session watches was notified, so
+	// when it watches each of them and has as many dirty keys, the dirty
+	// set is exactly the change.
+	for _, r := range revs {
+		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
+			return nil, nil, false // another spelling: its own envelope
+		}
+		if h, held := ts.sent[r.Key.Name]; held && !h.absent && h.version == r.Res.Version {
+			return nil, nil, false // holds these bytes: a TTL change or nothing
+		}
+	}
+	return cs, ts, true
 }
 
 // ownPartLocked issues a response's nonce (SotW: and version) and appends
