@@ -199,6 +199,12 @@ const (
 	LogConsole = "console"
 )
 
+// What happens to a slow client (downstream.slow_clients).
+const (
+	SlowClientsPark       = "park"
+	SlowClientsDisconnect = "disconnect"
+)
+
 // Log configures the process logger (written to stderr).
 type Log struct {
 	// Level is debug, info, warn or error. Default "info".
@@ -218,9 +224,17 @@ type Downstream struct {
 	// MaxSendMsgSize bounds one response to a client (a SotW response
 	// carries a whole type's state). Default 64MiB.
 	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
-	// SendTimeout is how long a client may fail to drain its stream before
-	// it is cut off with ResourceExhausted. Default 30s.
+	// SendTimeout is how long one send to a client may wait on a client
+	// that does not read (its HTTP/2 window is full) before the client
+	// counts as slow; SlowClients says what then happens. Default 30s.
 	SendTimeout time.Duration `yaml:"send_timeout"`
+	// SlowClients is what happens to a slow client (see SendTimeout):
+	// "park" keeps its stream and, once it reads again, sends it the
+	// newest state in one response per type; while parked it costs its
+	// HTTP/2 window and what it subscribes to, never a queue of changes,
+	// and holds up no one. "disconnect" ends its stream with
+	// ResourceExhausted (it reconnects). Default "park".
+	SlowClients string `yaml:"slow_clients"`
 	// FetchWait is how long a REST-JSON poll or unary Fetch waits for
 	// resources the relay has not received yet before it answers with
 	// what is known (or 503 while no origin answers); also how long a
@@ -295,6 +309,15 @@ type Limits struct {
 	// a SotW version_info, a value of initial_resource_versions, a
 	// response_nonce (InvalidArgument). Default 256.
 	MaxVersionLength int `yaml:"max_version_length"`
+	// RequestsPerSecond and RequestBurst are each stream's request budget,
+	// a token bucket: RequestBurst requests at once, then
+	// RequestsPerSecond. A stream over it is not ended: the relay reads
+	// its next request later (backpressure; nothing is dropped). An
+	// answer (ACK or NACK) to a response the relay sent that changes no
+	// subscription is free, once per response; every other request
+	// costs one. Defaults 50 and 500.
+	RequestsPerSecond int `yaml:"requests_per_second"`
+	RequestBurst      int `yaml:"request_burst"`
 }
 
 // RESTPolling bounds REST-JSON polls (rest_listen). A poll also takes one
@@ -442,6 +465,7 @@ const (
 	// DefaultCSDSMaxStreamsPerCaller: csds_max_streams_per_caller.
 	DefaultCSDSMaxStreamsPerCaller = 4
 	DefaultSendTimeout             = 30 * time.Second
+	DefaultSlowClients             = SlowClientsPark
 	DefaultFetchWait               = 5 * time.Second
 	DefaultGatherWindow            = 2 * time.Second
 	DefaultDownstreamMaxRecv       = 16 * MiB
@@ -474,6 +498,8 @@ const (
 	DefaultMaxNameLength           = 2048
 	DefaultMaxTypesPerStream       = 32
 	DefaultMaxVersionLength        = 256
+	DefaultRequestsPerSecond       = 50
+	DefaultRequestBurst            = 500
 
 	DefaultRESTReadTimeout  = 10 * time.Second
 	DefaultRESTWriteTimeout = 30 * time.Second
@@ -519,6 +545,7 @@ func defaultDownstream() Downstream {
 		MaxRecvMsgSize: DefaultDownstreamMaxRecv,
 		MaxSendMsgSize: DefaultDownstreamMaxSend,
 		SendTimeout:    DefaultSendTimeout,
+		SlowClients:    DefaultSlowClients,
 		FetchWait:      DefaultFetchWait,
 		GatherWindow:   DefaultGatherWindow,
 
@@ -534,6 +561,8 @@ func defaultDownstream() Downstream {
 			MaxNameLength:           DefaultMaxNameLength,
 			MaxTypesPerStream:       DefaultMaxTypesPerStream,
 			MaxVersionLength:        DefaultMaxVersionLength,
+			RequestsPerSecond:       DefaultRequestsPerSecond,
+			RequestBurst:            DefaultRequestBurst,
 		},
 		REST: RESTPolling{
 			ReadTimeout:  DefaultRESTReadTimeout,

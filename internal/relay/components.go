@@ -116,6 +116,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		Cache:       c,
 		Resolver:    res,
 		SendTimeout: cfg.Downstream.SendTimeout,
+		SlowClients: downstream.SlowClients(cfg.Downstream.SlowClients),
 		FetchWait:   cfg.Downstream.FetchWait,
 		OriginState: up.OriginState,
 		Logger:      lg,
