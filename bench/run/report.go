@@ -36,6 +36,8 @@ type Results struct {
 	Micro     []Micro    `json:"micro"`
 	MicroErr  string     `json:"micro_error,omitempty"`
 	Targets   []Target   `json:"targets"`
+	// Fairness are the fairness scenarios (--fairness; fairness.go).
+	Fairness []Fairness `json:"fairness,omitempty"`
 }
 
 // Settings are the workload knobs of the run.
@@ -53,6 +55,8 @@ type Settings struct {
 	// Pin is where each process ran (--pin); nil when the scheduler
 	// placed them.
 	Pin *Pinning `json:"pin,omitempty"`
+	// Fairness is what the fairness scenarios do; nil when none runs.
+	Fairness *fairnessShape `json:"fairness,omitempty"`
 }
 
 func machine() Machine {
@@ -86,6 +90,7 @@ func writeMarkdown(w io.Writer, r Results) {
 	writeMemory(w, r)
 	writeEnvoy(w, r)
 	writeInitialSync(w, r)
+	writeFairness(w, r)
 	writeTargets(w, targetN(r), r.Targets)
 	writeMicro(w, r)
 }
@@ -240,8 +245,12 @@ func mdEscape(s string) string {
 }
 
 // writeChart draws fan-out p99 against N, one line per mode, variant and
-// workload: colour by mode, dashes for SotW, glyph by workload.
+// workload: colour by mode, dashes for SotW, glyph by workload. A run of
+// fairness scenarios only has none to draw.
 func writeChart(path string, r Results) error {
+	if len(r.Scenarios) == 0 {
+		return nil
+	}
 	p := plot.New()
 	p.Title.Text = "Fan-out p99 of one update (origin push → every client)"
 	p.X.Label.Text = "clients (N)"

@@ -262,7 +262,13 @@ func TestWriteMarkdown(t *testing.T) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
 	}
-	// Every table row of a table has as many cells as its header.
+	checkRowWidths(t, md)
+}
+
+// checkRowWidths checks that every row of each Markdown table in md has as
+// many cells as its header.
+func checkRowWidths(t *testing.T, md string) {
+	t.Helper()
 	cells := 0
 	for _, line := range strings.Split(md, "\n") {
 		switch {
@@ -526,15 +532,8 @@ func TestScenarioEnvoy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and the origin")
 	}
-	dir := t.TempDir()
-	e := &env{relayBin: filepath.Join(dir, "xds-relay"), originBin: filepath.Join(dir, "origin"), logDir: dir,
-		resources: 10, updates: 2, envoy: envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1},
-		resourceSize: 256, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
-	for pkg, out := range map[string]string{"../../cmd/xds-relay": e.relayBin, "../origin": e.originBin} {
-		if b, err := exec.Command(e.goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	e := buildEnv(t)
+	e.envoy, e.resourceSize = envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1}, 256
 	const n = 20
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -573,6 +572,21 @@ func TestScenarioEnvoy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildEnv builds the relay and the origin into a test directory and
+// returns an env for small scenarios (10 resources, 2 updates).
+func buildEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{relayBin: filepath.Join(dir, "xds-relay"), originBin: filepath.Join(dir, "origin"), logDir: dir,
+		resources: 10, updates: 2, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
+	for pkg, out := range map[string]string{"../../cmd/xds-relay": e.relayBin, "../origin": e.originBin} {
+		if b, err := exec.Command(e.goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return e
 }
 
 // TestParseMetricSum: every series of the name is summed, other names
