@@ -30,9 +30,10 @@ type requestBudget struct {
 	// tokens left; below 0 after the request that overdrew it, a debt the
 	// next Recv waits off.
 	tokens float64
-	// at: when tokens was last brought up to date; zero before the first
-	// request (the bucket starts full).
-	at time.Time
+	// at: when tokens was last brought up to date (since budgetEpoch, on
+	// the monotonic clock); zero before the first request (the bucket
+	// starts full).
+	at time.Duration
 	// answered counts the free answers taken, at most one per response
 	// sent (session.responsesSent).
 	answered uint64
@@ -46,15 +47,19 @@ func (ss *session) charge(m any) {
 		return
 	}
 	b := &ss.budget
-	now := time.Now()
-	if b.at.IsZero() {
+	now := time.Since(budgetEpoch)
+	if b.at == 0 {
 		b.tokens = float64(l.RequestBurst)
 	} else {
-		b.tokens = min(float64(l.RequestBurst), b.tokens+now.Sub(b.at).Seconds()*float64(l.RequestsPerSecond))
+		b.tokens = min(float64(l.RequestBurst), b.tokens+(now-b.at).Seconds()*float64(l.RequestsPerSecond))
 	}
 	b.at = now
 	b.tokens--
 }
+
+// budgetEpoch is what budgets count time from: a Duration since it is 8
+// bytes per stream, where a time.Time is 24.
+var budgetEpoch = time.Now()
 
 // throttle waits, before the next Recv, until the stream's budget is out
 // of debt; it returns ctx's error if the stream ends meanwhile.
@@ -64,7 +69,7 @@ func (ss *session) throttle(ctx context.Context) error {
 	if l.RequestsPerSecond <= 0 || b.tokens >= 0 {
 		return nil
 	}
-	wait := time.Duration(-b.tokens/float64(l.RequestsPerSecond)*float64(time.Second)) - time.Since(b.at)
+	wait := time.Duration(-b.tokens/float64(l.RequestsPerSecond)*float64(time.Second)) - (time.Since(budgetEpoch) - b.at)
 	if wait <= 0 {
 		return nil
 	}
