@@ -228,6 +228,12 @@ const (
 	LogConsole = "console"
 )
 
+// What happens to a slow client (downstream.slow_clients).
+const (
+	SlowClientsPark       = "park"
+	SlowClientsDisconnect = "disconnect"
+)
+
 // Log configures the process logger (written to stderr).
 type Log struct {
 	// Level is debug, info, warn or error. Default "info".
@@ -249,9 +255,17 @@ type Downstream struct {
 	// (LDS, CDS), which cannot be split and is not sent (docs/limits.md).
 	// Default 64MiB.
 	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
-	// SendTimeout is how long a client may fail to drain its stream before
-	// it is cut off with ResourceExhausted. Default 30s.
+	// SendTimeout is how long one send to a client may wait on a client
+	// that does not read (its HTTP/2 window is full) before the client
+	// counts as slow; SlowClients says what then happens. Default 30s.
 	SendTimeout time.Duration `yaml:"send_timeout"`
+	// SlowClients is what happens to a slow client (see SendTimeout):
+	// "park" keeps its stream and, once it reads again, sends it the
+	// newest state in one response per type; while parked it costs its
+	// HTTP/2 window and what it subscribes to, never a queue of changes,
+	// and holds up no one. "disconnect" ends its stream with
+	// ResourceExhausted (it reconnects). Default "park".
+	SlowClients string `yaml:"slow_clients"`
 	// FetchWait is how long a REST-JSON poll or unary Fetch waits for
 	// resources the relay has not received yet before it answers with
 	// what is known (or 503 while no origin answers); also how long a
@@ -337,6 +351,15 @@ type Limits struct {
 	// before); past it the stream ends with ResourceExhausted. Groups that
 	// exist cost nothing. Default 16.
 	MaxNewGroupsPerStream int `yaml:"max_new_groups_per_stream"`
+	// RequestsPerSecond and RequestBurst are each stream's request budget,
+	// a token bucket: RequestBurst requests at once, then
+	// RequestsPerSecond. A stream over it is not ended: the relay reads
+	// its next request later (backpressure; nothing is dropped). An
+	// answer (ACK or NACK) to a response the relay sent that changes no
+	// subscription is free, once per response; every other request
+	// costs one. Defaults 50 and 500.
+	RequestsPerSecond int `yaml:"requests_per_second"`
+	RequestBurst      int `yaml:"request_burst"`
 }
 
 // RESTPolling bounds REST-JSON polls (rest_listen). A poll also takes one
@@ -485,6 +508,7 @@ const (
 	// DefaultCSDSMaxStreamsPerCaller: csds_max_streams_per_caller.
 	DefaultCSDSMaxStreamsPerCaller = 4
 	DefaultSendTimeout             = 30 * time.Second
+	DefaultSlowClients             = SlowClientsPark
 	DefaultFetchWait               = 5 * time.Second
 	DefaultGatherWindow            = 2 * time.Second
 	DefaultDownstreamMaxRecv       = 16 * MiB
@@ -519,6 +543,8 @@ const (
 	DefaultMaxVersionLength        = 256
 	DefaultMaxGroupsPerAuthority   = 256
 	DefaultMaxNewGroupsPerStream   = 16
+	DefaultRequestsPerSecond       = 50
+	DefaultRequestBurst            = 500
 
 	DefaultPropagationReportAfter = 30 * time.Second
 
@@ -569,6 +595,7 @@ func defaultDownstream() Downstream {
 		MaxRecvMsgSize: DefaultDownstreamMaxRecv,
 		MaxSendMsgSize: DefaultDownstreamMaxSend,
 		SendTimeout:    DefaultSendTimeout,
+		SlowClients:    DefaultSlowClients,
 		FetchWait:      DefaultFetchWait,
 		GatherWindow:   DefaultGatherWindow,
 
@@ -586,6 +613,8 @@ func defaultDownstream() Downstream {
 			MaxVersionLength:        DefaultMaxVersionLength,
 			MaxGroupsPerAuthority:   DefaultMaxGroupsPerAuthority,
 			MaxNewGroupsPerStream:   DefaultMaxNewGroupsPerStream,
+			RequestsPerSecond:       DefaultRequestsPerSecond,
+			RequestBurst:            DefaultRequestBurst,
 		},
 		REST: RESTPolling{
 			ReadTimeout:  DefaultRESTReadTimeout,

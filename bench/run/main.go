@@ -61,6 +61,7 @@ func run() error {
 
 	res := Results{Started: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: f.settings}
 	failed := e.runAll(ctx, &res)
+	failed = e.runFairnessAll(ctx, &res) || failed
 	if f.micro && ctx.Err() == nil {
 		logf("micro-benchmarks (benchtime %s) ...", f.benchtime)
 		ms, out, err := runMicro(ctx, e.goBin, f.benchtime)
@@ -117,6 +118,7 @@ func parseFlags() (*benchFlags, error) {
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
 		pin       = flag.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
 		ledger    = flag.Bool("propagation", true, "run the relay with its propagation ledger (propagation.enabled); false to measure what the ledger costs")
+		fair      = fairnessFlags()
 		f         benchFlags
 	)
 	flag.StringVar(&f.outDir, "out", "bench/results", "where to write the results")
@@ -134,7 +136,8 @@ func parseFlags() (*benchFlags, error) {
 	f.settings = Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates,
 		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes),
-		LedgerOff: !*ledger}
+		LedgerOff: !*ledger,
+		Fairness:  fair()}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -154,8 +157,12 @@ func parseFlags() (*benchFlags, error) {
 // check checks the workloads, the envoy shape and names when envoy runs,
 // and the results' name.
 func (f *benchFlags) check() error {
-	if err := checkWorkloads(f.settings.Workloads); err != nil {
-		return fmt.Errorf("--workloads: %w", err)
+	if err := f.settings.Fairness.check(); err != nil {
+		return err
+	}
+	fairOnly := len(f.settings.Workloads) == 0 && f.settings.Fairness != nil
+	if err := checkWorkloads(f.settings.Workloads); err != nil && !fairOnly {
+		return fmt.Errorf("--workloads: %w (none only with --fairness)", err)
 	}
 	if slices.Contains(f.settings.Workloads, workloadEnvoy) {
 		if err := f.settings.Envoy.check(); err != nil {

@@ -36,6 +36,8 @@ type Results struct {
 	Micro     []Micro    `json:"micro"`
 	MicroErr  string     `json:"micro_error,omitempty"`
 	Targets   []Target   `json:"targets"`
+	// Fairness are the fairness scenarios (--fairness; fairness.go).
+	Fairness []Fairness `json:"fairness,omitempty"`
 }
 
 // Settings are the workload knobs of the run.
@@ -56,6 +58,8 @@ type Settings struct {
 	// LedgerOff: the relay ran without its propagation ledger
 	// (--propagation=false).
 	LedgerOff bool `json:"ledger_off,omitempty"`
+	// Fairness is what the fairness scenarios do; nil when none runs.
+	Fairness *fairnessShape `json:"fairness,omitempty"`
 }
 
 func machine() Machine {
@@ -90,6 +94,7 @@ func writeMarkdown(w io.Writer, r Results) {
 	writeEnvoy(w, r)
 	writeInitialSync(w, r)
 	writeLedger(w, r) // ledger.go
+	writeFairness(w, r)
 	writeTargets(w, targetN(r), r.Targets)
 	writeMicro(w, r)
 }
@@ -247,8 +252,12 @@ func mdEscape(s string) string {
 }
 
 // writeChart draws fan-out p99 against N, one line per mode, variant and
-// workload: colour by mode, dashes for SotW, glyph by workload.
+// workload: colour by mode, dashes for SotW, glyph by workload. A run of
+// fairness scenarios only has none to draw.
 func writeChart(path string, r Results) error {
+	if len(r.Scenarios) == 0 {
+		return nil
+	}
 	p := plot.New()
 	p.Title.Text = "Fan-out p99 of one update (origin push → every client)"
 	p.X.Label.Text = "clients (N)"

@@ -265,7 +265,13 @@ func TestWriteMarkdown(t *testing.T) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
 	}
-	// Every table row of a table has as many cells as its header.
+	checkRowWidths(t, md)
+}
+
+// checkRowWidths checks that every row of each Markdown table in md has as
+// many cells as its header.
+func checkRowWidths(t *testing.T, md string) {
+	t.Helper()
 	cells := 0
 	for _, line := range strings.Split(md, "\n") {
 		switch {
@@ -637,7 +643,7 @@ func TestScenarioLedger(t *testing.T) {
 
 	// --propagation=false: the relay's config turns the ledger off.
 	for _, on := range []bool{true, false} {
-		cfg, err := config.Parse([]byte(relayConfig("127.0.0.1:1", "127.0.0.1:2", "a", "127.0.0.1:3", n, on)), "relay.yaml")
+		cfg, err := config.Parse([]byte(relayConfig("127.0.0.1:1", "127.0.0.1:2", "a", "127.0.0.1:3", n, time.Minute, on)), "relay.yaml")
 		if err != nil || cfg.Propagation.Enabled != on {
 			t.Errorf("relayConfig(ledger %v): propagation.enabled %v, %v", on, cfg != nil && cfg.Propagation.Enabled, err)
 		}
@@ -668,6 +674,15 @@ func TestPoolLedger(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("pooled (-want +got):\n%s", diff)
 	}
+}
+
+// buildEnv returns an env for small scenarios (10 resources, 2 updates)
+// on the binaries the tiny scenarios share; the caller sets its shape.
+func buildEnv(t *testing.T) *env {
+	t.Helper()
+	e := tinyEnv(t)
+	e.envoy, e.resourceSize = envoyShape{}, 0
+	return e
 }
 
 // TestParseMetricSum: every series of the name is summed, other names

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -293,6 +294,12 @@ type scenarioRun struct {
 	window    []string       // the load generator's window flags (workload envoy)
 
 	last loadgen.Status // the load generator's status as last read by a wait
+
+	// sendTimeout is the relay's downstream.send_timeout (0: 60 s);
+	// loadgenArgs are more flags for the load generator (the fairness
+	// scenarios').
+	sendTimeout time.Duration
+	loadgenArgs []string
 }
 
 // newScenarioRun names the scenario and picks its five ports.
@@ -336,7 +343,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 		return nil
 	}
 	cfgPath := filepath.Join(e.logDir, r.tag+"-relay.yaml")
-	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, !e.ledgerOff)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, cmp.Or(r.sendTimeout, 60*time.Second), !e.ledgerOff)), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
 	relay, err := start(e.logDir, r.tag+"-relay", e.pin.Relay, e.relayBin, "serve", "--config", cfgPath)
@@ -379,7 +386,7 @@ func (r *scenarioRun) startLoadgen(ctx context.Context) error {
 	lgArgs := append([]string{"loadgen",
 		"--target", r.target, "--clients", strconv.Itoa(sc.Clients), "--conns", strconv.Itoa(sc.Conns),
 		"--variant", sc.Variant, "--names-file", r.namesFile, "--admin", r.lgAdmin, "--json", "--quiet",
-		"--duration", r.e.maxRun.String()}, r.window...)
+		"--duration", r.e.maxRun.String()}, append(append([]string{}, r.window...), r.loadgenArgs...)...)
 	lg, err := start(r.e.logDir, r.tag+"-loadgen", r.e.pin.Loadgen, r.e.relayBin, lgArgs...)
 	if err != nil {
 		return err
@@ -786,9 +793,10 @@ func meanMax(vs []int64) (float64, int64) {
 // load onto this relay, and a scenario's end would wait it out. Room for
 // twice the fleet's streams: in the reconnect storm every client opens a
 // new stream while the relay may still hold its old one, and at N = 100000
-// the default max_streams (100000) refused 176568 reconnects. ledger:
+// the default max_streams (100000) refused 176568 reconnects. sendTimeout
+// is downstream.send_timeout (60 s; the fairness scenarios' own). ledger:
 // propagation.enabled (the default, true; false to measure its cost).
-func relayConfig(listen, admin, authority, origin string, clients int, ledger bool) string {
+func relayConfig(listen, admin, authority, origin string, clients int, sendTimeout time.Duration, ledger bool) string {
 	return fmt.Sprintf(`listen: %q
 admin: %q
 admin_pprof: true
@@ -799,11 +807,11 @@ authorities:
 log:
   level: warn
 downstream:
-  send_timeout: 60s
+  send_timeout: %s
   drain_delay: 0s
   limits:
     max_streams: %d
 propagation:
   enabled: %t
-`, listen, admin, authority, origin, max(config.DefaultMaxStreams, 2*clients), ledger)
+`, listen, admin, authority, origin, sendTimeout, max(config.DefaultMaxStreams, 2*clients), ledger)
 }

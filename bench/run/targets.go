@@ -58,6 +58,7 @@ func checkTargets(r Results) []Target {
 	}
 	c.idle()
 	c.storm()
+	c.fairness() // fairreport.go
 	c.fanoutAllocs()
 	c.envelopeAllocs()
 	c.ledgerAgreement() // ledger.go

@@ -31,6 +31,9 @@ type ClientInfo struct {
 	Stream  string   `json:"stream"`  // "ads" or the per-type stream's type URL
 	Peer    string   `json:"peer"`
 	Groups  []string `json:"groups"` // aggregation group keys of legacy names
+	// Parked: a send to it has waited send_timeout and it has not read
+	// since (downstream.slow_clients: park).
+	Parked bool `json:"parked,omitempty"`
 	// Subscriptions by type URL: the names as the client asked for them.
 	Subscriptions map[string]TypeInfo `json:"subscriptions"`
 }
@@ -78,6 +81,7 @@ func (ss *session) describe() ClientInfo {
 		Stream:        ss.fixedType,
 		Peer:          ss.peer,
 		Groups:        []string{},
+		Parked:        ss.parked,
 		Subscriptions: make(map[string]TypeInfo, len(ss.types)),
 	}
 	if ci.Stream == "" {

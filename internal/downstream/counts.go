@@ -16,6 +16,9 @@ type ClientCounts struct {
 	// Streams: open client streams by variant ("sotw", "delta").
 	Streams map[string]int64 `json:"streams"`
 	Total   int64            `json:"total"`
+	// Parked: streams parked now, waiting on a client that does not read
+	// (downstream.slow_clients).
+	Parked int64 `json:"parked"`
 	// ByType: streams that have requested each type (xdstype.Label: the
 	// type URL without type.googleapis.com/ for served and listed types,
 	// or "other"), by variant;
@@ -51,6 +54,7 @@ type clientCounts struct {
 	// (xdstype.List): label → *[2]atomic.Int64 by variantIndex. Bounded
 	// by the configuration, as their labels are.
 	listed sync.Map
+	parked atomic.Int64 // streams parked now (park.go)
 }
 
 func newClientCounts() *clientCounts {
@@ -84,7 +88,8 @@ func (c *clientCounts) typ(variant xdstype.Variant, l string, d int64) {
 
 func (c *clientCounts) read() ClientCounts {
 	sotw, delta := c.streams[0].Load(), c.streams[1].Load()
-	out := ClientCounts{Streams: map[string]int64{string(xdstype.SotW): sotw, string(xdstype.Delta): delta}, Total: sotw + delta, ByType: []TypeCount{}}
+	out := ClientCounts{Streams: map[string]int64{string(xdstype.SotW): sotw, string(xdstype.Delta): delta}, Total: sotw + delta, ByType: []TypeCount{},
+		Parked: c.parked.Load()}
 	for i, l := range typeLabels {
 		tc := TypeCount{Type: l, SotW: c.types[0][i].Load(), Delta: c.types[1][i].Load()}
 		if tc.SotW != 0 || tc.Delta != 0 {

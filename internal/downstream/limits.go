@@ -33,6 +33,12 @@ type Limits struct {
 	// groups.go.
 	MaxGroupsPerAuthority int
 	MaxNewGroupsPerStream int
+	// RequestsPerSecond and RequestBurst are each stream's request budget
+	// (budget.go): RequestBurst requests at once, then RequestsPerSecond;
+	// past it the stream's next request is read later. 0: no budget (the
+	// config always sets one).
+	RequestsPerSecond int
+	RequestBurst      int
 }
 
 // What a stream keeps, and which limit bounds it (the names limit counts
@@ -67,6 +73,9 @@ func (l Limits) validate() error {
 	if l.MaxStreams <= 0 || l.MaxNamesPerStream <= 0 || l.MaxNameLength <= 0 || l.MaxTypesPerStream <= 0 || l.MaxVersionLength <= 0 ||
 		l.MaxGroupsPerAuthority <= 0 || l.MaxNewGroupsPerStream <= 0 {
 		return fmt.Errorf("downstream: every limit must be positive (the config's downstream.limits): %+v", l)
+	}
+	if l.RequestsPerSecond < 0 || l.RequestBurst < 0 || (l.RequestsPerSecond > 0) != (l.RequestBurst > 0) {
+		return fmt.Errorf("downstream: a request budget needs a positive rate and burst, or neither: %+v", l)
 	}
 	return nil
 }

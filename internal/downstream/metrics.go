@@ -18,6 +18,9 @@ type metrics struct {
 	nacks            *prometheus.CounterVec // type
 	requestErrors    *prometheus.CounterVec // type, reason
 	slowDisconnects  prometheus.Counter
+	parked           prometheus.Gauge       // park.go
+	parks            prometheus.Counter     // park.go
+	throttled        prometheus.Counter     // budget.go
 	responseResource *prometheus.CounterVec // type
 	sharedResponses  *prometheus.CounterVec // type
 	limitRejections  *prometheus.CounterVec // limit (limits.go)
@@ -72,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.zeroSeries()
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
-			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
+			m.slowDisconnects, m.parked, m.parks, m.throttled, m.responseResource, m.sharedResponses, m.limitRejections,
 			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired,
 			m.splitResponses, m.oversize)
 	}
@@ -88,7 +91,19 @@ func (m *metrics) defineRefusals() {
 	}, []string{"type", "reason"})
 	m.slowDisconnects = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "xds_relay", Subsystem: "downstream", Name: "slow_disconnects_total",
-		Help: "Client streams ended with ResourceExhausted because a send did not complete within send_timeout.",
+		Help: "Client streams ended with ResourceExhausted because a send did not complete within send_timeout (downstream.slow_clients: disconnect).",
+	})
+	m.parked = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "parked_streams",
+		Help: "Client streams parked now: a send has waited send_timeout on a client that does not read (downstream.slow_clients: park).",
+	})
+	m.throttled = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "requests_throttled_total",
+		Help: "Times a client stream's next request was read late because the stream was over its request budget (downstream.limits.requests_per_second, request_burst).",
+	})
+	m.parks = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "parked_total",
+		Help: "Times a client stream was parked: a send waited send_timeout (downstream.slow_clients: park).",
 	})
 	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",

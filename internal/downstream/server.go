@@ -45,7 +45,11 @@ type Options struct {
 	// SendTimeout bounds one Send to a client; a client that does not drain
 	// its stream within it is disconnected with ResourceExhausted.
 	// Required: the config (downstream.send_timeout) holds its default.
+	// Whether such a client is parked or disconnected is SlowClients.
 	SendTimeout time.Duration
+	// SlowClients: what happens to a client whose Send waited SendTimeout
+	// (park.go; config downstream.slow_clients). Default ParkSlowClients.
+	SlowClients SlowClients
 	// FetchWait bounds how long a unary Fetch or REST poll waits for
 	// resources the relay has not received yet (config
 	// downstream.fetch_wait). Default DefaultFetchWait.
@@ -103,18 +107,22 @@ type Server struct {
 	resolverNow   atomic.Pointer[resolverBox]
 	limitsNow     atomic.Pointer[Limits]
 	sendTimeoutNs atomic.Int64
-	lg            *zap.Logger         // read-only after New
-	m             *metrics            // read-only after New
-	nextID        atomic.Uint64       // session ids
-	wg            sync.WaitGroup      // session goroutines that may outlive their handler
-	mu            sync.Mutex          // guards sessions and byNode
-	sessions      map[uint64]*session // guarded by mu; open streams, for /debug/clients
+	// disconnectSlow: Options.SlowClients is DisconnectSlowClients
+	// (SetSlowClients changes it at run time).
+	disconnectSlow atomic.Bool
+	lg             *zap.Logger         // read-only after New
+	m              *metrics            // read-only after New
+	nextID         atomic.Uint64       // session ids
+	wg             sync.WaitGroup      // session goroutines that may outlive their handler
+	mu             sync.Mutex          // guards sessions and byNode
+	sessions       map[uint64]*session // guarded by mu; open streams, for /debug/clients
 	// byNode: the open streams by node id, once their node is known
 	// (several streams of one node chained through session.sameNode), so
 	// that one node's streams are found without a walk of every stream
 	// (ClientProgress). guarded by mu
 	byNode   map[string]*session
 	slowHook func() // tests only; set before serving
+	parkHook func() // tests only; set before serving: a session parked
 	// sendHook runs in the writer before each response's last check
 	// (sendAll). Tests only; set before serving.
 	sendHook func(typeURL string)
@@ -174,6 +182,9 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Limits.validate(); err != nil {
 		return nil, err
 	}
+	if err := opts.SlowClients.check(); err != nil {
+		return nil, err
+	}
 	if opts.FetchWait == 0 {
 		opts.FetchWait = DefaultFetchWait
 	}
@@ -212,6 +223,7 @@ func New(opts Options) (*Server, error) {
 	lim := opts.Limits
 	s.limitsNow.Store(&lim)
 	s.sendTimeoutNs.Store(int64(opts.SendTimeout))
+	_ = s.SetSlowClients(opts.SlowClients) // checked above
 	s.access.Store(opts.Access)
 	s.accessChanged.Store(newAccessChanged())
 	s.SetAuthorities(opts.Authorities)

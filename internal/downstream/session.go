@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"go.uber.org/zap"
@@ -83,8 +82,22 @@ type session struct {
 	// starts no Send any more. Atomic: read before every Send without the
 	// lock.
 	stopped atomic.Bool
-	// sendTimer is the send watchdog, owned by the (single) writer.
-	sendTimer *time.Timer
+	// watch is the send watch (park.go) and sending the round whose
+	// responses the writer sends (nil between rounds), both owned by the
+	// (single) writer; the watch's timer reads sending once it parked the
+	// session.
+	watch   *sendWatch
+	sending *round
+	// parked: a Send waited send_timeout and has not returned (park.go);
+	// ending: the status the handler ends the stream with, once its loop
+	// returned (stopWriter). Guarded by mu.
+	parked bool
+	ending *status.Status
+	// budget is the stream's request budget (budget.go), owned by the
+	// handler goroutine; responsesSent counts the responses the writer
+	// sent (each earns one free answer).
+	budget        requestBudget
+	responsesSent atomic.Uint64
 	// newGroups: the upstream links this stream caused to open
 	// (groups.go). Owned by the handler goroutine.
 	newGroups int
@@ -137,7 +150,8 @@ func (ss *session) Flush(cs *cache.ChangeSet) {
 		ss.mu.Unlock()
 		return
 	}
-	take := cs != nil && ss.lastSet != cs.Seq() && len(ss.sets) < maxPendingSets
+	// A parked session takes none: its response would wait on the client.
+	take := cs != nil && ss.lastSet != cs.Seq() && len(ss.sets) < maxPendingSets && !ss.parked
 	if announced := ss.writer.flushLocked(); !announced && !take {
 		ss.mu.Unlock()
 		return

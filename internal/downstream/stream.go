@@ -25,7 +25,7 @@ func (ss *session) run(ctx context.Context, recv func() (any, error), handle fun
 	srv.counts.stream(ss.variant, 1)
 
 	err := ss.loop(ctx, recv, handle)
-	ss.stopWriter()
+	ss.stopWriter(ss.endStatus(ctx, err))
 	err = ss.endStatus(ctx, err)
 
 	ss.mu.Lock()
@@ -46,17 +46,23 @@ func (ss *session) run(ctx context.Context, recv func() (any, error), handle fun
 // starts no Send; it waits for it, so nothing is sent after the handler
 // returns. A Send waiting on a client that does not read returns when the
 // stream's context ends: at once when the stream ended already (fail, the
-// client left), else once the send timeout fails it.
-func (ss *session) stopWriter() {
+// client left), else once the send watch ends it (park.go): with end, the
+// handler's status, when the session is parked (now) or would be parked.
+func (ss *session) stopWriter(end error) {
 	ss.mu.Lock()
 	writerEnd := ss.writer.closeLocked()
 	sets := ss.sets
 	ss.sets = nil
 	ss.endGathersLocked()
 	ss.stopped.Store(true)
+	ss.ending = status.Convert(end)
+	ending, parked := ss.ending, ss.parked
 	ss.mu.Unlock()
 	for _, cs := range sets {
 		cs.Done() // no response will carry them any more
+	}
+	if parked {
+		ss.endWith(ending) // the client does not read: its Send would never return
 	}
 	if writerEnd != nil {
 		<-writerEnd
@@ -68,6 +74,9 @@ func (ss *session) stopWriter() {
 // the context's error once the stream's context ended.
 func (ss *session) loop(ctx context.Context, recv func() (any, error), handle func(any) error) error {
 	for {
+		if err := ss.throttle(ctx); err != nil { // budget.go
+			return err
+		}
 		m, err := recv()
 		if err == nil {
 			err = ctx.Err() // ended meanwhile: handle nothing more
@@ -75,6 +84,7 @@ func (ss *session) loop(ctx context.Context, recv func() (any, error), handle fu
 		if err != nil {
 			return err
 		}
+		ss.charge(m)
 		pol := ss.srv.access.Load()
 		ss.beginRequest()
 		err = handle(m)
@@ -102,13 +112,19 @@ func (ss *session) fail(err error) {
 	if isErr(err, ErrSlowClient) {
 		st = ss.slowStatus()
 	}
-	if !ss.failed.CompareAndSwap(nil, st) {
-		return
-	}
-	if isErr(err, ErrSlowClient) {
+	if ss.endWith(st) && isErr(err, ErrSlowClient) {
 		ss.countSlow()
 	}
+}
+
+// endWith ends the stream with st unless it ended already (the first
+// status wins); it reports whether st is the one.
+func (ss *session) endWith(st *status.Status) bool {
+	if !ss.failed.CompareAndSwap(nil, st) {
+		return false
+	}
 	_ = ss.stream.WriteStatus(st) // fails only when the stream already ended
+	return true
 }
 
 // endStatus is the stream's status once loop returned err: the one fail

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
@@ -179,7 +178,9 @@ func (w *work) addMember(ts *typeState, k cache.Key) {
 func (ss *session) writeLoop() {
 	for {
 		msgs, rd := ss.build()
+		ss.sending = rd // the send watch's, should it park the session (park.go)
 		err := ss.sendAll(msgs)
+		ss.sending = nil
 		if rd != nil {
 			rd.release()
 		}
@@ -221,24 +222,10 @@ func (ss *session) sendAll(msgs []outMsg) error {
 	return nil
 }
 
-// sendWithTimeout sends m; if Send has not returned within the send
-// timeout, the stream is ended as too slow (fail), which releases Send.
-// The timer is the session's, reused by every send (one writer at a time):
-// kept while the session is idle (about 100 bytes) rather than made again
-// for each writer, which would add two allocations per client to every
-// fan-out.
-func (ss *session) sendWithTimeout(m *encodedResponse) error {
-	if ss.sendTimer == nil {
-		ss.sendTimer = time.AfterFunc(ss.srv.sendTimeout(), func() { ss.fail(ErrSlowClient) })
-	} else {
-		ss.sendTimer.Reset(ss.srv.sendTimeout())
-	}
-	err := ss.send(m)
-	if !ss.sendTimer.Stop() {
-		return ErrSlowClient
-	}
-	return err
-}
+// sendWithTimeout sends m under the send watch (park.go): a Send that
+// has not returned within the send timeout parks the session, or ends the
+// stream as too slow (downstream.slow_clients).
+func (ss *session) sendWithTimeout(m *encodedResponse) error { return ss.watchedSend(m) }
 
 // outMsg is one response ready to send.
 type outMsg struct {

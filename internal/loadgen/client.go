@@ -60,6 +60,8 @@ type clientCounts struct {
 	resources atomic.Int64
 	bytes     atomic.Int64 // serialized size of the responses (proto.Size)
 	updated   atomic.Int64 // fan-out samples: resources with a push stamp new to the client, received while synced
+	streams   atomic.Int64 // streams opened: more than one after the first means it was cut off or failed
+	newest    atomic.Int64 // the newest push stamp received (Unix ns), 0 before one
 }
 
 // response counts one response of size bytes holding resources resources.
@@ -128,6 +130,7 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 		return fmt.Errorf("open SotW ADS stream: %w", err)
 	}
 	c.f.streamOpened()
+	c.counts.streams.Add(1)
 	defer c.f.streamClosed()
 	names := c.names
 	typeURL := c.f.cfg.TypeURL
@@ -136,6 +139,9 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 	}
 	accepted := ""
 	for {
+		if !c.waitStall(ctx) {
+			return ctx.Err()
+		}
 		resp, err := st.Recv()
 		if err != nil {
 			return fmt.Errorf("receive: %w", err)
@@ -174,12 +180,16 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 		return fmt.Errorf("open delta ADS stream: %w", err)
 	}
 	c.f.streamOpened()
+	c.counts.streams.Add(1)
 	defer c.f.streamClosed()
 	typeURL := c.f.cfg.TypeURL
 	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: c.names}); err != nil {
 		return fmt.Errorf("send subscription: %w", err)
 	}
 	for {
+		if !c.waitStall(ctx) {
+			return ctx.Err()
+		}
 		resp, err := st.Recv()
 		if err != nil {
 			return fmt.Errorf("receive: %w", err)
@@ -217,6 +227,9 @@ func (c *client) receive(name, version string, body []byte, now time.Time) {
 		return // no stamp, or a stamp already seen (a resend)
 	}
 	c.lastStamp[name] = ts.UnixNano()
+	if ts.UnixNano() > c.counts.newest.Load() {
+		c.counts.newest.Store(ts.UnixNano()) // written by this goroutine only
+	}
 	if !c.synced {
 		return // (re)syncing: the client's initial state, not an update
 	}

@@ -64,6 +64,13 @@ type Config struct {
 	// names by node cluster then keeps one upstream stream per cluster.
 	// Default 1: every client presents NodeCluster.
 	NodeClusters int
+	// StallEvery, when not 0, makes every StallEvery-th client (0,
+	// StallEvery, 2×StallEvery, …) one that Fleet.Stall stops reading
+	// (stall.go): 100 is 1% of the fleet. Those clients share connections
+	// of their own with the smallest HTTP/2 windows (64 KiB, no BDP
+	// growth), so a server's sends to them wait once 64 KiB is unread.
+	// Default 0: none.
+	StallEvery int
 	// Logger receives stream errors at Debug. Default: no logging.
 	Logger *zap.Logger
 }
@@ -158,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.NodeClusters < 1 {
 		bad("node-clusters", "%d: want at least 1", c.NodeClusters)
+	}
+	if c.StallEvery < 0 {
+		bad("stall-every", "%d: want 0 (none) or more", c.StallEvery)
 	}
 	if c.NackFraction < 0 || c.NackFraction > 1 {
 		bad("nack-fraction", "%v: want a value in [0, 1]", c.NackFraction)

@@ -35,6 +35,10 @@ type Fleet struct {
 	stamped       atomic.Int64 // fan-out samples (stamped updates received)
 	streamErrors  atomic.Int64
 	synced        atomic.Int64 // clients synced in the current generation
+	// stall: the latest Stall, nil before one (stall.go).
+	stall atomic.Pointer[stall]
+	// churn is the churning client while one runs (churn.go).
+	churn churnSlot
 
 	mu          sync.Mutex
 	started     time.Time                   // guarded by mu: when Run started
@@ -81,6 +85,7 @@ func New(cfg Config) (*Fleet, error) {
 // Run connects every client and keeps them connected until ctx ends; then
 // it closes every stream and connection and returns. Call it once.
 func (f *Fleet) Run(ctx context.Context) error {
+	defer f.StopChurn()
 	f.mu.Lock()
 	f.started = time.Now()
 	f.mu.Unlock()
@@ -120,18 +125,28 @@ type generation struct {
 func (f *Fleet) startGeneration(ctx context.Context) (*generation, error) {
 	gctx, cancel := context.WithCancel(ctx)
 	g := &generation{cancel: cancel}
-	for i := 0; i < f.cfg.Conns; i++ {
-		conn, err := grpc.NewClient(f.cfg.Target,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize)))
-		if err != nil {
-			g.stop()
-			return nil, fmt.Errorf("loadgen: connection %d to %s: %w", i, f.cfg.Target, err)
-		}
-		g.conns = append(g.conns, conn)
+	if err := g.dial(f.cfg.Target, f.cfg.Conns); err != nil {
+		g.stop()
+		return nil, err
 	}
+	// The stalling clients' own connections (stall.go), after the others.
+	stalling := 0
+	for i := range f.clients {
+		if f.cfg.stalls(i) {
+			stalling++
+		}
+	}
+	if err := g.dial(f.cfg.Target, (stalling+stallsPerConn-1)/stallsPerConn, stallConnOptions()...); err != nil {
+		g.stop()
+		return nil, err
+	}
+	stalled := 0
 	for i, c := range f.clients {
-		conn := g.conns[i%len(g.conns)]
+		conn := g.conns[i%f.cfg.Conns]
+		if f.cfg.stalls(i) {
+			conn = g.conns[f.cfg.Conns+stalled/stallsPerConn]
+			stalled++
+		}
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
@@ -139,6 +154,20 @@ func (f *Fleet) startGeneration(ctx context.Context) (*generation, error) {
 		}()
 	}
 	return g, nil
+}
+
+// dial adds n connections to target, with opts, to g.
+func (g *generation) dial(target string, n int, opts ...grpc.DialOption) error {
+	for range n {
+		conn, err := grpc.NewClient(target, append([]grpc.DialOption{
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize))}, opts...)...)
+		if err != nil {
+			return fmt.Errorf("loadgen: connection %d to %s: %w", len(g.conns), target, err)
+		}
+		g.conns = append(g.conns, conn)
+	}
+	return nil
 }
 
 // stop cancels every client of the generation, waits for them and closes

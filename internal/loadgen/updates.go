@@ -12,6 +12,12 @@ type ClientCounts struct {
 	// Updated counts resources carrying a push stamp new to the client,
 	// received while synced: the client's fan-out samples.
 	Updated []int64 `json:"updated"`
+	// Streams counts the streams each client opened: 1 while it was never
+	// cut off (nor failed, nor reconnected in a storm).
+	Streams []int64 `json:"streams"`
+	// Newest is the newest push stamp each client received (Unix ns; 0
+	// before one): whether it holds the latest update.
+	Newest []int64 `json:"newest_stamp_ns"`
 }
 
 // ClientCounts returns every client's totals so far. Each client's four
@@ -19,12 +25,15 @@ type ClientCounts struct {
 // it when the fleet is quiet.
 func (f *Fleet) ClientCounts() ClientCounts {
 	n := len(f.clients)
-	cc := ClientCounts{Responses: make([]int64, n), Resources: make([]int64, n), Bytes: make([]int64, n), Updated: make([]int64, n)}
+	cc := ClientCounts{Responses: make([]int64, n), Resources: make([]int64, n), Bytes: make([]int64, n), Updated: make([]int64, n),
+		Streams: make([]int64, n), Newest: make([]int64, n)}
 	for i, c := range f.clients {
 		cc.Responses[i] = c.counts.responses.Load()
 		cc.Resources[i] = c.counts.resources.Load()
 		cc.Bytes[i] = c.counts.bytes.Load()
 		cc.Updated[i] = c.counts.updated.Load()
+		cc.Streams[i] = c.counts.streams.Load()
+		cc.Newest[i] = c.counts.newest.Load()
 	}
 	return cc
 }

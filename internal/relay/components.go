@@ -122,6 +122,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		Cache:       c,
 		Resolver:    res,
 		SendTimeout: cfg.Downstream.SendTimeout,
+		SlowClients: downstream.SlowClients(cfg.Downstream.SlowClients),
 		FetchWait:   cfg.Downstream.FetchWait,
 		OriginState: up.OriginState,
 		Links:       up, // downstream.limits' group limits

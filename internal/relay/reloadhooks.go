@@ -36,10 +36,14 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		if err := ds.SetLimits(downstreamLimits(next)); err != nil {
 			return err
 		}
+		if err := ds.SetSlowClients(downstream.SlowClients(next.Downstream.SlowClients)); err != nil {
+			return err
+		}
 		return ds.SetSendTimeout(next.Downstream.SendTimeout)
-	}, "downstream.send_timeout", "downstream.limits.max_streams", "downstream.limits.max_names_per_stream",
+	}, "downstream.send_timeout", "downstream.slow_clients", "downstream.limits.max_streams", "downstream.limits.max_names_per_stream",
 		"downstream.limits.max_name_length", "downstream.limits.max_types_per_stream", "downstream.limits.max_version_length",
-		"downstream.limits.max_groups_per_authority", "downstream.limits.max_new_groups_per_stream")
+		"downstream.limits.max_groups_per_authority", "downstream.limits.max_new_groups_per_stream",
+		"downstream.limits.requests_per_second", "downstream.limits.request_burst")
 	// Upstream before the resolver: an added authority has its upstream
 	// before any name resolves to it.
 	r.onReload(func(old, next *config.Config) error {
@@ -116,6 +120,8 @@ func downstreamLimits(cfg *config.Config) downstream.Limits {
 		MaxNameLength:     l.MaxNameLength,
 		MaxTypesPerStream: l.MaxTypesPerStream,
 		MaxVersionLength:  l.MaxVersionLength,
+		RequestsPerSecond: l.RequestsPerSecond,
+		RequestBurst:      l.RequestBurst,
 
 		MaxGroupsPerAuthority: l.MaxGroupsPerAuthority,
 		MaxNewGroupsPerStream: l.MaxNewGroupsPerStream,

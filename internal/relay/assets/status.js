@@ -93,6 +93,7 @@
     setText("clients-total", st.clients.total);
     setText("clients-sotw", st.clients.streams.sotw);
     setText("clients-delta", st.clients.streams.delta);
+    setText("clients-parked", st.clients.parked);
     fillRows("clients-rows", st.clients.by_type.map(t => [short(t.type), t.sotw, t.delta]));
     setText("client-states-count", states(st.client_states));
     fillRows("client-states-rows", st.client_states.rows.map(c => [
