@@ -167,6 +167,18 @@ type Server struct {
 	authMu      sync.Mutex
 }
 
+// check reports what in o a Server cannot run with.
+func (o *Options) check() error {
+	if o.SendTimeout <= 0 || o.FetchWait < 0 || o.GatherWindow < 0 || o.MaxSendMsgSize < 0 {
+		return fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v, gather window %v and max send size %d not negative",
+			o.SendTimeout, o.FetchWait, o.GatherWindow, o.MaxSendMsgSize)
+	}
+	if err := o.Limits.validate(); err != nil {
+		return err
+	}
+	return o.SlowClients.check()
+}
+
 // New returns a Server.
 func New(opts Options) (*Server, error) {
 	if opts.Cache == nil {
@@ -175,14 +187,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Resolver == nil {
 		return nil, errors.New("downstream: Options.Resolver is nil")
 	}
-	if opts.SendTimeout <= 0 || opts.FetchWait < 0 || opts.GatherWindow < 0 || opts.MaxSendMsgSize < 0 {
-		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v, gather window %v and max send size %d not negative",
-			opts.SendTimeout, opts.FetchWait, opts.GatherWindow, opts.MaxSendMsgSize)
-	}
-	if err := opts.Limits.validate(); err != nil {
-		return nil, err
-	}
-	if err := opts.SlowClients.check(); err != nil {
+	if err := opts.check(); err != nil {
 		return nil, err
 	}
 	if opts.FetchWait == 0 {

@@ -32,15 +32,7 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		c.SetRefetchInterval(next.Cache.RefetchInterval)
 		return nil
 	}, "cache.max_resources", "cache.max_bytes", "cache.refetch_interval")
-	r.onReload(func(old, next *config.Config) error {
-		if err := ds.SetLimits(downstreamLimits(next)); err != nil {
-			return err
-		}
-		if err := ds.SetSlowClients(downstream.SlowClients(next.Downstream.SlowClients)); err != nil {
-			return err
-		}
-		return ds.SetSendTimeout(next.Downstream.SendTimeout)
-	}, "downstream.send_timeout", "downstream.slow_clients", "downstream.limits.max_streams", "downstream.limits.max_names_per_stream",
+	r.onReload(func(old, next *config.Config) error { return reloadDownstream(ds, next) }, "downstream.send_timeout", "downstream.slow_clients", "downstream.limits.max_streams", "downstream.limits.max_names_per_stream",
 		"downstream.limits.max_name_length", "downstream.limits.max_types_per_stream", "downstream.limits.max_version_length",
 		"downstream.limits.max_groups_per_authority", "downstream.limits.max_new_groups_per_stream",
 		"downstream.limits.requests_per_second", "downstream.limits.request_burst")
@@ -137,4 +129,16 @@ func sameUpstream(a, b config.Authority) bool {
 // equalPtr: both nil, or both set to equal values.
 func equalPtr[T comparable](a, b *T) bool {
 	return a == b || (a != nil && b != nil && *a == *b)
+}
+
+// reloadDownstream applies next's per-stream limits, slow-client policy
+// and send timeout to ds.
+func reloadDownstream(ds *downstream.Server, next *config.Config) error {
+	if err := ds.SetLimits(downstreamLimits(next)); err != nil {
+		return err
+	}
+	if err := ds.SetSlowClients(downstream.SlowClients(next.Downstream.SlowClients)); err != nil {
+		return err
+	}
+	return ds.SetSendTimeout(next.Downstream.SendTimeout)
 }
