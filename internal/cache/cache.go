@@ -33,6 +33,12 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Now is the clock (TTL expiry); nil: time.Now. For tests.
 	Now func() time.Time
+	// Validator, when set, checks each new revision of an Apply before it
+	// is applied; a refused one is not (screen.go). nil: none.
+	Validator Validator
+	// Guard, when set, decides whether an origin change's removals are
+	// deferred (screen.go, deferred.go). nil: never.
+	Guard RemovalGuard
 	// AfterFunc arms the expiry timer with time.AfterFunc's contract: f
 	// runs once, in its own goroutine, after d, unless the returned stop
 	// reports that it stopped it first. nil: time.AfterFunc. For tests.
@@ -72,6 +78,8 @@ type Cache struct {
 	m         *metrics                                // read-only after New
 	now       func() time.Time                        // read-only after New
 	afterFunc func(time.Duration, func()) func() bool // read-only after New
+	validator Validator                               // read-only after New; nil: none
+	guard     RemovalGuard                            // read-only after New; nil: none
 	// timers counts the armed expiry timer and a firing in progress (Close
 	// waits for them).
 	timers sync.WaitGroup
@@ -134,6 +142,9 @@ type Cache struct {
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
+	// deferred: the entries whose removal is deferred, by link, type and
+	// reason (deferred.go). guarded by mu
+	deferred map[deferralGroup]map[*entry]struct{}
 }
 
 // New returns an empty cache.
@@ -161,6 +172,8 @@ func New(opts Options) *Cache {
 		m:            newMetrics(opts.Registry),
 		now:          now,
 		afterFunc:    afterFunc,
+		validator:    opts.Validator,
+		guard:        opts.Guard,
 		maxResources: opts.MaxResources,
 		maxBytes:     opts.MaxBytes,
 		upstream:     opts.Upstream,
@@ -173,6 +186,7 @@ func New(opts Options) *Cache {
 		aliases:      make(map[Key]*entry),
 		watchedKeys:  make(map[LinkID]int),
 		streamErr:    make(map[LinkID]*statuspb.Status),
+		deferred:     make(map[deferralGroup]map[*entry]struct{}),
 		lru:          lru,
 	}
 }
