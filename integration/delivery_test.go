@@ -17,6 +17,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"golang.org/x/net/html"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/delivery"
@@ -412,4 +413,84 @@ func clusterSnapshotOrigin(t *testing.T, version string, names []string) *gcpOri
 	o := newSnapshotOrigin(t)
 	o.setSnapshot(version, clusterSnapshot(names))
 	return o
+}
+
+// The status page's Delivery section, in headless Chromium once its
+// script redrew it: the held removal (where, why, how many, the first
+// names) with its release button, a form posting its authority and type to
+// the release endpoint; the invalid version with its field.
+func TestDeliveryStatusPageInChromium(t *testing.T) {
+	chromium := findChromium(t)
+	names := plainClusters(12)
+	o := newGCPOrigin(t)
+	o.setAll(resource.ClusterType, clusterBodies(names, 1))
+	cla := dsEndpoints("shown")
+	o.set(resource.EndpointType, cla, endpointsOn(cla, 8080))
+	r := startRelay(t, func(c *config.Config) { c.Log.Level = config.LogWarn }, o.addr)
+	f := newFleet(t, r.XDSAddr(), "delta", 1, 1)
+	f.subscribe(resource.ClusterType)
+	f.subscribe(resource.EndpointType, cla)
+	f.waitHolds(resource.ClusterType, names...)
+	f.waitHolds(resource.EndpointType, cla)
+
+	o.set(resource.EndpointType, cla, endpointsOn(cla, 70000))
+	if err := o.linear(resource.ClusterType).UpdateResources(nil, names[2:]); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, r, delivery.ReasonShare, 10)
+	waitRelayMetric(t, r, "the invalid version counted", func(v float64) bool { return v == 1 },
+		"xds_relay_delivery_invalid_total", "authority", dsAuthority, "type", "envoy.config.endpoint.v3.ClusterLoadAssignment")
+
+	doc := dumpDOM(t, chromium, "http://"+r.AdminAddr()+"/")
+	if got := attr(byID(t, doc, "delivery"), "data-rendered"); got != "live" {
+		t.Errorf("section delivery data-rendered = %q, want live (redrawn by the script)", got)
+	}
+	held := rows(byID(t, doc, "held-rows"))
+	if len(held) != 1 {
+		t.Fatalf("held rows %q, want 1", held)
+	}
+	h := held[0]
+	if h[0] != dsAuthority || h[2] != "Cluster" || !strings.Contains(h[3], delivery.ReasonShare) || !strings.HasSuffix(h[4], "ago)") ||
+		!strings.HasPrefix(h[5], "10: c-02, c-03") || h[6] != "Release" {
+		t.Errorf("held row %q, want [%s <group> Cluster <why: %s> <since> \"10: c-02, c-03, …\" Release]", h, dsAuthority, delivery.ReasonShare)
+	}
+	form := firstElement(byID(t, doc, "held-rows"), "form")
+	if form == nil || attr(form, "method") != "post" || attr(form, "action") != delivery.ReleasePath {
+		t.Fatalf("the release button is not a form posting to %s: %v", delivery.ReleasePath, form)
+	}
+	inputs := map[string]string{}
+	for in := firstElement(form, "input"); in != nil; in = nextElement(in, "input") {
+		inputs[attr(in, "name")] = attr(in, "value")
+	}
+	if inputs["authority"] != dsAuthority || inputs["type"] != resource.ClusterType {
+		t.Errorf("the release form posts %v, want authority %s and type %s", inputs, dsAuthority, resource.ClusterType)
+	}
+	invalid := rows(byID(t, doc, "invalid-rows"))
+	if len(invalid) != 1 || invalid[0][3] != cla || !strings.Contains(invalid[0][4], "SocketAddress.PortValue") {
+		t.Errorf("invalid rows %q, want %s with its field", invalid, cla)
+	}
+}
+
+// firstElement is the first element named tag under n (depth first), nil
+// when none.
+func firstElement(n *html.Node, tag string) *html.Node {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == tag {
+			return c
+		}
+		if found := firstElement(c, tag); found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// nextElement is the next sibling of n named tag, nil when none.
+func nextElement(n *html.Node, tag string) *html.Node {
+	for c := n.NextSibling; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == tag {
+			return c
+		}
+	}
+	return nil
 }
