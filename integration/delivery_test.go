@@ -494,3 +494,47 @@ func nextElement(n *html.Node, tag string) *html.Node {
 	}
 	return nil
 }
+
+// authorities[].delivery overrides the top-level section for its
+// authority, and a reload applies new settings to the next origin change:
+// with the guard off for the authority a mass deletion is delivered; once
+// a reload turns it on again, the next one is held.
+func TestDeliveryOverrideAndReload(t *testing.T) {
+	names := plainClusters(20)
+	o := newGCPOrigin(t)
+	o.setAll(resource.ClusterType, clusterBodies(names, 1))
+	var cfg *config.Config
+	r := startRelay(t, func(c *config.Config) {
+		c.Log.Level = config.LogWarn
+		c.Authorities[0].Delivery.DeletionGuard.MaxRemovedShare = new(1.0) // off for the authority
+		cfg = c
+	}, o.addr)
+	f := newFleet(t, r.XDSAddr(), "mixed", 2, 1)
+	f.subscribe(resource.ClusterType)
+	f.waitHolds(resource.ClusterType, names...)
+
+	if err := o.linear(resource.ClusterType).UpdateResources(nil, names[15:]); err != nil {
+		t.Fatal(err)
+	}
+	f.waitHolds(resource.ClusterType, names[:15]...) // 5 of 20: delivered either way
+	if err := o.linear(resource.ClusterType).UpdateResources(nil, names[2:15]); err != nil {
+		t.Fatal(err)
+	}
+	f.waitHolds(resource.ClusterType, names[:2]...) // 13 of 15, guard off: delivered
+
+	next := *cfg
+	next.Authorities = slices.Clone(cfg.Authorities)
+	next.Authorities[0].Delivery = config.DeliveryOverride{} // the top-level guard again
+	if err := r.ReloadConfig(&next); err != nil {
+		t.Fatalf("reload turning the guard on: %v", err)
+	}
+	o.setAll(resource.ClusterType, clusterBodies(names, 2))
+	f.waitHolds(resource.ClusterType, names...)
+	if err := o.linear(resource.ClusterType).UpdateResources(nil, names[2:]); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, r, delivery.ReasonShare, 18)
+	if removed := f.noRemovalsThrough(func() { o.set(resource.ClusterType, names[0], cluster(names[0], 3)) }, names); removed > 0 {
+		t.Errorf("%d clients received removals after the reload turned the guard on", removed)
+	}
+}
