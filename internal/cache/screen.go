@@ -168,9 +168,12 @@ func keysOf(m map[string]struct{}) []string {
 func (c *Cache) removalsLocked(u Update) Removals {
 	st := streamType{stream: u.Link, typeURL: u.TypeURL}
 	p := Removals{Link: u.Link, TypeURL: u.TypeURL, Present: c.present[st] - c.deferredOfLocked(st)}
-	gone := make(map[string]struct{})
+	var gone map[string]struct{} // made for the first removal: most updates have none
 	add := func(e *entry) {
 		if !e.collection && e.state == StatePresent && e.deferral == nil {
+			if gone == nil {
+				gone = make(map[string]struct{})
+			}
 			gone[e.key.Name] = struct{}{}
 		}
 	}
