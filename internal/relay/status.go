@@ -94,7 +94,8 @@ type statusSources struct {
 
 // status gathers Status. Its cost is O(authorities + upstream links + the
 // served types), whatever the number of clients or resources, plus the
-// client table's, bounded by csds.PageClients and its entries.
+// client table's, bounded by csds.PageClients and its entries, plus the
+// held removals' (internal/delivery: a walk of the resources held).
 func (s *statusSources) status() Status {
 	now := time.Now()
 	cfg := s.config()
