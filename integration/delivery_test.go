@@ -12,12 +12,15 @@ import (
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"golang.org/x/net/html"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/delivery"
@@ -537,4 +540,63 @@ func TestDeliveryOverrideAndReload(t *testing.T) {
 	if removed := f.noRemovalsThrough(func() { o.set(resource.ClusterType, names[0], cluster(names[0], 3)) }, names); removed > 0 {
 		t.Errorf("%d clients received removals after the reload turned the guard on", removed)
 	}
+}
+
+// In a full-state type (Clusters) an invalid version is not a removal: a
+// response carrying an invalid version of one cluster and a valid change
+// of another gives every client the valid change and leaves the invalid
+// cluster at its previous version, in SotW clients' full state too.
+func TestDeliveryInvalidClusterKeptInFullState(t *testing.T) {
+	for _, up := range deliveryUpstreams {
+		t.Run(up.name, func(t *testing.T) {
+			names := plainClusters(3)
+			o := newGCPOrigin(t)
+			o.setAll(resource.ClusterType, clusterBodies(names, 1))
+			r := startRelay(t, func(c *config.Config) {
+				c.Log.Level = config.LogWarn
+				if up.edit != nil {
+					up.edit(c)
+				}
+			}, o.addr)
+			f := newFleet(t, r.XDSAddr(), "mixed", 4, 1)
+			f.subscribe(resource.ClusterType)
+			f.waitHolds(resource.ClusterType, names...)
+			f.settle()
+
+			bad := cluster(names[1], 2)
+			bad.ConnectTimeout = durationpb.New(-5 * time.Second) // connect_timeout must be > 0
+			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
+			o.setAll(resource.ClusterType, map[string]types.Resource{names[0]: cluster(names[0], 2), names[1]: bad})
+			if nack := o.waitNACK(fromDelta, fromSotW); !strings.Contains(nack, "Cluster.ConnectTimeout") {
+				t.Errorf("NACK %q does not name Cluster.ConnectTimeout", nack)
+			}
+			for i, rs := range f.recvChange() {
+				c := f.clients[i]
+				if n := removalsIn(rs, names); n > 0 {
+					t.Errorf("%s received %d removals: %s", c.name, n, describe(rs))
+				}
+				held := c.held[resource.ClusterType]
+				if got := connectTimeout(t, held[names[0]]); got != 2 {
+					t.Errorf("%s holds %s with timeout %ds, want the valid change (2s)", c.name, names[0], got)
+				}
+				if got := connectTimeout(t, held[names[1]]); got != 1 {
+					t.Errorf("%s holds %s with timeout %ds, want its previous version (1s)", c.name, names[1], got)
+				}
+			}
+		})
+	}
+}
+
+// connectTimeout is the connect timeout, in seconds, of the Cluster x
+// carries (-1: none held).
+func connectTimeout(t *testing.T, x *discoveryv3.Resource) int64 {
+	t.Helper()
+	if x == nil {
+		return -1
+	}
+	c := &clusterv3.Cluster{}
+	if err := x.GetResource().UnmarshalTo(c); err != nil {
+		t.Fatal(err)
+	}
+	return c.GetConnectTimeout().GetSeconds()
 }
