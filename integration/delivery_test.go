@@ -38,6 +38,18 @@ var deliveryUpstreams = []struct {
 	{"sotw-upstream", sotwUpstream},
 }
 
+// startQuietRelay is startRelay logging warnings only (many clients'
+// debug lines are not what these tests look at).
+func startQuietRelay(t *testing.T, edit func(*config.Config), origins ...string) *relayproc.Relay {
+	t.Helper()
+	return startRelay(t, func(c *config.Config) {
+		c.Log.Level = config.LogWarn
+		if edit != nil {
+			edit(c)
+		}
+	}, origins...)
+}
+
 // endpointsOn is a ClusterLoadAssignment of one endpoint on port (70000 is
 // past SocketAddress.port_value's rule, lte 65535).
 func endpointsOn(name string, port uint32) *endpointv3.ClusterLoadAssignment {
@@ -101,12 +113,7 @@ func TestDeliveryInvalidVersionStopped(t *testing.T) {
 			name := dsEndpoints("checked")
 			o := newGCPOrigin(t)
 			o.set(resource.EndpointType, name, endpointsOn(name, 8080))
-			r := startRelay(t, func(c *config.Config) {
-				c.Log.Level = config.LogWarn // 50 clients' debug lines are not the point
-				if up.edit != nil {
-					up.edit(c)
-				}
-			}, o.addr)
+			r := startQuietRelay(t, up.edit, o.addr)
 			f := newFleet(t, r.XDSAddr(), "mixed", clients, 1)
 			f.subscribe(resource.EndpointType, name)
 			f.waitHolds(resource.EndpointType, name)
@@ -247,12 +254,7 @@ func TestDeliveryMassDeletionHeld(t *testing.T) {
 			names := plainClusters(95)
 			o := newGCPOrigin(t)
 			o.setAll(resource.ClusterType, clusterBodies(names, 1))
-			r := startRelay(t, func(c *config.Config) {
-				c.Log.Level = config.LogWarn
-				if up.edit != nil {
-					up.edit(c)
-				}
-			}, o.addr)
+			r := startQuietRelay(t, up.edit, o.addr)
 			f := newFleet(t, r.XDSAddr(), "mixed", clients, 1)
 			f.subscribe(resource.ClusterType)
 			f.waitHolds(resource.ClusterType, names...)
@@ -378,12 +380,7 @@ func TestDeliveryEmptyOriginAfterReconnect(t *testing.T) {
 		} {
 			t.Run(up.name+"/"+tc.name, func(t *testing.T) {
 				origins, empty := tc.origins(t)
-				r := startRelay(t, func(c *config.Config) {
-					c.Log.Level = config.LogWarn
-					if up.edit != nil {
-						up.edit(c)
-					}
-				}, origins...)
+				r := startQuietRelay(t, up.edit, origins...)
 				f := newFleet(t, r.XDSAddr(), "mixed", clients, 1)
 				f.subscribe(resource.ClusterType)
 				f.waitHolds(resource.ClusterType, names...)
@@ -429,7 +426,7 @@ func TestDeliveryStatusPageInChromium(t *testing.T) {
 	o.setAll(resource.ClusterType, clusterBodies(names, 1))
 	cla := dsEndpoints("shown")
 	o.set(resource.EndpointType, cla, endpointsOn(cla, 8080))
-	r := startRelay(t, func(c *config.Config) { c.Log.Level = config.LogWarn }, o.addr)
+	r := startQuietRelay(t, nil, o.addr)
 	f := newFleet(t, r.XDSAddr(), "delta", 1, 1)
 	f.subscribe(resource.ClusterType)
 	f.subscribe(resource.EndpointType, cla)
@@ -507,8 +504,7 @@ func TestDeliveryOverrideAndReload(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.setAll(resource.ClusterType, clusterBodies(names, 1))
 	var cfg *config.Config
-	r := startRelay(t, func(c *config.Config) {
-		c.Log.Level = config.LogWarn
+	r := startQuietRelay(t, func(c *config.Config) {
 		c.Authorities[0].Delivery.DeletionGuard.MaxRemovedShare = new(1.0) // off for the authority
 		cfg = c
 	}, o.addr)
@@ -552,12 +548,7 @@ func TestDeliveryInvalidClusterKeptInFullState(t *testing.T) {
 			names := plainClusters(3)
 			o := newGCPOrigin(t)
 			o.setAll(resource.ClusterType, clusterBodies(names, 1))
-			r := startRelay(t, func(c *config.Config) {
-				c.Log.Level = config.LogWarn
-				if up.edit != nil {
-					up.edit(c)
-				}
-			}, o.addr)
+			r := startQuietRelay(t, up.edit, o.addr)
 			f := newFleet(t, r.XDSAddr(), "mixed", 4, 1)
 			f.subscribe(resource.ClusterType)
 			f.waitHolds(resource.ClusterType, names...)
