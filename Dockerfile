@@ -17,7 +17,9 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 # Run: nothing but the binary and a default config, as a non-root user.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/xds-relay /xds-relay
-COPY --from=build /out/config.yaml /etc/xds-relay/config.yaml
+# root's and writable by nobody else: the relay refuses a config file
+# another user may have written (docs/operations.md, "Reload").
+COPY --from=build --chmod=0644 /out/config.yaml /etc/xds-relay/config.yaml
 USER 65532:65532
 EXPOSE 18000 18001
 ENTRYPOINT ["/xds-relay"]

@@ -63,12 +63,6 @@ func (v *validator) access() {
 	}
 	if c.RESTListen != "" {
 		v.address("rest_listen", c.RESTListen)
-		if sameAddress(c.RESTListen, c.Listen) {
-			v.add("rest_listen", "same address as listen (%s)", c.Listen)
-		}
-		if sameAddress(c.RESTListen, c.Admin) {
-			v.add("rest_listen", "same address as admin (%s)", c.Admin)
-		}
 	}
 }
 

@@ -40,6 +40,13 @@ type Config struct {
 	// client certificates (downstream.tls.ca_file). Needs a restart to
 	// change. Default: empty (every caller that passes downstream.tls).
 	CSDSAllow []access.Rule `yaml:"csds_allow"`
+	// CSDSMaxStreamsPerCaller bounds the StreamClientStatus streams one
+	// caller (the verified client certificate's first URI SAN, else its
+	// first DNS SAN, else its IP address) holds open at once; one more is
+	// refused with RESOURCE_EXHAUSTED. Each stream can hold up to two
+	// reports of about 3 MiB while its caller does not read. Needs a
+	// restart to change. Default 4.
+	CSDSMaxStreamsPerCaller int `yaml:"csds_max_streams_per_caller"`
 	// AdminPprof serves Go runtime profiles (/debug/pprof/) on the admin
 	// listener. Default false.
 	AdminPprof bool `yaml:"admin_pprof"`
@@ -278,8 +285,10 @@ type Downstream struct {
 	Keepalive ServerKeepalive `yaml:"keepalive"`
 	// MaxRecvMsgSize bounds one request from a client. Default 16MiB.
 	MaxRecvMsgSize ByteSize `yaml:"max_recv_msg_size"`
-	// MaxSendMsgSize bounds one response to a client (a SotW response
-	// carries a whole type's state). Default 64MiB.
+	// MaxSendMsgSize bounds one response to a client: one that would be
+	// larger is sent as several, except a SotW state-of-the-world response
+	// (LDS, CDS), which cannot be split and is not sent (docs/limits.md).
+	// Default 64MiB.
 	MaxSendMsgSize ByteSize `yaml:"max_send_msg_size"`
 	// SendTimeout is how long a client may fail to drain its stream before
 	// it is cut off with ResourceExhausted. Default 30s.
@@ -358,6 +367,17 @@ type Limits struct {
 	// a SotW version_info, a value of initial_resource_versions, a
 	// response_nonce (InvalidArgument). Default 256.
 	MaxVersionLength int `yaml:"max_version_length"`
+	// MaxGroupsPerAuthority bounds the upstream links (one per
+	// aggregation group, one for the authority's xdstp names) an authority
+	// may have open, each one origin stream; a request that would open one
+	// more is refused with ResourceExhausted, and a link closed as idle
+	// gives its place back. Default 256.
+	MaxGroupsPerAuthority int `yaml:"max_groups_per_authority"`
+	// MaxNewGroupsPerStream bounds the upstream links one client stream
+	// may cause to open over its life (groups that no client used
+	// before); past it the stream ends with ResourceExhausted. Groups that
+	// exist cost nothing. Default 16.
+	MaxNewGroupsPerStream int `yaml:"max_new_groups_per_stream"`
 }
 
 // RESTPolling bounds REST-JSON polls (rest_listen). A poll also takes one
@@ -494,34 +514,36 @@ type Backoff struct {
 
 // Defaults.
 const (
-	DefaultListen                = "127.0.0.1:18000"
-	DefaultAdmin                 = "127.0.0.1:18001"
-	DefaultNodeID                = "xds-relay"
-	DefaultMaxResources          = 100000
-	DefaultMaxBytes              = 256 * MiB
-	DefaultSnapshotInterval      = 5 * time.Second
-	DefaultSnapshotMaxBytes      = 256 * MiB
-	DefaultShutdownGracePeriod   = 10 * time.Second
-	DefaultSendTimeout           = 30 * time.Second
-	DefaultFetchWait             = 5 * time.Second
-	DefaultGatherWindow          = 2 * time.Second
-	DefaultDownstreamMaxRecv     = 16 * MiB
-	DefaultDownstreamMaxSend     = 64 * MiB
-	DefaultUpstreamMaxRecv       = 64 * MiB
-	DefaultUpstreamMaxSend       = 16 * MiB
-	DefaultUpstreamMaxRequest    = 1 * MiB
-	DefaultUpstreamIdleTimeout   = 5 * time.Minute
-	DefaultResponseTimeout       = 10 * time.Second
-	DefaultServerKeepaliveTime   = time.Minute
-	DefaultKeepaliveTimeout      = 20 * time.Second
-	DefaultMinClientPingInterval = 30 * time.Second
-	DefaultClientKeepaliveTime   = 5 * time.Minute
-	DefaultConnectTimeout        = 5 * time.Second
-	DefaultBackoffInitial        = 250 * time.Millisecond
-	DefaultBackoffMax            = 30 * time.Second
-	DefaultBackoffMultiplier     = 2.0
-	DefaultBackoffJitter         = 0.2
-	DefaultFailbackInterval      = 5 * time.Minute
+	DefaultListen              = "127.0.0.1:18000"
+	DefaultAdmin               = "127.0.0.1:18001"
+	DefaultNodeID              = "xds-relay"
+	DefaultMaxResources        = 100000
+	DefaultMaxBytes            = 256 * MiB
+	DefaultSnapshotInterval    = 5 * time.Second
+	DefaultSnapshotMaxBytes    = 256 * MiB
+	DefaultShutdownGracePeriod = 10 * time.Second
+	// DefaultCSDSMaxStreamsPerCaller: csds_max_streams_per_caller.
+	DefaultCSDSMaxStreamsPerCaller = 4
+	DefaultSendTimeout             = 30 * time.Second
+	DefaultFetchWait               = 5 * time.Second
+	DefaultGatherWindow            = 2 * time.Second
+	DefaultDownstreamMaxRecv       = 16 * MiB
+	DefaultDownstreamMaxSend       = 64 * MiB
+	DefaultUpstreamMaxRecv         = 64 * MiB
+	DefaultUpstreamMaxSend         = 16 * MiB
+	DefaultUpstreamMaxRequest      = 1 * MiB
+	DefaultUpstreamIdleTimeout     = 5 * time.Minute
+	DefaultResponseTimeout         = 10 * time.Second
+	DefaultServerKeepaliveTime     = time.Minute
+	DefaultKeepaliveTimeout        = 20 * time.Second
+	DefaultMinClientPingInterval   = 30 * time.Second
+	DefaultClientKeepaliveTime     = 5 * time.Minute
+	DefaultConnectTimeout          = 5 * time.Second
+	DefaultBackoffInitial          = 250 * time.Millisecond
+	DefaultBackoffMax              = 30 * time.Second
+	DefaultBackoffMultiplier       = 2.0
+	DefaultBackoffJitter           = 0.2
+	DefaultFailbackInterval        = 5 * time.Minute
 
 	DefaultMaxConnectionAge      = 30 * time.Minute
 	DefaultMaxConnectionAgeGrace = time.Minute
@@ -535,6 +557,8 @@ const (
 	DefaultMaxNameLength           = 2048
 	DefaultMaxTypesPerStream       = 32
 	DefaultMaxVersionLength        = 256
+	DefaultMaxGroupsPerAuthority   = 256
+	DefaultMaxNewGroupsPerStream   = 16
 
 	DefaultMaxRemovedShare = 0.5
 	DefaultMinResources    = 10
@@ -557,6 +581,8 @@ func Default() *Config {
 		Upstream:            defaultUpstream(),
 		Delivery:            DefaultDelivery(),
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
+
+		CSDSMaxStreamsPerCaller: DefaultCSDSMaxStreamsPerCaller,
 	}
 }
 
@@ -597,6 +623,8 @@ func defaultDownstream() Downstream {
 			MaxNameLength:           DefaultMaxNameLength,
 			MaxTypesPerStream:       DefaultMaxTypesPerStream,
 			MaxVersionLength:        DefaultMaxVersionLength,
+			MaxGroupsPerAuthority:   DefaultMaxGroupsPerAuthority,
+			MaxNewGroupsPerStream:   DefaultMaxNewGroupsPerStream,
 		},
 		REST: RESTPolling{
 			ReadTimeout:  DefaultRESTReadTimeout,

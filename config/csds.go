@@ -2,20 +2,19 @@ package config
 
 import "github.com/xds-relay/xds-relay/internal/access"
 
-// csds validates csds_listen: a host:port of its own (not the xDS, admin
-// or REST listener's).
+// csds validates csds_listen: a host:port (that it is not another
+// listener's is listenersApart's), and csds_max_streams_per_caller: at
+// least 1.
 func (v *validator) csds() {
 	c := v.c
+	if c.CSDSMaxStreamsPerCaller < 1 {
+		v.add("csds_max_streams_per_caller", "must be at least 1")
+	}
 	if c.CSDSListen == "" {
 		return
 	}
 	v.address("csds_listen", c.CSDSListen)
 	v.csdsAllow()
-	for _, other := range []struct{ key, addr string }{{"listen", c.Listen}, {"admin", c.Admin}, {"rest_listen", c.RESTListen}} {
-		if sameAddress(c.CSDSListen, other.addr) {
-			v.add("csds_listen", "same address as %s (%s)", other.key, other.addr)
-		}
-	}
 }
 
 // csdsAllow: who may call CSDS. A restricted authority's resource names

@@ -26,6 +26,9 @@ func TestCSDSListen(t *testing.T) {
 			want: []problem{{"csds_listen", 5, "same address as rest_listen"}}},
 		{name: "not a string", extra: "csds_listen: [a]\n",
 			want: []problem{{"csds_listen", 4, ""}}},
+		{name: "streams per caller", extra: "csds_listen: 127.0.0.1:0\ncsds_max_streams_per_caller: 1\n"},
+		{name: "no stream per caller", extra: "csds_listen: 127.0.0.1:0\ncsds_max_streams_per_caller: 0\n",
+			want: []problem{{"csds_max_streams_per_caller", 5, "must be at least 1"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,8 +36,9 @@ func TestCSDSListen(t *testing.T) {
 			if diff := diffProblems(tt.want, problemsOf(t, err)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s\nerror: %v", diff, err)
 			}
-			if tt.extra == "" && (err != nil || c.CSDSListen != "") {
-				t.Errorf("default csds_listen %q (err %v), want off", c.CSDSListen, err)
+			if tt.extra == "" && (err != nil || c.CSDSListen != "" || c.CSDSMaxStreamsPerCaller != DefaultCSDSMaxStreamsPerCaller) {
+				t.Errorf("default csds_listen %q, csds_max_streams_per_caller %d (err %v), want off and %d",
+					c.CSDSListen, c.CSDSMaxStreamsPerCaller, err, DefaultCSDSMaxStreamsPerCaller)
 			}
 		})
 	}

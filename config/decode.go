@@ -33,6 +33,7 @@ var (
 // field path and line, and decoding carries on past each problem.
 type strictDecoder struct {
 	problems  []*FieldError
+	covered   map[string]bool // paths whose value was not read as written
 	visits    int
 	maxVisits int // see visitsPerNode
 }
@@ -43,6 +44,31 @@ func newStrictDecoder(nodes int) *strictDecoder {
 
 func (d *strictDecoder) problem(path string, line int, format string, args ...any) {
 	d.problems = append(d.problems, &FieldError{Path: path, Line: line, Problem: fmt.Sprintf(format, args...)})
+	d.cover(path)
+}
+
+// cover records that path's value was not read as written: a problem there
+// explains any that validation finds at or under it.
+func (d *strictDecoder) cover(path string) {
+	if d.covered == nil {
+		d.covered = make(map[string]bool)
+	}
+	d.covered[path] = true
+}
+
+// derived reports whether a validation problem at path follows from a
+// decoding problem: at path or at a path enclosing it (the value it
+// checks was not read as written).
+func (d *strictDecoder) derived(path string) bool {
+	for {
+		if d.covered[path] {
+			return true
+		}
+		if path == "" {
+			return false
+		}
+		path = parentPath(path)
+	}
 }
 
 // stopped reports that decoding gave up: the visit budget is spent or there
@@ -194,7 +220,12 @@ func (d *strictDecoder) structFields(n *yaml.Node, v reflect.Value, path string,
 		seen[k.Value] = k.Line
 		idx, ok := fields[k.Value]
 		if !ok {
-			d.problem(p, k.Line, "unknown key %q%s", k.Value, suggest(k.Value, fields))
+			if best := suggest(k.Value, fields); best != "" {
+				d.problem(p, k.Line, "unknown key %q (did you mean %q?)", k.Value, best)
+				d.cover(joinKey(path, best)) // its value is under the misspelt key
+			} else {
+				d.problem(p, k.Line, "unknown key %q", k.Value)
+			}
 			continue
 		}
 		d.decode(val, v.FieldByIndex(idx), p, depth+1)
@@ -261,7 +292,7 @@ func yamlFields(t reflect.Type) map[string][]int {
 	return out
 }
 
-// suggest returns ` (did you mean "x"?)` for a key close to a known one.
+// suggest returns the known key closest to key ("" when none is close).
 func suggest(key string, fields map[string][]int) string {
 	best, bestDist := "", 3
 	for name := range fields {
@@ -269,10 +300,7 @@ func suggest(key string, fields map[string][]int) string {
 			best, bestDist = name, dist
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 // editDistance is the Levenshtein distance of a and b.

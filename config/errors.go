@@ -21,7 +21,8 @@ var (
 type FieldError struct {
 	// Source is the file (or other origin) of the config; "" when built in code.
 	Source string
-	// Path is the field path, YAML keys joined by '.', list indexes in [].
+	// Path is the field path, YAML keys joined by '.', list indexes in
+	// []; "" for a problem of the YAML syntax.
 	Path string
 	// Line is the 1-based YAML line of the field (or of its nearest
 	// enclosing field when it is absent); 0 when unknown.
@@ -30,13 +31,20 @@ type FieldError struct {
 	Problem string
 }
 
-// Error formats "source: path (line N): problem".
+// Error formats "source: path (line N): problem"; a problem of no field
+// (YAML syntax) is "source: line N: problem".
 func (e *FieldError) Error() string {
 	s := e.Path
-	if e.Line > 0 {
+	switch {
+	case e.Path == "" && e.Line > 0:
+		s = fmt.Sprintf("line %d", e.Line)
+	case e.Line > 0:
 		s = fmt.Sprintf("%s (line %d)", s, e.Line)
 	}
-	s += ": " + e.Problem
+	if s != "" {
+		s += ": "
+	}
+	s += e.Problem
 	if e.Source != "" {
 		s = e.Source + ": " + s
 	}

@@ -34,7 +34,7 @@ func TestValidateUpstreamAuth(t *testing.T) {
 	}{
 		{name: "authority tls valid", extra: "    tls: {enabled: true, ca_file: " + file + ", cert_file: " + file + ", key_file: " + file + ", server_name: x}\n"},
 		{name: "authority tls cert without key", extra: "    tls:\n      enabled: true\n      cert_file: " + file + "\n",
-			want: []problem{{"authorities[0].tls.key_file", 4, "required when cert_file is set"}}},
+			want: []problem{{"authorities[0].tls.key_file", 6, "required when cert_file is set"}}},
 		{name: "authority tls ca missing", extra: "    tls:\n      enabled: true\n      ca_file: " + missing + "\n",
 			want: []problem{{"authorities[0].tls.ca_file", 6, missing + ": no such file or directory"}}},
 		{name: "authority tls settings while disabled", extra: "    tls: {ca_file: " + file + "}\n",

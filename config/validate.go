@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -22,12 +23,10 @@ const maxMsgSize = ByteSize(math.MaxInt32)
 // joined with errors.Join. It reads the file system: TLS files and file://
 // origin directories must exist.
 func (c *Config) Validate() error {
-	v := &validator{c: c}
+	v := &validator{c: c, addrs: newAddrs(context.Background())}
 	v.address("listen", c.Listen)
 	v.address("admin", c.Admin)
-	if sameAddress(c.Listen, c.Admin) {
-		v.add("admin", "same address as listen (%s)", c.Admin)
-	}
+	v.listenersApart()
 	for i, h := range c.AdminAllowedHosts {
 		if h == "" || strings.ContainsFunc(h, func(r rune) bool {
 			return strings.ContainsRune(":/[]*@", r) || unicode.IsSpace(r) || unicode.IsControl(r)
@@ -60,11 +59,19 @@ func (c *Config) Validate() error {
 
 type validator struct {
 	c        *Config
+	addrs    *addrs // where addresses go (selforigin.go)
 	problems []*FieldError
 }
 
 func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, &FieldError{Path: path, Line: v.c.lines.line(path), Problem: fmt.Sprintf(format, args...)})
+}
+
+// addMissing is add for a missing field that cause requires: reported on
+// cause's line (the missing field has none of its own, and its parent's
+// would list the consequence before its cause).
+func (v *validator) addMissing(path, cause, format string, args ...any) {
+	v.problems = append(v.problems, &FieldError{Path: path, Line: v.c.lines.line(cause), Problem: fmt.Sprintf(format, args...)})
 }
 
 func (v *validator) authorities() {
@@ -134,7 +141,9 @@ func (v *validator) origin(path, o string) {
 	}
 	if err := checkHostPort(o, false); err != nil {
 		v.add(path, "%q is neither host:port nor file://DIR: %v", o, err)
+		return
 	}
+	v.selfOrigin(path, o)
 }
 
 func (v *validator) aggregation() {
@@ -163,6 +172,8 @@ func (v *validator) downstream() {
 	v.positiveCount("downstream.limits.max_name_length", l.MaxNameLength)
 	v.positiveCount("downstream.limits.max_types_per_stream", l.MaxTypesPerStream)
 	v.positiveCount("downstream.limits.max_version_length", l.MaxVersionLength)
+	v.positiveCount("downstream.limits.max_groups_per_authority", l.MaxGroupsPerAuthority)
+	v.positiveCount("downstream.limits.max_new_groups_per_stream", l.MaxNewGroupsPerStream)
 	v.positive("downstream.rest.read_timeout", d.REST.ReadTimeout)
 	v.positive("downstream.rest.write_timeout", d.REST.WriteTimeout)
 	v.positive("downstream.rest.idle_timeout", d.REST.IdleTimeout)
@@ -210,11 +221,11 @@ func (v *validator) serverTLS(path string, t ServerTLS) {
 	v.file(path+".ca_file", t.CAFile)
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		v.add(path+".key_file", "required when cert_file is set")
+		v.addMissing(path+".key_file", path+".cert_file", "required when cert_file is set")
 	case t.CertFile == "" && t.KeyFile != "":
-		v.add(path+".cert_file", "required when key_file is set")
+		v.addMissing(path+".cert_file", path+".key_file", "required when key_file is set")
 	case t.CertFile == "" && t.CAFile != "":
-		v.add(path+".cert_file", "required when ca_file is set (client certificates need a TLS listener)")
+		v.addMissing(path+".cert_file", path+".ca_file", "required when ca_file is set (client certificates need a TLS listener)")
 	}
 }
 
@@ -224,9 +235,9 @@ func (v *validator) clientTLS(path string, t ClientTLS) {
 	v.file(path+".key_file", t.KeyFile)
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		v.add(path+".key_file", "required when cert_file is set")
+		v.addMissing(path+".key_file", path+".cert_file", "required when cert_file is set")
 	case t.CertFile == "" && t.KeyFile != "":
-		v.add(path+".cert_file", "required when key_file is set")
+		v.addMissing(path+".cert_file", path+".key_file", "required when key_file is set")
 	}
 	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "") {
 		v.add(path+".enabled", "TLS settings are given but enabled is false")
@@ -305,14 +316,6 @@ func checkHostPort(addr string, emptyHost bool) error {
 		return fmt.Errorf("port 0 cannot be dialled")
 	}
 	return nil
-}
-
-// sameAddress reports whether two listen addresses would collide: equal and
-// not port 0 (each port 0 gets its own port).
-func sameAddress(a, b string) bool {
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	return errA == nil && errB == nil && ha == hb && pa == pb && pa != "0"
 }
 
 func unwrapAddrError(err error) error {

@@ -68,11 +68,11 @@ func TestValidate(t *testing.T) {
 		{name: "downstream cert missing", extra: "downstream:\n  tls:\n    cert_file: " + missing + "\n    key_file: " + file + "\n",
 			want: []problem{{"downstream.tls.cert_file", 6, missing + ": no such file or directory"}}},
 		{name: "downstream key without cert", extra: "downstream:\n  tls:\n    key_file: " + file + "\n",
-			want: []problem{{"downstream.tls.cert_file", 5, "required when key_file is set"}}},
+			want: []problem{{"downstream.tls.cert_file", 6, "required when key_file is set"}}},
 		{name: "downstream cert without key", extra: "downstream:\n  tls:\n    cert_file: " + file + "\n",
-			want: []problem{{"downstream.tls.key_file", 5, "required when cert_file is set"}}},
+			want: []problem{{"downstream.tls.key_file", 6, "required when cert_file is set"}}},
 		{name: "downstream ca without cert", extra: "downstream:\n  tls:\n    ca_file: " + file + "\n",
-			want: []problem{{"downstream.tls.cert_file", 5, "required when ca_file is set"}}},
+			want: []problem{{"downstream.tls.cert_file", 6, "required when ca_file is set"}}},
 		{name: "downstream cert is a directory", extra: "downstream:\n  tls:\n    cert_file: " + dir + "\n    key_file: " + file + "\n",
 			want: []problem{{"downstream.tls.cert_file", 6, "is a directory"}}},
 		{name: "keepalive time zero", extra: "downstream:\n  keepalive:\n    time: 0s\n", want: []problem{{"downstream.keepalive.time", 6, "must be a positive duration, got 0s"}}},
@@ -97,7 +97,7 @@ func TestValidate(t *testing.T) {
 
 		{name: "upstream ca missing", extra: "upstream:\n  tls:\n    enabled: true\n    ca_file: " + missing + "\n", want: []problem{{"upstream.tls.ca_file", 7, "no such file or directory"}}},
 		{name: "upstream tls settings while disabled", extra: "upstream:\n  tls:\n    ca_file: " + file + "\n", want: []problem{{"upstream.tls.enabled", 5, "TLS settings are given but enabled is false"}}},
-		{name: "upstream cert without key", extra: "upstream:\n  tls:\n    enabled: true\n    cert_file: " + file + "\n", want: []problem{{"upstream.tls.key_file", 5, "required when cert_file is set"}}},
+		{name: "upstream cert without key", extra: "upstream:\n  tls:\n    enabled: true\n    cert_file: " + file + "\n", want: []problem{{"upstream.tls.key_file", 7, "required when cert_file is set"}}},
 		{name: "upstream keepalive zero", extra: "upstream:\n  keepalive: {time: 0s, timeout: -1s}\n", want: []problem{
 			{"upstream.keepalive.time", 5, "must be a positive duration"},
 			{"upstream.keepalive.timeout", 5, "must be a positive duration"},

@@ -130,10 +130,11 @@ func kindOf(top map[string]any) blockKind {
 }
 
 // minimalAuthorities completes a relay config fragment that has no
-// authorities: the authority aggregation examples send plain names to.
+// authorities: the authority aggregation examples send plain names to (an
+// origin of its own: 127.0.0.1:18000 is the relay's default listen address).
 const minimalAuthorities = `authorities:
   - name: "legacy"
-    origins: ["127.0.0.1:18000"]
+    origins: ["origin.example:15000"]
 `
 
 // checkRelayConfig loads and validates text as a relay config. File paths

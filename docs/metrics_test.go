@@ -230,7 +230,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 	case "variant":
 		return []string{"sotw", "delta"}, true
 	case "limit":
-		return []string{"streams", "names_per_stream", "name_length", "types_per_stream", "version_length"}, true
+		return []string{"streams", "names_per_stream", "name_length", "types_per_stream", "version_length", "groups_per_authority", "new_groups_per_stream"}, true
 	}
 	own := map[string][]string{
 		"xds_relay_config_reloads_total/result":                {"ok", "invalid", "error"},
@@ -242,6 +242,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 		"xds_relay_upstream_resource_errors_total/code":        cache.CodeLabels(),
 		"xds_relay_downstream_resource_errors_sent_total/code": cache.CodeLabels(),
 		"xds_relay_delivery_held/reason":                       delivery.Reasons(),
+		"xds_relay_downstream_oversize_total/reason":           {"resource", "full_state"},
 	}
 	v, ok := own[metric+"/"+label]
 	return v, ok

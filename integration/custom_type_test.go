@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -15,8 +16,10 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // workloadType is a mesh's own resource type: no package of this process
@@ -168,4 +171,69 @@ func sameWorkloads(t testing.TB, held deltaView, want map[string]string) bool {
 		got[n] = addr
 	}
 	return maps.Equal(got, want)
+}
+
+// TestNamelessTypeInWrapperForSotW (issue #26): a listed type whose
+// message has no name field (google.protobuf.Struct), served by a
+// go-control-plane origin, reaches a SotW client that advertises
+// xds.config.resource-in-sotw in the Resource wrapper, named; bare, it
+// could not tell which resource is which. A SotW client without the
+// feature gets the bare bodies, as before (it may not unwrap).
+func TestNamelessTypeInWrapperForSotW(t *testing.T) {
+	const structType = "type.googleapis.com/google.protobuf.Struct"
+	o := serveOrigin(t, linearOrigin(resource.ClusterType, structType), nil)
+	prefix := "xdstp://" + dsAuthority + "/google.protobuf.Struct/"
+	names := []string{prefix + "s1", prefix + "s2"}
+	bodies := map[string]types.Resource{}
+	for i, n := range names {
+		s, err := structpb.NewStruct(map[string]any{"index": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[n] = s
+	}
+	o.setAll(structType, bodies)
+	r := startRelay(t, func(cfg *config.Config) {
+		cfg.Authorities[0].Types = []string{resource.ClusterType, structType}
+	}, o.addr)
+	conn := dial(t, r.XDSAddr())
+
+	wrapped := openSotW(t, conn)
+	node := &corev3.Node{Id: "grpc-like", ClientFeatures: []string{xdstype.FeatureResourceInSotW}}
+	wrapped.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: structType, ResourceNames: names})
+	got := map[string]float64{}
+	for len(got) < len(names) {
+		resp := wrapped.Recv()
+		for _, a := range resp.GetResources() {
+			if a.GetTypeUrl() != xdstype.ResourceWrapperURL {
+				t.Fatalf("a %s resource came bare (%s) to a resource-in-sotw client: it cannot tell its name", structType, a.GetTypeUrl())
+			}
+			var w discoveryv3.Resource
+			if err := a.UnmarshalTo(&w); err != nil {
+				t.Fatal(err)
+			}
+			var s structpb.Struct
+			if err := w.GetResource().UnmarshalTo(&s); err != nil {
+				t.Fatal(err)
+			}
+			got[w.GetName()] = s.GetFields()["index"].GetNumberValue()
+		}
+		wrapped.Send(&discoveryv3.DiscoveryRequest{TypeUrl: structType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(), ResourceNames: names})
+	}
+	if want := map[string]float64{names[0]: 0, names[1]: 1}; !maps.Equal(got, want) {
+		t.Errorf("the wrapped client holds %v, want %v", got, want)
+	}
+
+	bare := openSotW(t, conn)
+	bare.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: structType, ResourceNames: names})
+	for n := 0; n < len(names); {
+		resp := bare.Recv()
+		for _, a := range resp.GetResources() {
+			if a.GetTypeUrl() != structType {
+				t.Fatalf("a client without resource-in-sotw got a %s, want the bare %s", a.GetTypeUrl(), structType)
+			}
+			n++
+		}
+		bare.Send(&discoveryv3.DiscoveryRequest{TypeUrl: structType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(), ResourceNames: names})
+	}
 }

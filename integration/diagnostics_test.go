@@ -279,6 +279,24 @@ func TestRESTSaysWhy(t *testing.T) {
 			t.Errorf("REST poll with the origin down: %d %q, want 503 naming the authority's state", code, body)
 		}
 	})
+	// A healthy origin that does not have a name says nothing of it
+	// (go-control-plane's delta server); the relay does not blame it: the
+	// poll is answered with what is known (200, nothing), as gRPC clients
+	// are told nothing either. Asked first, before the origin answered
+	// anything, with upstream.response_timeout still running.
+	t.Run("healthy origin without the name", func(t *testing.T) {
+		o := newGCPOrigin(t)
+		present := dsCluster("present")
+		o.set(resource.ClusterType, present, cluster(present, 1))
+		r := startRelay(t, rest, o.addr)
+		code, body := restPoll(t, r, dsCluster("missing"))
+		if code != http.StatusOK || strings.Contains(body, "no origin") || strings.Contains(body, `"resources"`) {
+			t.Errorf("REST poll for a name the origin does not have: %d %q, want 200 with no resources", code, body)
+		}
+		if code, body := restPoll(t, r, present); code != http.StatusOK || !strings.Contains(body, present) {
+			t.Errorf("REST poll for %s: %d %q, want 200 with it", present, code, body)
+		}
+	})
 	t.Run("does not exist", func(t *testing.T) {
 		dir := t.TempDir()
 		present := dsCluster("present")

@@ -156,6 +156,15 @@ func TestStatusPageInChromium(t *testing.T) {
 	if got := text(byID(t, doc, "cache-hits")); !strings.HasSuffix(got, "misses)") {
 		t.Errorf("hit ratio %q", got)
 	}
+	// Each figure says what it counts (a legend beside it).
+	for _, r := range rows(byID(t, doc, "cache-rows")) {
+		if len(r) != 3 || len(r[2]) < 20 {
+			t.Errorf("cache row %q: want the figure, its value and a legend", r)
+		}
+	}
+	if got := rows(byID(t, doc, "cache-rows")); len(got) != 5 || !strings.Contains(got[2][2], "hits") || !strings.Contains(got[2][2], "misses") {
+		t.Errorf("cache rows %q: want 5, the hit ratio's legend saying what hits and misses are", got)
+	}
 
 	// The NACK and its error.
 	if got := text(byID(t, doc, "nacks-total")); got != "1" {

@@ -153,3 +153,14 @@ func envoyDemoBootstrap(listen string) ([]byte, error) {
 }
 `, host, port), nil
 }
+
+// demoFlags are the demo's flags for its listeners, by config key.
+var demoFlags = map[string]string{"listen": "--listen", "admin": "--admin", "rest_listen": "--rest-listen"}
+
+// demoHint: the demo's listeners move by its flags.
+func demoHint(key string) string {
+	if f, ok := demoFlags[key]; ok {
+		return fmt.Sprintf("give the demo another address: xds-relay demo %s 127.0.0.1:PORT", f)
+	}
+	return "set " + key + " to a free address"
+}

@@ -3,14 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // The demo writes a complete Envoy bootstrap: it parses strictly as an
@@ -91,4 +98,54 @@ func TestDemoGRPCBootstraps(t *testing.T) {
 			t.Errorf("%s: listener template present = %v, want %v", file, has, wantTemplate)
 		}
 	}
+}
+
+// TestDemoBusyPort: with one of its ports taken, the demo binds before it
+// prints anything, so its guide never shows (it would be of a relay that
+// is not running), and it exits 1 naming the listener, its address and the
+// flag that moves it.
+func TestDemoBusyPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct{ flag, key string }{{"--admin", "admin"}, {"--listen", "listen"}, {"--rest-listen", "rest_listen"}} {
+		t.Run(tc.key, func(t *testing.T) {
+			args := map[string]string{"--listen": "127.0.0.1:0", "--admin": "127.0.0.1:0", "--rest-listen": "127.0.0.1:0"}
+			args[tc.flag] = busy.Addr().String()
+			cmd := exec.Command(relayBinary(t), "demo", "--listen", args["--listen"], "--admin", args["--admin"], "--rest-listen", args["--rest-listen"])
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(xdstest.WaitTimeout):
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("demo still running with %s busy\nstdout:\n%s\nstderr:\n%s", tc.key, &stdout, &stderr)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitFail {
+				t.Errorf("exit: %v, want code %d", err, exitFail)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("the guide was printed for a relay that did not start:\n%s", &stdout)
+			}
+			want := fmt.Sprintf("xds-relay demo: %s %s: address already in use: another process (another xds-relay?) listens there; stop it, or give the demo another address: xds-relay demo %s 127.0.0.1:PORT\n",
+				tc.key, busy.Addr(), tc.flag)
+			if !strings.HasSuffix(stderr.String(), want) {
+				t.Errorf("stderr ends:\n%s\nwant:\n%s", lastLine(stderr.String()), want)
+			}
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }

@@ -1,5 +1,5 @@
 // Command xds-relay is a caching xDS relay: serve | validate | demo |
-// explain | reload | version | loadgen | migrate-rules.
+// explain | reload | status | version | loadgen | migrate-rules.
 //
 // main parses the subcommand and its flags, loads the config and calls run;
 // everything else lives in internal/relay.
@@ -47,6 +47,7 @@ var commands = []command{
 	{"demo", "[--listen ADDR] [--admin ADDR]", "run the relay on its embedded demo config", cmdDemo},
 	{"explain", "--config FILE --type T [flags]", "which aggregation rule, authority and group key serve a request", cmdExplain},
 	{"reload", "[--admin ADDR]", "ask a running relay to re-read its config file, as SIGHUP does", cmdReload},
+	{"status", "--csds ADDR [--node ID] [--json] [TLS flags]", "what each connected client was sent and answered (CSDS): synced, stale, NACKed, per type", cmdStatus},
 	{"version", "", "print the version (also --version)", cmdVersion},
 	{"loadgen", "--target ADDR --clients N --names A,B", "simulate a fleet of xDS clients against any xDS server", cmdLoadgen},
 	{"migrate-rules", "[--verify] [--authority NAME] [--origin ADDR | --bootstrap FILE] OLD.yaml", "convert an earlier-relay (envoyproxy/xds-relay) aggregation rules file; --verify compares the two relays' grouping", cmdMigrateRules},
@@ -148,7 +149,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, cfg, stderr)
+	return run(ctx, cfg, stderr, nil, configHint(cfg))
 }
 
 func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -185,10 +186,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen); err != nil {
-		return err
-	}
-	return run(ctx, cfg, stderr)
+	// The guide once the relay listens: a busy port fails before it, naming
+	// the flag that moves that listener.
+	guide := func() error { return printDemoGuide(stdout, dir, cfg.Listen, cfg.Admin, cfg.RESTListen) }
+	return run(ctx, cfg, stderr, guide, demoHint)
 }
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {

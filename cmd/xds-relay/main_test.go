@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -166,6 +167,7 @@ type servingLog struct {
 	Listen string `json:"listen"`
 	Admin  string `json:"admin"`
 	REST   string `json:"rest_listen"`
+	CSDS   string `json:"csds_listen"`
 }
 
 type lockedBuffer struct {
@@ -365,17 +367,26 @@ func TestServeFailsFast(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("listen: nope\nauthorities: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	busyListen, busyAdmin := writeConfig(t, busy.Addr().String(), "127.0.0.1:0"), writeConfig(t, "127.0.0.1:0", busy.Addr().String())
+	// The relay's own listen address as its origin: refused before
+	// anything is bound (nothing listens on the port).
+	self := filepath.Join(t.TempDir(), "self.yaml")
+	if err := os.WriteFile(self, []byte("listen: 0.0.0.0:28123\nadmin: 127.0.0.1:0\nauthorities:\n  - name: a\n    origins: [\"localhost:28123\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
 		wantStderr []string
 	}{
-		{name: "busy listen port", args: []string{"serve", "--config", writeConfig(t, busy.Addr().String(), "127.0.0.1:0")},
-			wantStderr: []string{fmt.Sprintf("xds-relay serve: listen %s: address already in use", busy.Addr())}},
-		{name: "busy admin port", args: []string{"serve", "--config", writeConfig(t, "127.0.0.1:0", busy.Addr().String())},
-			wantStderr: []string{fmt.Sprintf("xds-relay serve: admin %s: address already in use", busy.Addr())}},
+		{name: "busy listen port", args: []string{"serve", "--config", busyListen},
+			wantStderr: []string{fmt.Sprintf("xds-relay serve: listen %s: address already in use: another process (another xds-relay?) listens there; stop it, or set listen in %s to a free address\n", busy.Addr(), busyListen)}},
+		{name: "busy admin port", args: []string{"serve", "--config", busyAdmin},
+			wantStderr: []string{fmt.Sprintf("xds-relay serve: admin %s: address already in use: another process (another xds-relay?) listens there; stop it, or set admin in %s to a free address\n", busy.Addr(), busyAdmin)}},
 		{name: "bad config", args: []string{"serve", "--config", bad},
 			wantStderr: []string{"listen (line 1): \"nope\" is not host:port", "authorities (line 2): at least one authority is required"}},
+		{name: "origin is the relay itself", args: []string{"serve", "--config", self},
+			wantStderr: []string{`self.yaml: authorities[0].origins[0] (line 5): "localhost:28123" is this relay's own listen address (0.0.0.0:28123) ("localhost" resolves to 127.0.0.1): the relay would ask itself`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,6 +492,12 @@ func TestSIGHUPReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitLog(t, "cache.max_resources (line 8): must not be negative")
+	// The log's problems are the problems alone: the first carries no
+	// prefix of the refusal's own.
+	problem := path + ": cache.max_resources (line 8): must not be negative, got -5"
+	if got := refusedProblems(t, p.stderr.String()); !slices.Equal(got, []string{problem}) {
+		t.Errorf("the refused reload's logged problems = %q, want [%q]", got, problem)
+	}
 	select {
 	case err := <-p.exited:
 		t.Fatalf("relay exited after SIGHUP: %v\nstderr:\n%s", err, p.stderr)
@@ -500,8 +517,8 @@ func TestSIGHUPReloads(t *testing.T) {
 			t.Errorf("xds-relay reload = %d, stdout %q, stderr %q; want %d, stdout with %q", code, &stdout, &stderr, wantCode, wantStdout)
 		}
 	}
-	reload(exitFail, "400 Bad Request: config reload refused")
-	reload(exitFail, "cache.max_resources (line 8): must not be negative")
+	// The refusal on its own line, then each problem as validate prints it.
+	reload(exitFail, "400 Bad Request: config reload refused; the running config is kept:\n"+problem+"\n")
 	write(string(orig) + "cache: {max_resources: 7}\n")
 	reload(exitOK, "config reloaded")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -510,4 +527,21 @@ func TestSIGHUPReloads(t *testing.T) {
 	if code := p.waitExit(t); code != exitOK {
 		t.Errorf("exit code = %d, want 0\nstderr:\n%s", code, p.stderr)
 	}
+}
+
+// refusedProblems is the problems list of the last "config reload
+// refused" line of a JSON log.
+func refusedProblems(t *testing.T, log string) []string {
+	t.Helper()
+	var last []string
+	for _, line := range strings.Split(log, "\n") {
+		var j struct {
+			Msg      string   `json:"msg"`
+			Problems []string `json:"problems"`
+		}
+		if json.Unmarshal([]byte(line), &j) == nil && strings.HasPrefix(j.Msg, "config reload refused") {
+			last = j.Problems
+		}
+	}
+	return last
 }

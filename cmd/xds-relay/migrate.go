@@ -7,12 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/migrate"
 	"github.com/xds-relay/xds-relay/internal/migrate/legacykey"
@@ -20,11 +20,18 @@ import (
 
 // migrateOutput is the config fragment migrate-rules prints.
 type migrateOutput struct {
+	Listen      string             `yaml:"listen,omitempty"`
+	Admin       string             `yaml:"admin,omitempty"`
+	Log         *migrateLog        `yaml:"log,omitempty"`
 	Node        migrateNode        `yaml:"node"`
 	Authorities []migrateAuthority `yaml:"authorities"`
 	Aggregation struct {
 		Rules []aggregation.Rule `yaml:"rules"`
 	} `yaml:"aggregation"`
+}
+
+type migrateLog struct {
+	Level string `yaml:"level"`
 }
 
 type migrateNode struct {
@@ -38,23 +45,19 @@ type migrateAuthority struct {
 	PlainNames bool     `yaml:"plain_names"`
 }
 
-// legacyBootstrap is the part of the earlier relay's bootstrap file
-// migrate-rules reads: its origin's address.
-type legacyBootstrap struct {
-	OriginServer struct {
-		Address struct {
-			Address   string `yaml:"address"`
-			PortValue int    `yaml:"port_value"`
-		} `yaml:"address"`
-	} `yaml:"origin_server"`
-}
+// originPlaceholder is written in place of an origin migrate-rules does
+// not know, or that would be the relay itself: not a host:port, so the
+// config does not validate until the operator writes the origin's.
+const originPlaceholder = "ORIGIN-HOST:PORT"
 
 // cmdMigrateRules implements `xds-relay migrate-rules`: it converts the
 // earlier relay's aggregation rules file into this relay's config (the
-// authority, the node, the rules) and prints it, or refuses, naming each
-// rule that cannot be converted and why (exit 1). With --verify it replays
-// generated requests through both key builders and lists every request
-// they group differently (exit 1 when any).
+// authority, the node, the rules; with --bootstrap, the listeners and log
+// level too) and prints it, or refuses, naming each rule that cannot be
+// converted and why (exit 1). What the bootstrap holds that has no place
+// in this relay's config is listed on stderr with where it goes now. With
+// --verify it replays generated requests through both key builders and
+// lists every request they group differently (exit 1 when any).
 func cmdMigrateRules(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseMigrateFlags(args, stderr)
 	if err != nil {
@@ -63,6 +66,10 @@ func cmdMigrateRules(_ context.Context, args []string, stdout, stderr io.Writer)
 	data, err := os.ReadFile(f.file)
 	if err != nil {
 		return err
+	}
+	if kind, keys := migrate.Kind(data); kind == migrate.KindBootstrap {
+		return usageError{fmt.Sprintf("%s: this looks like the earlier relay's bootstrap (it has %s), not its aggregation rules: pass it with --bootstrap %s, and the rules file (fragments: ...) as the argument",
+			f.file, strings.Join(keys, ", "), f.file)}
 	}
 	legacy, err := legacykey.Parse(data)
 	if err != nil {
@@ -76,11 +83,14 @@ func cmdMigrateRules(_ context.Context, args []string, stdout, stderr io.Writer)
 	if f.verify {
 		return verifyConversion(stdout, f.file, legacy, conv, f.requests, f.seed, f.show)
 	}
-	addr, err := originAddress(f.origin, f.bootstrap)
+	out, notes, err := migratedConfig(f, conv)
 	if err != nil {
 		return err
 	}
-	return writeMigratedConfig(stdout, f.file, f.authority, addr, conv)
+	for _, n := range notes {
+		fmt.Fprintln(stderr, n)
+	}
+	return writeMigratedConfig(stdout, f.file, out)
 }
 
 // migrateFlags is what `xds-relay migrate-rules` was asked for.
@@ -101,8 +111,8 @@ func parseMigrateFlags(args []string, stderr io.Writer) (*migrateFlags, error) {
 	var f migrateFlags
 	fs.BoolVar(&f.verify, "verify", false, "replay generated requests through both key builders and report every difference, instead of printing the config")
 	fs.StringVar(&f.authority, "authority", "legacy", "the name of the authority the rules feed")
-	fs.StringVar(&f.origin, "origin", "", "the origin's host:port (default: the --bootstrap file's origin_server, else 127.0.0.1:18000)")
-	fs.StringVar(&f.bootstrap, "bootstrap", "", "the earlier relay's bootstrap `file`, for its origin_server address")
+	fs.StringVar(&f.origin, "origin", "", "the origin's host:port (default: the --bootstrap file's origin_server, else a placeholder to edit)")
+	fs.StringVar(&f.bootstrap, "bootstrap", "", "the earlier relay's bootstrap `file`: its origin_server, server (listen), admin and logging.level are carried over, and every other setting listed with where it goes now")
 	fs.IntVar(&f.requests, "requests", 20000, "how many requests --verify generates")
 	fs.Uint64Var(&f.seed, "seed", 1, "the seed of --verify's generator")
 	fs.IntVar(&f.show, "show", 20, "how many differences --verify prints")
@@ -128,30 +138,69 @@ func parseMigrateFlags(args []string, stderr io.Writer) (*migrateFlags, error) {
 	return &f, nil
 }
 
-// originAddress is the origin's host:port: --origin, else the bootstrap
-// file's origin_server, else 127.0.0.1:18000.
-func originAddress(origin, bootstrap string) (string, error) {
-	addr := origin
-	if addr == "" && bootstrap != "" {
-		var err error
-		if addr, err = bootstrapOrigin(bootstrap); err != nil {
-			return "", err
+// migratedConfig is the config migrate-rules prints, and what it tells
+// the operator on the way: the bootstrap's settings and where each went,
+// and an origin left for the operator to write (unknown, or the relay's
+// own listener: never written).
+func migratedConfig(f *migrateFlags, conv *migrate.Converted) (*migrateOutput, []string, error) {
+	out := &migrateOutput{Node: migrateNode{ID: "xds-relay"}}
+	out.Aggregation.Rules = conv.Rules
+	origin := f.origin
+	var notes []string
+	if f.bootstrap != "" {
+		b, err := readBootstrap(f.bootstrap)
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Listen, out.Admin = b.Listen, b.Admin
+		if b.LogLevel != "" {
+			out.Log = &migrateLog{Level: b.LogLevel}
+		}
+		if origin == "" {
+			origin = b.Origin
+		}
+		notes = append(notes, fmt.Sprintf("migrate-rules: the earlier relay's bootstrap %s, setting by setting:", f.bootstrap))
+		for _, n := range b.Notes {
+			notes = append(notes, "  "+n.String())
 		}
 	}
-	if addr == "" {
-		addr = "127.0.0.1:18000"
+	switch key, addr, own := ownListener(out, origin); {
+	case origin == "":
+		notes = append(notes, fmt.Sprintf("migrate-rules: no --origin or --bootstrap: authorities[0].origins[0] is the placeholder %s; write your origin control plane's host:port there", originPlaceholder))
+		origin = originPlaceholder
+	case own:
+		notes = append(notes, fmt.Sprintf("migrate-rules: the origin %s would be this relay's own %s address (%s), and the relay would ask itself: authorities[0].origins[0] is the placeholder %s. Write your origin control plane's host:port there; if it is %s, also set %s to another address (for listen, where your clients connect: the earlier relay's server.address, which --bootstrap carries over)",
+			origin, key, addr, originPlaceholder, origin, key))
+		origin = originPlaceholder
 	}
-	return addr, nil
+	out.Authorities = []migrateAuthority{{Name: f.authority, Origins: []string{origin}, Transport: "sotw"}}
+	return out, notes, nil
 }
 
-// writeMigratedConfig prints the converted config: the authority at addr,
-// the node and the rules, after a comment on how to read them.
-func writeMigratedConfig(stdout io.Writer, file, authority, addr string, conv *migrate.Converted) error {
-	out := migrateOutput{
-		Node:        migrateNode{ID: "xds-relay"},
-		Authorities: []migrateAuthority{{Name: authority, Origins: []string{addr}, Transport: "sotw"}},
+// ownListener reports which of the listeners out configures (this
+// relay's defaults for the others) dialling origin would reach.
+func ownListener(out *migrateOutput, origin string) (key, addr string, ok bool) {
+	if origin == "" {
+		return "", "", false
 	}
-	out.Aggregation.Rules = conv.Rules
+	cfg := config.Default()
+	if out.Listen != "" {
+		cfg.Listen = out.Listen
+	}
+	if out.Admin != "" {
+		cfg.Admin = out.Admin
+	}
+	return cfg.OwnListener(origin)
+}
+
+// writeMigratedConfig prints the converted config after a comment on how
+// to read it; a placeholder origin carries a comment of its own.
+func writeMigratedConfig(stdout io.Writer, file string, out *migrateOutput) error {
+	var doc yaml.Node
+	if err := doc.Encode(out); err != nil {
+		return err
+	}
+	markPlaceholder(&doc)
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# Converted by xds-relay migrate-rules from %s.\n", file)
 	fmt.Fprintf(&buf, "# First match wins: the order of the rules matters. Every group key starts\n")
@@ -160,33 +209,34 @@ func writeMigratedConfig(stdout io.Writer, file, authority, addr string, conv *m
 	fmt.Fprintf(&buf, "# relay forwarded the first client's node).\n")
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(out); err != nil {
+	if err := enc.Encode(&doc); err != nil {
 		return err
 	}
 	_, err := stdout.Write(buf.Bytes())
 	return err
 }
 
-// bootstrapOrigin reads origin_server's host:port from the earlier
-// relay's bootstrap file.
-func bootstrapOrigin(path string) (string, error) {
+// markPlaceholder comments the placeholder origin, wherever it is in n.
+func markPlaceholder(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Value == originPlaceholder {
+		n.LineComment = "# placeholder: your origin control plane's host:port"
+	}
+	for _, c := range n.Content {
+		markPlaceholder(c)
+	}
+}
+
+// readBootstrap reads the earlier relay's bootstrap file.
+func readBootstrap(path string) (*migrate.Bootstrap, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var b legacyBootstrap
-	if err := yaml.Unmarshal(data, &b); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+	b, err := migrate.ParseBootstrap(data)
+	if err != nil {
+		return nil, fmt.Errorf("--bootstrap %s: %w", path, err)
 	}
-	a := b.OriginServer.Address
-	if a.Address == "" || a.PortValue == 0 {
-		return "", fmt.Errorf("%s: no origin_server.address", path)
-	}
-	host := a.Address
-	if host == "0.0.0.0" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, strconv.Itoa(a.PortValue)), nil
+	return b, nil
 }
 
 // verifyConversion replays generated requests and reports.

@@ -19,7 +19,10 @@ import (
 // shuts down within the configured grace period. SIGHUP re-reads the
 // config file (relay.Reload): a file that does not validate is logged and
 // refused, the running config kept; SIGHUP never ends the process.
-func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
+// started, when set, is called once every listener is bound (the demo
+// prints its guide then, never before a busy port fails the start); a
+// listener that cannot be bound fails with hint's advice (see busyHint).
+func run(ctx context.Context, cfg *config.Config, stderr io.Writer, started func() error, hint func(key string) string) error {
 	lg, err := relay.NewLogger(cfg.Log, stderr)
 	if err != nil {
 		return err
@@ -36,7 +39,12 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		return err
 	}
 	if err := r.Start(ctx); err != nil {
-		return errors.Join(err, r.Close())
+		return errors.Join(busyHint(err, hint), r.Close())
+	}
+	if started != nil {
+		if err := started(); err != nil {
+			return errors.Join(err, r.Close())
+		}
 	}
 	var failed error
 	for done := false; !done; {
@@ -56,4 +64,21 @@ func run(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		}
 	}
 	return errors.Join(failed, r.Close())
+}
+
+// busyHint adds to the error of a listener whose address is in use what
+// to change: hint(key) names the flag or config key of that listener.
+func busyHint(err error, hint func(key string) string) error {
+	var le *relay.ListenError
+	if hint == nil || !errors.As(err, &le) || !errors.Is(le.Err, syscall.EADDRINUSE) {
+		return err
+	}
+	return fmt.Errorf("%w: another process (another xds-relay?) listens there; stop it, or %s", err, hint(le.Key))
+}
+
+// configHint: serve's listeners are set in the config file.
+func configHint(cfg *config.Config) func(key string) string {
+	return func(key string) string {
+		return fmt.Sprintf("set %s in %s to a free address", key, cfg.Source())
+	}
 }

@@ -99,8 +99,8 @@ func TestKustomizations(t *testing.T) {
 				}
 			}
 			for _, img := range k.Images {
-				if img.Name != "ghcr.io/xds-relay/xds-relay" {
-					t.Errorf("images: %q is not the relay's image: the override would change nothing", img.Name)
+				if img.Name != relayImageName {
+					t.Errorf("images: %q is not the relay's image (%s): the override would change nothing", img.Name, relayImageName)
 				}
 			}
 		})

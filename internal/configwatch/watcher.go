@@ -10,6 +10,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/internal/trustfile"
 )
 
 // DefaultDebounce is how long events must be quiet before the file is
@@ -26,6 +28,9 @@ type Options struct {
 	OnChange func()
 	// Debounce; 0: DefaultDebounce.
 	Debounce time.Duration
+	// MaxBytes bounds the file (config.MaxFileBytes): a larger one is
+	// refused by its size, unread. <= 0: no bound.
+	MaxBytes int64
 	// Logger; named "configwatch". nil: no logging.
 	Logger *zap.Logger
 }
@@ -33,14 +38,18 @@ type Options struct {
 // Watcher watches one config file; New starts watching, Run reports
 // changes until its context ends, Close releases the watch.
 type Watcher struct {
-	path     string            // read-only after New
+	path     string            // read-only after New; filepath.Clean'ed
 	onChange func()            // read-only after New
 	debounce time.Duration     // read-only after New
+	maxBytes int64             // read-only after New
 	lg       *zap.Logger       // read-only after New
 	w        *fsnotify.Watcher // read-only after New; its channels read by Run only
-	// last is the SHA-256 of the content last seen; owned by Run (set by
-	// New before).
+	// last is the SHA-256 of the content last seen (or of the reason it
+	// was refused: see look); owned by Run (set by New before).
 	last [sha256.Size]byte
+	// names are the paths whose events are the file's own (ownNames);
+	// owned by Run (set by New before).
+	names map[string]bool
 }
 
 // New watches the file's directory and the file, and notes its content
@@ -59,14 +68,16 @@ func New(o Options) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config_watch: %w", err)
 	}
-	dir := filepath.Dir(o.Path)
+	path := filepath.Clean(o.Path)
+	dir := filepath.Dir(path)
 	if err := w.Add(dir); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("config_watch: watch %s: %w", dir, err)
 	}
-	cw := &Watcher{path: o.Path, onChange: o.OnChange, debounce: d, lg: lg.Named("configwatch"), w: w}
+	cw := &Watcher{path: path, onChange: o.OnChange, debounce: d, maxBytes: o.MaxBytes, lg: lg.Named("configwatch"), w: w}
 	cw.watchFile()
-	cw.last, _ = digest(o.Path) // unreadable now: any readable content is a change
+	cw.names = ownNames(path)
+	cw.last, _ = cw.look() // unreadable now: any readable content is a change
 	return cw, nil
 }
 
@@ -92,7 +103,10 @@ func (cw *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			cw.lg.Debug("config directory event", zap.String("name", ev.Name), zap.String("op", ev.Op.String()))
+			if !cw.names[filepath.Clean(ev.Name)] {
+				continue // another file of the directory (a log): neither a change nor a reason to wait
+			}
+			cw.lg.Debug("config file event", zap.String("name", ev.Name), zap.String("op", ev.Op.String()))
 			quiet.Reset(cw.debounce)
 		case err, ok := <-cw.w.Errors:
 			if !ok {
@@ -108,11 +122,12 @@ func (cw *Watcher) Run(ctx context.Context) error {
 }
 
 // check calls onChange when the file's content differs from the last
-// seen.
+// seen, or when the file is now refused for another reason.
 func (cw *Watcher) check() {
 	cw.watchFile()
-	sum, err := digest(cw.path)
-	if err != nil {
+	cw.names = ownNames(cw.path)
+	sum, err := cw.look()
+	if err != nil && !trustfile.Refused(err) {
 		cw.lg.Warn("config file unreadable; waiting for the next change", zap.String("path", cw.path), zap.Error(err))
 		return
 	}
@@ -120,18 +135,57 @@ func (cw *Watcher) check() {
 		return
 	}
 	cw.last = sum
+	// A refused file is reloaded too: the reload refuses it, logged and
+	// counted, and keeps the running config.
 	cw.lg.Info("config file changed; reloading", zap.String("path", cw.path))
 	cw.onChange()
+}
+
+// look is the SHA-256 of the file's content, read as config.Load reads it
+// (internal/trustfile: never blocks, bounded, owner and mode). A refused
+// file (trustfile.Refused) yields the SHA-256 of the reason, with the
+// error: one change per reason, which no content can equal.
+func (cw *Watcher) look() ([sha256.Size]byte, error) {
+	sum, err := trustfile.Digest(cw.path, cw.maxBytes, trustfile.OperatorWritten)
+	if trustfile.Refused(err) {
+		return sha256.Sum256([]byte("refused\x00" + err.Error())), err
+	}
+	return sum, err
 }
 
 // Close ends the watch; Run then returns. Safe to call more than once.
 func (cw *Watcher) Close() { _ = cw.w.Close() }
 
-// digest is the SHA-256 of the file at path.
-func digest(path string) ([sha256.Size]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return [sha256.Size]byte{}, err
+// maxLinks bounds the symlinks ownNames follows (a loop ends there).
+const maxLinks = 8
+
+// ownNames lists the paths in the file's directory whose events are the
+// file's own: the path, and, when it is a symlink, each entry of the
+// directory that its targets go through. A Kubernetes ConfigMap volume is
+// config.yaml → ..data/config.yaml, ..data → ..2026_01_02_x: its update
+// renames a new ..data over the old one, an event named ..data, never
+// config.yaml. Events of other names (a log written beside the config)
+// are not the file's.
+func ownNames(path string) map[string]bool {
+	dir := filepath.Dir(path)
+	names := map[string]bool{path: true}
+	cur := path
+	for range maxLinks {
+		target, err := os.Readlink(cur)
+		if err != nil {
+			break // not a symlink (or gone)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(cur), target)
+		}
+		target = filepath.Clean(target)
+		for p := target; filepath.Dir(p) != p; p = filepath.Dir(p) {
+			if filepath.Dir(p) == dir {
+				names[p] = true
+				break
+			}
+		}
+		cur = target
 	}
-	return sha256.Sum256(b), nil
+	return names
 }

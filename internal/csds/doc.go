@@ -17,6 +17,9 @@
 //   - selector: a request's node_matchers and node, compiled once per
 //     request (matcher.go).
 //   - truncation note: TruncatedHeader, the metadata of a cut response.
+//   - caller: who opens CSDS streams: a verified client certificate's
+//     first URI SAN, else its first DNS SAN, else the remote IP address
+//     (callers.go); each holds at most MaxStreamsPerCaller streams.
 //
 // Resource contents (generic_xds_configs.xds_config) are never included:
 // the CSDS listener is reachable by anyone who passes the downstream TLS,

@@ -14,6 +14,11 @@ type metrics struct {
 	truncated prometheus.Counter
 	clients   prometheus.Counter
 	denied    prometheus.Counter
+	// streamsRefused: streams past a caller's bound (callers.go).
+	streamsRefused prometheus.Counter
+	// replaced: stream requests replaced by a newer one before their
+	// answer was built (stream.go).
+	replaced prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,12 +39,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "xds_relay", Subsystem: "csds", Name: "denied_total",
 			Help: "Client status calls refused (PermissionDenied) because the caller's certificate is not in csds_allow.",
 		}),
+		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "csds", Name: "streams_refused_total",
+			Help: "Client status streams refused (ResourceExhausted) because their caller already held csds_max_streams_per_caller open.",
+		}),
+		replaced: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "csds", Name: "requests_replaced_total",
+			Help: "Client status stream requests replaced by a newer request on the same stream before an answer was built for them (the caller sent faster than it read).",
+		}),
 	}
 	for _, method := range []string{methodFetch, methodStream, methodDebug} {
 		m.requests.WithLabelValues(method)
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.truncated, m.clients, m.denied)
+		reg.MustRegister(m.requests, m.truncated, m.clients, m.denied, m.streamsRefused, m.replaced)
 	}
 	return m
 }

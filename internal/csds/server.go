@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/access"
@@ -42,6 +42,9 @@ const (
 	// maxBuilding: reports built at once, over every caller; the others
 	// wait their turn (or their deadline).
 	maxBuilding = 2
+	// DefaultMaxStreamsPerCaller: StreamClientStatus streams one caller
+	// may hold open at once (config's csds_max_streams_per_caller default).
+	DefaultMaxStreamsPerCaller = 4
 )
 
 // TruncatedHeader is the response metadata that says a response was cut
@@ -79,6 +82,10 @@ type Options struct {
 	// caller whose verified client certificate it does not allow gets
 	// PermissionDenied. Nil: every caller the listener admits.
 	Allow *access.Allowlist
+	// MaxStreamsPerCaller bounds the StreamClientStatus streams one caller
+	// holds open (csds_max_streams_per_caller; see callers.go); 0:
+	// DefaultMaxStreamsPerCaller.
+	MaxStreamsPerCaller int
 }
 
 // Server serves envoy.service.status.v3.ClientStatusDiscoveryService and
@@ -99,6 +106,9 @@ type Server struct {
 	closeOnce sync.Once
 	// wg owns the stream pumps and the serve goroutine.
 	wg sync.WaitGroup
+
+	// callers counts each caller's open streams (callers.go).
+	callers *callers
 
 	listen string            // read-only after New
 	gs     *grpc.Server      // read-only after New; nil when listen is ""
@@ -135,6 +145,9 @@ func New(o Options) (*Server, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
+	if o.MaxStreamsPerCaller <= 0 {
+		o.MaxStreamsPerCaller = DefaultMaxStreamsPerCaller
+	}
 	s := &Server{
 		src:          o.Source,
 		lg:           o.Logger.Named("csds"),
@@ -144,6 +157,7 @@ func New(o Options) (*Server, error) {
 		maxBytes:     o.MaxBytes,
 		slots:        make(chan struct{}, maxBuilding),
 		closing:      make(chan struct{}),
+		callers:      newCallers(o.MaxStreamsPerCaller),
 		listen:       o.Listen,
 		onFail:       o.OnFail,
 		allow:        o.Allow,
@@ -151,13 +165,18 @@ func New(o Options) (*Server, error) {
 	if o.Listen != "" {
 		s.gs = grpc.NewServer(o.ServerOptions...)
 		statusv3.RegisterClientStatusDiscoveryServiceServer(s.gs, s)
+		// Server reflection, so that generic clients (grpcurl) can call
+		// the service by name without its .proto files: it lists the
+		// services of this listener and their schemas, nothing of the
+		// clients.
+		reflection.Register(s.gs)
 	}
 	return s, nil
 }
 
 // FetchClientStatus answers one request.
 func (s *Server) FetchClientStatus(ctx context.Context, req *statusv3.ClientStatusRequest) (*statusv3.ClientStatusResponse, error) {
-	if err := s.admit(ctx); err != nil {
+	if _, err := s.admit(ctx); err != nil {
 		return nil, err
 	}
 	s.m.requests.WithLabelValues(methodFetch).Inc()
@@ -169,69 +188,6 @@ func (s *Server) FetchClientStatus(ctx context.Context, req *statusv3.ClientStat
 		_ = grpc.SetHeader(ctx, metadata.Pairs(TruncatedHeader, note))
 	}
 	return resp, nil
-}
-
-// StreamClientStatus answers each request of the stream, in order, until
-// the caller ends it or the relay shuts down (Unavailable).
-func (s *Server) StreamClientStatus(stream statusv3.ClientStatusDiscoveryService_StreamClientStatusServer) error {
-	ctx := stream.Context()
-	if err := s.admit(ctx); err != nil {
-		return err
-	}
-	type received struct {
-		req *statusv3.ClientStatusRequest
-		err error
-	}
-	reqs := make(chan received)
-	done := make(chan struct{})
-	defer close(done)
-	s.wg.Add(1)
-	go func() { // the pump: ends when Recv fails, at the latest once this handler returned
-		defer s.wg.Done()
-		for {
-			req, err := stream.Recv()
-			select {
-			case reqs <- received{req, err}:
-			case <-done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	first := true
-	for {
-		select {
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		case <-s.closing:
-			return status.Error(codes.Unavailable, ErrClosed.Error())
-		case r := <-reqs:
-			if errors.Is(r.err, io.EOF) {
-				return nil
-			}
-			if r.err != nil {
-				return r.err
-			}
-			s.m.requests.WithLabelValues(methodStream).Inc()
-			resp, note, err := s.answer(ctx, r.req)
-			if err != nil {
-				return err
-			}
-			if note != "" {
-				md := metadata.Pairs(TruncatedHeader, note)
-				if first {
-					_ = stream.SetHeader(md)
-				}
-				stream.SetTrailer(md)
-			}
-			if err := stream.Send(resp); err != nil {
-				return err
-			}
-			first = false
-		}
-	}
 }
 
 // answer builds the response to req, and the truncation note when it was
@@ -355,20 +311,19 @@ func (s *Server) Close(ctx context.Context) {
 
 // admit refuses a caller that csds_allow does not list: CSDS names every
 // client's resources, of every authority, so only the callers the
-// operator named may read it.
-func (s *Server) admit(ctx context.Context) error {
-	if s.allow == nil {
-		return nil
-	}
+// operator named may read it. It returns who calls (callerOf).
+func (s *Server) admit(ctx context.Context) (string, error) {
 	var id access.Identity
+	var addr net.Addr
 	if p, ok := peer.FromContext(ctx); ok {
+		addr = p.Addr
 		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			id = access.FromTLS(&info.State)
 		}
 	}
-	if s.allow.Allows(&id) {
-		return nil
+	if s.allow == nil || s.allow.Allows(&id) {
+		return callerOf(id, addr), nil
 	}
 	s.m.denied.Inc()
-	return status.Error(codes.PermissionDenied, "csds: the caller's certificate is not in csds_allow")
+	return "", status.Error(codes.PermissionDenied, "csds: the caller's certificate is not in csds_allow")
 }

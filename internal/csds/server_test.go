@@ -3,6 +3,7 @@ package csds
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,8 +16,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/xds-relay/xds-relay/internal/downstream"
@@ -330,5 +336,67 @@ func TestStreamTruncated(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{note, note}, st.Trailer().Get(TruncatedHeader)); diff != "" {
 		t.Errorf("trailer notes (-want +got):\n%s", diff)
+	}
+}
+
+// TestReflection: the CSDS listener serves gRPC server reflection, so a
+// generic client (grpcurl) finds the service by name and gets its schema
+// with every file it depends on: a grpc reflection client lists the
+// service, and the descriptors it is sent build a complete file set.
+func TestReflection(t *testing.T) {
+	s, _ := start(t, fakeSource{fleet()}, 0)
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+	defer cancel()
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(req *reflectionpb.ServerReflectionRequest) *reflectionpb.ServerReflectionResponse {
+		t.Helper()
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := resp.GetErrorResponse(); e != nil {
+			t.Fatalf("reflection error: %v", e)
+		}
+		return resp
+	}
+	const service = "envoy.service.status.v3.ClientStatusDiscoveryService"
+	list := ask(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
+	var names []string
+	for _, s := range list.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	if !slices.Contains(names, service) {
+		t.Fatalf("services listed: %v, want %s among them", names, service)
+	}
+	files := ask(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: service}})
+	set := &descriptorpb.FileDescriptorSet{}
+	for _, b := range files.GetFileDescriptorResponse().GetFileDescriptorProto() {
+		fd := &descriptorpb.FileDescriptorProto{}
+		if err := proto.Unmarshal(b, fd); err != nil {
+			t.Fatal(err)
+		}
+		set.File = append(set.File, fd)
+	}
+	reg, err := protodesc.NewFiles(set)
+	if err != nil {
+		t.Fatalf("the descriptors sent do not build a file set (a client could not call the service): %v", err)
+	}
+	d, err := reg.FindDescriptorByName(service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := d.(protoreflect.ServiceDescriptor).Methods().ByName("FetchClientStatus"); m == nil {
+		t.Errorf("%s has no FetchClientStatus in the descriptors sent", service)
 	}
 }

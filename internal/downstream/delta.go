@@ -97,30 +97,15 @@ func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ch *change) {
 	}
 }
 
-// deltaResponseLocked builds the response for one type from the diff:
-// changed resources and removals only.
-func (ss *session) deltaResponseLocked(w *work) (outMsg, bool) {
-	ts := w.ts
+// deltaResponsesLocked appends to out the response for one type built from
+// the diff, changed resources and removals only: one, or several when it
+// would not fit the send limit (sendlimit.go).
+func (ss *session) deltaResponsesLocked(out []outMsg, w *work) []outMsg {
 	w.diff.seq = ss.nonce + 1 // this response's nonce, if built
-	d := w.diffLocked(xdstype.Delta)
+	d := w.diffLocked(ss.srv, xdstype.Delta)
 	if len(d.updates) == 0 && len(d.removed) == 0 && len(d.errors) == 0 {
-		return outMsg{}, false
-	}
-	resp := newEncodedResponse(len(d.updates))
-	for _, u := range d.updates {
-		if e := deltaEntry(u.name, u.res, u.heartbeat); e != nil {
-			resp.shared = append(resp.shared, e)
-		}
+		return out
 	}
 	sort.Strings(d.removed)
-	errs := wireErrors(d.errors)
-	nonce := ss.nextNonceLocked()
-	ts.lastNonce = nonce
-	resp.own = ss.srv.ownDelta(resp.own, ts.typeURL, nonce, d.removed, errs)
-	return outMsg{
-		msg:     resp,
-		typeURL: ts.typeURL,
-		count:   len(resp.shared) + len(d.removed),
-		errs:    errs,
-	}, true
+	return ss.packLocked(out, w.ts, d, d.removed, wireErrors(d.errors))
 }

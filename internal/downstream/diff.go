@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/mem"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -19,6 +20,9 @@ type update struct {
 	name      string // as the client knows it
 	res       *cache.Resource
 	heartbeat bool // a TTL refresh: name, version and TTL, no body
+	// entry is what the response carries of it (entryFor), within the
+	// send limit's room for one entry (sendlimit.go); nil: nothing.
+	entry mem.Buffer
 }
 
 // diff is what changed for a client on one type. It lives in the type's
@@ -47,6 +51,10 @@ type diff struct {
 	// hold: the type is gathering (gather.go); its awaited names are left
 	// for a later response, as are names that cannot be served.
 	hold *gathering
+	// srv is the Server the response is for; room the most one entry may
+	// take (Server.entryRoom), set by diffLocked.
+	srv  *Server
+	room int
 }
 
 // reset empties d for reuse, dropping its references to resources;
@@ -67,10 +75,10 @@ func (d *diff) reset() {
 // client declared at their version). The variants differ in two rules: in delta an empty
 // glob is answered with its own name, and members a reconnected client
 // declared (initial_resource_versions) that are gone are removed.
-func (w *work) diffLocked(variant xdstype.Variant) *diff {
+func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 	ts := w.ts
 	d := &w.diff
-	d.ts, d.variant = ts, variant
+	d.ts, d.variant, d.srv, d.room = ts, variant, srv, srv.entryRoom(ts.typeURL)
 	for n := range ts.force {
 		if _, ok := ts.subs[n]; !ok {
 			d.present = make(map[string]*cache.Resource)
@@ -265,11 +273,12 @@ func (d *diff) unknownLocked() {
 
 // updateLocked notes r as the client's revision of name, and adds it to
 // the updates unless the client already holds it (force: add it anyway).
-// A name goes out once; if any of its notes is forced, with its body.
+// A name goes out once; if any of its notes is forced, with its body. A
+// revision too large to send is left out (tooLargeLocked).
 func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	if i, done := d.find(name); done {
-		if force && i >= 0 {
-			d.updates[i].heartbeat = false
+		if force && i >= 0 && d.updates[i].heartbeat {
+			d.withBodyLocked(&d.updates[i])
 		}
 		return
 	}
@@ -287,10 +296,33 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	if r.Body == nil && !heartbeat {
 		return // nothing to send
 	}
-	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat})
+	e := entryFor(d.variant, d.ts, name, r, heartbeat)
+	if e != nil && e.Len() > d.room {
+		d.tooLargeLocked(name, r, e.Len())
+		return
+	}
+	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat, entry: e})
 	d.markDone(name, len(d.updates)-1)
 	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}
 	d.changed = true
+}
+
+// withBodyLocked makes u, a heartbeat, carry its body. One too large to
+// send stays a heartbeat: the client holds that body already (a heartbeat
+// has the version it holds).
+func (d *diff) withBodyLocked(u *update) {
+	e := entryFor(d.variant, d.ts, u.name, u.res, false)
+	if e != nil && e.Len() > d.room {
+		return
+	}
+	u.heartbeat, u.entry = false, e
+}
+
+// tooLargeLocked leaves r out, its entry (size bytes) too large to send:
+// what the client holds of name stays as it was, and it is told why in
+// resource_errors, once per revision (sendlimit.go).
+func (d *diff) tooLargeLocked(name string, r *cache.Resource, size int) {
+	d.errorLocked(name, name, d.srv.tooLarge(d.ts.typeURL, r, size))
 }
 
 // absentLocked tells the client name does not exist, unless it was told

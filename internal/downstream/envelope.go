@@ -33,7 +33,7 @@ func deltaEnvelope(name string, r *cache.Resource, heartbeat bool) *discoveryv3.
 // sotwWrapped reports whether r goes to a SotW client taking wrap in the
 // Resource wrapper (sotwEnvelopeFor), not as its body alone.
 func sotwWrapped(r *cache.Resource, heartbeat bool, wrap sotwWrap) bool {
-	return heartbeat || (r.TTL != nil && wrap >= wrapTTL) || (r.HasFields() && wrap >= wrapFields)
+	return heartbeat || wrap&wrapAll != 0 || (r.TTL != nil && wrap&wrapTTL != 0) || (r.HasFields() && wrap&wrapFields != 0)
 }
 
 // wrapperCacheSize bounds the SotW TTL wrappers kept for reuse.
@@ -140,6 +140,16 @@ func sotwEntry(name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) me
 		return entryBuffer(appendMessage(nil, sotwResourcesField, a))
 	}).(mem.Buffer)
 	return b
+}
+
+// entryFor is r's entry under name for a client of variant taking ts's
+// envelope (heartbeat: without the body); nil when there is nothing to
+// send.
+func entryFor(variant xdstype.Variant, ts *typeState, name string, r *cache.Resource, heartbeat bool) mem.Buffer {
+	if variant == xdstype.Delta {
+		return deltaEntry(name, r, heartbeat)
+	}
+	return sotwEntry(name, r, heartbeat, ts.wrap)
 }
 
 // entryBuffer is b as the buffer gRPC writes, boxed once; nil for none.

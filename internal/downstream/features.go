@@ -18,28 +18,44 @@ func supportsTTL(node *corev3.Node) bool {
 }
 
 // sotwWrap is which SotW resources a client is sent in the
-// envoy.service.discovery.v3.Resource wrapper rather than bare.
+// envoy.service.discovery.v3.Resource wrapper rather than bare: a set of
+// the bits below, none for a client that advertised neither feature (it
+// may not unwrap), so every resource bare.
 type sotwWrap uint8
 
 const (
-	// wrapNone: every resource bare (the client advertised neither
-	// feature: it may not unwrap).
-	wrapNone sotwWrap = iota
-	// wrapFields: xdstype.FeatureResourceInSotW: resources the origin sent
-	// with aliases, metadata or cache control, so they reach the client.
-	wrapFields
-	// wrapTTL: xdstype.FeatureResourceTTL: those, resources with a TTL,
-	// and heartbeats.
+	wrapNone sotwWrap = 0
+	// wrapFields: xdstype.FeatureResourceInSotW (or the TTL feature):
+	// resources the origin sent with aliases, metadata or cache control,
+	// so they reach the client.
+	wrapFields sotwWrap = 1 << iota
+	// wrapTTL: xdstype.FeatureResourceTTL: resources with a TTL, and
+	// heartbeats.
 	wrapTTL
+	// wrapAll: every resource, for a client taking the wrapper, of a type
+	// whose message carries no name the relay can read (xdstype.Named: an
+	// operator's type with no name field, a google.protobuf.Struct): the
+	// wrapper names it; bare, the client could not tell which it is.
+	wrapAll
 )
 
 // sotwWrapOf returns what the client of node takes in the wrapper.
 func sotwWrapOf(node *corev3.Node) sotwWrap {
 	switch {
 	case supportsTTL(node):
-		return wrapTTL
+		return wrapFields | wrapTTL
 	case slices.Contains(node.GetClientFeatures(), xdstype.FeatureResourceInSotW):
 		return wrapFields
 	}
 	return wrapNone
+}
+
+// typeWrap is what a client taking wrap takes in the wrapper of typeURL:
+// a client that takes the wrapper takes every resource of a nameless type
+// in it.
+func typeWrap(wrap sotwWrap, typeURL string) sotwWrap {
+	if wrap != wrapNone && !xdstype.Named(typeURL) {
+		return wrap | wrapAll
+	}
+	return wrap
 }

@@ -90,7 +90,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	defer deadline.Stop()
 
 	for {
-		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, sotwWrapOf(req.GetNode()))
+		resp, pending := s.fetchResponse(w, typeURL, items, unknown, fa, typeWrap(sotwWrapOf(req.GetNode()), typeURL))
 		current := req.GetVersionInfo() != "" && resp.GetVersionInfo() == req.GetVersionInfo()
 		if !pending && !current {
 			return s.fetchComplete(typeURL, items, resp)
@@ -118,7 +118,8 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 // the names that cannot be served (unknown authority: NOT_FOUND), and the
 // keys to watch with the upstream nodes rules set for them. A name that
 // ends the fetch (statusFor), or that the access rules deny (checkFetch,
-// which may narrow id), returns its status.
+// which may narrow id), returns its status, as do names whose upstream
+// links cannot open (admitFetch).
 func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node, fa *fetchAccess, id *access.Identity) (items []fetchItem, unknown []resErr, watch change, err error) {
 	for _, n := range names {
 		r, err := s.resolve(typeURL, n, node)
@@ -137,6 +138,9 @@ func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node,
 		}
 		items = append(items, fetchItem{name: n, res: r})
 		watch.add(r)
+	}
+	if err := s.admitFetch(items); err != nil {
+		return nil, nil, change{}, err // the upstream links they need (groups.go)
 	}
 	return items, unknown, watch, nil
 }

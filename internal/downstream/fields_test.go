@@ -56,19 +56,23 @@ func TestDeltaPassesResourceFields(t *testing.T) {
 	}
 }
 
+// wrapClients are SotW clients by what they take in the Resource wrapper:
+// wrapped, the resources a wrapper is for.
+var wrapClients = []struct {
+	name    string
+	node    *corev3.Node
+	wrapped bool
+}{
+	{name: "resource-in-sotw", node: wrapperNode, wrapped: true},
+	{name: "ttl feature", node: ttlNode, wrapped: true},
+	{name: "no feature", node: testNode},
+}
+
 // TestSotWWrapsResourceFields: a SotW client that takes the Resource
 // wrapper gets a resource with fields in it; one that advertised neither
 // feature gets the bare body.
 func TestSotWWrapsResourceFields(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		node    *corev3.Node
-		wrapped bool
-	}{
-		{name: "resource-in-sotw", node: wrapperNode, wrapped: true},
-		{name: "ttl feature", node: ttlNode, wrapped: true},
-		{name: "no feature", node: testNode},
-	} {
+	for _, tc := range wrapClients {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 0)
 			n := xdstp(edsType, "f1")
@@ -86,6 +90,37 @@ func TestSotWWrapsResourceFields(t *testing.T) {
 }
 
 const vhType = resourcev3.VirtualHostType
+
+// structType is a type an operator lists whose message has no name field.
+const structType = "type.googleapis.com/google.protobuf.Struct"
+
+// TestSotWWrapsNamelessTypes: a resource of a type whose message carries
+// no name (xdstype.Named) goes to a SotW client that takes the Resource
+// wrapper in it, named, even without fields or a TTL: bare, the client
+// could not tell which it is. A client that does not take the wrapper
+// gets it bare, as before. The wrapped entry is shared by every client.
+func TestSotWWrapsNamelessTypes(t *testing.T) {
+	for _, tc := range wrapClients {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 0)
+			if err := e.srv.SetResolver(NewResolver([]string{authority}, legacyMatcher{}).
+				CarryTypes(map[string][]string{authority: {structType}})); err != nil {
+				t.Fatal(err)
+			}
+			n := "xdstp://" + authority + "/google.protobuf.Struct/s1"
+			r := e.put(structType, n, "1")
+			for range 2 { // a second client shares the first one's entry
+				c := e.sotw()
+				c.Send(&discoveryv3.DiscoveryRequest{Node: tc.node, TypeUrl: structType, ResourceNames: []string{n}})
+				want := r.Body
+				if tc.wrapped {
+					want = wrap(t, dfres(n, r))
+				}
+				checkSotW(t, sotwResp(structType, "1", want), c.Recv())
+			}
+		})
+	}
+}
 
 // wrapperNode takes the SotW Resource wrapper, without TTLs.
 var wrapperNode = &corev3.Node{Id: "grpc-like", Cluster: "c1", ClientFeatures: []string{xdstype.FeatureResourceInSotW}}

@@ -23,7 +23,8 @@ import (
 // (they stay forced, so every round looks them up again) and sends
 // everything else of the type as usual; once none is pending (present,
 // absent, or with a resource error), they go out together, in one
-// response. A name the origin is
+// response (several, each within max_send_msg_size, when they would not
+// fit in one: sendlimit.go). A name the origin is
 // slow to answer holds the others back for at most the window
 // (Options.GatherWindow), armed when the writer first holds them back:
 // then what is known goes out, and the rest as it comes. Names not

@@ -73,6 +73,9 @@ var testLimits = Limits{
 	MaxNameLength:     config.DefaultMaxNameLength,
 	MaxTypesPerStream: config.DefaultMaxTypesPerStream,
 	MaxVersionLength:  config.DefaultMaxVersionLength,
+
+	MaxGroupsPerAuthority: config.DefaultMaxGroupsPerAuthority,
+	MaxNewGroupsPerStream: config.DefaultMaxNewGroupsPerStream,
 }
 
 // quietLogs: newEnv's servers log nothing (benchmarks, fuzzing).

@@ -27,6 +27,12 @@ type Limits struct {
 	// bytes: a SotW version_info, a value of initial_resource_versions, a
 	// response_nonce (InvalidArgument).
 	MaxVersionLength int
+	// MaxGroupsPerAuthority bounds the upstream links (aggregation groups)
+	// one authority may have open (ResourceExhausted); MaxNewGroupsPerStream
+	// the links one stream may cause to open (ResourceExhausted): see
+	// groups.go.
+	MaxGroupsPerAuthority int
+	MaxNewGroupsPerStream int
 }
 
 // What a stream keeps, and which limit bounds it (the names limit counts
@@ -44,7 +50,10 @@ type Limits struct {
 //   - the Node: only what the relay reads (node.go), each string at most
 //     MaxNameLength;
 //   - the last NACK's message per type and the log context: maxClientText
-//     each; aggregation group keys shown: maxGroupsKept.
+//     each; aggregation group keys shown: maxGroupsKept;
+//   - upstream links it caused to open (each an origin stream, kept until
+//     idle): MaxNewGroupsPerStream, and every stream's together
+//     MaxGroupsPerAuthority (groups.go).
 //
 // Members of wildcard and glob collections are kept too: the origin
 // decides those, not the client.
@@ -55,7 +64,8 @@ type Limits struct {
 const maxGroupsKept = 16
 
 func (l Limits) validate() error {
-	if l.MaxStreams <= 0 || l.MaxNamesPerStream <= 0 || l.MaxNameLength <= 0 || l.MaxTypesPerStream <= 0 || l.MaxVersionLength <= 0 {
+	if l.MaxStreams <= 0 || l.MaxNamesPerStream <= 0 || l.MaxNameLength <= 0 || l.MaxTypesPerStream <= 0 || l.MaxVersionLength <= 0 ||
+		l.MaxGroupsPerAuthority <= 0 || l.MaxNewGroupsPerStream <= 0 {
 		return fmt.Errorf("downstream: every limit must be positive (the config's downstream.limits): %+v", l)
 	}
 	return nil
@@ -68,6 +78,9 @@ const (
 	limitNameLength = "name_length"
 	limitTypes      = "types_per_stream"
 	limitVersion    = "version_length"
+
+	limitGroupsPerAuthority = "groups_per_authority"
+	limitNewGroupsPerStream = "new_groups_per_stream"
 )
 
 // overLimit counts a rejection and returns the status that ends the stream.

@@ -24,7 +24,8 @@ import (
 // place back.
 func TestLimits(t *testing.T) {
 	e := newEnv(t, 0)
-	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2, MaxVersionLength: 16}); err != nil {
+	if err := e.srv.SetLimits(Limits{MaxStreams: 3, MaxNamesPerStream: 3, MaxNameLength: 200, MaxTypesPerStream: 2, MaxVersionLength: 16,
+		MaxGroupsPerAuthority: 1, MaxNewGroupsPerStream: 1}); err != nil {
 		t.Fatal(err)
 	}
 	goodName := xdstp(edsType, "good")

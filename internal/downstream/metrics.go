@@ -27,6 +27,9 @@ type metrics struct {
 	// resourceErrors: type, code (cache.CodeLabel): resource_errors sent
 	// (resourceerrors.go).
 	resourceErrors *prometheus.CounterVec
+	// splitResponses: type; oversize: type, reason (sendlimit.go).
+	splitResponses *prometheus.CounterVec
+	oversize       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -65,11 +68,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"type", "code"}),
 	}
 	m.defineRefusals()
+	m.defineSendLimit()
 	m.zeroSeries()
 	if reg != nil {
 		reg.MustRegister(m.streams, m.requests, m.responses, m.nacks, m.requestErrors,
 			m.slowDisconnects, m.responseResource, m.sharedResponses, m.limitRejections,
-			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired)
+			m.accessDenied, m.nodeDenied, m.resourceErrors, m.gatherExpired,
+			m.splitResponses, m.oversize)
 	}
 	return m
 }
@@ -87,7 +92,7 @@ func (m *metrics) defineRefusals() {
 	})
 	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "xds_relay", Subsystem: "downstream", Name: "limit_rejections_total",
-		Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream).",
+		Help: "Client streams ended or refused for going past a downstream.limits bound, by limit (streams, names_per_stream, name_length, types_per_stream, version_length, groups_per_authority, new_groups_per_stream).",
 	}, []string{"limit"})
 	m.accessDenied = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "xds_relay", Subsystem: "downstream", Name: "access_denied_total",
@@ -98,6 +103,24 @@ func (m *metrics) defineRefusals() {
 		Help: "Streams and fetches refused because the node does not match the client certificate (downstream.node_identity).",
 	})
 }
+
+// defineSendLimit defines the metrics of the send limit (sendlimit.go).
+func (m *metrics) defineSendLimit() {
+	m.splitResponses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "split_responses_total",
+		Help: "Responses that would have been larger than downstream.max_send_msg_size, sent as several, by type URL.",
+	}, []string{"type"})
+	m.oversize = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "xds_relay", Subsystem: "downstream", Name: "oversize_total",
+		Help: "What could not be sent within downstream.max_send_msg_size, by type URL and reason: resource (one resource larger than the limit, left out of a response), full_state (a SotW state-of-the-world response, not sent).",
+	}, []string{"type", "reason"})
+}
+
+// The reason label values of xds_relay_downstream_oversize_total.
+const (
+	oversizeResource  = "resource"
+	oversizeFullState = "full_state"
+)
 
 // zeroSeries makes every series whose label values are known at start
 // exist from start, at zero; the authorities' come with setAuthorities.
@@ -115,8 +138,12 @@ func (m *metrics) zeroSeries() {
 		for _, c := range cache.CodeLabels() {
 			m.resourceErrors.WithLabelValues(t, c)
 		}
+		m.splitResponses.WithLabelValues(t)
+		for _, r := range []string{oversizeResource, oversizeFullState} {
+			m.oversize.WithLabelValues(t, r)
+		}
 	}
-	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion} {
+	for _, l := range []string{limitStreams, limitNames, limitNameLength, limitTypes, limitVersion, limitGroupsPerAuthority, limitNewGroupsPerStream} {
 		m.limitRejections.WithLabelValues(l)
 	}
 }

@@ -279,6 +279,9 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 	if err != nil {
 		return err
 	}
+	if err := ss.admitResolved(rs); err != nil {
+		return err // the upstream links they need (groups.go)
+	}
 
 	ch := change{watch: make([]cache.Key, 0, len(rs))}
 	ts := sb.ts

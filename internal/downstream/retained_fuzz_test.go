@@ -17,7 +17,8 @@ import (
 )
 
 // fuzzLimits are small limits, so that a short input can reach each.
-var fuzzLimits = Limits{MaxStreams: 100, MaxNamesPerStream: 24, MaxNameLength: 96, MaxTypesPerStream: 3, MaxVersionLength: 40}
+var fuzzLimits = Limits{MaxStreams: 100, MaxNamesPerStream: 24, MaxNameLength: 96, MaxTypesPerStream: 3, MaxVersionLength: 40,
+	MaxGroupsPerAuthority: 4, MaxNewGroupsPerStream: 4}
 
 // retainedBound is the most one stream may make the relay keep under l,
 // in bytes (docs/limits.md gives it for the defaults): per name kept, its

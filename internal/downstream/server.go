@@ -77,6 +77,15 @@ type Options struct {
 	// which holds the default). 0: no wait, each response carries what is
 	// known when it is built.
 	GatherWindow time.Duration
+	// Links bounds the upstream links requests open (groups.go);
+	// internal/upstream's Manager. nil: links are not bounded.
+	Links Links
+	// MaxSendMsgSize bounds one response to a client, in bytes: the
+	// grpc.Server's own send limit (config downstream.max_send_msg_size,
+	// which holds the default). A response that would be larger is sent as
+	// several, or not at all where the protocol forbids a split
+	// (sendlimit.go). 0: gRPC's default, math.MaxInt32.
+	MaxSendMsgSize int
 }
 
 // Server serves xDS clients: it implements the ADS and every per-type
@@ -86,6 +95,7 @@ type Server struct {
 	cache       Cache                    // read-only after New
 	fetchWait   time.Duration            // read-only after New
 	originState func(cache.LinkID) error // Options.OriginState; read-only after New
+	links       Links                    // Options.Links (groups.go); read-only after New
 	// resolverNow, limitsNow and sendTimeoutNs change at run time (a
 	// config reload, reload.go); each read takes the current value.
 	resolverNow   atomic.Pointer[resolverBox]
@@ -107,7 +117,13 @@ type Server struct {
 	afterFunc    func(d time.Duration, f func()) (stop func() bool)
 	// sharedEncoding: Options.SharedEncoding. read-only after New
 	sharedEncoding bool
-	openStreams    atomic.Int64 // client streams admitted (admitStream)
+	// maxSend: Options.MaxSendMsgSize (sendlimit.go). read-only after New
+	maxSend int
+	// fullStateLogged: per full-state type URL, a response of the type
+	// went over maxSend and was logged, until one fits again
+	// (sendlimit.go). The map is read-only after New; the flags atomic.
+	fullStateLogged map[string]*atomic.Bool
+	openStreams     atomic.Int64 // client streams admitted (admitStream)
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
@@ -144,9 +160,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Resolver == nil {
 		return nil, errors.New("downstream: Options.Resolver is nil")
 	}
-	if opts.SendTimeout <= 0 || opts.FetchWait < 0 || opts.GatherWindow < 0 {
-		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v and gather window %v not negative",
-			opts.SendTimeout, opts.FetchWait, opts.GatherWindow)
+	if opts.SendTimeout <= 0 || opts.FetchWait < 0 || opts.GatherWindow < 0 || opts.MaxSendMsgSize < 0 {
+		return nil, fmt.Errorf("downstream: send timeout %v must be positive (the config's downstream.send_timeout), fetch wait %v, gather window %v and max send size %d not negative",
+			opts.SendTimeout, opts.FetchWait, opts.GatherWindow, opts.MaxSendMsgSize)
 	}
 	if err := opts.Limits.validate(); err != nil {
 		return nil, err
@@ -161,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		cache:       opts.Cache,
 		fetchWait:   opts.FetchWait,
 		originState: opts.OriginState,
+		links:       opts.Links,
 		lg:          opts.Logger.Named("downstream"),
 		m:           newMetrics(opts.Registry),
 		sessions:    make(map[uint64]*session),
@@ -171,7 +188,12 @@ func New(opts Options) (*Server, error) {
 		gatherWindow: opts.GatherWindow,
 		afterFunc:    timeAfterFunc,
 
-		sharedEncoding: opts.SharedEncoding,
+		sharedEncoding:  opts.SharedEncoding,
+		maxSend:         opts.MaxSendMsgSize,
+		fullStateLogged: make(map[string]*atomic.Bool, len(fullStateTypes)),
+	}
+	for t := range fullStateTypes {
+		s.fullStateLogged[t] = new(atomic.Bool)
 	}
 	if opts.ControlPlaneID != "" {
 		s.controlPlane = &corev3.ControlPlane{Identifier: opts.ControlPlaneID}

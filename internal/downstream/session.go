@@ -85,6 +85,9 @@ type session struct {
 	stopped atomic.Bool
 	// sendTimer is the send watchdog, owned by the (single) writer.
 	sendTimer *time.Timer
+	// newGroups: the upstream links this stream caused to open
+	// (groups.go). Owned by the handler goroutine.
+	newGroups int
 }
 
 func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(*encodedResponse) error) *session {
@@ -254,7 +257,7 @@ func (ss *session) setNode(n *corev3.Node) error {
 	ss.node = kept
 	ss.ttl, ss.wrap = supportsTTL(n), sotwWrapOf(n) // client features are read here, not kept
 	for _, ts := range ss.types {
-		ts.ttl, ts.wrap = ss.ttl, ss.wrap
+		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, ts.typeURL)
 	}
 	ss.forgetDecisionsLocked()
 	ss.lg = nil // rebuilt with the node on next use
@@ -268,7 +271,7 @@ func (ss *session) typeLocked(typeURL string) *typeState {
 	ts, ok := ss.types[typeURL]
 	if !ok {
 		ts = newTypeState(typeURL)
-		ts.ttl, ts.wrap = ss.ttl, ss.wrap
+		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, typeURL)
 		ss.types[typeURL] = ts
 		ss.srv.counts.typ(ss.variant, ts.label, 1)
 	}

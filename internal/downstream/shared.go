@@ -5,12 +5,10 @@ import (
 	"strconv"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -55,12 +53,17 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		}
 	}
 	resp := newEncodedResponse(len(revs))
+	size := 0
 	for _, r := range revs {
-		e := ss.entryLocked(ts, r.Key.Name, r.Res)
+		e := entryFor(ss.variant, ts, r.Key.Name, r.Res, false)
 		if e == nil {
 			return outMsg{}, nil, false
 		}
 		resp.shared = append(resp.shared, e)
+		size += e.Len()
+	}
+	if size > ss.srv.entryRoom(ts.typeURL) {
+		return outMsg{}, nil, false // over the send limit: the general path splits it (sendlimit.go)
 	}
 
 	seq := ss.nonce + 1 // delta: this response's nonce; SotW: its version_info
@@ -77,31 +80,22 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	clear(ss.sets)
 	ss.sets = ss.sets[:0]
 
-	own := ss.ownPartLocked(ts, resp.own)
+	own := ss.ownPartLocked(ts, resp.own, nil, nil)
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	resp.own = own
 	return outMsg{msg: resp, typeURL: ts.typeURL, count: len(revs)}, rd, true
 }
 
-// entryLocked is r's entry under name for this session's variant and
-// envelope; nil when there is nothing to send.
-func (ss *session) entryLocked(ts *typeState, name string, r *cache.Resource) mem.Buffer {
-	if ss.variant == xdstype.Delta {
-		return deltaEntry(name, r, false)
-	}
-	return sotwEntry(name, r, false, ts.wrap)
-}
-
-// ownPartLocked issues the shared response's nonce (SotW: and version) and
-// encodes this client's own part of it.
-func (ss *session) ownPartLocked(ts *typeState, own []byte) []byte {
+// ownPartLocked issues a response's nonce (SotW: and version) and appends
+// to own this client's own part of it, with removed (delta) and errs.
+func (ss *session) ownPartLocked(ts *typeState, own []byte, removed []string, errs []*discoveryv3.ResourceError) []byte {
 	nonce := ss.nextNonceLocked()
 	ts.lastNonce = nonce
 	if ss.variant == xdstype.Delta {
-		return ss.srv.ownDelta(own, ts.typeURL, nonce, nil, nil)
+		return ss.srv.ownDelta(own, ts.typeURL, nonce, removed, errs)
 	}
 	ts.version++
-	return ss.srv.ownSotW(own, ts.version, ts.typeURL, nonce, nil)
+	return ss.srv.ownSotW(own, ts.version, ts.typeURL, nonce, errs)
 }
 
 // ownDelta appends to own a delta response's own fields, those the client's

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"sort"
+	"strconv"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
@@ -91,47 +92,41 @@ func (ts *typeState) repeatedLocked(req *discoveryv3.DiscoveryRequest) {
 	}
 }
 
-// sotwResponseLocked builds the response for one type from the diff: for
-// full-state types every subscribed resource the client holds (whenever
-// anything changed, an omission included), for the others the changed ones.
-func (ss *session) sotwResponseLocked(w *work) (outMsg, bool) {
+// sotwResponsesLocked appends to out the response for one type built from
+// the diff: for full-state types every subscribed resource the client
+// holds (whenever anything changed, an omission included), unless that is
+// over the send limit; for the others the changed ones, in several
+// responses when they would not fit in one (sendlimit.go).
+func (ss *session) sotwResponsesLocked(out []outMsg, w *work) []outMsg {
 	ts := w.ts
 	w.diff.seq = ts.version + 1 // this response's version_info, if built
-	d := w.diffLocked(xdstype.SotW)
-	var resp *encodedResponse
-	if fullStateTypes[ts.typeURL] {
-		if !d.changed {
-			return outMsg{}, false
-		}
-		resp = ss.fullStateLocked(ts, d.updates)
-	} else {
+	d := w.diffLocked(ss.srv, xdstype.SotW)
+	if !fullStateTypes[ts.typeURL] {
 		if len(d.updates) == 0 && len(d.errors) == 0 {
-			return outMsg{}, false
+			return out
 		}
-		resp = newEncodedResponse(len(d.updates))
-		for _, u := range d.updates {
-			if e := sotwEntry(u.name, u.res, u.heartbeat, ts.wrap); e != nil {
-				resp.shared = append(resp.shared, e)
-			}
-		}
+		return ss.packLocked(out, ts, d, nil, wireErrors(d.errors))
+	}
+	if !d.changed {
+		return out
+	}
+	resp, size := ss.fullStateLocked(ts, d.updates)
+	errs := wireErrors(d.errors)
+	nonce := strconv.FormatUint(ss.nonce+1, 10) // issued only if sent
+	resp.own = ss.srv.ownSotW(resp.own, ts.version+1, ts.typeURL, nonce, errs)
+	if !ss.srv.fullStateFits(ts.typeURL, size+len(resp.own)) {
+		return out
 	}
 	ts.version++
-	errs := wireErrors(d.errors)
-	nonce := ss.nextNonceLocked()
+	ss.nonce++
 	ts.lastNonce = nonce
-	resp.own = ss.srv.ownSotW(resp.own, ts.version, ts.typeURL, nonce, errs)
-	return outMsg{
-		msg:     resp,
-		typeURL: ts.typeURL,
-		count:   len(resp.shared),
-		errs:    errs,
-	}, true
+	return append(out, outMsg{msg: resp, typeURL: ts.typeURL, count: len(resp.shared), errs: errs})
 }
 
 // fullStateLocked lists, in a new response, every subscribed resource the
 // client holds of ts, by name; those in updates that are heartbeats go
-// without their body.
-func (ss *session) fullStateLocked(ts *typeState, updates []update) *encodedResponse {
+// without their body. size is what its entries take.
+func (ss *session) fullStateLocked(ts *typeState, updates []update) (resp *encodedResponse, size int) {
 	var heartbeat map[string]bool
 	for _, u := range updates {
 		if u.heartbeat {
@@ -148,13 +143,14 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) *encodedResp
 		}
 	}
 	sort.Strings(names)
-	resp := newEncodedResponse(len(names))
+	resp = newEncodedResponse(len(names))
 	for _, n := range names {
 		if e := sotwEntry(n, ts.sent[n].res, heartbeat[n], ts.wrap); e != nil {
 			resp.shared = append(resp.shared, e)
+			size += e.Len()
 		}
 	}
-	return resp
+	return resp, size
 }
 
 // sameNames reports whether names is exactly ts's subscription (a request

@@ -314,19 +314,15 @@ func (ss *session) lookup(w *work) {
 	}
 }
 
-// responsesLocked builds the variant's response of each work that has one.
+// responsesLocked builds the variant's responses of each work that has
+// any (one, unless over the send limit: sendlimit.go).
 func (ss *session) responsesLocked(works []*work) []outMsg {
 	var out []outMsg
 	for _, w := range works {
-		var m outMsg
-		var ok bool
 		if ss.variant == xdstype.Delta {
-			m, ok = ss.deltaResponseLocked(w)
+			out = ss.deltaResponsesLocked(out, w)
 		} else {
-			m, ok = ss.sotwResponseLocked(w)
-		}
-		if ok {
-			out = append(out, m)
+			out = ss.sotwResponsesLocked(out, w)
 		}
 	}
 	return out

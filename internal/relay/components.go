@@ -123,6 +123,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		SendTimeout: cfg.Downstream.SendTimeout,
 		FetchWait:   cfg.Downstream.FetchWait,
 		OriginState: up.OriginState,
+		Links:       up, // downstream.limits' group limits
 		Logger:      lg,
 		Registry:    reg,
 		// serverOptions installs downstream.Codec.
@@ -132,6 +133,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		ControlPlaneID: cfg.ControlPlaneIdentifier(),
 		Authorities:    cfg.AuthorityNames(),
 		GatherWindow:   cfg.Downstream.GatherWindow,
+		MaxSendMsgSize: int(cfg.Downstream.MaxSendMsgSize), // the grpc.Server's too (serverOptions)
 	})
 	if err != nil {
 		return nil, err

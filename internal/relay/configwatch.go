@@ -23,6 +23,7 @@ func (r *Relay) watchConfig(cfg *config.Config, lg *zap.Logger) error {
 	w, err := configwatch.New(configwatch.Options{
 		Path:     cfg.Source(),
 		OnChange: func() { _ = r.Reload() },
+		MaxBytes: int64(config.MaxFileBytes),
 		Logger:   lg,
 	})
 	if err != nil {

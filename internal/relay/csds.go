@@ -44,7 +44,7 @@ func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 		allow = a
 	}
 	s, err := csds.New(csds.Options{Source: ds, Listen: cfg.CSDSListen, ServerOptions: opts, MaxBytes: maxBytes,
-		Logger: lg, Registry: reg, OnFail: r.fail, Allow: allow})
+		Logger: lg, Registry: reg, OnFail: r.fail, Allow: allow, MaxStreamsPerCaller: cfg.CSDSMaxStreamsPerCaller})
 	if err != nil {
 		return err
 	}

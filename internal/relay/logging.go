@@ -26,6 +26,9 @@ func NewLogger(c config.Log, out io.Writer) (*zap.Logger, error) {
 	case config.LogJSON:
 		ec := zap.NewProductionEncoderConfig()
 		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		// "1.5s", as the config writes durations (and the console format
+		// does), not production's bare 1.5 with no unit.
+		ec.EncodeDuration = zapcore.StringDurationEncoder
 		enc = zapcore.NewJSONEncoder(ec)
 	case config.LogConsole:
 		ec := zap.NewDevelopmentEncoderConfig()

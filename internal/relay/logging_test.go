@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/config"
 )
@@ -15,10 +18,12 @@ func TestNewLogger(t *testing.T) {
 		wantLines []string // substrings, one per line logged
 		wantErr   string
 	}{
+		// Durations say their unit in both formats ("1.5s", as the
+		// config writes them), never a bare number of seconds.
 		{name: "json info drops debug", cfg: config.Log{Level: "info", Format: "json"},
-			wantLines: []string{`"logger":"relay","msg":"info line","k":"v"`, `"level":"warn"`}},
+			wantLines: []string{`"logger":"relay","msg":"info line","k":"v"`, `"msg":"warn line","wait":"1.5s","grace":"10s"}`}},
 		{name: "console debug", cfg: config.Log{Level: "debug", Format: "console"},
-			wantLines: []string{"DEBUG\trelay\tdebug line", "INFO\trelay\tinfo line\t{\"k\": \"v\"}", "WARN\trelay\twarn line"}},
+			wantLines: []string{"DEBUG\trelay\tdebug line", "INFO\trelay\tinfo line\t{\"k\": \"v\"}", "WARN\trelay\twarn line\t{\"wait\": \"1.5s\", \"grace\": \"10s\"}"}},
 		{name: "warn only", cfg: config.Log{Level: "warn", Format: "json"}, wantLines: []string{`"msg":"warn line"`}},
 		{name: "bad level", cfg: config.Log{Level: "loud", Format: "json"}, wantErr: "log.level"},
 		{name: "bad format", cfg: config.Log{Level: "info", Format: "xml"}, wantErr: "log.format"},
@@ -39,7 +44,7 @@ func TestNewLogger(t *testing.T) {
 			lg = lg.Named("relay")
 			lg.Debug("debug line")
 			lg.Sugar().Infow("info line", "k", "v")
-			lg.Warn("warn line")
+			lg.Warn("warn line", zap.Duration("wait", 1500*time.Millisecond), zap.Duration("grace", 10*time.Second))
 			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 			if len(lines) != len(tt.wantLines) {
 				t.Fatalf("logged %d lines, want %d:\n%s", len(lines), len(tt.wantLines), buf.String())

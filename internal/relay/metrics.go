@@ -34,8 +34,10 @@ type metrics struct {
 	// adminRequests counts admin HTTP requests by endpoint and status code.
 	adminRequests *prometheus.CounterVec
 	// reloads counts config reloads by result: ok, invalid (refused: does
-	// not validate, or changes a field that needs a restart), error (the
-	// file could not be read, or applying failed and was undone).
+	// not validate, or changes a field that needs a restart), untrusted
+	// and too_large (the file itself refused, unparsed: not a regular
+	// file, owner or mode; over config.MaxFileBytes), error (the file
+	// could not be read, or applying failed and was undone).
 	reloads *prometheus.CounterVec
 	// lastReloadSuccess is when the running config was loaded (start, or
 	// the last reload that applied), in Unix seconds.
@@ -57,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay",
 			Name:      "config_reloads_total",
-			Help:      "Config reloads (SIGHUP, POST /debug/reload) by result: ok, invalid (refused, the running config kept), error.",
+			Help:      "Config reloads (SIGHUP, POST /debug/reload, config_watch) by result: ok, invalid (refused, the running config kept), untrusted or too_large (the file refused unparsed), error.",
 		}, []string{"result"}),
 		lastReloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "xds_relay",
@@ -65,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:      "When the running config was loaded: the start, or the last reload that applied (Unix seconds).",
 		}),
 	}
-	for _, result := range []string{"ok", "invalid", "error"} {
+	for _, result := range []string{reloadOK, reloadInvalid, reloadUntrusted, reloadTooLarge, reloadError} {
 		m.reloads.WithLabelValues(result)
 	}
 	if reg != nil {

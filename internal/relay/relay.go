@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -227,6 +228,10 @@ func (r *Relay) bind(ctx context.Context) (ls startListeners, bound releases, er
 	}
 	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
 		bound.release()
+		var errno syscall.Errno
+		if errors.As(err, &errno) { // the bind failed, as ListenError says
+			err = &ListenError{Key: "csds_listen", Addr: cfg.CSDSListen, Err: errno}
+		}
 		return ls, nil, err
 	}
 	bound.add(func() { r.csds.Close(ctx) })
@@ -266,17 +271,17 @@ func (r *Relay) serve(runCtx context.Context, ls startListeners) {
 	}
 }
 
-// listen binds addr, naming the config key in errors: "listen
-// 127.0.0.1:18000: address already in use".
+// listen binds addr; its error is a ListenError naming the config key:
+// "listen 127.0.0.1:18000: address already in use".
 func listen(ctx context.Context, key, addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		var sysErr *os.SyscallError
 		if errors.As(err, &sysErr) {
-			return nil, fmt.Errorf("%s %s: %w", key, addr, sysErr.Err)
+			err = sysErr.Err
 		}
-		return nil, fmt.Errorf("%s %s: %w", key, addr, err)
+		return nil, &ListenError{Key: key, Addr: addr, Err: err}
 	}
 	return l, nil
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/trustfile"
 )
 
 // Reload: SIGHUP (cmd/xds-relay) and POST /debug/reload re-read the config
@@ -43,24 +44,39 @@ func (r *Relay) onReload(fn func(old, next *config.Config) error, paths ...strin
 func (r *Relay) Reload() error {
 	path := r.config().Source()
 	if path == "" {
-		err := fmt.Errorf("relay: reload: the config was not read from a file")
-		r.reloadFailed("error", "", err)
-		return err
+		return r.refuse(reloadError, "", fmt.Errorf("relay: reload: the config was not read from a file"))
 	}
 	next, err := config.Load(path)
 	if err != nil {
-		result := "invalid"
-		var pe *fs.PathError
-		if errors.As(err, &pe) && !errors.Is(err, config.ErrInvalid) {
-			// Not a problem of the file's content: it could not be read.
-			result = "error"
-		} else {
-			err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
-		}
-		r.reloadFailed(result, path, err)
-		return err
+		return r.refuse(loadResult(err), path, err)
 	}
 	return r.ReloadConfig(next)
+}
+
+// The result label values of xds_relay_config_reloads_total.
+const (
+	reloadOK        = "ok"
+	reloadInvalid   = "invalid"
+	reloadUntrusted = "untrusted"
+	reloadTooLarge  = "too_large"
+	reloadError     = "error"
+)
+
+// loadResult is the reload result of a config file that did not load: the
+// file itself refused (untrusted, too_large: config.Load checks it before
+// parsing), its content refused (invalid), or a file that could not be
+// read (error: missing, mid-swap, permission).
+func loadResult(err error) string {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, trustfile.ErrUntrusted):
+		return reloadUntrusted
+	case errors.Is(err, trustfile.ErrTooLarge):
+		return reloadTooLarge
+	case errors.As(err, &pe) && !errors.Is(err, config.ErrInvalid):
+		return reloadError
+	}
+	return reloadInvalid
 }
 
 // ReloadConfig validates next and applies it in place of the running
@@ -73,20 +89,14 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 		return ErrClosed
 	}
 	if next == nil {
-		err := fmt.Errorf("%w: nil config", ErrReloadInvalid)
-		r.reloadFailed("invalid", "", err)
-		return err
+		return r.refuse(reloadInvalid, "", errors.New("nil config"))
 	}
 	if err := next.Validate(); err != nil {
-		err = fmt.Errorf("%w: %w", ErrReloadInvalid, err)
-		r.reloadFailed("invalid", next.Source(), err)
-		return err
+		return r.refuse(reloadInvalid, next.Source(), err)
 	}
 	old := r.config()
 	if errs := r.restartOnly(old, next); len(errs) > 0 {
-		err := fmt.Errorf("%w: %w", ErrReloadInvalid, errors.Join(errs...))
-		r.reloadFailed("invalid", next.Source(), err)
-		return err
+		return r.refuse(reloadInvalid, next.Source(), errors.Join(errs...))
 	}
 	for i, h := range r.reloads {
 		if err := h.apply(old, next); err != nil {
@@ -95,24 +105,30 @@ func (r *Relay) ReloadConfig(next *config.Config) error {
 					r.lg.Error("config reload: undoing a hook failed", zap.Error(rerr))
 				}
 			}
-			err = fmt.Errorf("relay: reload: %w", err)
-			r.reloadFailed("error", next.Source(), err)
-			return err
+			return r.refuse(reloadError, next.Source(), fmt.Errorf("relay: reload: %w", err))
 		}
 	}
 	r.cfg.Store(next)
-	r.m.reloads.WithLabelValues("ok").Inc()
+	r.m.reloads.WithLabelValues(reloadOK).Inc()
 	r.m.lastReloadSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
 	r.lg.Info("config reloaded", zap.String("path", next.Source()), zap.Strings("changed", changedPaths(old, next)))
 	return nil
 }
 
-// reloadFailed counts and logs a refused or failed reload, every problem
-// on its own line.
-func (r *Relay) reloadFailed(result, path string, err error) {
+// refuse counts and logs a refused or failed reload, every problem on its
+// own line as it is (the log's problems list holds the problems alone),
+// and returns its error: for a refused file or content (every result but
+// "error": the file could not be read), ErrReloadInvalid on a line of its
+// own above the problems ("config reload refused; the running
+// config is kept:\nrelay.yaml: cache.max_resources (line 8): ...").
+func (r *Relay) refuse(result, path string, problems error) error {
 	r.m.reloads.WithLabelValues(result).Inc()
 	r.lg.Error("config reload refused; the running config is kept", zap.String("path", path),
-		zap.String("result", result), zap.Strings("problems", strings.Split(err.Error(), "\n")))
+		zap.String("result", result), zap.Strings("problems", strings.Split(problems.Error(), "\n")))
+	if result == reloadError {
+		return problems
+	}
+	return fmt.Errorf("%w; the running config is kept:\n%w", ErrReloadInvalid, problems)
 }
 
 // restartOnly lists the fields next changes that no reload hook claims.

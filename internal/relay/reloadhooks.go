@@ -36,7 +36,8 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 		}
 		return ds.SetSendTimeout(next.Downstream.SendTimeout)
 	}, "downstream.send_timeout", "downstream.limits.max_streams", "downstream.limits.max_names_per_stream",
-		"downstream.limits.max_name_length", "downstream.limits.max_types_per_stream", "downstream.limits.max_version_length")
+		"downstream.limits.max_name_length", "downstream.limits.max_types_per_stream", "downstream.limits.max_version_length",
+		"downstream.limits.max_groups_per_authority", "downstream.limits.max_new_groups_per_stream")
 	// Upstream before the resolver: an added authority has its upstream
 	// before any name resolves to it.
 	r.onReload(func(old, next *config.Config) error {
@@ -110,6 +111,9 @@ func downstreamLimits(cfg *config.Config) downstream.Limits {
 		MaxNameLength:     l.MaxNameLength,
 		MaxTypesPerStream: l.MaxTypesPerStream,
 		MaxVersionLength:  l.MaxVersionLength,
+
+		MaxGroupsPerAuthority: l.MaxGroupsPerAuthority,
+		MaxNewGroupsPerStream: l.MaxNewGroupsPerStream,
 	}
 }
 

@@ -25,7 +25,9 @@ func TestStatusPages(t *testing.T) {
 	}{
 		{name: "status page", path: "/", wantCode: http.StatusOK, wantBody: []string{
 			`<td>auth.example</td><td>127.0.0.1:19000</td>`, `<span id="clients-total">0</span>`,
-			`<script src="/assets/status.js" defer></script>`, `id="cache-resources">0<`}},
+			`<script src="/assets/status.js" defer></script>`, `id="cache-resources">0<`,
+			// The cache figures' legend, served with the page.
+			`<td class="legend">client subscriptions since start answered from the cache at once (hits), against those that waited for an origin (misses)</td>`}},
 		{name: "not the status page", path: "/status", wantCode: http.StatusNotFound},
 		{name: "script", path: statusJSPath, wantCode: http.StatusOK, wantBody: []string{`fetch("/debug/status"`}},
 		{name: "style", path: statusCSSPath, wantCode: http.StatusOK, wantBody: []string{"td.err"}},

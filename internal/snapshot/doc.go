@@ -27,7 +27,7 @@
 //   - write: collecting the cache's entries, encoding them and replacing
 //     the file atomically; done by the Snapshotter's one writer.
 //   - trusted: a regular file of the relay's own user that nobody else
-//     may write (trust_*.go); only such a file is read.
+//     may write (internal/trustfile); only such a file is read.
 //
 // A snapshot never stops the relay: one that cannot be read is logged,
 // counted and ignored (the relay starts empty); one that cannot be

@@ -1,6 +1,10 @@
 package snapshot
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/xds-relay/xds-relay/internal/trustfile"
+)
 
 // Why a snapshot was not loaded (Decode, ReadFile).
 var (
@@ -12,8 +16,8 @@ var (
 	// ErrForeign: written under another config (fingerprint).
 	ErrForeign = errors.New("snapshot written under another config")
 	// ErrTooLarge: the file exceeds cache.snapshot_max_bytes.
-	ErrTooLarge = errors.New("snapshot larger than its bound")
+	ErrTooLarge = trustfile.ErrTooLarge
 	// ErrUntrusted: not a regular file, not owned by the relay's
 	// user, or writable by its group or by anyone.
-	ErrUntrusted = errors.New("snapshot not trusted")
+	ErrUntrusted = trustfile.ErrUntrusted
 )

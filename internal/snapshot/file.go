@@ -3,9 +3,10 @@ package snapshot
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/xds-relay/xds-relay/internal/trustfile"
 )
 
 // WriteFile replaces path with data atomically: a temporary file
@@ -52,52 +53,17 @@ func WriteFile(path string, data []byte) (err error) {
 
 // ReadFile reads path whole, refusing a file larger than maxBytes
 // (maxBytes <= 0: no bound), and anything but a regular file of this
-// process's user that no other user may write (ErrUntrusted; see
-// openTrusted). Opening it never blocks. A missing file is an error
-// wrapping fs.ErrNotExist.
+// process's user that no other user may write (ErrUntrusted): the checksum
+// and the config fingerprint are not authentication, anyone who can write
+// the file could make the relay serve what they wrote. Opening it never
+// blocks (internal/trustfile). A missing file is an error wrapping
+// fs.ErrNotExist.
 func ReadFile(path string, maxBytes int64) ([]byte, error) {
-	f, fi, err := openTrusted(path)
+	data, err := trustfile.Read(path, maxBytes, trustfile.RelayWritten)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	defer f.Close()
-	if maxBytes > 0 && fi.Size() > maxBytes {
-		return nil, fmt.Errorf("snapshot %s: %w: %d bytes, more than %d", path, ErrTooLarge, fi.Size(), maxBytes)
-	}
-	r := io.Reader(f)
-	if maxBytes > 0 {
-		r = io.LimitReader(f, maxBytes+1)
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: read: %w", path, err)
-	}
-	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return nil, fmt.Errorf("snapshot %s: %w: more than %d bytes", path, ErrTooLarge, maxBytes)
-	}
 	return data, nil
-}
-
-// openTrusted opens path for reading without blocking (a FIFO or a device
-// at the path cannot hold the start up) and checks the opened file (fstat:
-// what is checked is what is read) with trusted. Anything else is refused
-// with ErrUntrusted: the checksum and the config fingerprint are
-// not authentication, anyone who can write the file could make the relay
-// serve what they wrote.
-func openTrusted(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		err = trusted(fi)
-	}
-	if err != nil {
-		_ = f.Close()
-		return nil, nil, err
-	}
-	return f, fi, nil
 }
 
 // isNotExist is errors.Is(err, fs.ErrNotExist).

@@ -37,6 +37,7 @@ func (m *Manager) sweepIdle(ctx context.Context) {
 func (m *Manager) closeIdle() {
 	var closing []*link
 	m.mu.Lock()
+	m.sweepReservedLocked()
 	for id, l := range m.links {
 		if m.cache.Watched(id) {
 			l.idleSweeps = 0

@@ -52,7 +52,11 @@ type Manager struct {
 	wg              sync.WaitGroup         // counts every goroutine the Manager owns
 	mu              sync.Mutex             //
 	links           map[cache.LinkID]*link // guarded by mu
-	closed          bool                   // guarded by mu
+	// reserved: links ReserveLink kept a place for that no Subscribe has
+	// opened yet, with the idle sweeps they have seen (links.go).
+	// guarded by mu
+	reserved map[cache.LinkID]int
+	closed   bool // guarded by mu
 	// auths by name; replaced by SetAuthorities (reload.go). guarded by mu
 	auths map[string]*authority
 	// files: file sources by origin; SetAuthorities adds. guarded by mu
@@ -117,6 +121,7 @@ func New(opts Options) (*Manager, error) {
 		ctx:             ctx,
 		cancel:          cancel,
 		links:           make(map[cache.LinkID]*link),
+		reserved:        make(map[cache.LinkID]int),
 	}
 	mgr.conns = newConns(mgr.dialOpts)
 	mgr.checks = &originChecks{by: make(map[string][]OriginCheck)}
@@ -188,6 +193,7 @@ func (m *Manager) link(s cache.LinkID) *link {
 	if l == nil {
 		l = newLink(m, s, a)
 		m.links[s] = l
+		delete(m.reserved, s) // its place is the link's now (links.go)
 		m.startLocked(l)
 	}
 	return l

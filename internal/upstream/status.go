@@ -194,14 +194,14 @@ func (m *Manager) Links() []LinkStatus {
 	return out
 }
 
-// Ready returns why some link cannot serve yet (for /readyz): no origin
-// has answered its current attempt and the cache holds nothing of it.
-// nil when every link is open or has cached state to serve; a link nobody
-// asked for does not exist yet and does not count.
+// Ready returns why some link cannot serve yet (for /readyz): it has no
+// evidence that its origin is alive and the cache holds nothing of it.
+// nil when every link has that evidence (aliveOrigin) or cached state to
+// serve; a link nobody asked for does not exist yet and does not count.
 func (m *Manager) Ready() error {
 	var errs []error
 	for _, st := range m.Status() {
-		if st.State == "open" || m.cache.Cached(cache.LinkID{Authority: st.Authority, Group: st.Group}) {
+		if aliveOrigin(st) || m.cache.Cached(cache.LinkID{Authority: st.Authority, Group: st.Group}) {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%w and nothing is cached", notAnswered(st)))
@@ -209,9 +209,26 @@ func (m *Manager) Ready() error {
 	return errors.Join(errs...)
 }
 
+// aliveOrigin says whether what st's link knows is evidence that its
+// origin is alive: it answered anything on the current stream (any name,
+// "does not exist" included) or a liveness probe ("open"), or it accepted
+// the connection and the stream ("waiting": gRPC opens a stream only on a
+// connection that is ready) and the link has not failed since its last
+// answer. An origin need not answer names it lacks, so a client asking
+// only for those leaves the link waiting until the liveness probe
+// (response_timeout); that says nothing against the origin. A link whose
+// last attempt failed (refused, stalled: LastError) needs an answer again.
+func aliveOrigin(st LinkStatus) bool {
+	return st.State == "open" || st.State == "waiting" && st.LastError == ""
+}
+
 // OriginState returns why no origin answers on the link of s (its state
 // and last error, for a REST poll or Fetch that found nothing); nil when
-// one does, or s has no link.
+// one does, when the link's stream is open to an origin that has not
+// failed and is within its response_timeout (a silent origin may simply
+// not have the names asked for: silence is how a go-control-plane origin
+// says so, and gRPC clients are not told otherwise either), or when s
+// has no link.
 func (m *Manager) OriginState(s cache.LinkID) error {
 	m.mu.Lock()
 	l := m.links[s]
@@ -219,10 +236,11 @@ func (m *Manager) OriginState(s cache.LinkID) error {
 	if l == nil {
 		return nil
 	}
-	if st := l.describe(time.Now()); st.State != "open" {
-		return notAnswered(st)
+	st := l.describe(time.Now())
+	if st.State == "open" || (st.State == "waiting" && st.LastError == "") {
+		return nil
 	}
-	return nil
+	return notAnswered(st)
 }
 
 // notAnswered says that st's link has no answering origin, and why.

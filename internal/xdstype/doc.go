@@ -6,6 +6,7 @@
 //     operator listed (List), else "other", so no type URL a client or
 //     origin sends can grow the label set;
 //   - CheckTypeURL, what a type URL an operator lists must look like;
+//   - Named, whether a type's resources carry their name in their message;
 //   - the registration of the resource types (register.go), so that
 //     protoregistry and protojson know them wherever the relay needs to.
 //

@@ -84,3 +84,18 @@ func TestCheckTypeURL(t *testing.T) {
 		})
 	}
 }
+
+func TestNamed(t *testing.T) {
+	for typeURL, want := range map[string]bool{
+		resourcev3.ListenerType:                        true,
+		resourcev3.EndpointType:                        true, // cluster_name
+		resourcev3.SecretType:                          true,
+		LbEndpointType:                                 false, // no name field
+		"type.googleapis.com/google.protobuf.Struct":   false,
+		"type.googleapis.com/mesh.example.v1.Workload": false, // registered nowhere
+	} {
+		if got := Named(typeURL); got != want {
+			t.Errorf("Named(%s) = %v, want %v", typeURL, got, want)
+		}
+	}
+}

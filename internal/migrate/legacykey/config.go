@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -155,7 +157,7 @@ func Parse(data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("fragments: required (the file is empty)")
 		}
-		return nil, err
+		return nil, readable(err)
 	}
 	v := &validator{}
 	v.config(&c)
@@ -329,4 +331,56 @@ func (v *validator) action(p string, a *ResultAction, required bool) {
 	if a.RegexAction != nil && a.RegexAction.Pattern == "" {
 		v.add(p+".regex_action.pattern", "required")
 	}
+}
+
+// readable rewrites the decoder's errors, which name this package's Go
+// types ("field x not found in type legacykey.Rule"), in the file's own
+// terms: `line 5: unknown key "x"`, `line 4: a list where a string goes`.
+func readable(err error) error {
+	te, ok := err.(*yaml.TypeError)
+	if !ok {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		if sub := unknownField.FindStringSubmatch(m); sub != nil {
+			m = fmt.Sprintf("%s: unknown key %q", sub[1], sub[2])
+		} else if sub := wrongKind.FindStringSubmatch(m); sub != nil {
+			m = fmt.Sprintf("%s: %s where %s goes", sub[1], kindName(sub[2], sub[3]), goTypeName(sub[4]))
+		}
+		msgs[i] = m
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+var (
+	unknownField = regexp.MustCompile(`^(line \d+): field (\S+) not found in type \S+$`)
+	wrongKind    = regexp.MustCompile("^(line \\d+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
+)
+
+// kindName says what a YAML tag is, with its text for a scalar.
+func kindName(tag, text string) string {
+	switch tag {
+	case "!!seq":
+		return "a list"
+	case "!!map":
+		return "a mapping"
+	}
+	return fmt.Sprintf("%s %q", strings.TrimPrefix(tag, "!!"), text)
+}
+
+// goTypeName says what a Go type holds: a string, a number, a list, a
+// mapping (this package's structs), a bool.
+func goTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "a whole number"
+	}
+	return "a mapping"
 }

@@ -200,7 +200,12 @@ func TestParseErrors(t *testing.T) {
 		want  []string
 	}{
 		{"empty file", "", []string{"fragments: required"}},
-		{"unknown field", "fragments:\n- rules: []\n  priority: 1\n", []string{"field priority not found"}},
+		{"unknown field", "fragments:\n- rules: []\n  priority: 1\n", []string{`line 3: unknown key "priority"`}},
+		// The decoder's errors are said in the file's terms, never by the
+		// Go types that read it.
+		{"a top-level key of another file", "server: {}\nfragments: []\n", []string{`line 1: unknown key "server"`}},
+		{"a list for a string", "fragments:\n- rules:\n  - match: {any_match: true}\n    result: {string_fragment: [a]}\n", []string{"line 4: a list where a string goes"}},
+		{"a list for the file", "- a\n", []string{"line 1: a list where a mapping goes"}},
 		{"no fragments", "fragments: []", []string{"fragments: at least one fragment is required"}},
 		{
 			name: "missing and doubled parts",
@@ -239,6 +244,9 @@ func TestParseErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error does not contain %q:\n%v", w, err)
 				}
+			}
+			if strings.Contains(err.Error(), "legacykey.") {
+				t.Errorf("error names a Go type: %v", err)
 			}
 		})
 	}
