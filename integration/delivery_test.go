@@ -218,8 +218,14 @@ func heldNow(t *testing.T, r *relayproc.Relay, reason string) float64 {
 // for reason is n.
 func waitHeld(t *testing.T, r *relayproc.Relay, reason string, n float64) {
 	t.Helper()
-	waitRelayMetric(t, r, fmt.Sprintf("%v Cluster removals held (%s)", n, reason), func(v float64) bool { return v == n },
-		"xds_relay_delivery_held", "authority", dsAuthority, "type", "envoy.config.cluster.v3.Cluster", "reason", reason)
+	waitHeldOf(t, r, "envoy.config.cluster.v3.Cluster", reason, n)
+}
+
+// waitHeldOf is waitHeld for the type labelled typ.
+func waitHeldOf(t *testing.T, r *relayproc.Relay, typ, reason string, n float64) {
+	t.Helper()
+	waitRelayMetric(t, r, fmt.Sprintf("%v %s removals held (%s)", n, typ, reason), func(v float64) bool { return v == n },
+		"xds_relay_delivery_held", "authority", dsAuthority, "type", typ, "reason", reason)
 }
 
 // noRemovalsThrough changes cluster c-00 at the origin (set) and checks
@@ -279,6 +285,9 @@ func TestDeliveryMassDeletionHeld(t *testing.T) {
 				t.Errorf("/debug/delivery held = %+v, want one hold of 80 (%s)", page.Held, delivery.ReasonShare)
 			}
 			removed := f.noRemovalsThrough(func() { o.set(resource.ClusterType, names[0], cluster(names[0], 2)) }, names[:93])
+			late := newFleet(t, r.XDSAddr(), "mixed", 2, 1) // connecting while the removals are held
+			late.subscribe(resource.ClusterType)
+			late.waitHolds(resource.ClusterType, names[:93]...)
 
 			// A page on another site cannot release it.
 			if code, body := releasePOST(t, r, url.Values{"authority": {dsAuthority}}, "http://evil.example"); code != http.StatusForbidden {
@@ -392,6 +401,9 @@ func TestDeliveryEmptyOriginAfterReconnect(t *testing.T) {
 				if removed > 0 {
 					t.Errorf("%d of %d clients received removals", removed, clients)
 				}
+				// The origin loads its real state: the hold ends by itself.
+				next.setSnapshot("next-3", clusterSnapshot(append(slices.Clone(names), "new")))
+				waitHeld(t, r, delivery.ReasonEmpty, 0)
 				t.Logf("%s, %s: %d of %d clients received removals of the 50 clusters", tc.name, up.name, removed, clients)
 			})
 		}
@@ -590,4 +602,49 @@ func connectTimeout(t *testing.T, x *discoveryv3.Resource) int64 {
 		t.Fatal(err)
 	}
 	return c.GetConnectTimeout().GetSeconds()
+}
+
+// A glob collection clients subscribe to is emptied by the origin (its 3
+// members removed, 3 of the type's 13: under the share): held, whatever
+// its size; a member added meanwhile reaches everyone beside the held
+// ones; the origin sending the members again ends the hold.
+func TestDeliveryGlobEmptied(t *testing.T) {
+	pool := endpointNames("pool", 3)
+	glob := xdstpName(dsAuthority, "envoy.config.endpoint.v3.ClusterLoadAssignment", "pool/*")
+	for i := range pool {
+		pool[i] = xdstpName(dsAuthority, "envoy.config.endpoint.v3.ClusterLoadAssignment", fmt.Sprintf("pool/m-%d", i))
+	}
+	others := endpointNames("other", 10)
+	snapshot := func(names ...string) map[resource.Type][]types.Resource {
+		var rs []types.Resource
+		for _, n := range names {
+			rs = append(rs, endpointsOn(n, 8080))
+		}
+		return map[resource.Type][]types.Resource{resource.EndpointType: rs}
+	}
+	for _, up := range deliveryUpstreams {
+		t.Run(up.name, func(t *testing.T) {
+			o := newSnapshotOrigin(t)
+			o.setSnapshot("v1", snapshot(append(slices.Clone(others), pool...)...))
+			r := startQuietRelay(t, up.edit, o.addr)
+			f := newFleet(t, r.XDSAddr(), "mixed", 4, 1)
+			f.subscribe(resource.EndpointType, glob)
+			f.waitHolds(resource.EndpointType, pool...)
+			f.settle()
+
+			o.setSnapshot("v2", snapshot(others...))
+			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", delivery.ReasonEmpty, 3)
+			added := xdstpName(dsAuthority, "envoy.config.endpoint.v3.ClusterLoadAssignment", "pool/m-new")
+			o.setSnapshot("v3", snapshot(append(slices.Clone(others), added)...))
+			f.waitHolds(resource.EndpointType, append(slices.Clone(pool), added)...)
+
+			o.setSnapshot("v4", snapshot(append(append(slices.Clone(others), added), pool...)...))
+			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", delivery.ReasonEmpty, 0)
+			for i, rs := range f.settle() {
+				if n := removalsIn(rs, pool); n > 0 {
+					t.Errorf("%s received %d removals: %s", f.clients[i].name, n, describe(rs))
+				}
+			}
+		})
+	}
 }
