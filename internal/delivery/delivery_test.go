@@ -364,3 +364,29 @@ func TestReleaseAfter(t *testing.T) {
 		t.Errorf("%d release log lines by release_after, want 1", n)
 	}
 }
+
+// What validation keeps of an origin's names is bounded: a refusal of a
+// very long name is not remembered (its resend is checked again), and the
+// page shows the name cut.
+func TestValidateBoundsWhatItKeeps(t *testing.T) {
+	f := newFixture(t, nil)
+	long := strings.Repeat("n", maxRememberedName+1)
+	for range 2 {
+		if got := f.apply(t, resource.EndpointType, false, map[string]proto.Message{long: cla(long, 70000)}); len(got.Refused) != 1 {
+			t.Fatalf("Refused = %v, want the long-named CLA", got.Refused)
+		}
+	}
+	f.d.mu.Lock()
+	remembered := len(f.d.refused)
+	f.d.mu.Unlock()
+	if remembered != 0 {
+		t.Errorf("%d refusals remembered, want none for a name over %d bytes", remembered, maxRememberedName)
+	}
+	if v := f.invalidCount(resource.EndpointType); v != 2 {
+		t.Errorf("invalid_total = %v, want 2 (each resend of an unremembered refusal counted)", v)
+	}
+	p := f.d.Page()
+	if n := len(p.Invalid.Recent[0].Name); n > maxShownName+len("…") {
+		t.Errorf("the page shows a name of %d bytes, want at most %d", n, maxShownName)
+	}
+}

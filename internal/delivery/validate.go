@@ -23,6 +23,14 @@ const (
 	// maxErrorText bounds the validation error kept and logged per
 	// version (a message with many invalid fields can be long).
 	maxErrorText = 1024
+	// maxRememberedName: a refusal is remembered only for a name of at
+	// most this many bytes (the default max_name_length), so the memory
+	// of refusals stays bounded whatever names an origin sends; a longer
+	// name's resend is validated again.
+	maxRememberedName = 2048
+	// maxShownName bounds a name as the page lists it and the log writes
+	// it.
+	maxShownName = 256
 )
 
 // validator is what a resource type's generated code provides
@@ -99,16 +107,11 @@ func (d *Delivery) noteChecked(k cache.Key, r *cache.Resource, err error) {
 		d.mu.Unlock()
 		return
 	}
-	if _, ok := d.refused[k]; !ok && len(d.refused) >= maxRefused {
-		for old := range d.refused { // any one: its resend is validated again
-			delete(d.refused, old)
-			break
-		}
-	}
-	d.refused[k] = refusal{version: r.Version, err: err}
+	d.remember(k, refusal{version: r.Version, err: err})
 	d.invalidTotal++
+	name := truncate(r.Name, maxShownName)
 	inv := Invalid{Time: d.now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Authority: k.Link.Authority, Group: k.Link.Group,
-		Type: k.TypeURL, Name: r.Name, Version: r.Version, Error: err.Error()}
+		Type: k.TypeURL, Name: name, Version: r.Version, Error: err.Error()}
 	if len(d.recent) == maxRecent {
 		d.recent = append(d.recent[:0], d.recent[1:]...)
 	}
@@ -117,7 +120,23 @@ func (d *Delivery) noteChecked(k cache.Key, r *cache.Resource, err error) {
 	d.m.invalid.WithLabelValues(k.Link.Authority, xdstype.Label(k.TypeURL)).Inc()
 	d.lg.Warn("origin version refused: invalid (not cached, not sent; the origin is NACKed)",
 		zap.String("authority", k.Link.Authority), zap.String("group", k.Link.Group), zap.String("type_url", k.TypeURL),
-		zap.String("name", r.Name), zap.String("version", r.Version), zap.String("origin_version", r.OriginVersion), zap.Error(err))
+		zap.String("name", name), zap.String("version", r.Version), zap.String("origin_version", truncate(r.OriginVersion, maxShownName)), zap.Error(err))
+}
+
+// remember keeps k's refusal, within maxRefused keys (past it, any one is
+// forgotten) and for names of at most maxRememberedName bytes. Called
+// with mu held.
+func (d *Delivery) remember(k cache.Key, ref refusal) {
+	if len(k.Name) > maxRememberedName {
+		return
+	}
+	if _, ok := d.refused[k]; !ok && len(d.refused) >= maxRefused {
+		for old := range d.refused { // any one: its resend is validated again
+			delete(d.refused, old)
+			break
+		}
+	}
+	d.refused[k] = ref
 }
 
 // truncate cuts s to at most n bytes, marking the cut.
