@@ -21,7 +21,8 @@ type HeldRemoval struct {
 	Group     string `json:"group,omitempty"`
 	Type      string `json:"type"`
 	Reason    string `json:"reason"`
-	// Resources counts the resources held; Names are the first 10.
+	// Resources counts the resources held; Names are the first 10, each
+	// cut at 256 bytes.
 	Resources int      `json:"resources"`
 	Names     []string `json:"names"`
 	// Since is when the oldest was held, AgeS how long ago.
@@ -63,8 +64,12 @@ func (d *Delivery) Page() Page {
 	now := d.now()
 	p := Page{Held: []HeldRemoval{}, Settings: make([]AuthoritySettings, 0, len(s.authorities))}
 	for _, h := range d.held.Deferrals() {
+		names := make([]string, len(h.Names))
+		for i, n := range h.Names {
+			names[i] = truncate(n, maxShownName)
+		}
 		row := HeldRemoval{Authority: h.Link.Authority, Group: h.Link.Group, Type: h.TypeURL, Reason: h.Reason,
-			Resources: h.Count, Names: h.Names, Since: h.Since, AgeS: now.Sub(h.Since).Seconds(),
+			Resources: h.Count, Names: names, Since: h.Since, AgeS: now.Sub(h.Since).Seconds(),
 			Release: "POST " + ReleaseURL(h.Link.Authority, h.TypeURL)}
 		if after := s.of(h.Link.Authority).DeletionGuard.ReleaseAfter; after > 0 {
 			at := h.Since.Add(after)
