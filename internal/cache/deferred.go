@@ -168,7 +168,7 @@ func (c *Cache) DeferredCounts() []Deferral {
 
 // Deferrals lists the deferred removals by link, type and reason, sorted
 // by authority, group, type and reason. Its cost is that of walking the
-// deferred entries.
+// deferred entries (under the lock) and sorting their names (after it).
 func (c *Cache) Deferrals() []Deferral {
 	c.mu.Lock()
 	out := make([]Deferral, 0, len(c.deferred))
@@ -176,11 +176,22 @@ func (c *Cache) Deferrals() []Deferral {
 		out = append(out, describeDeferred(g, set))
 	}
 	c.mu.Unlock()
-	slices.SortFunc(out, compareDeferrals)
-	return out
+	return sortedDeferrals(out)
 }
 
-// describeDeferred sums up one group's deferred entries.
+// sortedDeferrals sorts ds and each one's names, keeping the first
+// maxDeferralNames.
+func sortedDeferrals(ds []Deferral) []Deferral {
+	for i := range ds {
+		slices.Sort(ds[i].Names)
+		ds[i].Names = ds[i].Names[:min(len(ds[i].Names), maxDeferralNames)]
+	}
+	slices.SortFunc(ds, compareDeferrals)
+	return ds
+}
+
+// describeDeferred sums up one group's deferred entries, with all their
+// names, unsorted (sortedDeferrals cuts them).
 func describeDeferred(g deferralGroup, set map[*entry]struct{}) Deferral {
 	d := Deferral{Link: g.st.stream, TypeURL: g.st.typeURL, Reason: g.reason, Count: len(set)}
 	names := make([]string, 0, len(set))
@@ -194,8 +205,7 @@ func describeDeferred(g deferralGroup, set map[*entry]struct{}) Deferral {
 		}
 		names = append(names, e.key.Name)
 	}
-	slices.Sort(names)
-	d.Names = names[:min(len(names), maxDeferralNames)]
+	d.Names = names
 	return d
 }
 
@@ -242,8 +252,7 @@ func (c *Cache) ReleaseDeferred(f DeferralFilter) []Deferral {
 		}
 		released = append(released, c.releaseLocked(st, gone)...) // unlocks
 	}
-	slices.SortFunc(released, compareDeferrals)
-	return released
+	return sortedDeferrals(released)
 }
 
 // releasableLocked finds one link and type with deferred removals f
