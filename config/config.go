@@ -86,6 +86,9 @@ type Config struct {
 	// get them (docs/delivery.md). authorities[].delivery overrides it
 	// per authority, key by key.
 	Delivery Delivery `yaml:"delivery"`
+	// Propagation configures the propagation ledger: every origin change
+	// traced to each client's ACK or NACK (docs/operations.md).
+	Propagation Propagation `yaml:"propagation"`
 	// ShutdownGracePeriod bounds a graceful shutdown: after it, remaining
 	// streams and HTTP requests are cut. Default 10s.
 	ShutdownGracePeriod time.Duration `yaml:"shutdown_grace_period"`
@@ -177,8 +180,17 @@ type Cache struct {
 	// MaxResources bounds the number of unwatched resources kept; 0 keeps
 	// none. Default 100000.
 	MaxResources int `yaml:"max_resources"`
-	// MaxBytes bounds their serialized size; 0 keeps none. Default 256MiB.
+	// MaxBytes bounds the bytes they hold: bodies, names, versions,
+	// wrapper fields (metadata, aliases, cache control), TTLs, resource
+	// errors and a fixed overhead per revision (docs/limits.md, "What
+	// cache.max_bytes counts"); 0 keeps none. Default 256MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
+	// RefetchInterval: a resource the origin marked
+	// cache_control.do_not_cache is asked of the origin for new clients at
+	// most once per this interval, per name; a client arriving sooner
+	// waits for that fetch (never served from cache). 0: no limit.
+	// Default 1s.
+	RefetchInterval time.Duration `yaml:"refetch_interval"`
 	// SnapshotPath is the file the relay keeps a snapshot of its cache in
 	// and restores it from at start (warm restart). Default "": off.
 	SnapshotPath string `yaml:"snapshot_path"`
@@ -249,6 +261,23 @@ type DeletionGuardOverride struct {
 	// ReleaseAfter replaces delivery.deletion_guard.release_after.
 	// Default: absent.
 	ReleaseAfter *time.Duration `yaml:"release_after"`
+}
+
+// Propagation configures the propagation ledger (internal/propagation):
+// for each origin change, when it arrived and how many client streams
+// ACKed it (and how fast), NACKed it (and why) or are still pending, on
+// /debug/propagation, the status page and in xds_relay_propagation_*;
+// and, per client, why it is behind (/debug/propagation/client?node=).
+type Propagation struct {
+	// Enabled keeps the ledger. Off, no change is recorded (the pages are
+	// empty and the xds_relay_propagation_* series are not exported):
+	// only to compare its cost. Needs a restart to change. Default true.
+	Enabled bool `yaml:"enabled"`
+	// ReportAfter: a change that has not converged this long after it
+	// arrived (a client stream has not answered it) is logged once, with
+	// the number of streams still pending; one that converges sooner is
+	// logged then. Needs a restart to change. Default 30s.
+	ReportAfter time.Duration `yaml:"report_after"`
 }
 
 // Aggregation holds the rules that group legacy names. The rule schema is
@@ -521,6 +550,7 @@ const (
 	DefaultMaxBytes            = 256 * MiB
 	DefaultSnapshotInterval    = 5 * time.Second
 	DefaultSnapshotMaxBytes    = 256 * MiB
+	DefaultRefetchInterval     = time.Second
 	DefaultShutdownGracePeriod = 10 * time.Second
 	// DefaultCSDSMaxStreamsPerCaller: csds_max_streams_per_caller.
 	DefaultCSDSMaxStreamsPerCaller = 4
@@ -560,8 +590,9 @@ const (
 	DefaultMaxGroupsPerAuthority   = 256
 	DefaultMaxNewGroupsPerStream   = 16
 
-	DefaultMaxRemovedShare = 0.5
-	DefaultMinResources    = 10
+	DefaultMaxRemovedShare        = 0.5
+	DefaultMinResources           = 10
+	DefaultPropagationReportAfter = 30 * time.Second
 
 	DefaultRESTReadTimeout  = 10 * time.Second
 	DefaultRESTWriteTimeout = 30 * time.Second
@@ -580,6 +611,7 @@ func Default() *Config {
 		Downstream:          defaultDownstream(),
 		Upstream:            defaultUpstream(),
 		Delivery:            DefaultDelivery(),
+		Propagation:         Propagation{Enabled: true, ReportAfter: DefaultPropagationReportAfter},
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
 
 		CSDSMaxStreamsPerCaller: DefaultCSDSMaxStreamsPerCaller,
@@ -591,6 +623,8 @@ func defaultCache() Cache {
 	return Cache{
 		MaxResources: DefaultMaxResources,
 		MaxBytes:     DefaultMaxBytes,
+
+		RefetchInterval: DefaultRefetchInterval,
 
 		SnapshotInterval: DefaultSnapshotInterval,
 		SnapshotMaxBytes: DefaultSnapshotMaxBytes,

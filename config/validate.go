@@ -44,6 +44,9 @@ func (c *Config) Validate() error {
 	if c.Cache.MaxBytes < 0 {
 		v.add("cache.max_bytes", "must not be negative, got %d", c.Cache.MaxBytes)
 	}
+	if c.Cache.RefetchInterval < 0 {
+		v.add("cache.refetch_interval", "must not be negative, got %v", c.Cache.RefetchInterval)
+	}
 	v.snapshot()
 	v.aggregation()
 	v.access()
@@ -53,6 +56,7 @@ func (c *Config) Validate() error {
 	v.downstream()
 	v.upstream()
 	v.delivery()
+	v.positive("propagation.report_after", c.Propagation.ReportAfter)
 	v.positive("shutdown_grace_period", c.ShutdownGracePeriod)
 	return c.join(v.problems)
 }

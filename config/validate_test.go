@@ -62,6 +62,7 @@ func TestValidate(t *testing.T) {
 		{name: "max_resources negative", extra: "cache:\n  max_resources: -1\n", want: []problem{{"cache.max_resources", 5, "must not be negative"}}},
 		{name: "max_bytes negative", extra: "cache:\n  max_bytes: -1\n", want: []problem{{"cache.max_bytes", 5, `"-1" is negative`}}},
 		{name: "max_bytes unparsable", extra: "cache:\n  max_bytes: 1MB\n", want: []problem{{"cache.max_bytes", 5, `invalid byte size: "1MB"`}}},
+		{name: "refetch_interval negative", extra: "cache:\n  refetch_interval: -1s\n", want: []problem{{"cache.refetch_interval", 5, "must not be negative"}}},
 		{name: "log level", extra: "log:\n  level: trace\n", want: []problem{{"log.level", 5, `"trace" is not one of debug, info, warn, error`}}},
 		{name: "log format", extra: "log:\n  format: text\n", want: []problem{{"log.format", 5, `"text" is not one of json, console`}}},
 

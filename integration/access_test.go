@@ -457,13 +457,14 @@ func twoAuthorities(t *testing.T, snapshot string) func(*config.Config) {
 	}
 }
 
-// newMembersOrigin is an access origin holding the clusters of
-// TestAccessMembersOwnAuthority: one xdstp cluster of ds.example and both
-// legacy names.
+// newMembersOrigin is an origin holding the clusters of
+// TestAccessMembersOwnAuthority: both legacy names. (Not ds.example's xdstp
+// clusters: the open authority's link would refuse an answer listing
+// them, docs/protocol.md "Authorities kept apart".)
 func newMembersOrigin(t *testing.T) *gcpOrigin {
 	t.Helper()
 	o := newAccessOrigin(t)
-	for _, n := range []string{accessCluster1, restrictedLegacy, openLegacy} {
+	for _, n := range []string{restrictedLegacy, openLegacy} {
 		o.set(resource.ClusterType, n, cluster(n, 1))
 	}
 	return o
@@ -471,20 +472,19 @@ func newMembersOrigin(t *testing.T) *gcpOrigin {
 
 // TestAccessMembersOwnAuthority: two authorities behind one origin, one
 // restricted (ds.example), one open (open.example, where the legacy
-// wildcard goes). The origin's wildcard answer lists ds.example's xdstp
-// clusters and a legacy name the rules give to ds.example; a client
-// ds.example denies subscribes to the open wildcard and receives neither,
-// over delta, SotW, unary Fetch and REST, at first and on later changes;
-// an allowed client receives all three.
+// wildcard goes). The origin's wildcard answer lists a legacy name the
+// rules give to ds.example; a client ds.example denies subscribes to the
+// open wildcard and does not receive it, over delta, SotW, unary Fetch and
+// REST, at first and on later changes; an allowed client receives both.
 func TestAccessMembersOwnAuthority(t *testing.T) {
 	p, o := newAccessPKI(t), newMembersOrigin(t)
 	relay, cfg := runAccessRelay(t, p, o, twoAuthorities(t, ""))
 	xds, rest := relay.XDSAddr(), relay.RESTAddr()
-	hidden := []string{accessCluster1, restrictedLegacy}
-	all := []string{openLegacy, restrictedLegacy, accessCluster1} // sorted
+	hidden := []string{restrictedLegacy}
+	all := []string{openLegacy, restrictedLegacy} // sorted
 
-	// The allowed client's wildcard lists all three: the origin's answer
-	// does carry what the denied client must not see.
+	// The allowed client's wildcard lists both: the origin's answer does
+	// carry what the denied client must not see.
 	prod := newADSClient(t, p.dial(t, xds, p.prodApp), "delta", "prod", "prod", nil)
 	prod.subscribe(resource.ClusterType)
 	prod.waitHolds(resource.ClusterType, all...)
@@ -494,10 +494,9 @@ func TestAccessMembersOwnAuthority(t *testing.T) {
 			c := newADSClient(t, p.dial(t, xds, p.staging), variant, "staging-"+variant, "staging", nil)
 			c.subscribe(resource.ClusterType)
 			receiveOnly(t, c, resource.ClusterType, hidden, openLegacy)
-			// Later changes: the denied members change (each looked up
+			// Later changes: the denied member changes (looked up
 			// alone), then the allowed one; only the allowed one arrives.
 			v := prod.timeoutSeconds(openLegacy) + 1
-			o.set(resource.ClusterType, accessCluster1, cluster(accessCluster1, v))
 			o.set(resource.ClusterType, restrictedLegacy, cluster(restrictedLegacy, v))
 			prod.waitTimeout(restrictedLegacy, v)
 			o.set(resource.ClusterType, openLegacy, cluster(openLegacy, v))
@@ -651,7 +650,7 @@ func TestAccessReloadEndsLongPolls(t *testing.T) {
 func TestAccessMembersFromSnapshot(t *testing.T) {
 	p, o := newAccessPKI(t), newMembersOrigin(t)
 	snapshot := filepath.Join(t.TempDir(), "relay.snap")
-	all := []string{openLegacy, restrictedLegacy, accessCluster1}
+	all := []string{openLegacy, restrictedLegacy}
 
 	a, _ := runAccessRelay(t, p, o, twoAuthorities(t, snapshot))
 	before := newADSClient(t, p.dial(t, a.XDSAddr(), p.prodApp), "delta", "before", "prod", nil)
@@ -669,7 +668,7 @@ func TestAccessMembersFromSnapshot(t *testing.T) {
 	for _, variant := range []string{"delta", "sotw"} {
 		c := newADSClient(t, p.dial(t, b.XDSAddr(), p.staging), variant, "staging-"+variant, "staging", nil)
 		c.subscribe(resource.ClusterType)
-		receiveOnly(t, c, resource.ClusterType, []string{accessCluster1, restrictedLegacy}, openLegacy)
+		receiveOnly(t, c, resource.ClusterType, []string{restrictedLegacy}, openLegacy)
 	}
 	prod := newADSClient(t, p.dial(t, b.XDSAddr(), p.prodApp), "sotw", "prod-after", "prod", nil)
 	prod.subscribe(resource.ClusterType)

@@ -78,9 +78,9 @@ func portsIn(rs []received) []uint32 {
 	return out
 }
 
-// waitNACK waits for the relay's first NACK to o after the first fromDelta
+// waitNACKAfter waits for the relay's first NACK to o after the first fromDelta
 // delta and fromSotW SotW requests, and returns its error_detail message.
-func (o *gcpOrigin) waitNACK(fromDelta, fromSotW int) string {
+func (o *gcpOrigin) waitNACKAfter(fromDelta, fromSotW int) string {
 	o.t.Helper()
 	var msg string
 	o.waitFor("a NACK from the relay", func() bool {
@@ -122,7 +122,7 @@ func TestDeliveryInvalidVersionStopped(t *testing.T) {
 			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
 			published := time.Now()
 			o.set(resource.EndpointType, name, endpointsOn(name, 70000))
-			nack := o.waitNACK(fromDelta, fromSotW)
+			nack := o.waitNACKAfter(fromDelta, fromSotW)
 			heard := time.Since(published)
 			for _, want := range []string{fmt.Sprintf("%q", name), "SocketAddress.PortValue", "less than or equal to 65535"} {
 				if !strings.Contains(nack, want) {
@@ -483,20 +483,6 @@ func TestDeliveryStatusPageInChromium(t *testing.T) {
 	}
 }
 
-// firstElement is the first element named tag under n (depth first), nil
-// when none.
-func firstElement(n *html.Node, tag string) *html.Node {
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && c.Data == tag {
-			return c
-		}
-		if found := firstElement(c, tag); found != nil {
-			return found
-		}
-	}
-	return nil
-}
-
 // nextElement is the next sibling of n named tag, nil when none.
 func nextElement(n *html.Node, tag string) *html.Node {
 	for c := n.NextSibling; c != nil; c = c.NextSibling {
@@ -570,7 +556,7 @@ func TestDeliveryInvalidClusterKeptInFullState(t *testing.T) {
 			bad.ConnectTimeout = durationpb.New(-5 * time.Second) // connect_timeout must be > 0
 			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
 			o.setAll(resource.ClusterType, map[string]types.Resource{names[0]: cluster(names[0], 2), names[1]: bad})
-			if nack := o.waitNACK(fromDelta, fromSotW); !strings.Contains(nack, "Cluster.ConnectTimeout") {
+			if nack := o.waitNACKAfter(fromDelta, fromSotW); !strings.Contains(nack, "Cluster.ConnectTimeout") {
 				t.Errorf("NACK %q does not name Cluster.ConnectTimeout", nack)
 			}
 			for i, rs := range f.recvChange() {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,7 +18,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 const demoAuthority = "demo.xds-relay.local"
@@ -124,4 +127,14 @@ func TestDownstreamDemo(t *testing.T) {
 		view.apply(resp)
 		s.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()})
 	}
+	// The status page's Propagation section shows the edit reaching the
+	// client, ACKed (the README's walk-through).
+	xdstest.Poll(t, "the edit converged on the status page", func() error {
+		for _, c := range fetchStatus(t, "http://"+r.AdminAddr()).Propagation.Changes {
+			if c.First == a && c.State == propagation.StateConverged && c.Acked == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no converged change of %s", a)
+	})
 }

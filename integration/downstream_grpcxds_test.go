@@ -47,6 +47,16 @@ func grpcBootstrap(relayAddr, authority string) []byte {
 // (LDS → RDS → CDS → EDS under xdstp names, from a go-control-plane origin)
 // and makes a successful RPC to the backend.
 func TestDownstreamGRPCXDSClient(t *testing.T) {
+	o, _ := newChainOrigin(t)
+	r := startRelay(t, nil, o.addr)
+	grpcXDSCheck(t, grpcBootstrap(r.XDSAddr(), dsAuthority), "xds:///backend")
+}
+
+// newChainOrigin starts a backend serving the gRPC health service and a
+// go-control-plane origin serving the xdstp chain that leads grpc-go's
+// xds:///backend to it (newChain).
+func newChainOrigin(t *testing.T) (*gcpOrigin, *chain) {
+	t.Helper()
 	backend := startBackend(t)
 	o := newGCPOrigin(t)
 	ch, err := newChain(dsAuthority, "backend", backend)
@@ -57,14 +67,17 @@ func TestDownstreamGRPCXDSClient(t *testing.T) {
 	o.set(resource.RouteType, ch.routeName, ch.route)
 	o.set(resource.ClusterType, ch.clusterName, ch.cluster)
 	o.set(resource.EndpointType, ch.claName, ch.cla)
-	r := startRelay(t, nil, o.addr)
-	grpcXDSCheck(t, grpcBootstrap(r.XDSAddr(), dsAuthority), "xds:///backend")
+	return o, ch
 }
 
 // grpcXDSCheck resolves target with grpc-go's xDS resolver under bootstrap
 // and makes a health RPC to the backend it resolves to, which must answer
-// SERVING.
-func grpcXDSCheck(t *testing.T, bootstrap []byte, target string) {
+// SERVING; the client is closed when the test ends (grpcXDSConn).
+func grpcXDSCheck(t *testing.T, bootstrap []byte, target string) { grpcXDSConn(t, bootstrap, target) }
+
+// grpcXDSConn is grpcXDSCheck returning the client's connection: it (and
+// its xDS client's watches) stays open until the test ends.
+func grpcXDSConn(t *testing.T, bootstrap []byte, target string) *grpc.ClientConn {
 	t.Helper()
 	builder, err := xds.NewXDSResolverWithConfigForTesting(bootstrap)
 	if err != nil {
@@ -74,7 +87,7 @@ func grpcXDSCheck(t *testing.T, bootstrap []byte, target string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
+	t.Cleanup(func() { cc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
@@ -84,4 +97,5 @@ func grpcXDSCheck(t *testing.T, bootstrap []byte, target string) {
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health status %v, want SERVING", resp.GetStatus())
 	}
+	return cc
 }

@@ -151,7 +151,10 @@ func TestVHDSByAlias(t *testing.T) {
 func TestDoNotCache(t *testing.T) {
 	o := newScriptedOrigin(t)
 	path := filepath.Join(t.TempDir(), "relay.snap")
-	r := startRelay(t, func(cfg *config.Config) { cfg.Cache.SnapshotPath = path }, o.addr)
+	r := startRelay(t, func(cfg *config.Config) {
+		cfg.Cache.SnapshotPath = path
+		cfg.Cache.RefetchInterval = 50 * time.Millisecond // its limit: TestDoNotCacheRefetchRateLimited
+	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 	kept, dnc := dsCluster("kept"), dsCluster("do-not-cache")
 	keptRes := &discoveryv3.Resource{Name: kept, Version: "1", Resource: mustAny(t, cluster(kept, 1))}

@@ -100,7 +100,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if live := byID(t, doc, "live"); attr(live, "class") != "live" || !strings.HasPrefix(text(live), "live, updated ") {
 		t.Errorf("#live = %q (class %q): the page's script did not refresh it", text(live), attr(live, "class"))
 	}
-	for _, sec := range []string{"authorities", "clients", "cache", "nacks"} {
+	for _, sec := range []string{"authorities", "clients", "propagation", "cache", "nacks"} {
 		if got := attr(byID(t, doc, sec), "data-rendered"); got != "live" {
 			t.Errorf("section %s data-rendered = %q, want live (redrawn by the script from %s)", sec, got, relayproc.StatusPath)
 		}
@@ -144,6 +144,24 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if got := text(byID(t, doc, "client-states-count")); got != "3" {
 		t.Errorf("#client-states-count = %q, want 3", got)
+	}
+	// Each client's name links to why it is behind.
+	if a := firstElement(byID(t, doc, "client-states-rows"), "a"); a == nil || attr(a, "href") != "/debug/propagation/client?node=envoy-delta-1" {
+		t.Errorf("the first client's link: %v, want /debug/propagation/client?node=envoy-delta-1", a)
+	}
+
+	// Propagation: the origin changes, live, one line each; the SotW
+	// client's NACK of c1 counted in the change that brought c1.
+	prop := rows(byID(t, doc, "propagation-rows"))
+	var lines []string
+	for _, row := range prop {
+		if len(row) != 4 {
+			t.Fatalf("propagation row %q, want 4 cells", row)
+		}
+		lines = append(lines, row[2])
+	}
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "/ 1 NACKed ("+nackText+")") }) {
+		t.Errorf("propagation lines %q: none shows the NACK", lines)
 	}
 
 	// Cache size.
@@ -317,6 +335,19 @@ func text(n *html.Node) string {
 	}
 	walk(n)
 	return strings.TrimSpace(b.String())
+}
+
+// firstElement returns the first element named tag under n, nil if none.
+func firstElement(n *html.Node, tag string) *html.Node {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == tag {
+			return c
+		}
+		if e := firstElement(c, tag); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // rows returns the cell texts of each <tr> under n.

@@ -116,6 +116,7 @@ func parseFlags() (*benchFlags, error) {
 		size      = flag.Int("size", 1024, "approximate bytes per resource")
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
 		pin       = flag.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
+		ledger    = flag.Bool("propagation", true, "run the relay with its propagation ledger (propagation.enabled); false to measure what the ledger costs")
 		f         benchFlags
 	)
 	flag.StringVar(&f.outDir, "out", "bench/results", "where to write the results")
@@ -132,7 +133,8 @@ func parseFlags() (*benchFlags, error) {
 	}
 	f.settings = Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates,
-		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes)}
+		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes),
+		LedgerOff: !*ledger}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -193,6 +195,7 @@ func (f *benchFlags) env(work string) *env {
 		authority:    "bench.local",
 		goBin:        goBinary(),
 		maxRun:       f.timeout,
+		ledgerOff:    f.settings.LedgerOff,
 	}
 	if f.profile || f.profileSync {
 		e.profileDir = filepath.Join(f.outDir, "profiles")

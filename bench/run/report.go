@@ -53,6 +53,9 @@ type Settings struct {
 	// Pin is where each process ran (--pin); nil when the scheduler
 	// placed them.
 	Pin *Pinning `json:"pin,omitempty"`
+	// LedgerOff: the relay ran without its propagation ledger
+	// (--propagation=false).
+	LedgerOff bool `json:"ledger_off,omitempty"`
 }
 
 func machine() Machine {
@@ -86,6 +89,7 @@ func writeMarkdown(w io.Writer, r Results) {
 	writeMemory(w, r)
 	writeEnvoy(w, r)
 	writeInitialSync(w, r)
+	writeLedger(w, r) // ledger.go
 	writeTargets(w, targetN(r), r.Targets)
 	writeMicro(w, r)
 }
@@ -101,6 +105,9 @@ func writeSetting(w io.Writer, r Results) {
 	if slices.Contains(r.Settings.Workloads, workloadOne) || slices.Contains(r.Settings.Workloads, workloadAll) {
 		fmt.Fprintf(w, " Workloads one and all: %d ClusterLoadAssignments of ~%d B, every client subscribes to all; each update changes one resource (workload one) or all %d in one origin change (workload all).",
 			r.Settings.Resources, r.Settings.ResourceBytes, r.Settings.Resources)
+	}
+	if r.Settings.LedgerOff {
+		fmt.Fprint(w, " The relay ran without its propagation ledger (propagation.enabled: false).")
 	}
 	fmt.Fprint(w, "\n\n")
 	if slices.Contains(r.Settings.Workloads, workloadEnvoy) {

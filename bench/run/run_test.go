@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/loadgen"
 )
 
@@ -523,18 +526,7 @@ func TestCheckTargetsEnvoy(t *testing.T) {
 // known to do: one response per affected client holding just what changed
 // in its window, nothing for the others.
 func TestScenarioEnvoy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the relay and the origin")
-	}
-	dir := t.TempDir()
-	e := &env{relayBin: filepath.Join(dir, "xds-relay"), originBin: filepath.Join(dir, "origin"), logDir: dir,
-		resources: 10, updates: 2, envoy: envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1},
-		resourceSize: 256, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
-	for pkg, out := range map[string]string{"../../cmd/xds-relay": e.relayBin, "../origin": e.originBin} {
-		if b, err := exec.Command(e.goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	e := tinyEnv(t)
 	const n = 20
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -575,6 +567,109 @@ func TestScenarioEnvoy(t *testing.T) {
 	}
 }
 
+// tinyEnv returns an env for tiny scenarios (2 updates, small resources),
+// its logs in a temporary directory; the relay and the origin are built
+// once for every test that runs one (bins).
+func tinyEnv(t *testing.T) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the relay and the origin")
+	}
+	bins.once.Do(func() { bins.dir, bins.err = buildTiny() })
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+	return &env{relayBin: filepath.Join(bins.dir, "xds-relay"), originBin: filepath.Join(bins.dir, "origin"), logDir: t.TempDir(),
+		resources: 10, updates: 2, envoy: envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1},
+		resourceSize: 256, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
+}
+
+// bins holds the relay and origin binaries the tiny scenarios share.
+var bins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// buildTiny builds the relay and the origin into a new directory, which
+// TestMain removes.
+func buildTiny() (string, error) {
+	dir, err := os.MkdirTemp("", "bench-run-test-")
+	if err != nil {
+		return "", err
+	}
+	for pkg, out := range map[string]string{"../../cmd/xds-relay": filepath.Join(dir, "xds-relay"), "../origin": filepath.Join(dir, "origin")} {
+		if b, err := exec.Command(goBinary(), "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			return dir, fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return dir, nil
+}
+
+// TestScenarioLedger runs a tiny relayed scenario (20 clients, 2 updates
+// of one resource) with the relay's propagation ledger: the ledger counts
+// the two updates' changes, each ACKed by every client and nothing
+// pending, with a latency distribution (how close it is to the load
+// generator's is logged); --propagation=false turns it off in the relay's
+// config.
+func TestScenarioLedger(t *testing.T) {
+	e := tinyEnv(t)
+	const n = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sc := e.runScenario(ctx, "relayed", "delta", workloadOne, namesXDSTP, n)
+	if sc.Error != "" {
+		t.Fatalf("scenario: %s", sc.Error)
+	}
+	l := sc.Ledger
+	if l == nil {
+		t.Fatal("no ledger figures")
+	}
+	if got, want := *l, (LedgerFigures{Changes: 2, Sent: 2 * n, Acked: 2 * n, P50MS: l.P50MS, P99MS: l.P99MS, MaxMS: l.MaxMS}); got != want {
+		t.Errorf("ledger %+v, want %+v", got, want)
+	}
+	if l.P50MS <= 0 || l.P99MS < l.P50MS || l.MaxMS < l.P99MS {
+		t.Errorf("ledger p50/p99/max %.2f/%.2f/%.2f ms: want 0 < p50 ≤ p99 ≤ max", l.P50MS, l.P99MS, l.MaxMS)
+	}
+	// How close they are depends on the machine's load: measured, not
+	// asserted (the run's targets table checks it; make bench runs alone).
+	t.Logf("ledger p50/p99 %.2f/%.2f ms, load generator %.2f/%.2f ms", l.P50MS, l.P99MS, sc.FanoutP50MS, sc.FanoutP99MS)
+
+	// --propagation=false: the relay's config turns the ledger off.
+	for _, on := range []bool{true, false} {
+		cfg, err := config.Parse([]byte(relayConfig("127.0.0.1:1", "127.0.0.1:2", "a", "127.0.0.1:3", n, on)), "relay.yaml")
+		if err != nil || cfg.Propagation.Enabled != on {
+			t.Errorf("relayConfig(ledger %v): propagation.enabled %v, %v", on, cfg != nil && cfg.Propagation.Enabled, err)
+		}
+	}
+}
+
+// TestPoolLedger: the changes that arrived within the update phase are
+// pooled, their buckets merged; a quantile is its bucket's middle, never
+// above the largest sample.
+func TestPoolLedger(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var p ledgerPage
+	for i, c := range []struct {
+		at      time.Duration
+		acked   int64
+		buckets []ledgerBucket
+		maxMS   float64
+	}{
+		{-time.Second, 5, []ledgerBucket{{0.1, 0.2, 5}}, 200}, // before the phase
+		{time.Second, 3, []ledgerBucket{{0.010, 0.011, 2}, {0.020, 0.021, 1}}, 20.5},
+		{2 * time.Second, 2, []ledgerBucket{{0.010, 0.011, 1}, {0.030, 0.031, 1}}, 30.2},
+	} {
+		p.Changes = append(p.Changes, ledgerChange{Arrived: t0.Add(c.at), Sent: c.acked + int64(i), Acked: c.acked, Pending: int64(i),
+			MaxMS: c.maxMS, Buckets: c.buckets})
+	}
+	got := poolLedger(p, t0, t0.Add(3*time.Second))
+	want := &LedgerFigures{Changes: 2, Sent: 8, Acked: 5, Pending: 3, P50MS: 10.5, P99MS: 30.2, MaxMS: 30.2}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("pooled (-want +got):\n%s", diff)
+	}
+}
+
 // TestParseMetricSum: every series of the name is summed, other names
 // and comments are not.
 func TestParseMetricSum(t *testing.T) {
@@ -591,5 +686,36 @@ go_goroutines 12
 	}
 	if got, err := parseMetricSum(strings.NewReader(exposition), "absent_total"); err != nil || got != 0 {
 		t.Fatalf("parseMetricSum of an absent name = %v, %v; want 0", got, err)
+	}
+}
+
+// TestLedgerReport: a relayed scenario the ledger measured gets its row
+// beside the load generator's figures, and a target: p50 and p99 within
+// ledgerAgreeMS of the load generator's.
+func TestLedgerReport(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		p99    float64
+		status string
+	}{{"agrees", 14, "met"}, {"disagrees", 30, "missed"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Results{Settings: Settings{Clients: []int{10000}, Variants: []string{"delta"}, Workloads: []string{"one"}},
+				Scenarios: []Scenario{{Mode: "relayed", Variant: "delta", Workload: "one", Clients: 10000, FanoutP50MS: 5, FanoutP99MS: 12,
+					Ledger: &LedgerFigures{Changes: 10, Sent: 100000, Acked: 100000, P50MS: 4, P99MS: tc.p99}}}}
+			var md bytes.Buffer
+			writeLedger(&md, r)
+			if !strings.Contains(md.String(), fmt.Sprintf("| delta | one | 10000 | 10 | 100000 | 100000 | 0 | 0 | 4.0 | 5.0 | %.1f | 12.0 |", tc.p99)) {
+				t.Errorf("ledger table:\n%s", md.String())
+			}
+			var got string
+			for _, tg := range checkTargets(r) {
+				if strings.HasPrefix(tg.Name, "propagation ledger against the load generator") {
+					got = tg.Status
+				}
+			}
+			if got != tc.status {
+				t.Errorf("ledger target %q, want %q", got, tc.status)
+			}
+		})
 	}
 }

@@ -93,6 +93,9 @@ type Scenario struct {
 	// Envoy holds what the updates did to affected and unaffected clients
 	// (workload envoy).
 	Envoy *EnvoyFigures `json:"envoy,omitempty"`
+	// Ledger: the relay's propagation ledger over the update phase's
+	// changes (relayed, with the ledger on; ledger.go).
+	Ledger *LedgerFigures `json:"ledger,omitempty"`
 	// Fan-out: origin push → receipt by each client, one sample per client
 	// and changed resource of each update.
 	FanoutSamples int     `json:"fanout_samples"`
@@ -212,6 +215,7 @@ type env struct {
 	profilePhases       bool          // profile the relay over the sync and the storm (--profile-sync)
 	pin                 Pinning       // zero: no process pinned
 	maxRun              time.Duration // loadgen --duration: a backstop only
+	ledgerOff           bool          // the relay runs with propagation.enabled false (--propagation=false)
 }
 
 // runScenario runs one scenario; failures are recorded in the result, so
@@ -332,7 +336,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 		return nil
 	}
 	cfgPath := filepath.Join(e.logDir, r.tag+"-relay.yaml")
-	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, !e.ledgerOff)), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
 	relay, err := start(e.logDir, r.tag+"-relay", e.pin.Relay, e.relayBin, "serve", "--config", cfgPath)
@@ -603,6 +607,11 @@ func (r *scenarioRun) updatePhase(ctx context.Context, counts loadgen.ClientCoun
 	}
 	sc.OtherCores = max(0, (busy1-busy0-ours)/time.Since(wall0).Seconds())
 	sc.RelayProfileTop = <-profDone
+	if sc.Mode == "relayed" && !e.ledgerOff {
+		if sc.Ledger, err = readLedger(r.relayAdmin, wall0, time.Now()); err != nil {
+			return 0, originStats{}, err
+		}
+	}
 	after, err := r.recordUpdates(before, idle, cpu0, cpu1)
 	return wantSamples, after, err
 }
@@ -777,8 +786,9 @@ func meanMax(vs []int64) (float64, int64) {
 // load onto this relay, and a scenario's end would wait it out. Room for
 // twice the fleet's streams: in the reconnect storm every client opens a
 // new stream while the relay may still hold its old one, and at N = 100000
-// the default max_streams (100000) refused 176568 reconnects.
-func relayConfig(listen, admin, authority, origin string, clients int) string {
+// the default max_streams (100000) refused 176568 reconnects. ledger:
+// propagation.enabled (the default, true; false to measure its cost).
+func relayConfig(listen, admin, authority, origin string, clients int, ledger bool) string {
 	return fmt.Sprintf(`listen: %q
 admin: %q
 admin_pprof: true
@@ -793,5 +803,7 @@ downstream:
   drain_delay: 0s
   limits:
     max_streams: %d
-`, listen, admin, authority, origin, max(config.DefaultMaxStreams, 2*clients))
+propagation:
+  enabled: %t
+`, listen, admin, authority, origin, max(config.DefaultMaxStreams, 2*clients), ledger)
 }

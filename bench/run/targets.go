@@ -60,6 +60,7 @@ func checkTargets(r Results) []Target {
 	c.storm()
 	c.fanoutAllocs()
 	c.envelopeAllocs()
+	c.ledgerAgreement() // ledger.go
 	return c.ts
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -39,6 +40,9 @@ type applyRun struct {
 	removals    Removals
 	unguarded   bool
 	deferrals   []DeferralEvent
+	// rec: the propagation ledger's record of the change (propagation.go);
+	// nil when the ledger is off or for an expiry sweep.
+	rec *propagation.Change
 }
 
 func newApplyRun() applyRun {
@@ -91,11 +95,13 @@ func (c *Cache) Apply(u Update) Applied {
 		arrived = c.now()
 	}
 	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(xdstype.Label(u.TypeURL)))
+	a.rec = c.beginRecord(&u, arrived)
 	st := streamType{stream: u.Link, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
 	}
+	u = c.ownedOnly(u)
 	u.Resources = versioned(u.Resources)
 	var out Applied
 	var reason string
@@ -144,6 +150,7 @@ func (c *Cache) applyCompleteLocked(a *applyRun, k Key) {
 		e.state = StatePresent
 	case e.state == StatePending:
 		e.state, e.err = StateAbsent, nil
+		c.resizeLocked(e)
 		a.change(k, false)
 		c.reconcileLocked(e)
 	}
@@ -154,6 +161,7 @@ func (c *Cache) applyCompleteLocked(a *applyRun, k Key) {
 // releases mu and makes the Subscriber calls and notifications.
 func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 	shared := a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order)
+	recorded := a.describeRecordLocked() // propagation.go
 	nb := c.notesLocked(a, now)
 	c.gen++
 	c.enforceBoundsLocked()
@@ -161,6 +169,9 @@ func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 	c.mu.Unlock()
 	if len(a.deferrals) > 0 {
 		c.guard.Deferred(a.deferrals)
+	}
+	if recorded {
+		c.ledger.Add(a.rec) // listed before anyone is told of the change
 	}
 	if shared {
 		// Nothing but new revisions: watchers may share one encoding.
@@ -211,12 +222,14 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 			// The revision again, after an error: clients that were told
 			// the error are sent the resource, which clears it (TP3).
 			e.err = nil
+			c.resizeLocked(e)
 			a.change(k, true)
 		}
 		return
 	}
 	c.noteAliasesLocked(a, e) // the aliases it leaves
 	c.touchMemberLocked(a, e)
+	r = a.stamp(r) // its change's ledger record (propagation.go)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
 	c.noteAliasesLocked(a, e) // the aliases it takes
@@ -248,6 +261,7 @@ func (c *Cache) applyHeartbeatLocked(a *applyRun, k Key, e *entry, r *Resource, 
 	hb := *e.res
 	hb.TTL, hb.Arrived, hb.Heartbeat = r.TTL, r.Arrived, false
 	e.res = &hb
+	c.resizeLocked(e)
 	c.setExpiresLocked(e, expiry(r, now))
 	a.change(k, true)
 	c.noteAliasesLocked(a, e)
@@ -262,6 +276,7 @@ func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {
 		// The origin says the collection is empty.
 		c.touchLocked(a, k)
 		e.state, e.err = StatePresent, nil
+		c.resizeLocked(e)
 		var gone []*entry
 		for _, m := range c.membersLocked(k) {
 			if m.state == StatePresent {
@@ -322,13 +337,13 @@ func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string
 		}
 		c.touchLocked(a, e.key)
 		e.state, e.err = StatePresent, nil
+		c.resizeLocked(e)
 	}
 }
 
 // setPresentLocked stores revision r in e and maintains the member sets,
 // gauges and LRU byte count.
 func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
-	old := e.size()
 	c.indexAliasesLocked(e, e.res, r) // e.res is nil unless present
 	if e.state != StatePresent {
 		e.state = StatePresent
@@ -348,8 +363,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	}
 	e.res, e.lapsed, e.err = r, nil, nil
 	c.setExpiresLocked(e, expiry(r, now))
-	c.totals.Bytes += e.size() - old
-	c.m.bytes.Add(float64(e.size() - old))
+	c.resizeLocked(e)
 }
 
 // setAbsentLocked forgets e's revision (if any) and marks it absent.
@@ -357,9 +371,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 	e.waiting = nil // its watchers are told of the change
 	if e.state == StatePresent {
 		c.indexAliasesLocked(e, e.res, nil)
-		c.totals.Bytes -= e.size()
 		c.totals.Resources--
-		c.m.bytes.Sub(float64(e.size()))
 		c.m.resources.Dec()
 		st := e.key.streamType()
 		if c.present[st]--; c.present[st] <= 0 {
@@ -377,6 +389,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 	}
 	e.state, e.res, e.lapsed, e.err = StateAbsent, nil, nil, nil
 	c.setExpiresLocked(e, time.Time{})
+	c.resizeLocked(e)
 }
 
 // ContentVersion is the relay's version of a resource body: go-control-plane's
@@ -387,7 +400,7 @@ func ContentVersion(body *anypb.Any) string {
 }
 
 // versioned returns rs with each revision's Version set from its bytes
-// and fields (RevisionVersion).
+// and fields (RevisionVersion), and what its fields hold measured (sized).
 // Revisions are immutable once handed over, so one whose Version differs
 // is replaced by a copy. Hashing happens before Apply locks: the work is
 // per origin change, not per client, and need not hold up readers.
@@ -398,15 +411,19 @@ func versioned(rs []*Resource) []*Resource {
 			continue
 		}
 		v := RevisionVersion(r)
-		if r.Version == v {
+		memo := sized(r) // its fields' bytes (size.go)
+		if r.Version == v && memo == r {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(rs)
 		}
-		cp := *r
-		cp.Version = v
-		out[i] = &cp
+		if memo == r { // sized made no copy: make one
+			cp := *r
+			memo = &cp
+		}
+		memo.Version = v
+		out[i] = memo
 	}
 	if out == nil {
 		return rs

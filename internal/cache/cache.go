@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -21,8 +22,9 @@ type Options struct {
 	// subscribed upstream). Watched keys are never evicted. 0 keeps none
 	// (as config's cache.max_resources); negative: unbounded.
 	MaxResources int
-	// MaxBytes bounds the serialized bytes of those unwatched resources.
-	// 0 keeps none; negative: unbounded.
+	// MaxBytes bounds the bytes those unwatched keys hold (size.go: a
+	// revision's body, names, fields, TTL and overhead, a key's resource
+	// error). 0 keeps none; negative: unbounded.
 	MaxBytes int64
 	// Upstream receives subscribe/unsubscribe calls; may be set later with
 	// SetUpstream, before the first Watch.
@@ -39,6 +41,15 @@ type Options struct {
 	// Guard, when set, decides whether an origin change's removals are
 	// deferred (screen.go, deferred.go). nil: never.
 	Guard RemovalGuard
+	// RefetchInterval: a key whose revision the origin marked
+	// do_not_cache is asked of the origin for a new watcher at most once
+	// per interval (refetch.go); 0: no limit (as config's
+	// cache.refetch_interval: 0).
+	RefetchInterval time.Duration
+	// Ledger, when set, records each Apply that brings new revisions
+	// (internal/propagation) and points those revisions to the record;
+	// nil: no records (config propagation.enabled false).
+	Ledger *propagation.Ledger
 	// AfterFunc arms the expiry timer with time.AfterFunc's contract: f
 	// runs once, in its own goroutine, after d, unless the returned stop
 	// reports that it stopped it first. nil: time.AfterFunc. For tests.
@@ -80,6 +91,7 @@ type Cache struct {
 	afterFunc func(time.Duration, func()) func() bool // read-only after New
 	validator Validator                               // read-only after New; nil: none
 	guard     RemovalGuard                            // read-only after New; nil: none
+	ledger    *propagation.Ledger                     // read-only after New; nil: off
 	// timers counts the armed expiry timer and a firing in progress (Close
 	// waits for them).
 	timers sync.WaitGroup
@@ -145,6 +157,13 @@ type Cache struct {
 	// deferred: the entries whose removal is deferred, by link, type and
 	// reason (deferred.go). guarded by mu
 	deferred map[deferralGroup]map[*entry]struct{}
+	// refetchInterval: at most one fetch of a do_not_cache key per
+	// interval (refetch.go); 0: no limit. guarded by mu
+	refetchInterval time.Duration
+	// dueFetches: entries with a fetch held back (entry.fetch); recent:
+	// the dropped do_not_cache keys' last fetches. guarded by mu
+	dueFetches map[*entry]struct{}
+	recent     recentFetches
 }
 
 // New returns an empty cache.
@@ -168,26 +187,28 @@ func New(opts Options) *Cache {
 		panic("cache: simplelru.NewLRU: " + err.Error()) // only for size <= 0
 	}
 	return &Cache{
-		lg:           lg.Named("cache"),
-		m:            newMetrics(opts.Registry),
-		now:          now,
-		afterFunc:    afterFunc,
-		validator:    opts.Validator,
-		guard:        opts.Guard,
-		maxResources: opts.MaxResources,
-		maxBytes:     opts.MaxBytes,
-		upstream:     opts.Upstream,
-		entries:      make(map[Key]*entry),
-		byType:       make(map[streamType]map[string]*entry),
-		present:      make(map[streamType]int),
-		colls:        make(map[streamType]map[string]*entry),
-		globMembers:  make(map[Key]map[string]*entry),
-		watchers:     make(map[Key]*watcherSet),
-		aliases:      make(map[Key]*entry),
-		watchedKeys:  make(map[LinkID]int),
-		streamErr:    make(map[LinkID]*statuspb.Status),
-		deferred:     make(map[deferralGroup]map[*entry]struct{}),
-		lru:          lru,
+		lg:              lg.Named("cache"),
+		m:               newMetrics(opts.Registry),
+		now:             now,
+		afterFunc:       afterFunc,
+		ledger:          opts.Ledger,
+		validator:       opts.Validator,
+		guard:           opts.Guard,
+		maxResources:    opts.MaxResources,
+		maxBytes:        opts.MaxBytes,
+		refetchInterval: opts.RefetchInterval,
+		upstream:        opts.Upstream,
+		entries:         make(map[Key]*entry),
+		byType:          make(map[streamType]map[string]*entry),
+		present:         make(map[streamType]int),
+		colls:           make(map[streamType]map[string]*entry),
+		globMembers:     make(map[Key]map[string]*entry),
+		watchers:        make(map[Key]*watcherSet),
+		aliases:         make(map[Key]*entry),
+		watchedKeys:     make(map[LinkID]int),
+		streamErr:       make(map[LinkID]*statuspb.Status),
+		deferred:        make(map[deferralGroup]map[*entry]struct{}),
+		lru:             lru,
 	}
 }
 
@@ -220,10 +241,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		if e == nil {
 			e = c.newEntryLocked(k)
 		}
-		if !e.subscribed {
-			e.subscribed = true
-			c.queueLocked(true, k, node)
-		}
+		c.subscribeKeyLocked(e, node, now) // unless held back: refetch.go
 		c.reconcileLocked(e)
 		if t := c.aliases[k]; t != nil {
 			c.reconcileLocked(t) // held through its alias now
@@ -253,6 +271,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			nb.add(w, k)
 		}
 	}
+	c.armLocked(now) // a fetch held back (refetch.go)
 	c.mu.Unlock()
 	c.flush()
 	nb.send()

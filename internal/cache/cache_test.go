@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -151,6 +152,12 @@ func res(name, version string, size int) *Resource {
 func withVersion(r *Resource) *Resource {
 	r.Version = RevisionVersion(r)
 	return r
+}
+
+// heldBytes is what cache.max_bytes counts of res(name, version, size)
+// once applied (its Version set): size.go.
+func heldBytes(name, version string, size int) int64 {
+	return int64(withVersion(res(name, version, size)).Size())
 }
 
 func hits(f *fixture, typeURL string) float64 {
@@ -573,8 +580,8 @@ func TestGauges(t *testing.T) {
 	if got := testutil.ToFloat64(f.c.m.resources); got != 1 {
 		t.Errorf("xds_relay_cache_resources = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(f.c.m.bytes); got != 7 {
-		t.Errorf("xds_relay_cache_bytes = %v, want 7", got)
+	if got, want := testutil.ToFloat64(f.c.m.bytes), float64(heldBytes("a", "2", 7)); got != want {
+		t.Errorf("xds_relay_cache_bytes = %v, want %v", got, want)
 	}
 	n, err := testutil.GatherAndCount(f.reg, "xds_relay_cache_resources", "xds_relay_cache_bytes", "xds_relay_cache_hits_total", "xds_relay_cache_misses_total", "xds_relay_cache_evictions_total")
 	if err != nil || n < 4 {
@@ -592,8 +599,9 @@ func TestLRUBounds(t *testing.T) {
 		wantKept int
 	}{
 		{name: "by count", opts: Options{MaxResources: 10, MaxBytes: -1}, size: 100, wantKept: 10},
-		{name: "by bytes", opts: Options{MaxResources: -1, MaxBytes: 1000}, size: 100, wantKept: 10},
-		{name: "both, bytes tighter", opts: Options{MaxResources: 50, MaxBytes: 500}, size: 100, wantKept: 5},
+		// A revision of the last names ("r-29x") holds heldBytes of them.
+		{name: "by bytes", opts: Options{MaxResources: -1, MaxBytes: 10*heldBytes("r-299", "1", 100) + 100}, size: 100, wantKept: 10},
+		{name: "both, bytes tighter", opts: Options{MaxResources: 50, MaxBytes: 5*heldBytes("r-299", "1", 100) + 100}, size: 100, wantKept: 5},
 		{name: "zero keeps none", opts: Options{MaxResources: 0, MaxBytes: 0}, size: 100, wantKept: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -758,25 +766,44 @@ func TestConcurrentWatchApply(t *testing.T) {
 	}
 }
 
-// BenchmarkFanout applies one changed resource watched by many watchers.
+// BenchmarkFanout applies one changed resource watched by many watchers,
+// with the propagation ledger recording each change (as the relay runs)
+// and without.
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{100, 10000} {
-		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
-			f := newFixture(b, unbounded)
-			k := key(legacyStream, lds, "a")
-			for range n {
-				f.c.Watch(&nopWatcher{}, nil, k)
-			}
-			// Two revisions with different bytes: every Apply is a change
-			// (the cache compares bytes, not versions).
-			bodies := [2]*anypb.Any{{TypeUrl: lds, Value: make([]byte, 512)}, {TypeUrl: lds, Value: make([]byte, 512)}}
-			bodies[1].Value[0] = 1
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
-			}
-		})
+		for _, ledger := range []bool{true, false} {
+			b.Run(fmt.Sprintf("watchers=%d/ledger=%s", n, onOff(ledger)), func(b *testing.B) {
+				benchmarkFanout(b, n, ledger)
+			})
+		}
+	}
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func benchmarkFanout(b *testing.B, n int, ledger bool) {
+	opts := unbounded
+	if ledger {
+		opts.Ledger = propagation.New(propagation.Options{})
+	}
+	f := newFixture(b, opts)
+	k := key(legacyStream, lds, "a")
+	for range n {
+		f.c.Watch(&nopWatcher{}, nil, k)
+	}
+	// Two revisions with different bytes: every Apply is a change
+	// (the cache compares bytes, not versions).
+	bodies := [2]*anypb.Any{{TypeUrl: lds, Value: make([]byte, 512)}, {TypeUrl: lds, Value: make([]byte, 512)}}
+	bodies[1].Value[0] = 1
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Body: bodies[i%2]}}})
 	}
 }
 
@@ -855,7 +882,7 @@ func TestSetBounds(t *testing.T) {
 	if _, st := f.c.Get(pk); st != StatePresent {
 		t.Errorf("watched key: %v, want present", st)
 	}
-	f.c.SetBounds(-1, 25) // bytes now tighter: keeps 2 of 10 bytes each
+	f.c.SetBounds(-1, 2*heldBytes("r-9", "1", 10)+5) // bytes now tighter: keeps 2
 	if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener r-7"}, f.sub.take()); diff != "" {
 		t.Errorf("subscriber calls after lowering bytes (-want +got):\n%s", diff)
 	}

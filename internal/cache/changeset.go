@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xds-relay/xds-relay/internal/propagation"
 )
 
 // ChangeSet is one origin change (one Apply) as its watchers see it: the
@@ -31,6 +33,9 @@ type ChangeSet struct {
 	// sorted by key name; nil otherwise. Set before the announcement,
 	// read-only after.
 	revisions []Revision
+	// rec: the propagation ledger's record of the change, told when the
+	// last watcher is done (nil: none). Set before the announcement.
+	rec *propagation.Change
 }
 
 // Revision is one resource a change made present with a new revision.
@@ -67,9 +72,14 @@ func (cs *ChangeSet) Done() {
 	if cs == nil {
 		return
 	}
-	if cs.pending.Add(-1) == 0 && cs.taken.Load() && cs.obs != nil {
+	if cs.pending.Add(-1) != 0 {
+		return
+	}
+	if cs.taken.Load() && cs.obs != nil {
 		cs.obs.Observe(time.Since(cs.arrived).Seconds())
 	}
+	cs.rec.Announced(time.Now()) // nil-safe
+
 }
 
 // TypeURL is the type of every key of the change.

@@ -65,10 +65,19 @@ type entry struct {
 	// subscribed: the cache asked the Subscriber for this key and has not
 	// unsubscribed it. Only subscribed keys are unsubscribed on eviction.
 	subscribed bool
+	// lastFetch: when the cache last asked the origin for this key (its
+	// subscription, or a refetch); fetch: a fetch held back by the
+	// refetch interval, nil: none (refetch.go).
+	lastFetch time.Time
+	fetch     *heldFetch
 	// inLRU: the key is in Cache.lru (nobody watches it).
 	inLRU bool
 	// lruBytes is what this entry adds to Cache.lruBytes while inLRU.
 	lruBytes int64
+	// counted is what this entry adds to the cache's byte total
+	// (Stats.Bytes, xds_relay_cache_bytes): size() when it was last
+	// resized (Cache.resizeLocked).
+	counted int64
 }
 
 // visibleState is the state a reader sees at now: a present resource whose
@@ -81,12 +90,14 @@ func (e *entry) visibleState(now time.Time) State {
 	return e.state
 }
 
-// size is the bytes of the entry's current revision.
+// size is the bytes the entry holds, as cache.max_bytes counts them
+// (size.go): its current revision and key, and its resource error.
 func (e *entry) size() int64 {
-	if e.state != StatePresent {
-		return 0
+	n := errBytes(e.err)
+	if e.state == StatePresent {
+		n += int64(e.res.Size()) + keyBytes(e.key, e.res)
 	}
-	return int64(e.res.Size())
+	return n
 }
 
 // expiry computes when a revision lapses: its TTL after it arrived (after

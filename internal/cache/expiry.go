@@ -81,15 +81,19 @@ func (c *Cache) expireDueLocked(a *applyRun, now time.Time) {
 	}
 }
 
-// armLocked makes sure the timer fires no later than the earliest expiry.
+// armLocked makes sure the timer fires no later than the earliest expiry
+// or held-back fetch (refetch.go).
 // A timer already armed for that time or earlier is kept (firing early is
 // harmless: nothing is due, it re-arms), so refreshing TTLs re-arms
 // nothing. Nothing is armed once the cache is closed.
 func (c *Cache) armLocked(now time.Time) {
-	if c.closed || len(c.expiries) == 0 {
+	at, ok := c.nextFetchLocked() // refetch.go
+	if len(c.expiries) > 0 && (!ok || c.expiries[0].expires.Before(at)) {
+		at, ok = c.expiries[0].expires, true
+	}
+	if c.closed || !ok {
 		return
 	}
-	at := c.expiries[0].expires
 	if c.timerStop != nil && !c.timerAt.After(at) {
 		return
 	}
@@ -103,7 +107,7 @@ func (c *Cache) armLocked(now time.Time) {
 	c.timerStop = c.afterFunc(max(at.Sub(now), 0), func() { c.onTimer(gen) })
 }
 
-// onTimer expires what is due, notifies, and re-arms. gen is the arming
+// onTimer expires what is due, makes the fetches due, notifies, and re-arms. gen is the arming
 // that scheduled it: a timer replaced after it had already fired must not
 // forget its successor.
 func (c *Cache) onTimer(gen uint64) {
@@ -119,6 +123,7 @@ func (c *Cache) onTimer(gen uint64) {
 	}
 	now := c.now()
 	c.expireDueLocked(&a, now)
+	c.fetchDueLocked(now)
 	c.finishUnlock(&a, now)
 }
 

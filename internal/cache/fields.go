@@ -10,8 +10,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // The origin's Resource wrapper fields beside the body (aliases, metadata,
@@ -102,7 +100,9 @@ func DecodeFields(b []byte, r *Resource) error {
 }
 
 // aliasKeys returns the keys of r's aliases on e's stream and type, at
-// most maxIndexedAliases: canonical, neither e's own key nor a collection.
+// most maxIndexedAliases: canonical, neither e's own key nor a collection,
+// and owned by e's link (authority.go): an alias never names another
+// authority's key.
 func aliasKeys(e *entry, r *Resource) []Key {
 	if r == nil || len(r.Aliases) == 0 || e.collection {
 		return nil
@@ -113,7 +113,7 @@ func aliasKeys(e *entry, r *Resource) []Key {
 			break
 		}
 		c, err := CanonicalName(a)
-		if err != nil || c == e.key.Name || isCollectionName(c) {
+		if err != nil || c == e.key.Name || isCollectionName(c) || !e.key.Link.Owns(c) {
 			continue
 		}
 		out = append(out, Key{Link: e.key.Link, TypeURL: e.key.TypeURL, Name: c})
@@ -200,21 +200,20 @@ func (c *Cache) answerOwedLocked(a *applyRun, e *entry, r *Resource) {
 // oweFreshLocked: w starts watching k, which reads as e's do_not_cache
 // revision. w is owed a copy from the origin: the revision is withheld
 // from it (Withheld) until the origin sends e again, and k is asked of the
-// origin again
-// (unsubscribed and subscribed: the upstream has the origin forget and
-// resend it). Reports whether w is now owed one.
-func (c *Cache) oweFreshLocked(w Watcher, k Key, e *entry, node *corev3.Node) bool {
+// origin again (unsubscribed and subscribed: the upstream has the origin
+// forget and resend it), at most once per refetch interval (refetch.go).
+// Reports whether w is now owed one.
+func (c *Cache) oweFreshLocked(w Watcher, k Key, e *entry, node *corev3.Node, now time.Time) bool {
 	if e == nil || !e.res.DoNotCache() {
 		return false
 	}
+	joined := len(e.waiting) > 0 // a fetch for earlier watchers is under way
 	if e.waiting == nil {
 		e.waiting = make(map[Watcher]Key)
 	}
 	e.waiting[w] = k
-	c.m.refetches.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
 	if ke := c.entries[k]; ke != nil && ke.subscribed {
-		c.queueLocked(false, k, nil)
-		c.queueLocked(true, k, node)
+		c.refetchLocked(ke, node, joined, now) // at most one per interval: refetch.go
 	}
 	return true
 }
@@ -256,7 +255,7 @@ func (c *Cache) watchServedLocked(nb *noteBuilder, w Watcher, k Key, e *entry, n
 	if se == nil || se.visibleState(now) != StatePresent {
 		return false
 	}
-	if c.oweFreshLocked(w, k, se, node) {
+	if c.oweFreshLocked(w, k, se, node, now) {
 		c.countLocked(k, false)
 		return true
 	}

@@ -25,7 +25,8 @@ const (
 
 // Stats are the cache's totals, O(1) to read: what the status page shows.
 type Stats struct {
-	// Resources and Bytes: present resources and their serialized bytes
+	// Resources and Bytes: present resources, and the bytes the cached
+	// keys hold as max_bytes counts them, size.go
 	// (xds_relay_cache_resources, xds_relay_cache_bytes).
 	Resources int   `json:"resources"`
 	Bytes     int64 `json:"bytes"`

@@ -20,7 +20,7 @@ func TestStats(t *testing.T) {
 	f.c.Unwatch(w, key(legacyStream, lds, "b"))
 
 	got := f.c.Stats()
-	want := Stats{Resources: 1, Bytes: 7, Hits: 1, Misses: 2, Keys: 2, WatchedKeys: 1, Unwatched: 1}
+	want := Stats{Resources: 1, Bytes: heldBytes("a", "2", 7), Hits: 1, Misses: 2, Keys: 2, WatchedKeys: 1, Unwatched: 1}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Stats (-want +got):\n%s", d)
 	}
@@ -52,8 +52,8 @@ func TestInspect(t *testing.T) {
 	}
 	r0 := withVersion(res("svc-0", "v7", 12))
 	want := []EntryInfo{
-		{Authority: "auth", Group: "g1", TypeURL: lds, Name: "svc-0", State: "present", Version: r0.Version, OriginVersion: "v7", Bytes: 12, Watchers: 2, Held: true},
-		{Authority: "auth", Group: "g1", TypeURL: lds, Name: "svc-1", State: "present", Version: withVersion(res("svc-1", "v1", 3)).Version, OriginVersion: "v1", Bytes: 3, Watchers: 1, Held: true},
+		{Authority: "auth", Group: "g1", TypeURL: lds, Name: "svc-0", State: "present", Version: r0.Version, OriginVersion: "v7", Bytes: int(heldBytes("svc-0", "v7", 12)), Watchers: 2, Held: true},
+		{Authority: "auth", Group: "g1", TypeURL: lds, Name: "svc-1", State: "present", Version: withVersion(res("svc-1", "v1", 3)).Version, OriginVersion: "v1", Bytes: int(heldBytes("svc-1", "v1", 3)), Watchers: 1, Held: true},
 		{Authority: "auth", Group: "g1", TypeURL: lds, Name: "svc-2", State: "pending", Watchers: 1, Held: true},
 	}
 	if d := cmp.Diff(want, list.Entries); d != "" {

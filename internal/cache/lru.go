@@ -19,7 +19,9 @@ func (c *Cache) reconcileLocked(e *entry) {
 	held := c.heldLocked(e)
 	if !held && e.state == StatePresent && e.res.DoNotCache() {
 		// The origin said not to cache it: kept only while watched
-		// (fields.go). Dropped like an eviction, and unsubscribed.
+		// (fields.go). Dropped like an eviction, and unsubscribed; when
+		// it was fetched is remembered (refetch.go).
+		c.recent.add(e.key, e.lastFetch, c.now(), c.refetchInterval)
 		c.evictLocked(e)
 		return
 	}
@@ -135,6 +137,8 @@ func (c *Cache) dropLocked(e *entry) {
 		c.removeCollectionLocked(e)
 	}
 	delete(c.entries, e.key)
+	c.resizeLocked(e) // it holds nothing now
+	c.dropFetchLocked(e)
 	if e.subscribed {
 		e.subscribed = false
 		c.queueLocked(false, e.key, nil)

@@ -16,9 +16,13 @@ type metrics struct {
 	evictions prometheus.Counter
 	// expirations: label type.
 	expirations *prometheus.CounterVec
-	// refetches: label type; new watchers of a do_not_cache revision,
-	// each a re-request of the key from the origin (fields.go).
+	// refetches: label type; fetches of a do_not_cache key asked of the
+	// origin again for a new watcher (refetch.go).
 	refetches *prometheus.CounterVec
+	// refetchesLimited: label type; new watchers of a do_not_cache key
+	// that wait for a fetch in flight or held back by refetch_interval
+	// instead of causing one (refetch.go).
+	refetchesLimited *prometheus.CounterVec
 	// fanout: label type; origin change arrival → last watcher's send.
 	fanout *prometheus.HistogramVec
 }
@@ -41,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "bytes",
-			Help: "Serialized bytes of the resources currently cached.",
+			Help: "Bytes the cached keys hold, as cache.max_bytes counts them: bodies, names, wrapper fields, resource errors and a fixed overhead per revision.",
 		}),
 		evictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "evictions_total",
@@ -53,7 +57,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"type"}),
 		refetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "refetches_total",
-			Help: "New watchers of a cached do_not_cache resource, each asked of the origin again instead of served from cache, by resource type.",
+			Help: "Fetches of a do_not_cache resource asked of the origin again for a new watcher (instead of serving it from cache), at most one per name per cache.refetch_interval, by resource type.",
+		}, []string{"type"}),
+		refetchesLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xds_relay", Subsystem: "cache", Name: "refetches_limited_total",
+			Help: "New watchers of a do_not_cache resource that waited for a fetch already asked, or for the next one cache.refetch_interval allows, instead of causing their own, by resource type.",
 		}, []string{"type"}),
 		fanout: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "xds_relay", Name: "fanout_duration_seconds",
@@ -68,10 +76,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.misses.WithLabelValues(t)
 		m.expirations.WithLabelValues(t)
 		m.refetches.WithLabelValues(t)
+		m.refetchesLimited.WithLabelValues(t)
 		m.fanout.WithLabelValues(t)
 	}
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.refetches, m.fanout)
+		reg.MustRegister(m.hits, m.misses, m.resources, m.bytes, m.evictions, m.expirations, m.refetches, m.refetchesLimited, m.fanout)
 	}
 	return m
 }

@@ -45,10 +45,12 @@ func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re Resou
 			return // its removal is deferred: so is the origin's status
 		}
 		e.err = re.Detail
+		c.resizeLocked(e)
 		a.change(k, false)
 		return
 	}
 	e.err = re.Detail
+	c.resizeLocked(e)
 	a.change(k, !e.collection && e.state == StatePresent)
 }
 

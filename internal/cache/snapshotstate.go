@@ -86,6 +86,9 @@ type RestoreResult struct {
 	OverBounds int
 	// Existing: keys the cache already held; left as they were.
 	Existing int
+	// Foreign: entries whose name (or resource's name) their link does
+	// not own (LinkID.Owns: another authority's xdstp name); not restored.
+	Foreign int
 }
 
 // Restore puts a decoded snapshot's entries back, before the first Watch.
@@ -158,12 +161,14 @@ func (room *restoreRoom) fits(size int64) bool {
 }
 
 // pickResourcesLocked returns the resources of entries to restore, in
-// order, and the collections, to pick after them. A resource is skipped
-// (counted in res) when the cache holds its key, it expired, or it does
-// not fit in room; full: one did not fit, so none after it was taken.
+// order, and the collections, to pick after them. An entry is skipped
+// (counted in res) when its link does not own its name, the cache holds
+// its key, it expired, or it does not fit in room; full: one did not fit, so none after it was taken.
 func (c *Cache) pickResourcesLocked(entries []SnapshotEntry, now time.Time, room *restoreRoom, res *RestoreResult) (take, colls []SnapshotEntry, full bool) {
 	for _, e := range entries {
 		switch {
+		case !e.Key.Link.Owns(e.Key.Name) || (e.Res != nil && !e.Key.Link.Owns(e.Res.Name)):
+			res.Foreign++
 		case e.Collection || e.Res == nil:
 			colls = append(colls, e)
 		case c.entries[e.Key] != nil:
@@ -207,7 +212,8 @@ func (c *Cache) restoreResourceLocked(se SnapshotEntry, now time.Time) {
 	e := &entry{key: se.Key, state: StatePending, glob: globOf(se.Key.Name), originVersion: se.OriginVersion}
 	c.entries[se.Key] = e
 	c.addByTypeLocked(e)
-	c.setPresentLocked(e, se.Res, now)
+	// At start: its fields are measured here (sized), under the lock.
+	c.setPresentLocked(e, sized(se.Res), now)
 	c.setExpiresLocked(e, se.Expires) // as it was, not recomputed from arrival
 	c.reconcileLocked(e)
 }

@@ -7,6 +7,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-relay/xds-relay/internal/propagation"
 )
 
 // Wildcard is the Key.Name of the legacy wildcard collection: every resource
@@ -72,20 +74,21 @@ type Resource struct {
 	Heartbeat bool
 	// Arrived is when the relay received this revision.
 	Arrived time.Time
+	// Change is the propagation ledger's record of the origin change that
+	// brought this revision (set by Apply; nil when the ledger is off, and
+	// for revisions restored from a snapshot or made by a heartbeat): a
+	// session that sends the revision settles it (internal/propagation).
+	Change *propagation.Change
 
 	// Encoded holds the encodings made of this revision for clients
 	// (Encoding), set only once the revision is shared: a copy made
 	// before that (a new revision built from another) starts empty. Not
 	// content: it compares equal whatever it holds.
 	Encoded Encodings
-}
-
-// Size is the number of bytes of the serialized resource.
-func (r *Resource) Size() int {
-	if r == nil || r.Body == nil {
-		return 0
-	}
-	return len(r.Body.GetValue())
+	// Fields memoizes the bytes the wrapper fields hold (size.go), what
+	// cache.max_bytes counts of them; set by Apply and Restore. Not
+	// content: it compares equal whatever it holds.
+	Fields FieldsSize
 }
 
 // State says what the relay knows of a key.

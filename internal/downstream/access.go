@@ -31,14 +31,16 @@ import (
 // Fetch and REST polling answer PermissionDenied (HTTP 403).
 //
 // A member of a collection is checked against its own authority's rules,
-// not the collection's: an origin that serves two authorities lists both
-// in a wildcard answer. An xdstp member's authority is its name's; a
-// legacy member's, the one its aggregation rule resolves to for the
-// client's node (memberAuthority). A denied member is left out as if it
-// did not exist, on every path (streams, Fetch, REST). The check costs
-// nothing for a client that no authority of the type denies anything
-// (DeniesAny, cached per session and type); otherwise one cached decision
-// per (authority, type), plus a rule match for a legacy member.
+// not the collection's: an origin that serves two authorities may list, in
+// a wildcard answer, plain names the rules give to the other one (another
+// authority's xdstp names it may not: the upstream refuses them). An
+// xdstp member's authority is its name's; a legacy member's, the one its
+// aggregation rule resolves to for the client's node (memberAuthority).
+// A denied member is left out as if it did not exist, on every path
+// (streams, Fetch, REST). The check costs nothing for a client that no
+// authority of the type denies anything (DeniesAny, cached per session
+// and type); otherwise one cached decision per (authority, type), plus a
+// rule match for a legacy member.
 
 // SetAccess replaces the access policy (nil: every client may subscribe to
 // everything). Sessions look it up again for their next subscriptions,

@@ -19,12 +19,17 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// onlyCluster is a policy under which a.example serves only clients whose
-// node cluster matches pattern.
-func onlyCluster(pattern string) *access.Policy {
-	p, err := access.New(access.Options{Authorities: map[string]access.Authority{
-		authority: {Allow: []access.Rule{{NodeCluster: pattern}}},
-	}})
+// onlyCluster is a policy under which the authorities (default a.example)
+// serve only clients whose node cluster matches pattern.
+func onlyCluster(pattern string, authorities ...string) *access.Policy {
+	if len(authorities) == 0 {
+		authorities = []string{authority}
+	}
+	auths := make(map[string]access.Authority)
+	for _, a := range authorities {
+		auths[a] = access.Authority{Allow: []access.Rule{{NodeCluster: pattern}}}
+	}
+	p, err := access.New(access.Options{Authorities: auths})
 	if err != nil {
 		panic(err) // a fixed, valid policy
 	}
@@ -34,11 +39,11 @@ func onlyCluster(pattern string) *access.Policy {
 // TestSetAccessStopsRunningWriter: a writer that built a response under
 // the old rules and reaches Send only after SetAccess returned does not
 // send it: the stream ends with PermissionDenied and nothing else. Both
-// for a name subscribed explicitly (its response built on the fan-out
-// fast path, shared.go) and for a member of the legacy wildcard whose own
-// authority the new rules close (the general path).
+// for a name subscribed explicitly (its response built on the fast path,
+// shared.go) and for a member of the legacy wildcard whose own authority
+// (by the rules) the new rules close (the general path).
 func TestSetAccessStopsRunningWriter(t *testing.T) {
-	member := xdstp(cdsType, "m1") // an xdstp member of the legacy wildcard
+	member := "restricted/m1" // a member of the legacy wildcard the rules give to restricted.example
 	for _, tc := range []struct {
 		name    string
 		typeURL string
@@ -63,7 +68,7 @@ func TestSetAccessStopsRunningWriter(t *testing.T) {
 					<-release
 				}
 			}
-			e.srv.SetAccess(onlyCluster("prod-*"))
+			e.srv.SetAccess(onlyCluster("prod-*", authority, "restricted.example"))
 			e.cache.set(tc.key, res(tc.typeURL, tc.key.Name, "1"))
 
 			c := e.delta()
@@ -81,7 +86,7 @@ func TestSetAccessStopsRunningWriter(t *testing.T) {
 			if got := testutil.ToFloat64(e.srv.m.sharedResponses.WithLabelValues(typeLabel(tc.typeURL))) == 1; got != tc.shared {
 				t.Errorf("built on the fast path: %v, want %v", got, tc.shared)
 			}
-			if n := e.srv.SetAccess(onlyCluster("canary-*")); n != 1 {
+			if n := e.srv.SetAccess(onlyCluster("canary-*", authority, "restricted.example")); n != 1 {
 				t.Errorf("SetAccess ended %d streams, want 1", n)
 			}
 			once.Do(func() { close(release) })
@@ -137,11 +142,11 @@ func BenchmarkMemberCheck(b *testing.B) {
 }
 
 // TestAliasCheckedByItsOwnAuthority: a name asked by alias is answered by
-// a resource of another name, which an origin serving two authorities may
-// give to an authority the client is denied. It is checked by its own
-// name's authority, as a collection member is: denied, the client is sent
-// nothing of it, while a resource of an open authority found by alias is
-// sent.
+// a resource of another name, which the rules may give to an authority
+// the client is denied (an origin serving two authorities). It is checked
+// by its own name's authority, as a collection member is: denied, the
+// client is sent nothing of it, while a resource of an open authority
+// found by alias is sent.
 func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
 	e := newEnv(t, 0)
 	pol, err := access.New(access.Options{Authorities: map[string]access.Authority{
@@ -152,7 +157,7 @@ func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
 	}
 	e.srv.SetAccess(pol)
 	const deniedAlias, openAlias = "rc/secret.example.com", "rc/www.example.com"
-	restricted := "xdstp://restricted.example/envoy.config.route.v3.VirtualHost/vh1"
+	const restricted = "restricted/vh1"
 	e.cache.set(cache.Key{Link: legacyStream, TypeURL: vhType, Name: restricted},
 		fieldsRes(vhType, restricted, "1", []string{deniedAlias}, nil, nil))
 	open := fieldsRes(vhType, "rc/vh2", "1", []string{openAlias}, nil, nil)
@@ -171,7 +176,7 @@ func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
 func TestSetAccessEndsAliasHolder(t *testing.T) {
 	e := newEnv(t, 0)
 	const alias = "rc/www.example.com"
-	own := "xdstp://restricted.example/envoy.config.route.v3.VirtualHost/vh1"
+	const own = "restricted/vh1"
 	r := fieldsRes(vhType, own, "1", []string{alias}, nil, nil)
 	e.cache.set(cache.Key{Link: legacyStream, TypeURL: vhType, Name: own}, r)
 	c := e.delta()

@@ -238,25 +238,7 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	for _, ts := range ss.types {
 		pending := ss.pendingLocked(ts)
 		for name, h := range ts.sent {
-			rs := ResourceStatus{TypeURL: ts.typeURL, Name: name, Absent: h.absent}
-			if h.res != nil {
-				rs.Updated = h.res.Arrived
-			}
-			switch {
-			case ss.variant == xdstype.SotW && h.seq != 0:
-				rs.Version = strconv.FormatUint(h.seq, 10)
-			default:
-				rs.Version = h.version
-			}
-			rs.Pending = pending[name] || (h.seq == 0 && h.res == nil && !h.absent)
-			if m, ok := ts.nacked[name]; ok && m.seq == h.seq && h.seq != 0 {
-				rs.State, rs.Nack = ResourceNacked, &NackState{At: m.at, Code: m.code, Message: m.message}
-			} else if h.seq > ts.answered {
-				rs.State = ResourceSent
-			} else {
-				rs.State = ResourceAcked
-			}
-			out = append(out, rs)
+			out = append(out, ss.heldStatusLocked(ts, name, h, pending[name]))
 		}
 		for name, sb := range ts.subs {
 			if _, ok := ts.sent[name]; ok || sb.collection {
@@ -266,6 +248,31 @@ func (ss *session) resourceStatus() []ResourceStatus {
 		}
 	}
 	return out
+}
+
+// heldStatusLocked is where name, held as h, stands with the client;
+// pending: the writer owes it a newer state. What CSDS reports, and what
+// the propagation ledger's client view (progress.go) starts from.
+func (ss *session) heldStatusLocked(ts *typeState, name string, h held, pending bool) ResourceStatus {
+	rs := ResourceStatus{TypeURL: ts.typeURL, Name: name, Absent: h.absent}
+	if h.res != nil {
+		rs.Updated = h.res.Arrived
+	}
+	switch {
+	case ss.variant == xdstype.SotW && h.seq != 0:
+		rs.Version = strconv.FormatUint(h.seq, 10)
+	default:
+		rs.Version = h.version
+	}
+	rs.Pending = pending || (h.seq == 0 && h.res == nil && !h.absent)
+	if m := ts.nackOfLocked(name, h); m != nil {
+		rs.State, rs.Nack = ResourceNacked, &NackState{At: m.at, Code: m.code, Message: m.message}
+	} else if h.seq > ts.answered {
+		rs.State = ResourceSent
+	} else {
+		rs.State = ResourceAcked
+	}
+	return rs
 }
 
 // pendingLocked returns the names of ts the writer owes the client a newer
@@ -327,11 +334,21 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 		seq = n
 	}
 	ts.answered = max(ts.answered, seq)
+	ss.settleLocked(ts, seq, versionInfo, detail) // propagation.go
 	if nacked && seq != 0 && ts.lastNackSeq != seq {
 		ts.lastNackSeq = seq
 		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.lastNack})
 	}
 	return nacked
+}
+
+// nackOfLocked returns the client's NACK of the response that carried h,
+// what it holds of name; nil when it did not NACK it.
+func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
+	if m, ok := ts.nacked[name]; ok && m.seq == h.seq && h.seq != 0 {
+		return m
+	}
+	return nil
 }
 
 // markNackLocked marks the names the NACKed response carried, and forgets
@@ -355,5 +372,5 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 // renoted is h for revision r of the same content the client was sent (or
 // declared): what it holds is unchanged, and so is where it stands.
 func (h held) renoted(r *cache.Resource) held {
-	return held{res: r, version: r.Version, seq: h.seq, err: h.err}
+	return held{res: r, version: r.Version, seq: h.seq, err: h.err, prevVersion: h.prevVersion, prevGap: h.prevGap}
 }

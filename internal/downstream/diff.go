@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"slices"
+	"time"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/mem"
@@ -55,6 +56,16 @@ type diff struct {
 	// take (Server.entryRoom), set by diffLocked.
 	srv  *Server
 	room int
+	// at: when the response is built (the ledger's send time), read once.
+	at time.Time
+}
+
+// now is when the response is built: the first call reads the clock.
+func (d *diff) now() time.Time {
+	if d.at.IsZero() {
+		d.at = time.Now()
+	}
+	return d.at
 }
 
 // reset empties d for reuse, dropping its references to resources;
@@ -303,7 +314,8 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	}
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat, entry: e})
 	d.markDone(name, len(d.updates)-1)
-	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}
+	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
+	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}.withPrev(prev)
 	d.changed = true
 }
 
@@ -337,7 +349,9 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	}
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
-	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail}
+	h, ok := d.ts.sent[name]
+	prev := d.ts.replacedLocked(name, h, ok) // propagation.go
+	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail}.withPrev(prev)
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}

@@ -280,7 +280,7 @@ func (s *Server) fetchLookups(w cache.Watcher, items []fetchItem, unknown []resE
 				errs = append(errs, resErr{name: it.name, detail: relayNotFound}) // a known empty glob
 			}
 			for _, r := range members {
-				if !fa.memberAllowed(s, it.res.Key.Link, r.Name) {
+				if !fa.memberAllowed(s, it.res.Key.Link, r.Name) || s.fetchShadowed(fa, items, r.Name, it.res.Key.Link) {
 					continue
 				}
 				if _, dup := seen[r.Name]; !dup {

@@ -25,13 +25,13 @@ import (
 // places the request kept are given back: it subscribes nothing, and
 // what other clients use is untouched.
 
-// linkSet is the distinct links of one request, in order of first use.
-type linkSet struct {
+// requestLinks is the distinct links of one request, in order of first use.
+type requestLinks struct {
 	ids  []cache.LinkID
 	seen map[cache.LinkID]struct{} // once there are more than manyProbes
 }
 
-func (l *linkSet) add(id cache.LinkID) {
+func (l *requestLinks) add(id cache.LinkID) {
 	if l.seen != nil {
 		if _, dup := l.seen[id]; dup {
 			return
@@ -104,7 +104,7 @@ func (s *Server) admitLinks(ids []cache.LinkID, opened *int) error {
 // this stream (newGroups).
 func (ss *session) admitResolved(rs []resolved) error {
 	var room [2]cache.LinkID
-	l := linkSet{ids: room[:0]}
+	l := requestLinks{ids: room[:0]}
 	for _, r := range rs {
 		if r.err == nil {
 			l.add(r.res.Key.Link)
@@ -117,7 +117,7 @@ func (ss *session) admitResolved(rs []resolved) error {
 // request, and causes at most MaxNewGroupsPerStream links to open.
 func (s *Server) admitFetch(items []fetchItem) error {
 	var room [2]cache.LinkID
-	l := linkSet{ids: room[:0]}
+	l := requestLinks{ids: room[:0]}
 	for _, it := range items {
 		l.add(it.res.Key.Link)
 	}

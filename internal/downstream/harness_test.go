@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,12 +43,17 @@ const (
 )
 
 // legacyMatcher puts every legacy name in one group of authority "legacy",
-// except names starting with "nomatch".
+// except names starting with "nomatch", and names starting with
+// "restricted/", which it gives to authority "restricted.example" (group
+// "r"): a name another authority's origin may list in its wildcard.
 type legacyMatcher struct{}
 
 func (legacyMatcher) Match(req aggregation.Request) (aggregation.Result, error) {
-	if len(req.Name) >= 7 && req.Name[:7] == "nomatch" {
+	if strings.HasPrefix(req.Name, "nomatch") {
 		return aggregation.Result{}, aggregation.ErrNoMatch
+	}
+	if strings.HasPrefix(req.Name, "restricted/") {
+		return aggregation.Result{Rule: "restricted", Authority: "restricted.example", Group: "r"}, nil
 	}
 	return aggregation.Result{Rule: "all", Authority: "legacy", Group: "g1"}, nil
 }
@@ -83,7 +89,14 @@ var quietLogs atomic.Bool
 
 func newEnv(t testing.TB, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
 	t.Helper()
-	e := &env{t: t, cache: newTestCache(t), reg: prometheus.NewRegistry()}
+	return newEnvOn(t, newTestCache(t), sendTimeout, serverOpts...)
+}
+
+// newEnvOn is newEnv over cache c (newTestCacheLedger: with or without
+// the propagation ledger).
+func newEnvOn(t testing.TB, c *testCache, sendTimeout time.Duration, serverOpts ...grpc.ServerOption) *env {
+	t.Helper()
+	e := &env{t: t, cache: c, reg: prometheus.NewRegistry()}
 	lg := zaptest.NewLogger(t)
 	if _, bench := t.(*testing.B); bench || quietLogs.Load() {
 		lg = zap.NewNop()

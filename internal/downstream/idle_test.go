@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -100,13 +101,13 @@ func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdst
 		if variant == xdstype.Delta {
 			err = syncIdle(ctx, c.DeltaAggregatedResources, func(r *discoveryv3.DeltaDiscoveryResponse) *discoveryv3.DeltaDiscoveryRequest {
 				if r == nil {
-					return &discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{name}}
+					return &discoveryv3.DeltaDiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNamesSubscribe: []string{name}}
 				}
 				return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: r.GetNonce()}
 			})
 		} else {
 			err = syncIdle(ctx, c.StreamAggregatedResources, func(r *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
-				req := &discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{name}}
+				req := &discoveryv3.DiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNames: []string{name}}
 				if r != nil {
 					req.VersionInfo, req.ResponseNonce = r.GetVersionInfo(), r.GetNonce()
 				}
@@ -118,6 +119,11 @@ func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdst
 		}
 	}
 	return nil
+}
+
+// idleNode is idle stream i's node: its own id, as in a fleet.
+func idleNode(i int) *corev3.Node {
+	return &corev3.Node{Id: fmt.Sprintf("idle-%05d", i), Cluster: testNode.GetCluster()}
 }
 
 // syncIdle opens one stream, sends req(nil), waits for the answer and
@@ -151,23 +157,28 @@ const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
 //
 // conns=1 puts every stream on one connection (the stream's own cost);
 // conns=n gives each its own, as a fleet connects (connection included).
+// Each stream has its own node id, as a fleet's clients do; ledger=on
+// (as the relay runs) settles each stream's initial sync in the
+// propagation ledger, ledger=off does not record it.
 func BenchmarkIdleStreams(b *testing.B) {
 	const n = 2000
 	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
 		for _, conns := range []int{1, n} {
-			b.Run(fmt.Sprintf("variant=%s/conns=%d", variant, conns), func(b *testing.B) {
-				for range b.N {
-					measureIdle(b, n, conns, variant)
-				}
-			})
+			for _, ledger := range []bool{true, false} {
+				b.Run(fmt.Sprintf("variant=%s/conns=%d/ledger=%s", variant, conns, onOff(ledger)), func(b *testing.B) {
+					for range b.N {
+						measureIdle(b, n, conns, variant, ledger)
+					}
+				})
+			}
 		}
 	}
 }
 
 // measureIdle opens n idle streams from a client process and reports the
 // server's goroutines, heap and stack in use per stream.
-func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant) {
-	e := newEnv(b, 0)
+func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, ledger bool) {
+	e := newEnvOn(b, newTestCacheLedger(b, ledger), 0)
 	name := xdstp(edsType, "idle")
 	e.put(edsType, name, "1")
 	g0, heap0, stack0 := inUse()

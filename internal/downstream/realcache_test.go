@@ -11,6 +11,7 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 )
 
 // answeringSubscriber stands for the upstream below the gRPC layer: tests
@@ -41,8 +42,9 @@ func (s *answeringSubscriber) Unsubscribe(cache.LinkID, string, []string) {}
 // optional hooks around what the server asks of it.
 type testCache struct {
 	*cache.Cache
-	mu    sync.Mutex
-	hooks cacheHooks // guarded by mu
+	ledger *propagation.Ledger // nil: off
+	mu     sync.Mutex
+	hooks  cacheHooks // guarded by mu
 }
 
 // cacheHooks run in the server's goroutines, without locks held.
@@ -54,13 +56,21 @@ type cacheHooks struct {
 	afterGet func(k cache.Key)
 }
 
-func newTestCache(t testing.TB) *testCache {
+func newTestCache(t testing.TB) *testCache { return newTestCacheLedger(t, true) }
+
+// newTestCacheLedger is a cache with the propagation ledger recording its
+// changes (ledger true, as the relay runs), or without.
+func newTestCacheLedger(t testing.TB, ledger bool) *testCache {
 	sub := &answeringSubscriber{}
-	c := cache.New(cache.Options{Logger: zap.NewNop(), MaxResources: 1000, MaxBytes: 1 << 30})
+	var l *propagation.Ledger
+	if ledger {
+		l = propagation.New(propagation.Options{})
+	}
+	c := cache.New(cache.Options{Logger: zap.NewNop(), MaxResources: 1000, MaxBytes: 1 << 30, Ledger: l})
 	sub.c = c
 	c.SetUpstream(sub)
 	t.Cleanup(sub.wg.Wait)
-	return &testCache{Cache: c}
+	return &testCache{Cache: c, ledger: l}
 }
 
 func (c *testCache) setHooks(h cacheHooks) {

@@ -1,8 +1,10 @@
 package downstream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,9 +107,14 @@ type Server struct {
 	m             *metrics            // read-only after New
 	nextID        atomic.Uint64       // session ids
 	wg            sync.WaitGroup      // session goroutines that may outlive their handler
-	mu            sync.Mutex          // guards sessions
+	mu            sync.Mutex          // guards sessions and byNode
 	sessions      map[uint64]*session // guarded by mu; open streams, for /debug/clients
-	slowHook      func()              // tests only; set before serving
+	// byNode: the open streams by node id, once their node is known
+	// (several streams of one node chained through session.sameNode), so
+	// that one node's streams are found without a walk of every stream
+	// (ClientProgress). guarded by mu
+	byNode   map[string]*session
+	slowHook func() // tests only; set before serving
 	// sendHook runs in the writer before each response's last check
 	// (sendAll). Tests only; set before serving.
 	sendHook func(typeURL string)
@@ -181,6 +188,7 @@ func New(opts Options) (*Server, error) {
 		lg:          opts.Logger.Named("downstream"),
 		m:           newMetrics(opts.Registry),
 		sessions:    make(map[uint64]*session),
+		byNode:      make(map[string]*session),
 		wrappers:    newWrapperCache(),
 		names:       newNameTable(),
 		counts:      newClientCounts(),
@@ -225,7 +233,56 @@ func (s *Server) addSession(ss *session) {
 func (s *Server) removeSession(ss *session) {
 	s.mu.Lock()
 	delete(s.sessions, ss.id)
+	s.unindexNodeLocked(ss)
 	s.mu.Unlock()
+}
+
+// indexNode lists open stream ss under its node id (byNode), once its
+// first request carried a node. A unary Fetch or REST poll's session is
+// no open stream and is not listed.
+func (s *Server) indexNode(ss *session, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, open := s.sessions[ss.id]; !open || ss.indexed != "" || id == "" {
+		return
+	}
+	ss.indexed = id
+	ss.sameNode = s.byNode[id]
+	s.byNode[id] = ss
+}
+
+// unindexNodeLocked takes ss out of byNode.
+func (s *Server) unindexNodeLocked(ss *session) {
+	if ss.indexed == "" {
+		return
+	}
+	id := ss.indexed
+	switch head := s.byNode[id]; {
+	case head == ss && ss.sameNode == nil:
+		delete(s.byNode, id)
+	case head == ss:
+		s.byNode[id] = ss.sameNode
+	default:
+		for p := head; p != nil; p = p.sameNode {
+			if p.sameNode == ss {
+				p.sameNode = ss.sameNode
+				break
+			}
+		}
+	}
+	ss.indexed, ss.sameNode = "", nil
+}
+
+// nodeSessions returns the open streams of node id, oldest first.
+func (s *Server) nodeSessions(id string) []*session {
+	s.mu.Lock()
+	var out []*session
+	for ss := s.byNode[id]; ss != nil; ss = ss.sameNode {
+		out = append(out, ss)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b *session) int { return cmp.Compare(a.id, b.id) })
+	return out
 }
 
 func (s *Server) snapshotSessions() []*session {

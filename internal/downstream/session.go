@@ -88,6 +88,11 @@ type session struct {
 	// newGroups: the upstream links this stream caused to open
 	// (groups.go). Owned by the handler goroutine.
 	newGroups int
+	// indexed: the node id the Server lists this stream under (byNode;
+	// "" while not listed); sameNode: the next stream listed under it.
+	// Guarded by the Server's mu.
+	indexed  string
+	sameNode *session
 }
 
 func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(*encodedResponse) error) *session {
@@ -250,8 +255,8 @@ func (ss *session) setNode(n *corev3.Node) error {
 		return err
 	}
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	if ss.node != nil {
+		ss.mu.Unlock()
 		return nil
 	}
 	ss.node = kept
@@ -261,6 +266,8 @@ func (ss *session) setNode(n *corev3.Node) error {
 	}
 	ss.forgetDecisionsLocked()
 	ss.lg = nil // rebuilt with the node on next use
+	ss.mu.Unlock()
+	ss.srv.indexNode(ss, kept.GetId()) // found by node id from now on (ClientProgress)
 	return nil
 }
 

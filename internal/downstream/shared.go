@@ -3,12 +3,14 @@ package downstream
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -26,32 +28,11 @@ import (
 // ok is false otherwise and nothing was changed. On success the round
 // holds the change (done once the response is sent).
 func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
-	if !ss.srv.sharedEncoding || len(ss.sets) != 1 {
+	cs, ts, ok := ss.sharedChangeLocked()
+	if !ok {
 		return outMsg{}, nil, false
 	}
-	cs := ss.sets[0]
 	revs := cs.Revisions()
-	if len(revs) == 0 || len(ss.dirty) != len(revs) {
-		return outMsg{}, nil, false
-	}
-	ts := ss.types[cs.TypeURL()]
-	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
-		return outMsg{}, nil, false
-	}
-	if ss.variant == xdstype.SotW && fullStateTypes[ts.typeURL] {
-		return outMsg{}, nil, false // the response lists every subscribed resource
-	}
-	// Every key of the change that this session watches was notified, so
-	// when it watches each of them and has as many dirty keys, the dirty
-	// set is exactly the change.
-	for _, r := range revs {
-		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
-			return outMsg{}, nil, false // another spelling: its own envelope
-		}
-		if h, held := ts.sent[r.Key.Name]; held && !h.absent && h.version == r.Res.Version {
-			return outMsg{}, nil, false // holds these bytes: a TTL change or nothing
-		}
-	}
 	resp := newEncodedResponse(len(revs))
 	size := 0
 	for _, r := range revs {
@@ -71,8 +52,11 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		seq = ts.version + 1
 	}
 	for _, r := range revs {
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}
+		h, ok := ts.sent[r.Key.Name]
+		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
+		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}.withPrev(prev)
 	}
+	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()
 	ss.writer.roundLocked()
 	rd = roundPool.Get().(*round)
@@ -84,6 +68,39 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	ss.srv.m.sharedResponses.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	resp.own = own
 	return outMsg{msg: resp, typeURL: ts.typeURL, count: len(revs)}, rd, true
+}
+
+// sharedChangeLocked reports whether all the session has to send is one
+// origin change that the fast path can answer, and returns it with its
+// type's state.
+func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok bool) {
+	if !ss.srv.sharedEncoding || len(ss.sets) != 1 {
+		return nil, nil, false
+	}
+	cs = ss.sets[0]
+	revs := cs.Revisions()
+	if len(revs) == 0 || len(ss.dirty) != len(revs) {
+		return nil, nil, false
+	}
+	ts = ss.types[cs.TypeURL()]
+	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
+		return nil, nil, false
+	}
+	if ss.variant == xdstype.SotW && fullStateTypes[ts.typeURL] {
+		return nil, nil, false // the response lists every subscribed resource
+	}
+	// Every key of the change that this session watches was notified, so
+	// when it watches each of them and has as many dirty keys, the dirty
+	// set is exactly the change.
+	for _, r := range revs {
+		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
+			return nil, nil, false // another spelling: its own envelope
+		}
+		if h, held := ts.sent[r.Key.Name]; held && !h.absent && h.version == r.Res.Version {
+			return nil, nil, false // holds these bytes: a TTL change or nothing
+		}
+	}
+	return cs, ts, true
 }
 
 // ownPartLocked issues a response's nonce (SotW: and version) and appends

@@ -30,6 +30,7 @@ func (ss *session) run(ctx context.Context, recv func() (any, error), handle fun
 
 	ss.mu.Lock()
 	keys := ss.keysLocked()
+	ss.endPropagationLocked() // what it was sent and did not answer is gone
 	ss.mu.Unlock()
 	if len(keys) > 0 {
 		srv.cache.Unwatch(ss, keys...)

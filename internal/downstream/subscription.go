@@ -1,12 +1,14 @@
 package downstream
 
 import (
+	"math"
 	"slices"
 	"sort"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
@@ -29,17 +31,47 @@ type sub struct {
 }
 
 // held is what the client holds of one name: the revision last sent, or
-// that it was told the name does not exist.
+// that it was told the name does not exist. Its fields are ordered so that
+// it takes 64 bytes.
 type held struct {
 	res     *cache.Resource // nil when absent or only known by version
 	version string          // res.Version, or from initial_resource_versions
-	absent  bool
 	// seq: the response that carried it (configstatus.go); 0 when only
 	// the client's declared version is known.
 	seq uint64
 	// err is the resource error last sent for the name (the cache's
 	// status, compared by pointer), until the resource is sent again.
 	err *statuspb.Status
+	// prevVersion is what the client held of the name before this (the
+	// last version it was sent and did not NACK; "" when none, or it was
+	// told the name does not exist), and prevGap how many responses
+	// before seq the one that carried it was: once the client ACKed that
+	// one, what it runs while this is unanswered or NACKed
+	// (propagation.go, ackedVersionLocked).
+	prevVersion string
+	prevGap     uint32
+	absent      bool
+}
+
+// prevHeld is a version a client held of a name before, and the response
+// that carried it (0: it declared it); version "" when it was told the
+// name does not exist, or held nothing.
+type prevHeld struct {
+	version string
+	seq     uint64
+}
+
+// withPrev returns h holding p as what the client held before it.
+func (h held) withPrev(p prevHeld) held {
+	h.prevVersion = p.version
+	h.prevGap = uint32(min(h.seq-min(p.seq, h.seq), math.MaxUint32))
+	return h
+}
+
+// prev is what the client held before h (withPrev); a gap too long to
+// keep reads as the first response.
+func (h held) prev() prevHeld {
+	return prevHeld{version: h.prevVersion, seq: h.seq - min(uint64(h.prevGap), h.seq)}
 }
 
 // unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
@@ -66,6 +98,9 @@ type typeState struct {
 	// alias, with how many of its subscriptions they answer (alias.go);
 	// nil until one is.
 	via map[string]int
+	// links counts the subscriptions by the link of their key: one link,
+	// or several (onekey.go).
+	links linkSet
 	// explicit: the client has subscribed to a name (any, "*" included) on
 	// this type, so an empty set no longer means the legacy wildcard.
 	explicit bool
@@ -115,6 +150,9 @@ type typeState struct {
 	answered    uint64
 	nacked      map[string]*nackMark
 	lastNackSeq uint64
+	// prop: the changes sent on this type the client has not answered
+	// yet, settled by its answers (propagation.go).
+	prop propagation.Tracker
 }
 
 func newTypeState(typeURL string) *typeState {
@@ -182,6 +220,7 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 		}
 	}
 	ts.subs[name] = s
+	ts.links.add(key.Link)
 	if collection {
 		if ts.colls == nil {
 			ts.colls = make(map[string]*sub)
@@ -246,6 +285,7 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	}
 	delete(ts.subs, name)
 	delete(ts.colls, name)
+	ts.links.remove(s.key.Link)
 	if names := ts.byKey[s.key]; len(names) > 0 {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == name })
 		if len(names) == 0 {

@@ -280,6 +280,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	pol := ss.srv.access.Load()
 	for _, w := range works {
 		ss.checkMembersLocked(pol, w)
+		ss.oneKeyLocked(w)          // onekey.go
 		ss.gatherRoundLocked(rd, w) // gather.go
 	}
 	var lg *zap.Logger

@@ -12,6 +12,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
@@ -19,7 +20,7 @@ import (
 // components buildComponents built, in the order a reload applies them.
 // What each claims is what a reload may change; every other field needs a
 // restart (reload.go).
-func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downstream.Server) {
+func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, ledger *propagation.Ledger) {
 	// Read when Close begins.
 	r.onReload(func(_, _ *config.Config) error { return nil },
 		"shutdown_grace_period", "downstream.drain_delay", "downstream.drain_waves", "downstream.drain_duration")
@@ -28,8 +29,9 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 	r.onReload(r.reloadLogLevel, "log.level")
 	r.onReload(func(old, next *config.Config) error {
 		c.SetBounds(next.Cache.MaxResources, int64(next.Cache.MaxBytes))
+		c.SetRefetchInterval(next.Cache.RefetchInterval)
 		return nil
-	}, "cache.max_resources", "cache.max_bytes")
+	}, "cache.max_resources", "cache.max_bytes", "cache.refetch_interval")
 	r.onReload(func(old, next *config.Config) error {
 		if err := ds.SetLimits(downstreamLimits(next)); err != nil {
 			return err
@@ -59,6 +61,9 @@ func (r *Relay) reloadComponents(c *cache.Cache, up *upstream.Manager, ds *downs
 			return err
 		}
 		ds.SetAuthorities(next.AuthorityNames()) // their metric series
+		if ledger != nil {
+			ledger.SetAuthorities(next.AuthorityNames())
+		}
 		return nil
 	}, "authorities", "aggregation")
 	// After the resolver: the access rules of the new authorities. Streams

@@ -10,6 +10,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -44,6 +45,9 @@ type Status struct {
 	// Delivery: held removals with their release action, the latest
 	// invalid origin versions (internal/delivery; bounded).
 	Delivery delivery.Page `json:"delivery"`
+	// Propagation: the latest origin changes and their convergence
+	// (internal/propagation).
+	Propagation propagation.Summary `json:"propagation"`
 }
 
 // AuthorityStatus sums up an authority's upstream links.
@@ -88,6 +92,7 @@ type statusSources struct {
 	ds       *downstream.Server    // read-only after New
 	csds     *csds.Server          // read-only after New
 	delivery *delivery.Delivery    // read-only after New
+	ledger   *propagation.Ledger   // read-only after New; nil: off
 	ready    func() error          // read-only after New
 	config   func() *config.Config // the running config (Relay.config: follows reloads)
 }
@@ -148,6 +153,7 @@ func (s *statusSources) status() Status {
 	st.Cache = CacheStatus{Stats: stats, HitRatio: stats.HitRatio()}
 	st.Nacks.Recent, st.Nacks.Total = s.ds.Nacks()
 	st.Delivery = s.delivery.Page()
+	st.Propagation = s.ledger.Summary()
 	return st
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
@@ -67,8 +68,8 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 // addStatusPages mounts the status page (/), its JSON (StatusPath) and
 // assets, and the JSON pages beside it: /debug/cache, /debug/nacks,
 // /debug/config.
-func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, cs *csds.Server, dl *delivery.Delivery) {
-	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, csds: cs, delivery: dl, ready: r.readiness, config: r.config}
+func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, cs *csds.Server, dl *delivery.Delivery, l *propagation.Ledger) {
+	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, csds: cs, delivery: dl, ledger: l, ready: r.readiness, config: r.config}
 	lg := r.lg.Named("status")
 	a := r.admin
 	a.handle("/", "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -28,6 +28,9 @@ const (
 	writeError        = "error"
 	skippedExpired    = "expired"
 	skippedOverBounds = "over_bounds"
+	// skippedOtherAuthority: a record whose name another authority owns
+	// (cache.LinkID.Owns), which no origin of its link could have sent.
+	skippedOtherAuthority = "other_authority"
 )
 
 func newMetrics(reg prometheus.Registerer, age func() float64) *metrics {
@@ -73,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, age func() float64) *metrics {
 	for _, r := range []string{writeOK, writeTruncated, writeError} {
 		m.writes.WithLabelValues(r)
 	}
-	for _, r := range []string{skippedExpired, skippedOverBounds} {
+	for _, r := range []string{skippedExpired, skippedOverBounds, skippedOtherAuthority} {
 		m.skipped.WithLabelValues(r)
 	}
 	if reg != nil {

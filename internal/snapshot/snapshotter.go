@@ -164,12 +164,13 @@ func (s *Snapshotter) load() (LoadResult, cache.RestoreResult) {
 	s.m.restored.Set(float64(rr.Resources))
 	s.m.skipped.WithLabelValues(skippedExpired).Add(float64(rr.Expired))
 	s.m.skipped.WithLabelValues(skippedOverBounds).Add(float64(rr.OverBounds))
+	s.m.skipped.WithLabelValues(skippedOtherAuthority).Add(float64(rr.Foreign))
 	s.at.Store(snap.Written.UnixNano())
 	s.lastFP = snap.Fingerprint
-	s.current = rr.Expired == 0 && rr.OverBounds == 0 && rr.Existing == 0
+	s.current = rr.Expired == 0 && rr.OverBounds == 0 && rr.Existing == 0 && rr.Foreign == 0
 	s.lg.Info("snapshot loaded", zap.String("path", s.path), zap.Time("written", snap.Written),
 		zap.Int("resources", rr.Resources), zap.Int("collections", rr.Collections),
-		zap.Int("expired", rr.Expired), zap.Int("over_bounds", rr.OverBounds))
+		zap.Int("expired", rr.Expired), zap.Int("over_bounds", rr.OverBounds), zap.Int("other_authority", rr.Foreign))
 	return LoadLoaded, rr
 }
 

@@ -11,8 +11,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
-	statuspb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -240,12 +238,10 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 	l.mgr.metrics.responses.WithLabelValues(xdstype.Label(t)).Inc()
 	u, err := deltaUpdate(l.id, r, time.Now())
 	if err != nil {
-		l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t)).Inc()
-		l.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
 		nack := &discoveryv3.DeltaDiscoveryRequest{
 			TypeUrl:       t,
 			ResponseNonce: r.GetNonce(),
-			ErrorDetail:   &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()},
+			ErrorDetail:   l.rejected(t, r.GetNonce(), err),
 		}
 		if err := ads.Send(nack); err != nil {
 			return fmt.Errorf("upstream %s: send NACK: %w", l.id.Authority, err)

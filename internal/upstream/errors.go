@@ -17,4 +17,7 @@ var (
 	ErrNoPerTypeService = errors.New("no per-type discovery service for type")
 	// errRejected wraps why an origin response was NACKed.
 	errRejected = errors.New("response rejected")
+	// errOtherAuthority: the response names another authority's resource
+	// (authority.go); wrapped with errRejected.
+	errOtherAuthority = errors.New("names another authority")
 )

@@ -65,6 +65,9 @@ type link struct {
 	// refusedNames: type → names the origin ended the stream over, likewise.
 	// guarded by mu
 	refusedNames map[string]map[string]time.Time
+	// warnedOther: origins already logged at Warn for naming another
+	// authority (authority.go); nil until one is. guarded by mu
+	warnedOther map[string]bool
 
 	// sotwVersions: last accepted version_info per type, kept across
 	// attempts on the same origin (sotwOrigin) so a SotW reconnect resends
@@ -157,6 +160,11 @@ func (l *link) update(node *corev3.Node, typeURL string, names []string, add boo
 		}
 	}
 	l.mu.Unlock()
+	l.wake()
+}
+
+// wake pokes the run goroutine (never blocks: many pokes, one wake-up).
+func (l *link) wake() {
 	select {
 	case l.poke <- struct{}{}:
 	default:

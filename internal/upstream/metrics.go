@@ -16,7 +16,9 @@ type metrics struct {
 	reconnects *prometheus.CounterVec // label authority
 	failbacks  *prometheus.CounterVec // label authority
 	responses  *prometheus.CounterVec // label type (xdstype.Label)
-	nacks      *prometheus.CounterVec // label type (xdstype.Label)
+	// nacks: labels type (xdstype.Label), reason (nackInvalid,
+	// nackOtherAuthority).
+	nacks      *prometheus.CounterVec
 	fileErrors *prometheus.CounterVec // label authority
 	// refusedTypes: labels authority, type (xdstype.Label).
 	refusedTypes *prometheus.CounterVec
@@ -50,8 +52,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"type"}),
 		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "nacks_total",
-			Help: "Origin responses the relay rejected (NACKed), by resource type.",
-		}, []string{"type"}),
+			Help: "Origin responses the relay rejected (NACKed), by resource type and reason: invalid (duplicate names, wrong type, undecodable) or other_authority (names another authority's resource).",
+		}, []string{"type", "reason"}),
 		fileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Name: "file_source_errors_total",
 			Help: "Files of a file source that could not be read or parsed (skipped, last good version kept), by authority.",
@@ -81,7 +83,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	// come with setAuthorities.
 	for _, t := range xdstype.Labels() {
 		m.responses.WithLabelValues(t)
-		m.nacks.WithLabelValues(t)
+		m.nacks.WithLabelValues(t, nackInvalid)
+		m.nacks.WithLabelValues(t, nackOtherAuthority)
 	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts, m.originCheckFailures, m.resourceErrors)

@@ -26,7 +26,7 @@ func (l *link) refusalNACK(t string, refused []cache.Refusal) *statuspb.Status {
 	if len(refused) == 0 {
 		return nil
 	}
-	l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t)).Inc()
+	l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t), nackInvalid).Inc()
 	msg := refusalMessage(t, refused)
 	l.lg.Debug("origin response NACKed: resources refused, the rest applied", zap.String("type_url", t), zap.Int("refused", len(refused)))
 	return &statuspb.Status{Code: int32(codes.InvalidArgument), Message: msg}

@@ -11,9 +11,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"go.uber.org/zap"
-	statuspb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -27,6 +24,8 @@ type sotwType struct {
 	nonce string // nonce of the last response
 	// answerable: what the next response answers (answered.go).
 	answerable sotwAnswerable
+	// pace holds back repeated NACKs (nackpace.go).
+	pace nackPace
 }
 
 // sotwAttempt runs one SotW ADS stream (or per-type streams) to origin
@@ -40,12 +39,13 @@ func (l *link) sotwAttempt(ctx context.Context, origin string) (bool, error) {
 	if l.auth.perType {
 		transport, open = xdstype.TransportSotWPerType, perTypeOpener(sotwPerType)
 	}
+	types := make(map[string]*sotwType) // this attempt's (newOps runs once)
+	defer stopPacing(types)
 	return runAttempt(ctx, l, origin, transport, open,
 		func(node *corev3.Node, t string) *discoveryv3.DiscoveryRequest {
 			return &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: t} // no names: the wildcard
 		},
 		func(ads sotwStream) attemptOps[discoveryv3.DiscoveryResponse] {
-			types := make(map[string]*sotwType)
 			nodeSent := false
 			return attemptOps[discoveryv3.DiscoveryResponse]{
 				sync:   func() error { return l.sotwSync(ads, types, &nodeSent) },
@@ -73,6 +73,14 @@ func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 	// list is unchanged, so ask again without a version, which makes the
 	// origin answer with what it holds (unchanged bytes notify no client).
 	l.answerRefused()
+	now := time.Now()
+	for _, cur := range types {
+		if nack := cur.pace.takeDue(now); nack != nil {
+			if err := l.sotwSend(ads, cur, nack); err != nil {
+				return err
+			}
+		}
+	}
 	resub, node, wants := l.syncView()
 	keys := slices.Sorted(maps.Keys(wants))
 	for _, t := range keys {
@@ -132,13 +140,17 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 	answers := cur.answerable.take()
 	u, err := sotwUpdate(l.id, r, time.Now())
 	if err != nil {
-		l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t)).Inc()
-		l.lg.Warn("origin response rejected (NACK)", zap.String("type_url", t), zap.String("nonce", r.GetNonce()), zap.Error(err))
-		return l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{
+		nack := &discoveryv3.DiscoveryRequest{
 			TypeUrl: t, ResourceNames: cur.names, VersionInfo: l.sotwVersions[t], ResponseNonce: r.GetNonce(),
-			ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()},
-		})
+			ErrorDetail: l.rejected(t, r.GetNonce(), err),
+		}
+		if d := cur.pace.delay(l.mgr.backoff); d > 0 {
+			cur.pace.hold(nack, d, l.wake)
+			return nil
+		}
+		return l.sotwSend(ads, cur, nack)
 	}
+	cur.pace.acked()
 	_, wants := l.snapshot()
 	reask := l.sotwAnswers(&u, t, wants[t], answers)
 	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
@@ -228,6 +240,7 @@ func (l *link) sotwAnswers(u *cache.Update, t string, w *want, answers map[strin
 
 // sotwSend sends req, a request of cur's type holding cur.set.
 func (l *link) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, cur *sotwType, req *discoveryv3.DiscoveryRequest) error {
+	cur.pace.drop() // a NACK held back is replaced
 	if err := ads.Send(req); err != nil {
 		return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
 	}

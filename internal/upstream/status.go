@@ -63,6 +63,13 @@ func (l *link) setState(origin, state string) {
 	l.mu.Unlock()
 }
 
+// currentOrigin is the origin the link's attempt is on (or was last).
+func (l *link) currentOrigin() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status.origin
+}
+
 func (l *link) setError(err error) {
 	l.mu.Lock()
 	l.status.state, l.status.lastErr, l.status.lastErrAt = "backoff", err.Error(), time.Now()

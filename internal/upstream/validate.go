@@ -1,11 +1,13 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -18,6 +20,25 @@ import (
 // rejectf builds a NACK reason.
 func rejectf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errRejected}, args...)...)
+}
+
+// The reason label values of xds_relay_upstream_nacks_total.
+const (
+	nackInvalid        = "invalid"         // duplicate names, wrong type, undecodable, bad names; resources refused (nack.go)
+	nackOtherAuthority = "other_authority" // names another authority (authority.go)
+)
+
+// rejected counts and logs NACK reason err of a response of type t, and
+// returns the error_detail to send the origin.
+func (l *link) rejected(t, nonce string, err error) *statuspb.Status {
+	other := errors.Is(err, errOtherAuthority)
+	reason := nackInvalid
+	if other {
+		reason = nackOtherAuthority
+	}
+	l.mgr.metrics.nacks.WithLabelValues(xdstype.Label(t), reason).Inc()
+	l.logRejected(t, nonce, err, other)
+	return &statuspb.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
 }
 
 // decode unmarshals a once to validate it. A type the process does not
@@ -64,6 +85,9 @@ func deltaUpdate(id cache.LinkID, r *discoveryv3.DeltaDiscoveryResponse, now tim
 		if _, err := seen.add(res.GetName()); err != nil {
 			return u, err
 		}
+		if err := ownedResource(id, res.GetName(), res.GetAliases()); err != nil {
+			return u, err
+		}
 		cr := &cache.Resource{Name: res.GetName(), OriginVersion: res.GetVersion(), TTL: res.GetTtl(), Arrived: now}
 		keepFields(cr, res)
 		if res.GetResource() == nil {
@@ -85,16 +109,19 @@ func deltaUpdate(id cache.LinkID, r *discoveryv3.DeltaDiscoveryResponse, now tim
 		if err != nil {
 			return u, rejectf("removed resource name %q is not valid: %v", name, err)
 		}
+		if err := ownedName(id, "removed resource", name); err != nil {
+			return u, err
+		}
 		u.Removed = append(u.Removed, c)
 	}
-	return resourceErrors(u, r.GetResourceErrors())
+	return resourceErrors(id, u, r.GetResourceErrors())
 }
 
 // resourceErrors adds a response's resource_errors (xRFC TP3) to u, each
 // under its canonical name ("" and "*" are the Wildcard). A NOT_FOUND is
 // also a removal: the spec makes it one, and what a response answers
 // (answered.go) counts it as such.
-func resourceErrors(u cache.Update, errs []*discoveryv3.ResourceError) (cache.Update, error) {
+func resourceErrors(id cache.LinkID, u cache.Update, errs []*discoveryv3.ResourceError) (cache.Update, error) {
 	for i, re := range errs {
 		name := re.GetResourceName().GetName()
 		if re.GetErrorDetail() == nil {
@@ -105,6 +132,9 @@ func resourceErrors(u cache.Update, errs []*discoveryv3.ResourceError) (cache.Up
 			var err error
 			if c, err = cache.CanonicalName(name); err != nil {
 				return u, rejectf("resource_errors[%d] name %q is not valid: %v", i, name, err)
+			}
+			if err := ownedName(id, fmt.Sprintf("resource_errors[%d] name", i), name); err != nil {
+				return u, err
 			}
 		}
 		u.Errors = append(u.Errors, cache.ResourceError{Name: c, Detail: re.GetErrorDetail()})
@@ -140,6 +170,9 @@ func sotwUpdate(id cache.LinkID, r *discoveryv3.DiscoveryResponse, now time.Time
 				if _, err := seen.add(cr.Name); err != nil {
 					return u, err
 				}
+				if err := ownedResource(id, cr.Name, w.GetAliases()); err != nil {
+					return u, err
+				}
 				cr.Heartbeat = true
 				u.Resources = append(u.Resources, cr)
 				continue
@@ -169,7 +202,10 @@ func sotwUpdate(id cache.LinkID, r *discoveryv3.DiscoveryResponse, now time.Time
 		if _, err := seen.add(cr.Name); err != nil {
 			return u, err
 		}
+		if err := ownedResource(id, cr.Name, cr.Aliases); err != nil {
+			return u, err
+		}
 		u.Resources = append(u.Resources, cr)
 	}
-	return resourceErrors(u, r.GetResourceErrors())
+	return resourceErrors(id, u, r.GetResourceErrors())
 }

@@ -92,7 +92,12 @@
       for (const c of cells) {
         const td = document.createElement("td");
         if (c instanceof Node) td.appendChild(c);
-        else if (typeof c === "object") { td.textContent = c.text; td.className = c.cls; } else td.textContent = c;
+        else if (typeof c === "object" && c.href) {
+          const a = document.createElement("a");
+          a.href = c.href;
+          a.textContent = c.text;
+          td.appendChild(a);
+        } else if (typeof c === "object") { td.textContent = c.text; td.className = c.cls || ""; } else td.textContent = c;
         tr.appendChild(td);
       }
       frag.appendChild(tr);
@@ -120,9 +125,14 @@
     setText("clients-delta", st.clients.streams.delta);
     fillRows("clients-rows", st.clients.by_type.map(t => [short(t.type), t.sotw, t.delta]));
     setText("client-states-count", states(st.client_states));
-    fillRows("client-states-rows", st.client_states.rows.map(c => [c.client, c.variant, shortAll(c.types),
+    fillRows("client-states-rows", st.client_states.rows.map(c => [
+      { text: c.client, href: "/debug/propagation/client?node=" + encodeURIComponent(c.client) }, c.variant, shortAll(c.types),
       counts(c.synced, true), { text: counts(c.nacked, true), cls: "err" }, counts(c.pending, true)]));
     live("clients");
+
+    fillRows("propagation-rows", st.propagation.changes.map(p => [fmtClock(p.arrived), p.authority,
+      { text: p.line, cls: p.nacked > 0 ? "err" : "" }, p.state]));
+    live("propagation");
 
     const c = st.cache;
     setText("cache-resources", c.resources);

@@ -1,0 +1,137 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/xds-relay/xds-relay/internal/xdstype"
+)
+
+func refetchesLimited(f *fixture) float64 {
+	return testutil.ToFloat64(f.c.m.refetchesLimited.WithLabelValues(xdstype.Label(lds)))
+}
+
+// TestRefetchRateLimited: a do_not_cache key is asked of the origin for
+// new watchers at most once per refetch interval. A watcher arriving
+// within the interval of the last fetch waits for a refetch held back
+// until the interval has passed (so does the next one, joining it); the
+// timer makes it; the origin's answer goes to both. A watcher arriving
+// while a refetch is in flight joins it. None is sent the cached revision.
+func TestRefetchRateLimited(t *testing.T) {
+	const interval = time.Second
+	f := newFixture(t, Options{MaxResources: -1, MaxBytes: -1, RefetchInterval: interval})
+	a := key(legacyStream, lds, "a")
+	dnc := func(v string) *Resource { return withFields(res("a", v, 3), nil, nil, true) }
+	w1 := &fakeWatcher{}
+	f.c.Watch(w1, nil, a) // fetched now
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{dnc("1")}})
+	f.sub.take()
+
+	w2, w3 := &fakeWatcher{}, &fakeWatcher{}
+	f.now = f.now.Add(interval / 4)
+	f.c.Watch(w2, nil, a)
+	f.c.Watch(w3, nil, a)
+	if got := f.sub.take(); len(got) != 0 {
+		t.Errorf("within the interval: subscriber calls %v, want none (held back)", got)
+	}
+	if d := f.timers.armed(t); d != 3*interval/4 {
+		t.Errorf("timer armed for %v, want %v (the interval after the last fetch)", d, 3*interval/4)
+	}
+	cached, _ := f.c.Get(a)
+	for _, w := range []*fakeWatcher{w2, w3} {
+		if !f.c.Withheld(w, a, cached) {
+			t.Errorf("the cached revision is not withheld from a watcher waiting for the held-back refetch")
+		}
+	}
+	if refetches(f) != 0 || refetchesLimited(f) != 2 {
+		t.Errorf("refetches %v, limited %v; want 0, 2", refetches(f), refetchesLimited(f))
+	}
+
+	f.now = f.now.Add(3 * interval / 4)
+	f.timers.fire(t)
+	if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener a", "+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
+		t.Errorf("at the end of the interval, one refetch (-want +got):\n%s", diff)
+	}
+	w4 := &fakeWatcher{}
+	f.c.Watch(w4, nil, a) // a refetch in flight: joins it
+	if got := f.sub.take(); len(got) != 0 {
+		t.Errorf("while a refetch is in flight: subscriber calls %v, want none", got)
+	}
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{dnc("2")}})
+	fresh, _ := f.c.Get(a)
+	for i, w := range []*fakeWatcher{w2, w3, w4} {
+		if got := w.take(); len(got) != 1 || f.c.Withheld(w, a, fresh) {
+			t.Errorf("watcher %d: told %v, withheld %v; want told of the fresh copy, not withheld", i+2, got, f.c.Withheld(w, a, fresh))
+		}
+	}
+	if refetches(f) != 1 || refetchesLimited(f) != 3 {
+		t.Errorf("refetches %v, limited %v; want 1, 3", refetches(f), refetchesLimited(f))
+	}
+}
+
+// TestRefetchHeldBackAnsweredMeanwhile: a held-back refetch whose revision
+// the origin sends of its own accord before it is due is not made.
+func TestRefetchHeldBackAnsweredMeanwhile(t *testing.T) {
+	f := newFixture(t, Options{MaxResources: -1, MaxBytes: -1, RefetchInterval: time.Second})
+	a := key(legacyStream, lds, "a")
+	f.c.Watch(&fakeWatcher{}, nil, a)
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	w := &fakeWatcher{}
+	f.c.Watch(w, nil, a)
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "2", 3), nil, nil, true)}})
+	f.sub.take()
+	f.now = f.now.Add(time.Second)
+	f.timers.fire(t)
+	if got := f.sub.take(); len(got) != 0 {
+		t.Errorf("subscriber calls %v, want none: the origin already sent it", got)
+	}
+}
+
+// TestResubscribeRateLimited: a client that leaves and comes back (the
+// do_not_cache revision is dropped and unsubscribed when nobody watches
+// it) causes at most one fetch per interval: its new subscription is held
+// back until the interval after the last fetch has passed.
+func TestResubscribeRateLimited(t *testing.T) {
+	const interval = time.Second
+	f := newFixture(t, Options{MaxResources: -1, MaxBytes: -1, RefetchInterval: interval})
+	a := key(legacyStream, lds, "a")
+	w := &fakeWatcher{}
+	f.c.Watch(w, nil, a)
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	f.c.Unwatch(w, a)
+	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener a", "-envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
+		t.Fatalf("first watch and leave (-want +got):\n%s", diff)
+	}
+
+	f.now = f.now.Add(interval / 10)
+	w2 := &fakeWatcher{}
+	f.c.Watch(w2, nil, a)
+	if got := f.sub.take(); len(got) != 0 {
+		t.Errorf("back within the interval: subscriber calls %v, want none (held back)", got)
+	}
+	if _, st := f.c.Get(a); st != StatePending {
+		t.Errorf("state %v, want pending (nothing served from cache)", st)
+	}
+	f.now = f.now.Add(interval)
+	f.timers.fire(t)
+	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
+		t.Errorf("at the end of the interval (-want +got):\n%s", diff)
+	}
+	if refetches(f) != 1 || refetchesLimited(f) != 1 {
+		t.Errorf("refetches %v, limited %v; want 1, 1", refetches(f), refetchesLimited(f))
+	}
+
+	// Unlimited (0): back at once, fetched at once.
+	g := newFixture(t, unbounded)
+	g.c.Watch(w, nil, a)
+	g.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	g.c.Unwatch(w, a)
+	g.sub.take()
+	g.c.Watch(w2, nil, a)
+	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener a"}, g.sub.take()); diff != "" {
+		t.Errorf("refetch_interval 0 (-want +got):\n%s", diff)
+	}
+}
