@@ -81,6 +81,11 @@ type Config struct {
 	Downstream Downstream `yaml:"downstream"`
 	// Upstream configures the streams to origin control planes.
 	Upstream Upstream `yaml:"upstream"`
+	// Delivery is safe delivery at the fan-out point: what the relay
+	// checks and holds back of an origin's changes before its clients
+	// get them (docs/delivery.md). authorities[].delivery overrides it
+	// per authority, key by key.
+	Delivery Delivery `yaml:"delivery"`
 	// Propagation configures the propagation ledger: every origin change
 	// traced to each client's ACK or NACK (docs/operations.md).
 	Propagation Propagation `yaml:"propagation"`
@@ -163,6 +168,10 @@ type Authority struct {
 	// for the only authority (false refuses plain names no rule matches),
 	// false when there are several.
 	PlainNames *bool `yaml:"plain_names"`
+	// Delivery overrides the top-level delivery section for this
+	// authority: each key set here replaces the top-level one (the same
+	// keys). Default: absent, the top-level delivery applies as a whole.
+	Delivery DeliveryOverride `yaml:"delivery"`
 }
 
 // Cache bounds the resources that no client watches any more (kept warm for
@@ -191,6 +200,67 @@ type Cache struct {
 	// SnapshotMaxBytes bounds the snapshot file; what does not fit (the
 	// least recently used resources) is left out. Default 256MiB.
 	SnapshotMaxBytes ByteSize `yaml:"snapshot_max_bytes"`
+}
+
+// Delivery is the delivery section (docs/delivery.md): checks and holds
+// on origin changes at the fan-out point, before any client gets them.
+// Reloadable: a reload applies to the next origin change.
+type Delivery struct {
+	// Validate checks each new origin version of a resource, once, against
+	// the validation rules of its proto (the generated ValidateAll of the
+	// resource's type, for every type the relay can decode that has one):
+	// an invalid version is not cached nor sent to any client (they keep
+	// what they had), and the origin gets a NACK naming the resource and
+	// the field. Default true.
+	Validate bool `yaml:"validate"`
+	// DeletionGuard holds back an origin change that would remove much of
+	// what clients have.
+	DeletionGuard DeletionGuard `yaml:"deletion_guard"`
+	// The second half of issue #28 adds its keys here: nack_breaker
+	// (clients), waves (share or node_clusters, min_wait, ack_share,
+	// max_wait). ../shared/DESIGN.md "Delivery" fixes their names.
+}
+
+// DeletionGuard is delivery.deletion_guard: an origin change (or the first
+// state after an upstream reconnect or failover) that would remove more
+// than MaxRemovedShare of one link's resources of one type, or empty a
+// collection or wildcard clients subscribe to, is held: clients keep the
+// resources and receive no removals until it is released.
+type DeletionGuard struct {
+	// MaxRemovedShare: a change removing more than this share (0 to 1) of
+	// the resources of one type on one link is held; 1 turns the guard off
+	// (emptied collections included). Default 0.5.
+	MaxRemovedShare float64 `yaml:"max_removed_share"`
+	// MinResources: types with fewer resources than this on a link are
+	// exempt from the share (not from emptying a collection or wildcard).
+	// Default 10.
+	MinResources int `yaml:"min_resources"`
+	// ReleaseAfter: held removals are applied once the origin has gone on
+	// without those resources this long (it did not send them again);
+	// 0: only by hand (POST /debug/delivery/release). Default 0.
+	ReleaseAfter time.Duration `yaml:"release_after"`
+}
+
+// DeliveryOverride is authorities[].delivery: the keys of Delivery, each
+// replacing the top-level value when set (DeliveryOf).
+type DeliveryOverride struct {
+	// Validate replaces delivery.validate. Default: absent.
+	Validate *bool `yaml:"validate"`
+	// DeletionGuard replaces delivery.deletion_guard's keys one by one.
+	DeletionGuard DeletionGuardOverride `yaml:"deletion_guard"`
+}
+
+// DeletionGuardOverride is authorities[].delivery.deletion_guard.
+type DeletionGuardOverride struct {
+	// MaxRemovedShare replaces delivery.deletion_guard.max_removed_share.
+	// Default: absent.
+	MaxRemovedShare *float64 `yaml:"max_removed_share"`
+	// MinResources replaces delivery.deletion_guard.min_resources.
+	// Default: absent.
+	MinResources *int `yaml:"min_resources"`
+	// ReleaseAfter replaces delivery.deletion_guard.release_after.
+	// Default: absent.
+	ReleaseAfter *time.Duration `yaml:"release_after"`
 }
 
 // Propagation configures the propagation ledger (internal/propagation):
@@ -546,6 +616,8 @@ const (
 	DefaultRequestsPerSecond       = 50
 	DefaultRequestBurst            = 500
 
+	DefaultMaxRemovedShare        = 0.5
+	DefaultMinResources           = 10
 	DefaultPropagationReportAfter = 30 * time.Second
 
 	DefaultRESTReadTimeout  = 10 * time.Second
@@ -564,6 +636,7 @@ func Default() *Config {
 		Log:                 Log{Level: LogInfo, Format: LogJSON},
 		Downstream:          defaultDownstream(),
 		Upstream:            defaultUpstream(),
+		Delivery:            DefaultDelivery(),
 		Propagation:         Propagation{Enabled: true, ReportAfter: DefaultPropagationReportAfter},
 		ShutdownGracePeriod: DefaultShutdownGracePeriod,
 

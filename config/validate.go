@@ -55,6 +55,7 @@ func (c *Config) Validate() error {
 	v.oneOf("log.format", c.Log.Format, LogJSON, LogConsole)
 	v.downstream()
 	v.upstream()
+	v.delivery()
 	v.positive("propagation.report_after", c.Propagation.ReportAfter)
 	v.positive("shutdown_grace_period", c.ShutdownGracePeriod)
 	return c.join(v.problems)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
@@ -241,6 +242,7 @@ func labelValues(metric, label string, authorities []string) ([]string, bool) {
 		"xds_relay_csds_requests_total/method":                 {"fetch", "stream", "debug"},
 		"xds_relay_upstream_resource_errors_total/code":        cache.CodeLabels(),
 		"xds_relay_downstream_resource_errors_sent_total/code": cache.CodeLabels(),
+		"xds_relay_delivery_held/reason":                       delivery.Reasons(),
 		"xds_relay_downstream_oversize_total/reason":           {"resource", "full_state"},
 	}
 	v, ok := own[metric+"/"+label]

@@ -31,6 +31,15 @@ type applyRun struct {
 	// owed: watchers owed a fresh do_not_cache revision that the origin
 	// sent again unchanged: told although nothing changed for the others.
 	owed []note
+	// deferReason: the RemovalGuard deferred this change's removals ("":
+	// it did not), having been asked about removals; unguarded: the update
+	// is the relay's own (Update.Unguarded). deferrals: the deferrals it
+	// started and ended, told to the RemovalGuard after the lock
+	// (deferred.go).
+	deferReason string
+	removals    Removals
+	unguarded   bool
+	deferrals   []DeferralEvent
 	// rec: the propagation ledger's record of the change (propagation.go);
 	// nil when the ledger is off or for an expiry sweep.
 	rec *propagation.Change
@@ -75,7 +84,11 @@ func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
 // notifies; a late one, for a resource whose TTL already elapsed, brings
 // that revision back if it names its origin version (otherwise it is
 // ignored: only a new revision brings the resource back).
-func (c *Cache) Apply(u Update) {
+//
+// With a Validator or a RemovalGuard, the update is screened first
+// (screen.go): a refused revision is left out, and returned in Applied;
+// removals the guard defers leave their resources present (deferred.go).
+func (c *Cache) Apply(u Update) Applied {
 	a := newApplyRun()
 	arrived := u.Arrived
 	if arrived.IsZero() {
@@ -90,10 +103,18 @@ func (c *Cache) Apply(u Update) {
 	}
 	u = c.ownedOnly(u)
 	u.Resources = versioned(u.Resources)
+	var out Applied
+	var reason string
+	var removals Removals
+	if c.validator != nil || c.guard != nil {
+		u, out.Refused, reason, removals = c.screen(u)
+	}
 
 	c.mu.Lock()
 	now := c.now()
 	c.expireDueLocked(&a, now)
+	// After the expiry: what lapses is never deferred.
+	a.deferReason, a.removals, a.unguarded = reason, removals, u.Unguarded
 	for _, r := range u.Resources {
 		c.applyResourceLocked(&a, u, r, inUpdate, now)
 	}
@@ -101,19 +122,7 @@ func (c *Cache) Apply(u Update) {
 		c.applyRemovedLocked(&a, Key{Link: u.Link, TypeURL: u.TypeURL, Name: name})
 	}
 	for _, name := range u.Complete {
-		k := Key{Link: u.Link, TypeURL: u.TypeURL, Name: name}
-		e := c.entries[k]
-		switch {
-		case e == nil:
-		case e.collection:
-			c.touchLocked(&a, k)
-			e.state = StatePresent
-		case e.state == StatePending:
-			e.state, e.err = StateAbsent, nil
-			c.resizeLocked(e)
-			a.change(k, false)
-			c.reconcileLocked(e)
-		}
+		c.applyCompleteLocked(&a, Key{Link: u.Link, TypeURL: u.TypeURL, Name: name})
 	}
 	// After Complete: an error the response carries for a collection it
 	// also answers stays beside the answer.
@@ -127,6 +136,24 @@ func (c *Cache) Apply(u Update) {
 		c.applyFullStateLocked(&a, st, inUpdate)
 	}
 	c.finishUnlock(&a, now)
+	return out
+}
+
+// applyCompleteLocked: the update answers k in full (Update.Complete): a
+// collection is known, a pending resource absent.
+func (c *Cache) applyCompleteLocked(a *applyRun, k Key) {
+	e := c.entries[k]
+	switch {
+	case e == nil:
+	case e.collection:
+		c.touchLocked(a, k)
+		e.state = StatePresent
+	case e.state == StatePending:
+		e.state, e.err = StateAbsent, nil
+		c.resizeLocked(e)
+		a.change(k, false)
+		c.reconcileLocked(e)
+	}
 }
 
 // finishUnlock ends a change made under mu (an Apply, an expiry): decides
@@ -140,6 +167,9 @@ func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 	c.enforceBoundsLocked()
 	c.armLocked(now)
 	c.mu.Unlock()
+	if len(a.deferrals) > 0 {
+		c.guard.Deferred(a.deferrals)
+	}
 	if recorded {
 		c.ledger.Add(a.rec) // listed before anyone is told of the change
 	}
@@ -168,6 +198,9 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	}
 	k := Key{Link: u.Link, TypeURL: u.TypeURL, Name: name}
 	e := c.entries[k]
+	if e != nil {
+		c.endDeferralLocked(a, e) // the origin sends it again
+	}
 	if r.Heartbeat {
 		c.applyHeartbeatLocked(a, k, e, r, now)
 		return
@@ -261,8 +294,12 @@ func (c *Cache) applyRemovedLocked(a *applyRun, k Key) {
 	c.removeResourceLocked(a, e)
 }
 
-// removeResourceLocked makes a present or pending resource absent.
+// removeResourceLocked makes a present or pending resource absent, unless
+// its removal is deferred (deferred.go).
 func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
+	if c.deferRemovalLocked(a, e) {
+		return
+	}
 	wasPresent := e.state == StatePresent
 	if wasPresent {
 		c.touchMemberLocked(a, e)

@@ -35,6 +35,12 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Now is the clock (TTL expiry); nil: time.Now. For tests.
 	Now func() time.Time
+	// Validator, when set, checks each new revision of an Apply before it
+	// is applied; a refused one is not (screen.go). nil: none.
+	Validator Validator
+	// Guard, when set, decides whether an origin change's removals are
+	// deferred (screen.go, deferred.go). nil: never.
+	Guard RemovalGuard
 	// RefetchInterval: a key whose revision the origin marked
 	// do_not_cache is asked of the origin for a new watcher at most once
 	// per interval (refetch.go); 0: no limit (as config's
@@ -83,6 +89,8 @@ type Cache struct {
 	m         *metrics                                // read-only after New
 	now       func() time.Time                        // read-only after New
 	afterFunc func(time.Duration, func()) func() bool // read-only after New
+	validator Validator                               // read-only after New; nil: none
+	guard     RemovalGuard                            // read-only after New; nil: none
 	ledger    *propagation.Ledger                     // read-only after New; nil: off
 	// timers counts the armed expiry timer and a firing in progress (Close
 	// waits for them).
@@ -146,6 +154,9 @@ type Cache struct {
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
+	// deferred: the entries whose removal is deferred, by link, type and
+	// reason (deferred.go). guarded by mu
+	deferred map[deferralGroup]map[*entry]struct{}
 	// refetchInterval: at most one fetch of a do_not_cache key per
 	// interval (refetch.go); 0: no limit. guarded by mu
 	refetchInterval time.Duration
@@ -181,6 +192,8 @@ func New(opts Options) *Cache {
 		now:             now,
 		afterFunc:       afterFunc,
 		ledger:          opts.Ledger,
+		validator:       opts.Validator,
+		guard:           opts.Guard,
 		maxResources:    opts.MaxResources,
 		maxBytes:        opts.MaxBytes,
 		refetchInterval: opts.RefetchInterval,
@@ -194,6 +207,7 @@ func New(opts Options) *Cache {
 		aliases:         make(map[Key]*entry),
 		watchedKeys:     make(map[LinkID]int),
 		streamErr:       make(map[LinkID]*statuspb.Status),
+		deferred:        make(map[deferralGroup]map[*entry]struct{}),
 		lru:             lru,
 	}
 }

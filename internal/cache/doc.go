@@ -32,6 +32,20 @@
 //     has sent it.
 //   - subscriber (Subscriber): the upstream side, told which keys to
 //     subscribe and unsubscribe.
+//   - screening (screen.go): what an Apply asks before it changes
+//     anything, when package delivery's checks are set: the Validator,
+//     about each new revision (content that differs from the cached one);
+//     the RemovalGuard, about the update's removals.
+//   - refused revision: a new revision the Validator refused: left out of
+//     its update (not cached, never announced); its key keeps what it had,
+//     also in a FullState update. Apply returns the refusals (Applied).
+//   - deferred removal (deferred.go): the removal of a present resource
+//     that the RemovalGuard deferred: the entry stays present, with its
+//     revision, for watchers old and new, until released
+//     (ReleaseDeferred), sent again by the origin, lapsed, evicted, or
+//     removed by an Unguarded update. ("Held", in this package, means
+//     watched: never evicted; package delivery calls a deferred removal a
+//     held removal.)
 //   - snapshot entry (SnapshotEntry): one key as warm restart keeps it: a
 //     present revision with its origin version and TTL expiry, or a known
 //     collection. SnapshotEntries collects them, Restore puts them back

@@ -52,6 +52,9 @@ type entry struct {
 	expires time.Time
 	// heapPos is 1 + the entry's index in Cache.expiries; 0: not in it.
 	heapPos int
+	// deferral: the origin removed this present resource and the
+	// RemovalGuard deferred the removal (deferred.go); nil otherwise.
+	deferral *deferral
 
 	// waiting: watchers owed a fresh copy of a do_not_cache revision (they
 	// started watching while it was cached), by the key each watches (e's

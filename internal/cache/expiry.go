@@ -73,6 +73,7 @@ func (c *Cache) expireDueLocked(a *applyRun, now time.Time) {
 		c.lg.Debug("resource expired (TTL elapsed without update or heartbeat)",
 			zap.String("type_url", e.key.TypeURL), zap.String("name", e.key.Name))
 		lapsed := e.res
+		c.endDeferralLocked(nil, e)  // it lapses, deferred or not
 		c.removeResourceLocked(a, e) // takes e out of the heap
 		if c.entries[e.key] == e {
 			e.lapsed = lapsed // a late heartbeat of it brings it back

@@ -118,6 +118,7 @@ func (c *Cache) coveredLocked(m *entry) bool {
 // dropLocked removes e from every index and queues its Unsubscribe.
 func (c *Cache) dropLocked(e *entry) {
 	c.gen++
+	c.endDeferralLocked(nil, e)
 	if e.inLRU {
 		c.lru.Remove(e.key)
 		c.lruBytes -= e.lruBytes

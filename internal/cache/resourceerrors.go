@@ -41,6 +41,9 @@ func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re Resou
 		if e = c.entries[k]; e == nil {
 			return // only a collection had brought it: dropped
 		}
+		if e.deferral != nil {
+			return // its removal is deferred: so is the origin's status
+		}
 		e.err = re.Detail
 		c.resizeLocked(e)
 		a.change(k, false)

@@ -184,6 +184,10 @@ type Update struct {
 	// Arrived is when the relay received the change (zero: when Apply
 	// starts); the fan-out duration is measured from it.
 	Arrived time.Time
+	// Unguarded: the relay's own change (the links of an authority a
+	// reload removed), not an origin's: the RemovalGuard is not asked, and
+	// what it removes is removed, deferred or not (deferred.go).
+	Unguarded bool
 }
 
 // ResourceError is an error an origin sent for one key (xRFC TP3

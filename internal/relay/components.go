@@ -13,6 +13,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/access"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/creds"
+	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/snapshot"
@@ -22,8 +23,9 @@ import (
 // buildComponents builds the cache, the upstream as its Subscriber and the
 // downstream server, and plugs them into the relay's seams.
 func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) error {
+	dl := r.buildDelivery(cfg, lg, reg)   // delivery.go
 	ledger := r.buildLedger(cfg, lg, reg) // propagation.go; nil when off
-	c := r.buildCache(cfg, lg, reg, ledger)
+	c := r.buildCache(cfg, lg, reg, dl, ledger)
 	up, err := r.buildUpstream(cfg, lg, reg, c)
 	if err != nil {
 		return err
@@ -35,16 +37,17 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
 		return err
 	}
-	r.addStatusPages(c, up, ds, r.csds, ledger)
+	r.addStatusPages(c, up, ds, r.csds, dl, ledger)
 	r.addPropagationPages(ledger, ds)
 	r.reloadComponents(c, up, ds, ledger) // reloadhooks.go
+	r.addDelivery(dl, c)                  // after the hooks above: reads what they applied
 	return nil
 }
 
 // buildCache builds the cache, restored from its warm-restart snapshot
 // when one is configured, and plugs it and the snapshot's writer into the
-// relay's seams.
-func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, ledger *propagation.Ledger) *cache.Cache {
+// relay's seams. Safe delivery (dl) screens every origin change it applies.
+func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, dl *delivery.Delivery, ledger *propagation.Ledger) *cache.Cache {
 	c := cache.New(cache.Options{
 		MaxResources: cfg.Cache.MaxResources,
 		MaxBytes:     int64(cfg.Cache.MaxBytes),
@@ -53,6 +56,8 @@ func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Re
 		Logger:          lg, // the cache names it, as upstream and downstream do
 		Registry:        reg,
 		Ledger:          ledger,
+		Validator:       dl,
+		Guard:           dl,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
 	// Warm restart: restored now, before anything serves; written every

@@ -8,6 +8,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/csds"
+	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/upstream"
@@ -41,6 +42,9 @@ type Status struct {
 	ClientStates csds.Page            `json:"client_states"`
 	Cache        CacheStatus          `json:"cache"`
 	Nacks        downstream.NacksList `json:"nacks"`
+	// Delivery: held removals with their release action, the latest
+	// invalid origin versions (internal/delivery; bounded).
+	Delivery delivery.Page `json:"delivery"`
 	// Propagation: the latest origin changes and their convergence
 	// (internal/propagation).
 	Propagation propagation.Summary `json:"propagation"`
@@ -82,19 +86,21 @@ type CacheStatus struct {
 // statusSources is where the status data comes from; built in
 // buildComponents.
 type statusSources struct {
-	started time.Time             // read-only after New
-	cache   *cache.Cache          // read-only after New
-	up      *upstream.Manager     // read-only after New
-	ds      *downstream.Server    // read-only after New
-	csds    *csds.Server          // read-only after New
-	ledger  *propagation.Ledger   // read-only after New; nil: off
-	ready   func() error          // read-only after New
-	config  func() *config.Config // the running config (Relay.config: follows reloads)
+	started  time.Time             // read-only after New
+	cache    *cache.Cache          // read-only after New
+	up       *upstream.Manager     // read-only after New
+	ds       *downstream.Server    // read-only after New
+	csds     *csds.Server          // read-only after New
+	delivery *delivery.Delivery    // read-only after New
+	ledger   *propagation.Ledger   // read-only after New; nil: off
+	ready    func() error          // read-only after New
+	config   func() *config.Config // the running config (Relay.config: follows reloads)
 }
 
 // status gathers Status. Its cost is O(authorities + upstream links + the
 // served types), whatever the number of clients or resources, plus the
-// client table's, bounded by csds.PageClients and its entries.
+// client table's, bounded by csds.PageClients and its entries, plus the
+// held removals' (internal/delivery: a walk of the resources held).
 func (s *statusSources) status() Status {
 	now := time.Now()
 	cfg := s.config()
@@ -146,6 +152,7 @@ func (s *statusSources) status() Status {
 	stats := s.cache.Stats()
 	st.Cache = CacheStatus{Stats: stats, HitRatio: stats.HitRatio()}
 	st.Nacks.Recent, st.Nacks.Total = s.ds.Nacks()
+	st.Delivery = s.delivery.Page()
 	st.Propagation = s.ledger.Summary()
 	return st
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/csds"
+	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/propagation"
 	"github.com/xds-relay/xds-relay/internal/upstream"
@@ -30,7 +31,9 @@ const (
 
 // statusCSP lets the page load only its own script, style and JSON: no
 // inline code, nothing from elsewhere.
-const statusCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// Forms may post to the relay itself only (the Delivery section's release
+// button).
+const statusCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 //go:embed assets/status.html assets/status.js assets/status.css
 var assets embed.FS
@@ -51,13 +54,22 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 	"clock":      func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"bytes":      formatBytes,
 	"ratio":      formatRatio,
+	"reason":     formatHoldReason,
+	"since":      formatHeldSince,
+	"heldNames":  formatHeldNames,
+	"invalidClock": func(s string) string {
+		if len(s) >= 19 {
+			return s[11:19]
+		}
+		return s
+	},
 }).ParseFS(assets, "assets/status.html"))
 
 // addStatusPages mounts the status page (/), its JSON (StatusPath) and
 // assets, and the JSON pages beside it: /debug/cache, /debug/nacks,
 // /debug/config.
-func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, cs *csds.Server, l *propagation.Ledger) {
-	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, csds: cs, ledger: l, ready: r.readiness, config: r.config}
+func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, cs *csds.Server, dl *delivery.Delivery, l *propagation.Ledger) {
+	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, csds: cs, delivery: dl, ledger: l, ready: r.readiness, config: r.config}
 	lg := r.lg.Named("status")
 	a := r.admin
 	a.handle("/", "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -217,6 +229,33 @@ func formatBytes(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %s (%d B)", v, units[i], n)
+}
+
+// formatHoldReason says why removals are held (status.js: holdReason).
+func formatHoldReason(reason string) string {
+	switch reason {
+	case delivery.ReasonShare:
+		return "more than max_removed_share of the type removed at once (" + reason + ")"
+	case delivery.ReasonEmpty:
+		return "a collection or wildcard emptied (" + reason + ")"
+	}
+	return reason
+}
+
+// formatHeldSince is when a hold began and how long ago (status.js:
+// heldSince).
+func formatHeldSince(h delivery.HeldRemoval) string {
+	return fmt.Sprintf("%s UTC (%s ago)", h.Since.UTC().Format("15:04:05"), time.Duration(h.AgeS*float64(time.Second)).Truncate(time.Second))
+}
+
+// formatHeldNames is how many resources are held and the first names
+// (status.js: heldNames).
+func formatHeldNames(h delivery.HeldRemoval) string {
+	more := ""
+	if h.Resources > len(h.Names) {
+		more = ", …"
+	}
+	return fmt.Sprintf("%d: %s%s", h.Resources, strings.Join(h.Names, ", "), more)
 }
 
 func formatRatio(c CacheStatus) string {

@@ -267,8 +267,10 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 		}
 	}
 	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
-	l.mgr.cache.Apply(u)
-	if err := ads.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce()}); err != nil {
+	applied := l.mgr.cache.Apply(u)
+	// An ACK, or a NACK of what the cache refused (nack.go).
+	ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce(), ErrorDetail: l.refusalNACK(t, applied.Refused)}
+	if err := ads.Send(ack); err != nil {
 		return fmt.Errorf("upstream %s: send ACK: %w", l.id.Authority, err)
 	}
 	return nil

@@ -165,7 +165,7 @@ func (l *link) answerAbsent() {
 	l.mu.Lock()
 	updates := make([]cache.Update, 0, len(l.desired))
 	for t, names := range l.desired {
-		u := cache.Update{Link: l.id, TypeURL: t, FullState: true}
+		u := cache.Update{Link: l.id, TypeURL: t, FullState: true, Unguarded: true}
 		for n := range names {
 			u.Complete = append(u.Complete, n)
 		}

@@ -154,10 +154,15 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 	_, wants := l.snapshot()
 	reask := l.sotwAnswers(&u, t, wants[t], answers)
 	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
-	l.mgr.cache.Apply(u)
+	applied := l.mgr.cache.Apply(u)
+	// Applied, but for what the cache refused: an ACK, or a NACK of those
+	// (nack.go) that still carries this version, since the rest of it was
+	// applied (so an origin that answers an older version at once, as
+	// go-control-plane does, does not send the same response again).
 	l.sotwVersions[t] = r.GetVersionInfo()
 	if err := l.sotwSend(ads, cur, &discoveryv3.DiscoveryRequest{
 		TypeUrl: t, ResourceNames: cur.names, VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(),
+		ErrorDetail: l.refusalNACK(t, applied.Refused),
 	}); err != nil || !reask {
 		return err
 	}

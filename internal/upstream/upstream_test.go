@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -318,4 +319,22 @@ func TestNewValidatesOptions(t *testing.T) {
 type unkeyableCreds struct {
 	credentials.TransportCredentials
 	_ []int
+}
+
+// The NACK of refused resources names each with its error, within its
+// bound.
+func TestRefusalMessage(t *testing.T) {
+	one := refusalMessage(resource.EndpointType, []cache.Refusal{{Name: "cla-0", Err: errors.New("invalid SocketAddress.PortValue: value must be less than or equal to 65535")}})
+	want := `1 resource(s) of type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment refused by the relay (delivery.validate), the rest of the response applied; resource "cla-0": invalid SocketAddress.PortValue: value must be less than or equal to 65535`
+	if one != want {
+		t.Errorf("message = %q\nwant %q", one, want)
+	}
+	var many []cache.Refusal
+	for i := range 1000 {
+		many = append(many, cache.Refusal{Name: fmt.Sprintf("cla-%d", i), Err: errors.New("invalid ClusterLoadAssignment.ClusterName: value length must be at least 1 runes")})
+	}
+	got := refusalMessage(resource.EndpointType, many)
+	if len(got) > maxRefusalDetail+32 || !strings.Contains(got, "more") {
+		t.Errorf("message of 1000 refusals is %d bytes, ends %q: want at most %d and the rest counted", len(got), got[len(got)-40:], maxRefusalDetail)
+	}
 }

@@ -24,7 +24,7 @@ func rejectf(format string, args ...any) error {
 
 // The reason label values of xds_relay_upstream_nacks_total.
 const (
-	nackInvalid        = "invalid"         // duplicate names, wrong type, undecodable, bad names
+	nackInvalid        = "invalid"         // duplicate names, wrong type, undecodable, bad names; resources refused (nack.go)
 	nackOtherAuthority = "other_authority" // names another authority (authority.go)
 )
 

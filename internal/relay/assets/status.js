@@ -53,6 +53,35 @@
     return (c.hit_ratio * 100).toFixed(1) + "% (" + c.hits + " hits, " + c.misses + " misses)";
   }
 
+  // holdReason, heldSince, heldNames: the Delivery section's
+  // (statuspage.go: formatHoldReason, formatHeldSince, formatHeldNames).
+  function holdReason(r) {
+    if (r === "deletion_share") return "more than max_removed_share of the type removed at once (" + r + ")";
+    if (r === "deletion_empty") return "a collection or wildcard emptied (" + r + ")";
+    return r;
+  }
+  function heldSince(h) { return fmtClock(h.since) + " UTC (" + fmtUptime(h.age_s) + " ago)"; }
+  function heldNames(h) { return h.resources + ": " + h.names.join(", ") + (h.resources > h.names.length ? ", …" : ""); }
+  // releaseForm is the Delivery section's button: a form that POSTs the
+  // hold's authority and type to the release endpoint.
+  function releaseForm(h) {
+    const form = document.createElement("form");
+    form.method = "post";
+    form.action = "/debug/delivery/release";
+    for (const [name, value] of [["authority", h.authority], ["type", h.type]]) {
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.name = name;
+      input.value = value;
+      form.appendChild(input);
+    }
+    const button = document.createElement("button");
+    button.type = "submit";
+    button.textContent = "Release";
+    form.appendChild(button);
+    return form;
+  }
+
   function setText(id, text) { const el = document.getElementById(id); if (el) el.textContent = text; }
   function fillRows(id, rows) {
     const tbody = document.getElementById(id);
@@ -62,7 +91,8 @@
       const tr = document.createElement("tr");
       for (const c of cells) {
         const td = document.createElement("td");
-        if (typeof c === "object" && c.href) {
+        if (c instanceof Node) td.appendChild(c);
+        else if (typeof c === "object" && c.href) {
           const a = document.createElement("a");
           a.href = c.href;
           a.textContent = c.text;
@@ -117,6 +147,15 @@
     fillRows("nacks-rows", st.nacks.recent.map(n => [fmtClock(n.time), n.node_id, n.variant, short(n.type_url),
       n.nonce, { text: n.error_detail, cls: "err" }]));
     live("nacks");
+
+    const d = st.delivery;
+    setText("held-count", d.held.length);
+    fillRows("held-rows", d.held.map(h => [h.authority, h.group || "", short(h.type), { text: holdReason(h.reason), cls: "err" },
+      heldSince(h), heldNames(h), releaseForm(h)]));
+    setText("invalid-total", d.invalid.total);
+    fillRows("invalid-rows", d.invalid.recent.map(i => [i.time.substring(11, 19), i.authority, short(i.type), i.name,
+      { text: i.error, cls: "err" }]));
+    live("delivery");
 
     const l = document.getElementById("live");
     l.textContent = "live, updated " + fmtClock(st.time) + " UTC";

@@ -1,0 +1,140 @@
+package delivery
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/cache"
+)
+
+// Admin endpoints (served by internal/relay).
+const (
+	// Path: GET, the delivery page (Page) as JSON.
+	Path = "/debug/delivery"
+	// ReleasePath: POST, release held removals (Release); authority and
+	// type, in the query or a form body, narrow what is released.
+	ReleasePath = "/debug/delivery/release"
+)
+
+// Options configure a Delivery.
+type Options struct {
+	// Config is the running config: its delivery section and each
+	// authority's override (config.DeliveryOf).
+	Config *config.Config
+	// Logger; New names it "delivery". nil: no logging.
+	Logger *zap.Logger
+	// Registry for the metrics; nil: not registered.
+	Registry prometheus.Registerer
+	// Now is the clock; nil: time.Now. For tests.
+	Now func() time.Time
+}
+
+// Delivery decides, for every origin change, what the relay's clients
+// get of it: it implements cache.Validator (validate.go) and
+// cache.RemovalGuard (guard.go), and releases held removals (release.go).
+type Delivery struct {
+	lg  *zap.Logger      // read-only after New
+	m   *metrics         // read-only after New
+	now func() time.Time // read-only after New
+	// settings are the running config's, per authority (SetConfig).
+	settings atomic.Pointer[settings]
+	// held is the cache, whose deferred removals are the held removals;
+	// set by SetCache before Run and the pages; read-only after.
+	held heldRemovals
+	// wake pokes the release loop (Run): a hold started, or the settings
+	// changed. 1 slot.
+	wake chan struct{}
+
+	mu sync.Mutex
+	// refused remembers the invalid versions by key (validate.go).
+	// guarded by mu
+	refused map[cache.Key]refusal
+	// recent are the latest invalid versions, newest last, and
+	// invalidTotal counts them all. guarded by mu
+	recent       []Invalid
+	invalidTotal int
+}
+
+// heldRemovals is what Delivery uses of the cache: its deferred removals.
+type heldRemovals interface {
+	Deferrals() []cache.Deferral
+	DeferredCounts() []cache.Deferral
+	ReleaseDeferred(cache.DeferralFilter) []cache.Deferral
+}
+
+// New returns a Delivery on opts.Config. It checks nothing of the config:
+// config.Validate did.
+func New(opts Options) *Delivery {
+	lg := opts.Logger
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	d := &Delivery{
+		lg:      lg.Named("delivery"),
+		now:     now,
+		wake:    make(chan struct{}, 1),
+		refused: make(map[cache.Key]refusal),
+	}
+	s := settingsOf(opts.Config)
+	d.settings.Store(s)
+	d.m = newMetrics(opts.Registry, d, s.authorities)
+	return d
+}
+
+// SetCache gives d the cache it screens for (the cache is built with d as
+// its Validator and Guard, so after d). Call before Run and before the
+// pages are served.
+func (d *Delivery) SetCache(c *cache.Cache) { d.held = c }
+
+// SetConfig applies a reloaded config: the next origin change is screened
+// by its settings, and the release loop re-reads release_after. An
+// authority's metric series follow the authorities configured.
+func (d *Delivery) SetConfig(cfg *config.Config) {
+	s := settingsOf(cfg)
+	old := d.settings.Swap(s)
+	d.m.setAuthorities(old.authorities, s.authorities)
+	d.poke()
+}
+
+// poke wakes the release loop.
+func (d *Delivery) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// settings are the delivery settings of every configured authority.
+// Immutable once built.
+type settings struct {
+	top         config.Delivery
+	byAuthority map[string]config.Delivery
+	authorities []string // in config order
+}
+
+func settingsOf(cfg *config.Config) *settings {
+	s := &settings{top: cfg.Delivery, byAuthority: make(map[string]config.Delivery, len(cfg.Authorities))}
+	for _, a := range cfg.Authorities {
+		s.byAuthority[a.Name] = cfg.DeliveryOf(a.Name)
+		s.authorities = append(s.authorities, a.Name)
+	}
+	return s
+}
+
+// of is authority's settings (the top-level section for one not
+// configured).
+func (s *settings) of(authority string) config.Delivery {
+	if d, ok := s.byAuthority[authority]; ok {
+		return d
+	}
+	return s.top
+}
