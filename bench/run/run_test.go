@@ -530,8 +530,14 @@ func TestScenarioEnvoy(t *testing.T) {
 	e := &env{relayBin: filepath.Join(dir, "xds-relay"), originBin: filepath.Join(dir, "origin"), logDir: dir,
 		resources: 10, updates: 2, envoy: envoyShape{Resources: 40, Window: 5, Changed: 4, NodeClusters: 1},
 		resourceSize: 256, authority: "bench.local", goBin: goBinary(), maxRun: time.Minute}
+	// Built as this test is (with -race under make test), the packages come
+	// from the tests' build cache: no second, uninstrumented build of all.
 	for pkg, out := range map[string]string{"../../cmd/xds-relay": e.relayBin, "../origin": e.originBin} {
-		if b, err := exec.Command(e.goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		args := []string{"build", "-o", out}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if b, err := exec.Command(e.goBin, append(args, pkg)...).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 		}
 	}
