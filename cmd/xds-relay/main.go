@@ -174,11 +174,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "xds-relay-demo-")
+	dir, release, err := makeDemoDir()
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return err
 	}
-	defer os.RemoveAll(dir)
+	defer release()
 	// The flags are written into the demo's config file, which a reload
 	// re-reads.
 	cfg, err := config.DemoWith(dir, config.DemoAddrs{Listen: *listen, Admin: *admin, REST: *rest})

@@ -190,6 +190,12 @@ func (b *lockedBuffer) String() string {
 // (TMPDIR) one the test owns; it is killed at cleanup if still running.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startProcessIn(t, t.TempDir(), args...)
+}
+
+// startProcessIn is startProcess with tmp as its temporary directory.
+func startProcessIn(t *testing.T, tmp string, args ...string) *process {
+	t.Helper()
 	p := &process{
 		cmd:    exec.Command(relayBinary(t), args...),
 		stdout: &lockedBuffer{},
@@ -198,7 +204,7 @@ func startProcess(t *testing.T, args ...string) *process {
 		logged: make(chan struct{}, 1),
 		exited: make(chan error, 1),
 	}
-	p.cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // whatever a kill leaves, the test removes
+	p.cmd.Env = append(os.Environ(), "TMPDIR="+tmp) // whatever a kill leaves, the test removes
 	p.cmd.Stdout = p.stdout
 	pr, pw := io.Pipe()
 	p.cmd.Stderr = pw
