@@ -42,10 +42,12 @@ status-screenshot: test-deps
 # relayed, N = 1000 and 10000, delta and SotW, each update changing one
 # resource or all of them; at N = 10000 the Envoy-shaped workload (1000
 # resources, a window of 20 per client, 50 changed per update, xdstp and
-# plain names); then the Go micro-benchmarks. Writes bench/results/latest.*;
-# under 12 minutes on 2 cores.
+# plain names); then the Go micro-benchmarks. Writes the published
+# results, bench/results/latest.* and profiles/ (--publish; go run
+# ./bench/run without it writes under bench/results/local/, which git
+# ignores); under 12 minutes on 2 cores.
 bench:
-	$(GO) run ./bench/run $(BENCHFLAGS)
+	$(GO) run ./bench/run --publish $(BENCHFLAGS)
 
 # make bench's N = 10000 scenarios (workloads one, all and envoy, delta and
 # SotW, direct and relayed) with each process pinned by taskset: the
@@ -55,20 +57,20 @@ bench:
 # and fanout_p99-pinned.png; shorter than make bench (no N = 1000, no
 # micro-benchmarks).
 bench-pinned:
-	$(GO) run ./bench/run --pin --clients 10000 --micro=false --name latest-pinned $(BENCHFLAGS)
+	$(GO) run ./bench/run --publish --pin --clients 10000 --micro=false --name latest-pinned $(BENCHFLAGS)
 
 # N = 50000 delta clients over 500 connections, every update changing all
 # resources, direct vs relayed. Writes bench/results/latest-50k.* (latest.*
 # stays as make bench left it).
 bench-50k:
-	$(GO) run ./bench/run --clients 50000 --variants delta --workloads all --micro=false \
+	$(GO) run ./bench/run --publish --clients 50000 --variants delta --workloads all --micro=false \
 		--name latest-50k --timeout 30m $(BENCHFLAGS)
 
 # N = 100000 delta clients over 1000 connections, every update changing all
 # resources, direct vs relayed: what one relay process holds on this
 # machine. Writes bench/results/latest-100k.*.
 bench-100k:
-	$(GO) run ./bench/run --clients 100000 --variants delta --workloads all --micro=false \
+	$(GO) run ./bench/run --publish --clients 100000 --variants delta --workloads all --micro=false \
 		--name latest-100k --timeout 45m $(BENCHFLAGS)
 
 lint:
