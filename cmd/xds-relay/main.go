@@ -48,7 +48,7 @@ var commands = []command{
 	{"explain", "--config FILE --type T [flags]", "which aggregation rule, authority and group key serve a request", cmdExplain},
 	{"reload", "[--admin ADDR]", "ask a running relay to re-read its config file, as SIGHUP does", cmdReload},
 	{"version", "", "print the version (also --version)", cmdVersion},
-	{"loadgen", "--target ADDR --clients N --names A,B", "simulate a fleet of xDS clients against any xDS server", cmdLoadgen},
+	{"loadgen", "--target ADDR --clients N [--names A,B | --glob G | --envoy]", "simulate a fleet of xDS clients (or of Envoys) against any xDS server", cmdLoadgen},
 	{"migrate-rules", "[--verify] [--authority NAME] [--origin ADDR | --bootstrap FILE] OLD.yaml", "convert an earlier-relay (envoyproxy/xds-relay) aggregation rules file; --verify compares the two relays' grouping", cmdMigrateRules},
 }
 
