@@ -9,7 +9,9 @@ import (
 
 // typeState is what one client asks for and holds of one resource type.
 // The client's run goroutine is its only writer and reads it without a
-// lock; it writes under the client's mu, under which others read it.
+// lock. names, answered, have and why, which others read (what clients
+// lack), it writes under the client's mu; sent, accepted, nonce and refs
+// only it reads.
 type typeState struct {
 	typeURL string
 	// names are the names the client asks for, as it sends them: "*" is
