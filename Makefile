@@ -6,13 +6,19 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: build origin run test test-deps status-screenshot bench bench-pinned bench-50k bench-100k lint fuzz fuzz-config soak clean
 
+# How build and origin compile: a static binary. The docs test
+# (docs/commands_test.go) runs the README's make run and make origin with
+# GOBUILD='go build -race', so they link from the tests' build cache
+# instead of compiling every package once more.
+GOBUILD ?= CGO_ENABLED=0 $(GO) build -trimpath
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
+	$(GOBUILD) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/xds-relay
 
 # bin/bench-origin: the benchmark's go-control-plane origin (bench/origin),
 # built as the relay is, for the README's "In front of a real origin".
 origin:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/bench-origin ./bench/origin
+	$(GOBUILD) -o bin/bench-origin ./bench/origin
 
 run: build
 	$(BIN) demo

@@ -19,7 +19,8 @@ import (
 // docs is run as a user would paste it, one doc after another, each doc's
 // blocks in order in a directory of its own that looks like a clone of the
 // repository (its top-level entries linked, bin/ shared and built by
-// `make build`, bin/ first on PATH), with the documented ports. A block's
+// `make build`, with -race when this test has it; bin/ first on PATH),
+// with the documented ports. A block's
 // info string says how it runs:
 //
 //	```sh                             run under bash -e -o pipefail; it must exit 0
@@ -71,7 +72,9 @@ func TestDocsCommandBlocks(t *testing.T) {
 			}
 		}
 	}
+	start := time.Now()
 	w := newWorkspace(t)
+	t.Logf("make build: %.1fs", time.Since(start).Seconds())
 	var ran, skipped []string
 	for _, bs := range docs {
 		r, s := w.runDoc(t, bs)
@@ -105,6 +108,11 @@ func newWorkspace(t *testing.T) *workspace {
 		}
 	}
 	w.env = append(os.Environ(), "PATH="+w.bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TMPDIR="+w.tmp)
+	if raceEnabled {
+		// make build as this test is built: from the tests' build cache,
+		// not a second, uninstrumented build of every package.
+		w.env = append(w.env, "GOBUILD=go build -race")
+	}
 	build := w.docDir(t, "build")
 	out, err := w.command(build, "make", "build").CombinedOutput()
 	if err != nil {
@@ -206,14 +214,13 @@ func (w *workspace) runDoc(t *testing.T, bs []block) (ran, skipped []string) {
 			skipped = append(skipped, fmt.Sprintf("%v: %s", b, why))
 			continue
 		}
-		ran = append(ran, b.String())
+		start := time.Now()
 		if b.lang == "console" {
 			w.runTranscript(t, dir, b)
-			continue
-		}
-		if p := w.runBlock(t, dir, b); p != nil {
+		} else if p := w.runBlock(t, dir, b); p != nil {
 			running = append(running, p)
 		}
+		ran = append(ran, fmt.Sprintf("%v (%.1fs)", b, time.Since(start).Seconds()))
 	}
 	return ran, skipped
 }
