@@ -29,7 +29,8 @@ run: build
 # -race (which cost a third of a cold run). The docs' command blocks run
 # too (docs/commands_test.go: make build, make run, the load generator on
 # the documented ports). Kept under 10 minutes cold on a 2-core machine
-# (about 5 measured; go test -json shows where the time goes).
+# (260 CPU-seconds, 8 minutes on a busy one; go test -json shows where
+# the time goes).
 test: test-deps
 	$(GO) test -race -count=1 -timeout 9m -bench . -benchtime 1x ./...
 
