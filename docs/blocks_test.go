@@ -55,19 +55,29 @@ func rel(t *testing.T, p string) string {
 	return filepath.ToSlash(r)
 }
 
-// block is one fenced YAML block of a Markdown file.
+// block is one fenced code block of a Markdown file.
 type block struct {
 	file string
 	line int // the fence's line
-	text string
+	lang string
+	// attrs are the info string's words after the language: key="value",
+	// key='value' or a bare key (value ""), e.g. ```sh ready="synced 100";
+	// a repeated key's values are joined by newlines.
+	attrs   map[string]string
+	section int // the number of headings above it
+	text    string
 }
 
 func (b block) String() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
-var fence = regexp.MustCompile("^\\s*```\\s*([A-Za-z0-9_-]*)")
+var (
+	fence     = regexp.MustCompile("^\\s*```\\s*([A-Za-z0-9_-]*)(.*)$")
+	fenceAttr = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_-]*)(?:="([^"]*)"|='([^']*)')?`)
+)
 
-// yamlBlocks are the ```yaml (or ```yml) blocks of file.
-func yamlBlocks(t *testing.T, file string) []block {
+// fencedBlocks are the fenced code blocks of file, each block's lines
+// without the fence's indentation.
+func fencedBlocks(t *testing.T, file string) []block {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
@@ -76,27 +86,43 @@ func yamlBlocks(t *testing.T, file string) []block {
 	var out []block
 	var cur *block
 	var indent string
+	section := 0
 	for i, line := range strings.Split(string(data), "\n") {
 		m := fence.FindStringSubmatch(line)
 		switch {
 		case m != nil && cur == nil:
-			if m[1] == "yaml" || m[1] == "yml" {
-				cur = &block{file: file, line: i + 1}
-				indent = line[:len(line)-len(strings.TrimLeft(line, " \t"))]
-			} else {
-				cur = &block{} // another language: skipped to its end
+			cur = &block{file: file, line: i + 1, lang: m[1], attrs: make(map[string]string), section: section}
+			for _, a := range fenceAttr.FindAllStringSubmatch(m[2], -1) {
+				v := a[2] + a[3] // "value" or 'value'
+				if prev, ok := cur.attrs[a[1]]; ok {
+					v = prev + "\n" + v // a repeated key: every value, a line each
+				}
+				cur.attrs[a[1]] = v
 			}
+			indent = line[:len(line)-len(strings.TrimLeft(line, " \t"))]
 		case m != nil && strings.TrimSpace(line) == "```":
-			if cur.file != "" {
-				out = append(out, *cur)
-			}
+			out = append(out, *cur)
 			cur = nil
-		case cur != nil && cur.file != "":
+		case cur != nil:
 			cur.text += strings.TrimPrefix(line, indent) + "\n"
+		case heading.MatchString(line):
+			section++
 		}
 	}
 	if cur != nil {
 		t.Errorf("%s:%d: a code block is not closed", file, cur.line)
+	}
+	return out
+}
+
+// yamlBlocks are the ```yaml (or ```yml) blocks of file.
+func yamlBlocks(t *testing.T, file string) []block {
+	t.Helper()
+	var out []block
+	for _, b := range fencedBlocks(t, file) {
+		if b.lang == "yaml" || b.lang == "yml" {
+			out = append(out, b)
+		}
 	}
 	return out
 }
@@ -174,7 +200,8 @@ func checkRelayConfig(t *testing.T, b block, text string) {
 // one: a fragment without
 // authorities is completed with one authority named "legacy" (what
 // aggregation examples send plain names to). A block holding several
-// configs separates them with "---".
+// configs separates them with "---". A relay config block marked invalid
+// (```yaml invalid) shows mistakes: it must not validate.
 func TestDocsYAMLBlocks(t *testing.T) {
 	n := 0
 	for _, file := range yamlDocs(t) {
@@ -199,6 +226,12 @@ func TestDocsYAMLBlocks(t *testing.T) {
 					continue
 				}
 				text := docs[i]
+				if _, invalid := b.attrs["invalid"]; invalid {
+					if _, err := config.Parse([]byte(text), b.String()); err == nil {
+						t.Errorf("%v: marked invalid (an example of mistakes), but the config validates", b)
+					}
+					continue
+				}
 				if top["authorities"] == nil {
 					text += "\n" + minimalAuthorities
 				}

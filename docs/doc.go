@@ -9,6 +9,9 @@
 //     bench/README.md and deploy/**/README.md parses, and a relay config
 //     block loads and validates; every relative link names a file that
 //     exists, and every test a doc names as proof is defined;
+//   - commands_test.go: every sh and console block of those docs runs as
+//     pasted (in a directory like a clone, on the documented ports), and
+//     shows what it says;
 //   - architecture_test.go: every package imports only what
 //     docs/architecture.md's table lets it, and no production function
 //     is over 60 lines;

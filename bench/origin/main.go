@@ -6,6 +6,7 @@
 //
 //	POST /push[?index=i]  replace one resource (round-robin by default) with a
 //	                      new revision stamped with the push time
+//	POST /push?name=N     the same for the resource named N
 //	POST /push?all=1      replace every resource with a new revision, all
 //	                      stamped with the same push time, in one change of
 //	                      the cache (so each client gets one response)
@@ -30,8 +31,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -207,21 +210,7 @@ func (o *origin) handler() http.Handler {
 				return
 			}
 		}
-		idx := -1
-		if v := q.Get("index"); v != "" {
-			i, err := strconv.Atoi(v)
-			if err != nil || i < 0 || i >= len(o.names) {
-				http.Error(w, fmt.Sprintf("index %q: want 0..%d", v, len(o.names)-1), http.StatusBadRequest)
-				return
-			}
-			idx = i
-		}
-		name, at, err := o.push(idx)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		writeJSON(w, map[string]any{"name": name, "pushed_unix_nano": at.UnixNano()})
+		o.pushOne(w, q)
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, o.rec.snapshot())
@@ -231,6 +220,32 @@ func (o *origin) handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", runtimeMetrics())
 	return mux
+}
+
+// pushOne serves POST /push without all or count: the resource named or
+// indexed, or the next one round-robin.
+func (o *origin) pushOne(w http.ResponseWriter, q url.Values) {
+	idx := -1
+	if v := q.Get("name"); v != "" {
+		idx = slices.Index(o.names, v)
+		if idx < 0 || q.Has("index") {
+			http.Error(w, fmt.Sprintf("name %q: not one of the %d resources (GET /names lists them), or given with index", v, len(o.names)), http.StatusBadRequest)
+			return
+		}
+	} else if v := q.Get("index"); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= len(o.names) {
+			http.Error(w, fmt.Sprintf("index %q: want 0..%d", v, len(o.names)-1), http.StatusBadRequest)
+			return
+		}
+		idx = i
+	}
+	name, at, err := o.push(idx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, map[string]any{"name": name, "pushed_unix_nano": at.UnixNano()})
 }
 
 // push replaces resource idx (the next one round-robin when idx < 0) with

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -271,7 +272,8 @@ func TestPushRejectsBadQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"all=yes", "all=1&index=0", "index=2", "index=x", "count=0", "count=3", "count=x", "count=1&all=1", "count=1&index=0"} {
+	for _, q := range []string{"all=yes", "all=1&index=0", "index=2", "index=x", "count=0", "count=3", "count=x", "count=1&all=1", "count=1&index=0",
+		"name=nope", "name=" + url.QueryEscape(o.names[0]) + "&index=0"} {
 		t.Run(q, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/push?"+q, nil))
@@ -282,6 +284,23 @@ func TestPushRejectsBadQuery(t *testing.T) {
 	}
 	if s := o.rec.snapshot(); s.Pushes != 0 {
 		t.Errorf("%d pushes after bad requests only, want 0", s.Pushes)
+	}
+}
+
+// TestPushByName: POST /push?name=N changes the resource named N, every
+// time (not the next one round-robin).
+func TestPushByName(t *testing.T) {
+	o, err := newOrigin(3, 64, namesXDSTP, "bench.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		rec := httptest.NewRecorder()
+		o.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/push?name="+url.QueryEscape(o.names[1]), nil))
+		var got struct{ Name string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); rec.Code != http.StatusOK || err != nil || got.Name != o.names[1] {
+			t.Errorf("POST /push?name=%s: %d %q, want 200 naming it", o.names[1], rec.Code, rec.Body)
+		}
 	}
 }
 

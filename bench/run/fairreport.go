@@ -10,14 +10,14 @@ import (
 // fairnessFlags defines the fairness scenarios' flags; the returned func,
 // called after flag.Parse, gives their shape, nil when --fairness names
 // none.
-func fairnessFlags() func() *fairnessShape {
-	kinds := flag.String("fairness", "", "comma-separated fairness scenarios to run at the largest --clients, each variant and mode, workload all: parked (1 in --stall-every clients stop reading for --stall while updates go on), churn (one more client changes its subscription --churn-rate times a second for --churn-duration); see bench/README.md")
-	stallEvery := flag.Int("stall-every", 100, "fairness parked: 1 in this many clients stalls (100: 1%)")
-	stall := flag.Duration("stall", 60*time.Second, "fairness parked: how long the stalled clients do not read")
-	churnRate := flag.Float64("churn-rate", 100, "fairness churn: the churning client's subscription changes a second")
-	churnFor := flag.Duration("churn-duration", 30*time.Second, "fairness churn: how long it churns")
-	sendTimeout := flag.Duration("fairness-send-timeout", 10*time.Second, "the relay's downstream.send_timeout in the fairness scenarios (a client whose send waits this long is parked)")
-	baseline := flag.Duration("fairness-baseline", 30*time.Second, "the fairness scenarios' baseline: updates go on this long (at least --updates of them) before the stall or the churn")
+func fairnessFlags(fs *flag.FlagSet) func() *fairnessShape {
+	kinds := fs.String("fairness", "", "comma-separated fairness scenarios to run at the largest --clients, each variant and mode, workload all: parked (1 in --stall-every clients stop reading for --stall while updates go on), churn (one more client changes its subscription --churn-rate times a second for --churn-duration); see bench/README.md")
+	stallEvery := fs.Int("stall-every", 100, "fairness parked: 1 in this many clients stalls (100: 1%)")
+	stall := fs.Duration("stall", 60*time.Second, "fairness parked: how long the stalled clients do not read")
+	churnRate := fs.Float64("churn-rate", 100, "fairness churn: the churning client's subscription changes a second")
+	churnFor := fs.Duration("churn-duration", 30*time.Second, "fairness churn: how long it churns")
+	sendTimeout := fs.Duration("fairness-send-timeout", 10*time.Second, "the relay's downstream.send_timeout in the fairness scenarios (a client whose send waits this long is parked)")
+	baseline := fs.Duration("fairness-baseline", 30*time.Second, "the fairness scenarios' baseline: updates go on this long (at least --updates of them) before the stall or the churn")
 	return func() *fairnessShape {
 		ks := split(*kinds)
 		if len(ks) == 0 {

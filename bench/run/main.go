@@ -6,8 +6,10 @@
 // them at once (workload all), or, with many resources and each client
 // subscribed to its own window of them, a few percent of them (workload
 // envoy, xdstp and plain names, at the largest N only). It then runs the Go micro-benchmarks, prints
-// a Markdown table on stdout and writes bench/results/latest.json,
-// latest.md and fanout_p99.png (other names with --name).
+// a Markdown table on stdout and writes latest.json, latest.md and
+// fanout_p99.png (other names with --name) and the relay's profiles
+// (profiles/) in bench/results/local, which git ignores, or, with
+// --publish (the make targets), in bench/results, the published results.
 package main
 
 import (
@@ -37,7 +39,10 @@ func main() {
 }
 
 func run() error {
-	f, err := parseFlags()
+	f, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -86,10 +91,19 @@ func run() error {
 	return os.RemoveAll(work)
 }
 
+// Where results go: a run writes under localDir (ignored by git) unless
+// --publish asks it to update the published results in publishedDir
+// (the make targets do).
+const (
+	publishedDir = "bench/results"
+	localDir     = "bench/results/local"
+)
+
 // benchFlags is what the harness was asked to run.
 type benchFlags struct {
 	settings  Settings
 	outDir    string
+	publish   bool
 	name      string
 	micro     bool
 	benchtime string
@@ -100,35 +114,45 @@ type benchFlags struct {
 	timeout     time.Duration
 }
 
-// parseFlags defines the harness's flags, parses the command line and
-// checks the settings.
-func parseFlags() (*benchFlags, error) {
+// parseFlags defines the harness's flags, parses args and checks the
+// settings.
+func parseFlags(args []string) (*benchFlags, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var (
-		clients   = flag.String("clients", "1000,10000", "comma-separated client counts N")
-		variants  = flag.String("variants", "delta,sotw", "comma-separated variants")
-		modes     = flag.String("modes", "direct,relayed", "comma-separated modes")
-		workloads = flag.String("workloads", "one,all,envoy", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource), envoy (each client its own window of many resources, each update a few percent of them; at the largest --clients only)")
-		resources = flag.Int("resources", 10, "resources every client subscribes to (workloads one and all)")
-		envoyRes  = flag.Int("envoy-resources", 1000, "resources the origin holds (workload envoy)")
-		window    = flag.Int("window", 20, "resources each client subscribes to, its own overlapping window (workload envoy)")
-		changed   = flag.Int("changed", 50, "resources each update changes, in one origin change (workload envoy)")
-		clusters  = flag.Int("node-clusters", 1, "node clusters the clients are spread over (workload envoy; the relay keeps one upstream stream per cluster for plain names)")
-		schemes   = flag.String("names", "xdstp,plain", "comma-separated resource name schemes of workload envoy: xdstp, plain")
-		size      = flag.Int("size", 1024, "approximate bytes per resource")
-		updates   = flag.Int("updates", 10, "updates pushed per scenario")
-		pin       = flag.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
-		ledger    = flag.Bool("propagation", true, "run the relay with its propagation ledger (propagation.enabled); false to measure what the ledger costs")
-		fair      = fairnessFlags()
+		clients   = fs.String("clients", "1000,10000", "comma-separated client counts N")
+		variants  = fs.String("variants", "delta,sotw", "comma-separated variants")
+		modes     = fs.String("modes", "direct,relayed", "comma-separated modes")
+		workloads = fs.String("workloads", "one,all,envoy", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource), envoy (each client its own window of many resources, each update a few percent of them; at the largest --clients only)")
+		resources = fs.Int("resources", 10, "resources every client subscribes to (workloads one and all)")
+		envoyRes  = fs.Int("envoy-resources", 1000, "resources the origin holds (workload envoy)")
+		window    = fs.Int("window", 20, "resources each client subscribes to, its own overlapping window (workload envoy)")
+		changed   = fs.Int("changed", 50, "resources each update changes, in one origin change (workload envoy)")
+		clusters  = fs.Int("node-clusters", 1, "node clusters the clients are spread over (workload envoy; the relay keeps one upstream stream per cluster for plain names)")
+		schemes   = fs.String("names", "xdstp,plain", "comma-separated resource name schemes of workload envoy: xdstp, plain")
+		size      = fs.Int("size", 1024, "approximate bytes per resource")
+		updates   = fs.Int("updates", 10, "updates pushed per scenario")
+		pin       = fs.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
+		ledger    = fs.Bool("propagation", true, "run the relay with its propagation ledger (propagation.enabled); false to measure what the ledger costs")
+		fair      = fairnessFlags(fs)
 		f         benchFlags
 	)
-	flag.StringVar(&f.outDir, "out", "bench/results", "where to write the results")
-	flag.StringVar(&f.name, "name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
-	flag.BoolVar(&f.micro, "micro", true, "also run the Go micro-benchmarks under ./internal/...")
-	flag.StringVar(&f.benchtime, "benchtime", "200ms", "go test -benchtime for micro-benchmarks")
-	flag.BoolVar(&f.profile, "profile", true, "save a CPU profile of the relay over each relayed update phase")
-	flag.BoolVar(&f.profileSync, "profile-sync", false, "also save CPU profiles of the relay over the initial sync and the reconnect storm (TAG-sync-relay-cpu.prof, TAG-storm-relay-cpu.prof), each as long as the phase takes at most (syncProfileSeconds); slows each relayed scenario by about that")
-	flag.DurationVar(&f.timeout, "timeout", 13*time.Minute, "bound on the whole run")
-	flag.Parse()
+	fs.StringVar(&f.outDir, "out", "", "where to write the results (default "+localDir+", ignored by git; with --publish "+publishedDir+")")
+	fs.BoolVar(&f.publish, "publish", false, "update the published results in "+publishedDir+" (what make bench and its siblings do)")
+	fs.StringVar(&f.name, "name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
+	fs.BoolVar(&f.micro, "micro", true, "also run the Go micro-benchmarks under ./internal/...")
+	fs.StringVar(&f.benchtime, "benchtime", "200ms", "go test -benchtime for micro-benchmarks")
+	fs.BoolVar(&f.profile, "profile", true, "save a CPU profile of the relay over each relayed update phase")
+	fs.BoolVar(&f.profileSync, "profile-sync", false, "also save CPU profiles of the relay over the initial sync and the reconnect storm (TAG-sync-relay-cpu.prof, TAG-storm-relay-cpu.prof), each as long as the phase takes at most (syncProfileSeconds); slows each relayed scenario by about that")
+	fs.DurationVar(&f.timeout, "timeout", 13*time.Minute, "bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.outDir == "" {
+		f.outDir = localDir
+		if f.publish {
+			f.outDir = publishedDir
+		}
+	}
 	ns, err := parseInts(*clients)
 	if err != nil {
 		return nil, fmt.Errorf("--clients: %w", err)
@@ -205,7 +229,7 @@ func (f *benchFlags) env(work string) *env {
 		ledgerOff:    f.settings.LedgerOff,
 	}
 	if f.profile || f.profileSync {
-		e.profileDir = filepath.Join(f.outDir, "profiles")
+		e.profileDir = f.profileDir()
 	}
 	e.profileUpdates, e.profilePhases = f.profile, f.profileSync
 	if f.settings.Pin != nil {
@@ -263,6 +287,25 @@ func (e *env) runAll(ctx context.Context, res *Results) (failed bool) {
 	return failed
 }
 
+// profileDir is where the relay's profiles go.
+func (f *benchFlags) profileDir() string { return filepath.Join(f.outDir, "profiles") }
+
+// outputs are the files and directories a run writes: its results and,
+// when it profiles, the profiles' directory.
+func (f *benchFlags) outputs() []string {
+	out := resultFiles(f.outDir, f.name)
+	if f.profile || f.profileSync {
+		out = append(out, f.profileDir())
+	}
+	return out
+}
+
+// resultFiles are the results named name in outDir: name.json, name.md
+// and the chart.
+func resultFiles(outDir, name string) []string {
+	return []string{filepath.Join(outDir, name+".json"), filepath.Join(outDir, name+".md"), filepath.Join(outDir, chartName(name))}
+}
+
 // writeResults writes res into outDir as name.json, name.md and the chart,
 // and returns the Markdown.
 func writeResults(outDir, name string, res Results) ([]byte, error) {
@@ -275,10 +318,11 @@ func writeResults(outDir, name string, res Results) ([]byte, error) {
 	}
 	var md bytes.Buffer
 	writeMarkdown(&md, res)
+	files := resultFiles(outDir, name)
 	if err := errors.Join(
-		os.WriteFile(filepath.Join(outDir, name+".json"), append(js, '\n'), 0o644),
-		os.WriteFile(filepath.Join(outDir, name+".md"), md.Bytes(), 0o644),
-		writeChart(filepath.Join(outDir, chartName(name)), res),
+		os.WriteFile(files[0], append(js, '\n'), 0o644),
+		os.WriteFile(files[1], md.Bytes(), 0o644),
+		writeChart(files[2], res),
 	); err != nil {
 		return nil, fmt.Errorf("write results: %w", err)
 	}

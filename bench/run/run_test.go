@@ -605,7 +605,13 @@ func buildTiny() (string, error) {
 		return "", err
 	}
 	for pkg, out := range map[string]string{"../../cmd/xds-relay": filepath.Join(dir, "xds-relay"), "../origin": filepath.Join(dir, "origin")} {
-		if b, err := exec.Command(goBinary(), "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		// Built as this test is (with -race under make test), the packages
+		// come from the tests' build cache: no second, uninstrumented build.
+		args := []string{"build", "-o", out}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if b, err := exec.Command(goBinary(), append(args, pkg)...).CombinedOutput(); err != nil {
 			return dir, fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 		}
 	}
@@ -733,4 +739,77 @@ func TestLedgerReport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBenchWritesOnlyIgnoredPaths: the documented quick bench (bench/
+// README.md's `--name quick` line), and any run without --publish, writes
+// only under paths git ignores, so it leaves `git status` clean; with
+// --publish (the make targets) it updates the published results.
+func TestBenchWritesOnlyIgnoredPaths(t *testing.T) {
+	const repo = "../.."
+	if err := exec.Command("git", "-C", repo, "rev-parse").Run(); err != nil {
+		t.Skipf("git cannot say what it ignores here (not a checkout, or no git): %v", err)
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		ignored bool
+	}{
+		{name: "the documented quick bench", args: documentedRun(t, "--name quick"), ignored: true},
+		{name: "profiles of the sync", args: []string{"--profile-sync", "--name", "sync"}, ignored: true},
+		{name: "make bench", args: []string{"--publish"}, ignored: false},
+		{name: "make bench-50k", args: []string{"--publish", "--name", "latest-50k"}, ignored: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := parseFlags(tc.args)
+			if err != nil {
+				t.Fatalf("flags %q: %v", tc.args, err)
+			}
+			for _, p := range f.outputs() {
+				err := exec.Command("git", "-C", repo, "check-ignore", "-q", "--no-index", p).Run()
+				if ignored := err == nil; ignored != tc.ignored {
+					t.Errorf("%q writes %s: ignored by git = %v, want %v", tc.args, p, ignored, tc.ignored)
+				}
+			}
+		})
+	}
+}
+
+// TestMakeTargetsPublish: every make target that runs the harness updates
+// the published results (--publish).
+func TestMakeTargetsPublish(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, line := range strings.Split(string(mk), "\n") {
+		if strings.Contains(line, "run ./bench/run") && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			n++
+			if !strings.Contains(line, "--publish") {
+				t.Errorf("Makefile:%d runs the harness without --publish: %s", i+1, line)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no make target runs ./bench/run")
+	}
+}
+
+// documentedRun returns the arguments of the `go run ./bench/run` line
+// of bench/README.md that holds marker.
+func documentedRun(t *testing.T, marker string) []string {
+	t.Helper()
+	doc, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(doc), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		if args, ok := strings.CutPrefix(cmd, "go run ./bench/run "); ok && strings.Contains(cmd, marker) {
+			return strings.Fields(args)
+		}
+	}
+	t.Fatalf("bench/README.md has no `go run ./bench/run ... %s` line", marker)
+	return nil
 }

@@ -46,9 +46,13 @@ An Envoy (ADS; wildcard LDS and CDS, then RDS and EDS by name; bootstrap
 written for you; it serves HTTP on 127.0.0.1:10000, routed to 127.0.0.1:50051):
   envoy -c {{.EnvoyBootstrap}}
 
-To see an update flow, edit (and save)
-  {{.Endpoints}}   (plain-endpoints.yaml: the plain names')
-e.g. change a port_value: subscribed clients get the new ClusterLoadAssignment.
+To see an update flow, change a port_value in one of these and save:
+  {{.Endpoints}}
+      the glob collection demo/* (xdstp names: loadgen --glob, grpc-go)
+  {{.PlainEndpoints}}
+      the endpoints of plain name demo (loadgen --names demo, Envoy)
+Subscribed clients get the new ClusterLoadAssignment; a load generator's
+progress line counts it ("newest backend-a v2: 100/100 clients").
 
 The relay's own config is {{.Config}}; after editing it:
   xds-relay reload --admin {{.Admin}}
@@ -75,6 +79,7 @@ func printDemoGuide(w io.Writer, dir, listen, admin, rest string) error {
 		"Authority":      demoAuthority,
 		"Resources":      resources,
 		"Endpoints":      filepath.Join(resources, "endpoints.yaml"),
+		"PlainEndpoints": filepath.Join(resources, "plain-endpoints.yaml"),
 		"Listen":         listen,
 		"Admin":          admin,
 		"REST":           rest,

@@ -49,7 +49,7 @@ var commands = []command{
 	{"reload", "[--admin ADDR]", "ask a running relay to re-read its config file, as SIGHUP does", cmdReload},
 	{"status", "--csds ADDR [--node ID] [--json] [TLS flags]", "what each connected client was sent and answered (CSDS): synced, stale, NACKed, per type", cmdStatus},
 	{"version", "", "print the version (also --version)", cmdVersion},
-	{"loadgen", "--target ADDR --clients N --names A,B", "simulate a fleet of xDS clients against any xDS server", cmdLoadgen},
+	{"loadgen", "--target ADDR --clients N [--names A,B | --glob G | --envoy]", "simulate a fleet of xDS clients (or of Envoys) against any xDS server", cmdLoadgen},
 	{"migrate-rules", "[--verify] [--authority NAME] [--origin ADDR | --bootstrap FILE] OLD.yaml", "convert an earlier-relay (envoyproxy/xds-relay) aggregation rules file; --verify compares the two relays' grouping", cmdMigrateRules},
 }
 
@@ -175,11 +175,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "xds-relay-demo-")
+	dir, release, err := makeDemoDir()
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return err
 	}
-	defer os.RemoveAll(dir)
+	defer release()
 	// The flags are written into the demo's config file, which a reload
 	// re-reads.
 	cfg, err := config.DemoWith(dir, config.DemoAddrs{Listen: *listen, Admin: *admin, REST: *rest})

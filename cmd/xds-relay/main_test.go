@@ -157,6 +157,7 @@ func relayBinary(t *testing.T) string {
 // process is the relay binary running under a test.
 type process struct {
 	cmd    *exec.Cmd
+	stdout *lockedBuffer
 	stderr *lockedBuffer
 	serves chan servingLog // receives the "relay serving" log line
 	logged chan struct{}   // poked (1 slot) after each stderr line
@@ -187,17 +188,26 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startProcess runs the binary with args; it is killed at cleanup if still
-// running.
+// startProcess runs the binary with args, its temporary directory
+// (TMPDIR) one the test owns; it is killed at cleanup if still running.
 func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	return startProcessIn(t, t.TempDir(), args...)
+}
+
+// startProcessIn is startProcess with tmp as its temporary directory.
+func startProcessIn(t *testing.T, tmp string, args ...string) *process {
 	t.Helper()
 	p := &process{
 		cmd:    exec.Command(relayBinary(t), args...),
+		stdout: &lockedBuffer{},
 		stderr: &lockedBuffer{},
 		serves: make(chan servingLog, 1),
 		logged: make(chan struct{}, 1),
 		exited: make(chan error, 1),
 	}
+	p.cmd.Env = append(os.Environ(), "TMPDIR="+tmp) // whatever a kill leaves, the test removes
+	p.cmd.Stdout = p.stdout
 	pr, pw := io.Pipe()
 	p.cmd.Stderr = pw
 	if err := p.cmd.Start(); err != nil {

@@ -20,7 +20,9 @@ func TestServeSnapshotOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "relay.yaml")
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\ncache:\n  snapshot_path: %q\n", snap)
+	// No drain delay: the default 5 s a load balancer gets would be 10 s of
+	// this test spent waiting.
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nauthorities:\n  - name: a\n    origins: [\"127.0.0.1:1\"]\nshutdown_grace_period: 5s\ndownstream: {drain_delay: 0s}\ncache:\n  snapshot_path: %q\n", snap)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,14 +29,8 @@ type client struct {
 	f    *Fleet       // read-only after New
 	id   int          // read-only after New
 	node *corev3.Node // read-only after New
-	// names is what the client subscribes to (its window, the names or
-	// the glob). Read-only after New.
-	names []string
 
 	rng *rand.Rand // owned by the run goroutine
-	// have maps each resource name to the version the client holds; reset
-	// for every generation. Owned by the run goroutine.
-	have map[string]string
 	// synced is set once the client holds all it subscribed to in this
 	// generation. Owned by the run goroutine.
 	synced bool
@@ -45,6 +40,10 @@ type client struct {
 	lastStamp map[string]int64
 
 	mu sync.Mutex
+	// types is the client's state of each type it subscribes to, in the
+	// order it first asks for them; new for every generation. Written by
+	// the run goroutine under mu (which it reads without); guarded by mu.
+	types []*typeState
 	// latencies are the stamp-based fan-out samples. Guarded by mu.
 	latencies []time.Duration
 
@@ -62,6 +61,9 @@ type clientCounts struct {
 	updated   atomic.Int64 // fan-out samples: resources with a push stamp new to the client, received while synced
 	streams   atomic.Int64 // streams opened: more than one after the first means it was cut off or failed
 	newest    atomic.Int64 // the newest push stamp received (Unix ns), 0 before one
+	// changes counts versions received while synced that replaced one the
+	// client held: updates, stamped or not.
+	changes atomic.Int64
 }
 
 // response counts one response of size bytes holding resources resources.
@@ -77,24 +79,55 @@ func newClient(f *Fleet, id int) *client {
 		f:  f,
 		id: id,
 		node: &corev3.Node{
-			Id:            fmt.Sprintf("loadgen-%d", id),
+			Id:            fmt.Sprintf("%s-%d", f.cfg.NodeIDPrefix, id),
 			Cluster:       f.cfg.nodeCluster(id),
 			UserAgentName: "xds-relay-loadgen",
 		},
-		names:     f.cfg.ClientSubscription(id),
 		rng:       rand.New(rand.NewPCG(uint64(id), 0x10adbe9)),
 		lastStamp: make(map[string]int64),
 	}
 }
 
+// subscribe starts a generation: the client holds nothing and asks for
+// what its configuration says (an Envoy: the wildcard of CDS and LDS).
+func (c *client) subscribe() {
+	var types []*typeState
+	if c.f.cfg.Envoy {
+		types = envoyTypes()
+	} else {
+		names := c.f.cfg.ClientSubscription(c.id)
+		types = []*typeState{newTypeState(c.f.cfg.TypeURL, names, wildcardType(c.f.cfg.TypeURL))}
+	}
+	c.mu.Lock()
+	old := c.types
+	c.types = types
+	c.mu.Unlock()
+	for _, ts := range old {
+		for name, v := range ts.have {
+			c.f.versionDropped(ts.typeURL, name, v)
+		}
+	}
+	c.synced = false
+}
+
+// typeOf is the client's state of typeURL, nil when it asked for none.
+func (c *client) typeOf(typeURL string) *typeState {
+	for _, ts := range c.types {
+		if ts.typeURL == typeURL {
+			return ts
+		}
+	}
+	return nil
+}
+
 // run keeps one stream open on conn until ctx ends, reopening it with
 // backoff when it fails.
 func (c *client) run(ctx context.Context, conn *grpc.ClientConn) {
-	c.have = make(map[string]string)
-	c.synced = false
+	c.subscribe()
 	backoff := minBackoff
 	for {
 		var err error
+		c.newStream()
 		if c.f.cfg.Variant == SotW {
 			err = c.sotw(ctx, conn)
 		} else {
@@ -115,6 +148,14 @@ func (c *client) run(ctx context.Context, conn *grpc.ClientConn) {
 	}
 }
 
+// newStream forgets what the last stream sent (what the client holds
+// stays).
+func (c *client) newStream() {
+	for _, ts := range c.types {
+		ts.sent, ts.accepted, ts.nonce = false, "", ""
+	}
+}
+
 // nack decides whether to NACK the next response.
 func (c *client) nack() bool {
 	return c.f.cfg.NackFraction > 0 && c.rng.Float64() < c.f.cfg.NackFraction
@@ -132,12 +173,16 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 	c.f.streamOpened()
 	c.counts.streams.Add(1)
 	defer c.f.streamClosed()
-	names := c.names
-	typeURL := c.f.cfg.TypeURL
-	if err := st.Send(&discoveryv3.DiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
-		return fmt.Errorf("send subscription: %w", err)
+	node := c.node
+	for _, ts := range c.types {
+		if !ts.asking() {
+			continue
+		}
+		if err := st.Send(sotwRequest(node, ts)); err != nil {
+			return fmt.Errorf("send subscription: %w", err)
+		}
+		node = nil // the node goes in the stream's first request
 	}
-	accepted := ""
 	for {
 		if !c.waitStall(ctx) {
 			return ctx.Err()
@@ -146,30 +191,74 @@ func (c *client) sotw(ctx context.Context, conn *grpc.ClientConn) error {
 		if err != nil {
 			return fmt.Errorf("receive: %w", err)
 		}
-		now := time.Now()
-		c.response(proto.Size(resp), len(resp.GetResources()))
-		for i, a := range resp.GetResources() {
-			name, body, err := sotwResource(a)
-			if err != nil {
-				return fmt.Errorf("response %q resource %d: %w", resp.GetNonce(), i, err)
-			}
-			c.receive(name, resp.GetVersionInfo(), body, now)
+		ts := c.typeOf(resp.GetTypeUrl())
+		if ts == nil {
+			return fmt.Errorf("response of type %s, which the client did not ask for", resp.GetTypeUrl())
 		}
-		c.checkSynced(len(resp.GetResources()) > 0)
-		ack := &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: names, ResponseNonce: resp.GetNonce()}
+		follow, err := c.sotwResponse(ts, resp)
+		if err != nil {
+			return err
+		}
+		ack := sotwRequest(nil, ts)
+		ack.ResponseNonce, ack.VersionInfo = resp.GetNonce(), ts.accepted
 		if c.nack() {
-			ack.VersionInfo = accepted
 			ack.ErrorDetail = nackStatus
 			c.f.nacks.Add(1)
 		} else {
-			accepted = resp.GetVersionInfo()
-			ack.VersionInfo = accepted
+			ts.accepted, ack.VersionInfo = resp.GetVersionInfo(), resp.GetVersionInfo()
 			c.f.acks.Add(1)
 		}
+		ts.nonce = resp.GetNonce()
 		if err := st.Send(ack); err != nil {
 			return fmt.Errorf("send ACK: %w", err)
 		}
+		for _, f := range follow { // as Envoy: the new names after the ACK
+			if err := st.Send(sotwRequest(nil, f.ts)); err != nil {
+				return fmt.Errorf("send subscription: %w", err)
+			}
+		}
 	}
+}
+
+// sotwRequest is a SotW request for everything the client asks of ts,
+// with the version and nonce it last saw of the type; it marks ts sent.
+func sotwRequest(node *corev3.Node, ts *typeState) *discoveryv3.DiscoveryRequest {
+	ts.sent = true
+	return &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: ts.typeURL, ResourceNames: ts.names,
+		VersionInfo: ts.accepted, ResponseNonce: ts.nonce}
+}
+
+// sotwResponse records a SotW response of ts's type and returns the
+// changes of names it made (an Envoy's RDS and EDS).
+func (c *client) sotwResponse(ts *typeState, resp *discoveryv3.DiscoveryResponse) ([]followed, error) {
+	now := time.Now()
+	c.response(proto.Size(resp), len(resp.GetResources()))
+	var got map[string]bool
+	if ts.fullState() {
+		got = make(map[string]bool, len(resp.GetResources()))
+	}
+	for i, a := range resp.GetResources() {
+		name, body, err := sotwResource(a)
+		if err != nil {
+			return nil, fmt.Errorf("response %q resource %d: %w", resp.GetNonce(), i, err)
+		}
+		c.receive(ts, name, resp.GetVersionInfo(), body, now)
+		if got != nil {
+			got[name] = true
+		}
+	}
+	if got != nil {
+		for name := range ts.have {
+			if !got[name] {
+				c.remove(ts, name, "left out of a full-state response")
+			}
+		}
+	}
+	c.resourceErrors(ts, resp.GetResourceErrors())
+	c.answered(ts)
+	follow := c.follow(ts)
+	c.checkSynced()
+	return follow, nil
 }
 
 func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
@@ -182,9 +271,16 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 	c.f.streamOpened()
 	c.counts.streams.Add(1)
 	defer c.f.streamClosed()
-	typeURL := c.f.cfg.TypeURL
-	if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: c.node, TypeUrl: typeURL, ResourceNamesSubscribe: c.names}); err != nil {
-		return fmt.Errorf("send subscription: %w", err)
+	node := c.node
+	for _, ts := range c.types {
+		if !ts.asking() {
+			continue
+		}
+		ts.sent = true
+		if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: ts.typeURL, ResourceNamesSubscribe: ts.names}); err != nil {
+			return fmt.Errorf("send subscription: %w", err)
+		}
+		node = nil // the node goes in the stream's first request
 	}
 	for {
 		if !c.waitStall(ctx) {
@@ -194,16 +290,12 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 		if err != nil {
 			return fmt.Errorf("receive: %w", err)
 		}
-		now := time.Now()
-		c.response(proto.Size(resp), len(resp.GetResources()))
-		for _, r := range resp.GetResources() {
-			c.receive(r.GetName(), r.GetVersion(), r.GetResource().GetValue(), now)
+		ts := c.typeOf(resp.GetTypeUrl())
+		if ts == nil {
+			return fmt.Errorf("response of type %s, which the client did not ask for", resp.GetTypeUrl())
 		}
-		for _, name := range resp.GetRemovedResources() {
-			delete(c.have, name)
-		}
-		c.checkSynced(len(resp.GetResources()) > 0 || len(resp.GetRemovedResources()) > 0)
-		ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: typeURL, ResponseNonce: resp.GetNonce()}
+		follow := c.deltaResponse(ts, resp)
+		ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: ts.typeURL, ResponseNonce: resp.GetNonce()}
 		if c.nack() {
 			ack.ErrorDetail = nackStatus
 			c.f.nacks.Add(1)
@@ -213,48 +305,120 @@ func (c *client) delta(ctx context.Context, conn *grpc.ClientConn) error {
 		if err := st.Send(ack); err != nil {
 			return fmt.Errorf("send ACK: %w", err)
 		}
+		for _, f := range follow { // as Envoy: the new names after the ACK
+			f.ts.sent = true
+			if err := st.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: f.ts.typeURL,
+				ResourceNamesSubscribe: f.added, ResourceNamesUnsubscribe: f.removed}); err != nil {
+				return fmt.Errorf("send subscription: %w", err)
+			}
+		}
 	}
+}
+
+// deltaResponse records a delta response of ts's type and returns the
+// changes of names it made (an Envoy's RDS and EDS).
+func (c *client) deltaResponse(ts *typeState, resp *discoveryv3.DeltaDiscoveryResponse) []followed {
+	now := time.Now()
+	c.response(proto.Size(resp), len(resp.GetResources()))
+	for _, r := range resp.GetResources() {
+		c.receive(ts, r.GetName(), r.GetVersion(), r.GetResource().GetValue(), now)
+	}
+	for _, name := range resp.GetRemovedResources() {
+		c.remove(ts, name, "removed (does not exist)")
+	}
+	c.resourceErrors(ts, resp.GetResourceErrors())
+	if len(resp.GetResources()) > 0 || len(resp.GetRemovedResources()) > 0 || len(resp.GetResourceErrors()) > 0 {
+		c.answered(ts)
+	}
+	follow := c.follow(ts)
+	c.checkSynced()
+	return follow
 }
 
 // receive records one resource version arriving at now. NACKs are only
 // protocol-level: what a client NACKs still counts as received.
-func (c *client) receive(name, version string, body []byte, now time.Time) {
-	c.have[name] = version
+func (c *client) receive(ts *typeState, name, version string, body []byte, now time.Time) {
+	c.mu.Lock()
+	old, had := ts.have[name]
+	ts.have[name] = version
+	delete(ts.why, name)
+	c.mu.Unlock()
+	if ts.refs != nil {
+		ts.refs[name] = envoyRefs(ts.typeURL, body)
+	}
 	c.f.received.Add(1)
 	c.f.noteVersion(name, version, now, c.synced)
-	ts, ok := ParseStamp(body)
-	if !ok || c.lastStamp[name] >= ts.UnixNano() {
+	if !had || old != version {
+		c.f.versionMoved(ts.typeURL, name, old, had, version)
+	}
+	if had && old != version && c.synced {
+		c.counts.changes.Add(1)
+	}
+	stamp, ok := ParseStamp(body)
+	if !ok || c.lastStamp[name] >= stamp.UnixNano() {
 		return // no stamp, or a stamp already seen (a resend)
 	}
-	c.lastStamp[name] = ts.UnixNano()
-	if ts.UnixNano() > c.counts.newest.Load() {
-		c.counts.newest.Store(ts.UnixNano()) // written by this goroutine only
+	c.lastStamp[name] = stamp.UnixNano()
+	if stamp.UnixNano() > c.counts.newest.Load() {
+		c.counts.newest.Store(stamp.UnixNano()) // written by this goroutine only
 	}
 	if !c.synced {
 		return // (re)syncing: the client's initial state, not an update
 	}
 	c.mu.Lock()
-	c.latencies = append(c.latencies, now.Sub(ts))
+	c.latencies = append(c.latencies, now.Sub(stamp))
 	c.mu.Unlock()
 	c.counts.updated.Add(1)
 	c.f.stamped.Add(1)
 }
 
-// checkSynced marks the client synced once it holds every name it
-// subscribed to (for a glob: once a response said anything).
-func (c *client) checkSynced(answered bool) {
+// remove records that the server said name no longer exists (why): the
+// client drops what it held of it.
+func (c *client) remove(ts *typeState, name, why string) {
+	c.mu.Lock()
+	old, had := ts.have[name]
+	delete(ts.have, name)
+	ts.note(name, why)
+	c.mu.Unlock()
+	delete(ts.refs, name)
+	if had {
+		c.f.versionDropped(ts.typeURL, name, old)
+	}
+}
+
+// resourceErrors records the resource errors of a response: why the
+// server did not send a name.
+func (c *client) resourceErrors(ts *typeState, errs []*discoveryv3.ResourceError) {
+	if len(errs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range errs {
+		d := e.GetErrorDetail()
+		ts.note(e.GetResourceName().GetName(), fmt.Sprintf("%s: %s", code.Code(d.GetCode()), d.GetMessage()))
+	}
+}
+
+// answered marks ts answered by a response.
+func (c *client) answered(ts *typeState) {
+	if ts.answered {
+		return
+	}
+	c.mu.Lock()
+	ts.answered = true
+	c.mu.Unlock()
+}
+
+// checkSynced marks the client synced once it holds everything it asked
+// for: every name, and an answer for each wildcard or glob.
+func (c *client) checkSynced() {
 	if c.synced {
 		return
 	}
-	if c.f.cfg.Glob != "" {
-		if !answered {
+	for _, ts := range c.types {
+		if !ts.holds() {
 			return
-		}
-	} else {
-		for _, n := range c.names {
-			if _, ok := c.have[n]; !ok {
-				return
-			}
 		}
 	}
 	// Stamps of what the client holds now are its initial state, not updates.

@@ -37,8 +37,11 @@ type Config struct {
 	// the short forms eds, cds, lds, rds, sds. Default: ClusterLoadAssignment.
 	TypeURL string
 	// Names are the resources every client subscribes to (or, with
-	// Window, the ring of names the clients' windows are cut from).
-	// Exactly one of Names and Glob is set.
+	// Window, the ring of names the clients' windows are cut from). "*"
+	// among them is the wildcard: every resource of the type. At most one
+	// of Names and Glob is set; with neither, a client of lds or cds
+	// subscribes to the wildcard as Envoy does (no names), and other types
+	// need one of them.
 	Names []string
 	// Window, when not 0, gives each client its own subscription, as
 	// Envoys of different services each want their own clusters: client i
@@ -55,8 +58,18 @@ type Config struct {
 	Glob string
 	// NackFraction is the fraction of responses NACKed, in [0, 1]. Default 0.
 	NackFraction float64
-	// NodeCluster is the Node.cluster every client presents; Node.id is
-	// "loadgen-<index>". Default "loadgen".
+	// Envoy makes every client subscribe as an Envoy bootstraps over ADS:
+	// the wildcard of LDS and of CDS, then RDS for the route
+	// configurations its listeners name and EDS for its clusters of type
+	// EDS, following every change. TypeURL, Names, Glob and Window must be
+	// unset. Default false.
+	Envoy bool
+	// NodeIDPrefix makes client i's Node.id "<NodeIDPrefix>-<i>". Default:
+	// "loadgen-" and 6 random hex digits drawn by New, so the clients of two
+	// load generators against one server never share a node id.
+	NodeIDPrefix string
+	// NodeCluster is the Node.cluster every client presents. Default
+	// "loadgen".
 	NodeCluster string
 	// NodeClusters, when more than 1, spreads the clients over that many
 	// node clusters, as Envoys of different services: client i presents
@@ -83,6 +96,17 @@ var typeAliases = map[string]string{
 	"sds": resourcev3.SecretType,
 }
 
+// shortType is a type URL's short form (eds, cds, lds, rds, sds), else
+// the type URL.
+func shortType(typeURL string) string {
+	for short, full := range typeAliases {
+		if full == typeURL {
+			return short
+		}
+	}
+	return typeURL
+}
+
 // withDefaults returns c with defaults applied.
 func (c Config) withDefaults() Config {
 	if c.Conns == 0 {
@@ -94,7 +118,7 @@ func (c Config) withDefaults() Config {
 	if c.Variant == "" {
 		c.Variant = Delta
 	}
-	if c.TypeURL == "" {
+	if c.TypeURL == "" && !c.Envoy {
 		c.TypeURL = resourcev3.EndpointType
 	}
 	if full, ok := typeAliases[strings.ToLower(c.TypeURL)]; ok {
@@ -134,14 +158,10 @@ func (c Config) Validate() error {
 	if c.Variant != Delta && c.Variant != SotW {
 		bad("variant", "%q: want delta or sotw", c.Variant)
 	}
-	if !strings.Contains(c.TypeURL, "/") {
-		bad("type", "%q: want a type URL or one of eds, cds, lds, rds, sds", c.TypeURL)
-	}
-	switch {
-	case len(c.Names) == 0 && c.Glob == "":
-		bad("names", "set names or glob")
-	case len(c.Names) > 0 && c.Glob != "":
-		bad("names", "set names or glob, not both")
+	if c.Envoy {
+		c.validateEnvoy(bad)
+	} else {
+		c.validateSubscription(bad)
 	}
 	for i, n := range c.Names {
 		if n == "" {
@@ -156,6 +176,8 @@ func (c Config) Validate() error {
 		bad("window", "%d: want 0 (every name) or more", c.Window)
 	case c.Window > 0 && c.Glob != "":
 		bad("window", "a window is cut from names, not a glob")
+	case c.Window > 0 && len(c.Names) == 0 && !c.Envoy:
+		bad("window", "a window is cut from names: set names")
 	case c.Window > len(c.Names) && len(c.Names) > 0:
 		bad("window", "%d: more than the %d names", c.Window, len(c.Names))
 	case c.Window == 0 && c.Stride != 0:
@@ -173,6 +195,39 @@ func (c Config) Validate() error {
 		bad("nack-fraction", "%v: want a value in [0, 1]", c.NackFraction)
 	}
 	return errors.Join(errs...)
+}
+
+// validateSubscription checks the type and what a client of it
+// subscribes to.
+func (c Config) validateSubscription(bad func(field, format string, args ...any)) {
+	if !strings.Contains(c.TypeURL, "/") {
+		bad("type", "%q: want a type URL or one of eds, cds, lds, rds, sds", c.TypeURL)
+	}
+	switch {
+	case len(c.Names) == 0 && c.Glob == "" && !wildcardType(c.TypeURL):
+		bad("names", "set names or glob (only lds and cds have a wildcard without names; --names '*' asks for it explicitly)")
+	case len(c.Names) > 0 && c.Glob != "":
+		bad("names", "set names or glob, not both")
+	}
+}
+
+// validateEnvoy checks an Envoy fleet: what its clients subscribe to
+// follows from what they receive, so nothing else says it.
+func (c Config) validateEnvoy(bad func(field, format string, args ...any)) {
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{{"type", c.TypeURL != ""}, {"names", len(c.Names) > 0}, {"glob", c.Glob != ""}, {"window", c.Window != 0}} {
+		if f.set {
+			bad(f.field, "an Envoy fleet subscribes to the wildcard of LDS and CDS, then to what they name: no %s", f.field)
+		}
+	}
+}
+
+// wildcardType reports whether a client of typeURL asking for no name
+// asks for every resource (the legacy wildcard of LDS and CDS).
+func wildcardType(typeURL string) bool {
+	return typeURL == resourcev3.ListenerType || typeURL == resourcev3.ClusterType
 }
 
 // subscription is what the clients subscribe to: the glob, or every name

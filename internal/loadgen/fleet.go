@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,7 @@ type Fleet struct {
 	stormStart  time.Time                   // guarded by mu: zero unless a storm is under way
 	storms      []Storm                     // guarded by mu
 	versions    map[versionKey]*versionSeen // guarded by mu
+	holders     versionHolders              // guarded by mu
 	generation  int                         // guarded by mu: 0 at first, +1 per storm
 	// syncedCh holds, per generation, a channel closed once every client of
 	// that generation has synced. Guarded by mu.
@@ -69,6 +71,9 @@ func New(cfg Config) (*Fleet, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.NodeIDPrefix == "" {
+		cfg.NodeIDPrefix = fmt.Sprintf("loadgen-%06x", rand.Uint32()>>8)
+	}
 	f := &Fleet{
 		cfg:       cfg,
 		reconnect: make(chan struct{}, 1),

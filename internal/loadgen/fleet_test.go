@@ -123,7 +123,7 @@ func TestFleetSmoke(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := startOrigin(t, names)
-			f, err := New(Config{Target: o.addr, Clients: clients, Conns: 3, Variant: tc.variant, Names: names, NackFraction: tc.nack})
+			f, err := New(Config{Target: o.addr, Clients: clients, Conns: 3, Variant: tc.variant, Names: names, NackFraction: tc.nack, NodeIDPrefix: "loadgen"})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
@@ -181,7 +181,7 @@ func TestFleetReconnectStorm(t *testing.T) {
 	const clients = 10
 	names := testNames(2)
 	o := startOrigin(t, names)
-	f, err := New(Config{Target: o.addr, Clients: clients, Conns: 2, Names: names})
+	f, err := New(Config{Target: o.addr, Clients: clients, Conns: 2, Names: names, NodeIDPrefix: "loadgen"})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -209,5 +209,75 @@ func TestFleetReconnectStorm(t *testing.T) {
 	want := storms{Opened: 2 * clients, Storms: 1, Completed: true, Samples: 0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after one storm (-want +got):\n%s", diff)
+	}
+}
+
+// TestFleetNodeIDs: the clients of two load generators against one server
+// present distinct node ids (each fleet draws its own prefix), and
+// NodeIDPrefix sets them.
+func TestFleetNodeIDs(t *testing.T) {
+	names := testNames(1)
+	o := startOrigin(t, names)
+	var prefixes []string
+	for _, prefix := range []string{"", "", "edge-7"} {
+		f, err := New(Config{Target: o.addr, Clients: 2, Names: names, NodeIDPrefix: prefix})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		runFleet(t, f)
+		waitClosed(t, f.Synced(0), "every client synced")
+		prefixes = append(prefixes, f.Summary().NodeIDPrefix)
+	}
+	if prefixes[0] == prefixes[1] || prefixes[2] != "edge-7" {
+		t.Errorf("node id prefixes %q: want two distinct defaults, then edge-7", prefixes)
+	}
+	o.mu.Lock()
+	seen := make(map[string]bool)
+	for _, id := range o.nodes {
+		seen[id] = true
+	}
+	o.mu.Unlock()
+	var want []string
+	for _, p := range prefixes {
+		want = append(want, p+"-0", p+"-1")
+	}
+	for _, id := range want {
+		if !seen[id] {
+			t.Errorf("the origin saw node ids %v, want %v", seen, want)
+			break
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("the origin saw %d distinct node ids, want %d: %v", len(seen), len(want), seen)
+	}
+}
+
+// TestFleetWildcard: clients that ask for the wildcard ("*") are synced
+// once the server answers it, and hold every resource it sent.
+func TestFleetWildcard(t *testing.T) {
+	names := testNames(3)
+	for _, variant := range []Variant{Delta, SotW} {
+		t.Run(string(variant), func(t *testing.T) {
+			o := startOrigin(t, names)
+			f, err := New(Config{Target: o.addr, Clients: 2, Variant: variant, Names: []string{"*"}})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			stop := runFleet(t, f)
+			waitClosed(t, f.Synced(0), "every wildcard client synced")
+			if err := stop(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			s := f.Summary()
+			var held []string
+			for _, v := range s.Versions {
+				if v.Clients == 2 {
+					held = append(held, v.Name)
+				}
+			}
+			if diff := cmp.Diff(names, held); diff != "" || s.SyncError() != nil {
+				t.Errorf("held by both clients (-want +got):\n%s\nsync error: %v", diff, s.SyncError())
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,6 +34,10 @@ type Status struct {
 	StormInProgress bool    `json:"storm_in_progress"`
 	Storms          []Storm `json:"storms"`
 	LastError       string  `json:"last_error,omitempty"`
+	// Newest is the resource version the fleet first received last, and
+	// how many clients hold it now: after an edit at the origin, the
+	// edited resource's new version, climbing to every client.
+	Newest *HeldVersion `json:"newest_version,omitempty"`
 }
 
 // SyncError is nil when every client holds every name it subscribed to
@@ -53,6 +58,20 @@ func (s Status) SyncError() error {
 	return fmt.Errorf("%w: %s (a client is synced once it holds every name it subscribed to)", ErrNotSynced, what)
 }
 
+// SyncError is Status.SyncError, saying also what the clients lack and
+// why (the removal or resource error they received, or no answer).
+func (s Summary) SyncError() error {
+	err := s.Status.SyncError()
+	if err == nil || len(s.Lacks) == 0 {
+		return err
+	}
+	why := make([]string, 0, 3)
+	for _, l := range s.Lacks[:min(len(s.Lacks), 3)] {
+		why = append(why, l.String())
+	}
+	return fmt.Errorf("%w; they lack: %s", err, strings.Join(why, "; "))
+}
+
 // Summary is the fleet's result: Status plus what the fleet measured.
 type Summary struct {
 	Status
@@ -63,9 +82,19 @@ type Summary struct {
 	Subscription []string `json:"subscription"`
 	// Window and Stride are the clients' windows of Subscription (0: every
 	// client subscribes to all of it).
-	Window       int `json:"window,omitempty"`
-	Stride       int `json:"stride,omitempty"`
-	VersionsSeen int `json:"versions_seen"`
+	Window int `json:"window,omitempty"`
+	Stride int `json:"stride,omitempty"`
+	// Envoy: the clients subscribed as Envoys (Config.Envoy), not to
+	// Subscription.
+	Envoy        bool   `json:"envoy,omitempty"`
+	NodeIDPrefix string `json:"node_id_prefix"`
+	VersionsSeen int    `json:"versions_seen"`
+	// Versions are the newest version of each name and how many clients
+	// hold it, by name.
+	Versions []HeldVersion `json:"versions"`
+	// Lacks are what clients asked for and do not hold at the end, by
+	// type and reason (what the server said of it), most clients first.
+	Lacks []Lack `json:"lacks,omitempty"`
 	// LatencySource is "origin-stamp" (samples: receipt − push stamp, one
 	// per client and stamped resource of an update) or "first-to-last" (samples: last − first
 	// receipt across the fleet, one per updated version), or "" when no
@@ -101,6 +130,7 @@ func (f *Fleet) Status() Status {
 		st.Storms = append(st.Storms, s)
 	}
 	st.LastError = f.lastError
+	st.Newest = f.holders.newestLocked()
 	return st
 }
 
@@ -115,6 +145,9 @@ func (f *Fleet) Summary() Summary {
 		Subscription: f.cfg.subscription(),
 		Window:       f.cfg.Window,
 		Stride:       f.cfg.Stride,
+		Envoy:        f.cfg.Envoy,
+		NodeIDPrefix: f.cfg.NodeIDPrefix,
+		Lacks:        f.lacks(),
 	}
 	var samples []time.Duration
 	for _, c := range f.clients {
@@ -125,6 +158,7 @@ func (f *Fleet) Summary() Summary {
 	}
 	f.mu.Lock()
 	s.VersionsSeen = len(f.versions)
+	s.Versions = f.holders.latestLocked()
 	if len(samples) == 0 {
 		for _, v := range f.versions {
 			if v.updates > 0 {
@@ -158,6 +192,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (s Status) ProgressLine() string {
 	line := fmt.Sprintf("streams %d/%d  synced %d  responses %d (%d B)  acks %d  nacks %d  resources %d  fanout-samples %d  errors %d",
 		s.StreamsOpen, s.Clients, s.Synced, s.Responses, s.BytesReceived, s.Acks, s.Nacks, s.Received, s.Stamped, s.StreamErrors)
+	if s.Newest != nil {
+		line += "  newest " + s.Newest.Short(s.Clients)
+	}
 	if s.StormInProgress {
 		line += "  (reconnect storm)"
 	}
@@ -167,25 +204,39 @@ func (s Status) ProgressLine() string {
 // WriteText writes s for a human.
 func (s Summary) WriteText(w io.Writer) error {
 	subscribed := fmt.Sprintf("subscribed to %d name(s)", len(s.Subscription))
-	if s.Window > 0 {
+	switch {
+	case s.Envoy:
+		subscribed = "as Envoys: wildcard LDS and CDS, then RDS and EDS by name"
+	case len(s.Subscription) == 0:
+		subscribed = "subscribed to the wildcard"
+	case s.Window > 0:
 		subscribed = fmt.Sprintf("each subscribed to a window of %d of %d names (stride %d)", s.Window, len(s.Subscription), s.Stride)
+	}
+	typ := s.TypeURL
+	if s.Envoy {
+		typ = "LDS, CDS, RDS, EDS"
 	}
 	_, err := fmt.Fprintf(w, `target            %s (%s, %s)
 clients           %d over %d connections, %s
+node ids          %s-0 … %s-%d
 streams           %d open, %d opened, %d errors
 synced            %d of %d (initial sync %.3fs)
 responses         %d (%d ACKed, %d NACKed), %d resources, %d bytes
 versions seen     %d
 fan-out latency   %s: %d samples, p50 %.2fms p99 %.2fms max %.2fms
 `,
-		s.Target, s.Variant, s.TypeURL,
+		s.Target, s.Variant, typ,
 		s.Clients, s.Conns, subscribed,
+		s.NodeIDPrefix, s.NodeIDPrefix, s.Clients-1,
 		s.StreamsOpen, s.StreamsOpened, s.StreamErrors,
 		s.Synced, s.Clients, s.InitialSyncS,
 		s.Responses, s.Acks, s.Nacks, s.Received, s.BytesReceived,
 		s.VersionsSeen,
 		orNone(s.LatencySource), s.Samples, s.P50MS, s.P99MS, s.MaxMS)
 	if err != nil {
+		return err
+	}
+	if err := s.writeVersions(w); err != nil {
 		return err
 	}
 	for i, st := range s.Storms {
@@ -199,6 +250,42 @@ fan-out latency   %s: %d samples, p50 %.2fms p99 %.2fms max %.2fms
 	}
 	if s.LastError != "" {
 		if _, err := fmt.Fprintf(w, "last stream error %s\n", s.LastError); err != nil {
+			return err
+		}
+	}
+	return s.writeLacks(w)
+}
+
+// writeLacks writes what clients lack, and why.
+func (s Summary) writeLacks(w io.Writer) error {
+	for i, l := range s.Lacks {
+		head := "lacking now      "
+		if i > 0 {
+			head = "                 "
+		}
+		if _, err := fmt.Fprintf(w, "%s %s\n", head, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxVersionLines bounds the names whose newest version the text summary
+// lists.
+const maxVersionLines = 10
+
+// writeVersions writes the newest version of each name and its holders.
+func (s Summary) writeVersions(w io.Writer) error {
+	for i, v := range s.Versions {
+		if i == maxVersionLines {
+			_, err := fmt.Fprintf(w, "                  … and %d more names\n", len(s.Versions)-i)
+			return err
+		}
+		head := "newest versions  "
+		if i > 0 {
+			head = "                 "
+		}
+		if _, err := fmt.Fprintf(w, "%s %s %s v%d (%.12s): %d of %d clients\n", head, v.Type, v.Name, v.Ordinal, v.Version, v.Clients, s.Clients); err != nil {
 			return err
 		}
 	}

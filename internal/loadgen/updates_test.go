@@ -152,7 +152,7 @@ func TestFleetWindows(t *testing.T) {
 		t.Run(string(variant), func(t *testing.T) {
 			o := startOrigin(t, names)
 			// Windows {0,1,2} {2,3,4} {4,5,6} {6,7,8} {8,9,10} {10,11,0}.
-			cfg := Config{Target: o.addr, Clients: clients, Conns: 2, Variant: variant, Names: names, Window: 3}
+			cfg := Config{Target: o.addr, Clients: clients, Conns: 2, Variant: variant, Names: names, Window: 3, NodeIDPrefix: "loadgen"}
 			f, err := New(cfg)
 			if err != nil {
 				t.Fatalf("New: %v", err)

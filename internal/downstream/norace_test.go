@@ -1,0 +1,5 @@
+//go:build !race
+
+package downstream
+
+const raceEnabled = false
