@@ -88,7 +88,7 @@ bench-100k:
 # pass its own 12). Writes
 # bench/results/latest-fairness.{md,json}.
 bench-fairness:
-	$(GO) run ./bench/run --clients 10000 --workloads= --fairness parked,churn --micro=false \
+	$(GO) run ./bench/run --publish --clients 10000 --workloads= --fairness parked,churn --micro=false \
 		--name latest-fairness --timeout 20m $(BENCHFLAGS)
 
 lint:

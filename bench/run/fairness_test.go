@@ -85,6 +85,13 @@ func TestScenarioFairness(t *testing.T) {
 	// Responses of 40 KiB: the stalled clients' 64 KiB windows and gRPC's
 	// write quota are full after a few updates, and a send waits 0.5 s.
 	shape := fairnessShape{StallEvery: 10, StallS: 3, ChurnRate: 100, ChurnS: 1, SendTimeoutS: 0.5}
+	if raceEnabled {
+		// Under make test the relay, the origin and the load generator are
+		// built with -race too (from the tests' build cache), and each
+		// update takes longer: a longer stall leaves room for the updates
+		// that fill the stalled clients' windows.
+		shape.StallS = 8
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

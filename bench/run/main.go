@@ -136,14 +136,7 @@ func parseFlags(args []string) (*benchFlags, error) {
 		fair      = fairnessFlags(fs)
 		f         benchFlags
 	)
-	fs.StringVar(&f.outDir, "out", "", "where to write the results (default "+localDir+", ignored by git; with --publish "+publishedDir+")")
-	fs.BoolVar(&f.publish, "publish", false, "update the published results in "+publishedDir+" (what make bench and its siblings do)")
-	fs.StringVar(&f.name, "name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
-	fs.BoolVar(&f.micro, "micro", true, "also run the Go micro-benchmarks under ./internal/...")
-	fs.StringVar(&f.benchtime, "benchtime", "200ms", "go test -benchtime for micro-benchmarks")
-	fs.BoolVar(&f.profile, "profile", true, "save a CPU profile of the relay over each relayed update phase")
-	fs.BoolVar(&f.profileSync, "profile-sync", false, "also save CPU profiles of the relay over the initial sync and the reconnect storm (TAG-sync-relay-cpu.prof, TAG-storm-relay-cpu.prof), each as long as the phase takes at most (syncProfileSeconds); slows each relayed scenario by about that")
-	fs.DurationVar(&f.timeout, "timeout", 13*time.Minute, "bound on the whole run")
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -176,6 +169,19 @@ func parseFlags(args []string) (*benchFlags, error) {
 		f.settings.Pin = &p
 	}
 	return &f, nil
+}
+
+// register adds the flags that say where a run writes and how it
+// measures besides the scenarios.
+func (f *benchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.outDir, "out", "", "where to write the results (default "+localDir+", ignored by git; with --publish "+publishedDir+")")
+	fs.BoolVar(&f.publish, "publish", false, "update the published results in "+publishedDir+" (what make bench and its siblings do)")
+	fs.StringVar(&f.name, "name", "latest", "results file names: NAME.json, NAME.md and the chart fanout_p99SUFFIX.png, SUFFIX being what follows \"latest\" in NAME")
+	fs.BoolVar(&f.micro, "micro", true, "also run the Go micro-benchmarks under ./internal/...")
+	fs.StringVar(&f.benchtime, "benchtime", "200ms", "go test -benchtime for micro-benchmarks")
+	fs.BoolVar(&f.profile, "profile", true, "save a CPU profile of the relay over each relayed update phase")
+	fs.BoolVar(&f.profileSync, "profile-sync", false, "also save CPU profiles of the relay over the initial sync and the reconnect storm (TAG-sync-relay-cpu.prof, TAG-storm-relay-cpu.prof), each as long as the phase takes at most (syncProfileSeconds); slows each relayed scenario by about that")
+	fs.DurationVar(&f.timeout, "timeout", 13*time.Minute, "bound on the whole run")
 }
 
 // check checks the workloads, the envoy shape and names when envoy runs,

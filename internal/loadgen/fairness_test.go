@@ -14,7 +14,7 @@ func TestFleetStall(t *testing.T) {
 	const clients = 4 // 0 and 2 stall
 	names := testNames(2)
 	o := startOrigin(t, names)
-	f, err := New(Config{Target: o.addr, Clients: clients, Conns: 1, Names: names, StallEvery: 2})
+	f, err := New(Config{Target: o.addr, Clients: clients, Conns: 1, Names: names, StallEvery: 2, NodeIDPrefix: "loadgen"})
 	if err != nil {
 		t.Fatal(err)
 	}
