@@ -143,8 +143,8 @@ type Authority struct {
 	GlobCollections string `yaml:"glob_collections"`
 	// Types are the type URLs the relay asks this authority's origins for;
 	// a client's name of another type is answered as not existing and
-	// never reaches an origin. Default: every type the relay serves (the
-	// README's "Served variants and types").
+	// never reaches an origin. Default: every type the relay serves
+	// (docs/protocol.md, "Served variants and types").
 	Types []string `yaml:"types"`
 	// Allow lists who may subscribe to this authority's names (any entry
 	// matching allows; an entry is access.Rule: exactly one of uri_san,

@@ -259,17 +259,21 @@ func checkEarlierRules(t *testing.T, b block, text string) {
 }
 
 // markdownFiles are every Markdown file of the repository.
-func markdownFiles(t *testing.T) []string {
+func markdownFiles(t *testing.T) []string { return repoFiles(t, ".md") }
+
+// repoFiles are the repository's files whose names end in suffix, from
+// its root (hidden directories, testdata and node_modules aside).
+func repoFiles(t *testing.T, suffix string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+		if d.IsDir() && p != root && skippedDir(d.Name()) {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
+		if !d.IsDir() && strings.HasSuffix(d.Name(), suffix) {
 			out = append(out, rel(t, p))
 		}
 		return nil
@@ -278,6 +282,12 @@ func markdownFiles(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// skippedDir reports whether a directory of that name holds none of the
+// repository's own files.
+func skippedDir(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules"
 }
 
 // mdLink is an inline Markdown link or image: [text](target "title").

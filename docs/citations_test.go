@@ -61,59 +61,81 @@ func TestSizingFiguresOneSource(t *testing.T) {
 }
 
 // sectionCitation is a section of a named file cited by its heading in
-// prose: `README "Benchmarks"`, `docs/reliability.md, "Warm restart"`,
-// `[config's README](../config/README.md), "Where a YAML section lives"`
-// (the file: group 1, a link's target, or group 2, a name in the text;
-// the heading: group 3).
-var sectionCitation = regexp.MustCompile(`(?:\[[^\]]*\]\(([^)\s#]+\.md)\)|((?:[\w./-]+/)?(?:README|[\w-]+\.md)))\x60?,?\s"([^"]{1,80})"`)
+// prose: `README "Quick start"`, `docs/reliability.md, "Warm restart"`,
+// `README's "Quick start"`, `docs/protocol.md ("Served variants and
+// types")`, `[config's README](../config/README.md), "Where a YAML section
+// lives"` (the file: group 1, a link's target, or group 2, a name in the
+// text; the heading: group 3).
+var sectionCitation = regexp.MustCompile(`(?:\[[^\]]*\]\(([^)\s#]+\.md)\)|((?:[\w./-]+/)?(?:README|[\w-]+\.md)))\x60?(?:,|'s)?\s+\(?"([^"]{1,80})"`)
 
 // TestSectionCitationsExist: a section cited by its heading's text with
 // its file named is a heading of that file (a Markdown link's anchor is
 // checked by TestDocsLinks; a quoted name was not, and went stale when
-// README sections moved).
+// README sections moved). Go comments' citations: TestGoCommentPointers.
 func TestSectionCitationsExist(t *testing.T) {
-	for _, f := range markdownFiles(t) {
-		data, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
-			t.Fatal(err)
+	n := tally{}
+	for _, p := range markdownProse(t) {
+		checkSectionCitations(t, p, n)
+	}
+	n.require(t, "section")
+}
+
+// checkSectionCitations checks the section citations in p: a cited file of
+// this repository has the cited heading.
+func checkSectionCitations(t *testing.T, p prose, n tally) {
+	t.Helper()
+	for _, m := range sectionCitation.FindAllStringSubmatchIndex(p.text, -1) {
+		cited := strings.Join(strings.Fields(p.text[m[6]:m[7]]), " ")
+		var target string
+		if m[2] >= 0 { // a link: relative to the citing file
+			target = filepath.ToSlash(filepath.Join(filepath.Dir(p.file), p.text[m[2]:m[3]]))
+		} else {
+			target = citedFile(p, p.text[m[4]:m[5]])
 		}
-		for _, m := range sectionCitation.FindAllStringSubmatchIndex(string(data), -1) {
-			cited := strings.Join(strings.Fields(string(data[m[6]:m[7]])), " ")
-			var target string
-			if m[2] >= 0 { // a link: relative to the citing file
-				target = filepath.ToSlash(filepath.Join(filepath.Dir(f), string(data[m[2]:m[3]])))
-			} else {
-				target = citedFile(f, string(data[m[4]:m[5]]))
-			}
-			td, err := os.ReadFile(filepath.Join(root, target))
-			if err != nil {
-				continue // not a file of this repository: TestDocsLinks' business when linked
-			}
-			if !hasHeading(td, cited) {
-				line := strings.Count(string(data[:m[0]]), "\n") + 1
-				t.Errorf("%s:%d cites %s %q, which has no such heading", f, line, target, cited)
-			}
+		td, err := os.ReadFile(filepath.Join(root, target))
+		if err != nil {
+			continue // not a file of this repository: TestDocsLinks' business when linked
+		}
+		n["section"]++
+		if !hasHeading(td, cited) {
+			t.Errorf("%s:%d cites %s %q, which has no such heading", p.file, p.line(m[0]), target, cited)
 		}
 	}
 }
 
-// citedFile resolves a cited file name: README is the top-level README,
-// a path is relative to the repository's root, or to the citing file's
-// directory.
-func citedFile(from, name string) string {
+// citedFile resolves a file name cited in p: README is the top-level
+// README (in a Go comment, README and README.md are the package's, if it
+// has one), a path is relative to the repository's root, or to the citing
+// file's directory.
+func citedFile(p prose, name string) string {
+	if strings.HasSuffix(p.file, ".go") && (name == "README" || name == "README.md") {
+		own := filepath.ToSlash(filepath.Join(p.dir, "README.md"))
+		if _, err := os.Stat(filepath.Join(root, own)); err == nil {
+			return own
+		}
+	}
 	if name == "README" {
 		return "README.md"
 	}
 	if _, err := os.Stat(filepath.Join(root, name)); err == nil {
 		return name
 	}
-	return filepath.ToSlash(filepath.Join(filepath.Dir(from), name))
+	return filepath.ToSlash(filepath.Join(filepath.Dir(p.file), name))
 }
 
-// hasHeading: some heading of a Markdown file starts with text.
+// hasHeading: some heading of a Markdown file, or the bold title a
+// paragraph starts with ("**Soak.** ..."), starts with text (backquotes
+// aside).
 func hasHeading(data []byte, text string) bool {
+	text = strings.ReplaceAll(text, "`", "")
 	for _, l := range strings.Split(string(data), "\n") {
-		if m := heading.FindStringSubmatch(l); m != nil && strings.HasPrefix(m[1], text) {
+		title, bold := strings.CutPrefix(l, "**")
+		if m := heading.FindStringSubmatch(l); m != nil {
+			title = m[1]
+		} else if !bold {
+			continue
+		}
+		if strings.HasPrefix(strings.ReplaceAll(title, "`", ""), text) {
 			return true
 		}
 	}

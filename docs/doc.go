@@ -17,5 +17,10 @@
 //     is over 60 lines;
 //   - layout_test.go: every internal/ package's README.md names each of
 //     its files (doc.go aside), and every package that starts goroutines
-//     runs goleak in its tests.
+//     runs goleak in its tests;
+//   - citations_test.go: a section cited by its heading is a heading of
+//     the file named; sizing figures are stated in one place;
+//   - pointers_test.go: what Markdown and Go comments point to exists: a
+//     cited section (in Go comments), a file, a package's identifier, a
+//     type's member, a test, a Go file.
 package docs

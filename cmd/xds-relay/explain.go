@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
@@ -135,7 +133,7 @@ func parseExplainFlags(args []string, stderr io.Writer) (*explainQuery, error) {
 		node.Locality = &corev3.Locality{Region: *region, Zone: *zone, SubZone: *subZone}
 	}
 	if len(metadata) > 0 || len(typed) > 0 {
-		md, err := metadataStruct(metadata, typed)
+		md, err := aggregation.NodeMetadata(metadata, typed)
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("--node-metadata %v", err)}
 		}
@@ -165,52 +163,38 @@ func requireExplainFlags(fs *flag.FlagSet, name string) error {
 // does, and the authority, group key and upstream node it resolves to.
 func explainPlain(stdout io.Writer, cfg *config.Config, q *explainQuery) error {
 	allRules := cfg.AggregationRules()
-	rules, err := aggregation.Compile(allRules)
-	if err != nil {
-		return fmt.Errorf("%s: %w", q.cfgPath, err)
-	}
-
 	name := q.name
 	if name == "*" {
 		name = "" // the wildcard, as the downstream resolves it
 	}
-	req := aggregation.Request{TypeURL: q.typeURL, Name: name, Node: q.node}
+	ex, err := aggregation.Explain(allRules, aggregation.Request{TypeURL: q.typeURL, Name: name, Node: q.node}, cfg.Node.ID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", q.cfgPath, err)
+	}
 	fmt.Fprintf(stdout, "request:       type %s, name %q (%s)\n", q.typeURL, name, nameKind(name))
 	fmt.Fprintf(stdout, "node:          %s\n", describeNode(q.node))
-	res, err := rules.Match(req)
-	var refused *aggregation.RefusedError
-	if errors.As(err, &refused) {
-		fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", refused.Rule, ruleIndex(allRules, refused.Rule))
-		fmt.Fprintf(stdout, "refused:       %s (the client's stream ends with FAILED_PRECONDITION)\n", refused.Reason)
+	switch {
+	case ex.Refused != "":
+		fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", ex.Rule, ex.Index)
+		fmt.Fprintf(stdout, "refused:       %s (the client's stream ends with FAILED_PRECONDITION)\n", ex.Refused)
 		return errReported
-	}
-	if err != nil {
+	case ex.Index < 0:
 		fmt.Fprintf(stdout, "no rule matches: the relay refuses this request (rules tried: %d; none is default, no authority serves plain names)\n", len(allRules))
 		return errReported
 	}
-	if i := cfg.PlainNamesAuthority(); i >= 0 && res.Rule == aggregation.PlainNamesRuleName {
-		fmt.Fprintf(stdout, "rule:          %s (built in: authorities[%d] serves the plain names no rule matches)\n", res.Rule, i)
+	if i := cfg.PlainNamesAuthority(); i >= 0 && ex.Rule == aggregation.PlainNamesRuleName {
+		fmt.Fprintf(stdout, "rule:          %s (built in: authorities[%d] serves the plain names no rule matches)\n", ex.Rule, i)
 	} else {
-		fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", res.Rule, ruleIndex(allRules, res.Rule))
+		fmt.Fprintf(stdout, "rule:          %s (aggregation.rules[%d])\n", ex.Rule, ex.Index)
 	}
-	fmt.Fprintf(stdout, "authority:     %s\n", res.Authority)
-	fmt.Fprintf(stdout, "group key:     %s\n", res.Group)
-	writeUpstreamNode(stdout, cfg, allRules, res)
+	fmt.Fprintf(stdout, "authority:     %s\n", ex.Result.Authority)
+	fmt.Fprintf(stdout, "group key:     %s\n", ex.Result.Group)
+	if ex.NodeFromRule {
+		fmt.Fprintf(stdout, "upstream node: %s (set by the rule)\n", describeNode(ex.UpstreamNode))
+	} else {
+		fmt.Fprintf(stdout, "upstream node: %s (from the group key alone; id the relay's unless the key uses it)\n", describeNode(ex.UpstreamNode))
+	}
 	return nil
-}
-
-// writeUpstreamNode prints the node the origin sees for res: the rule's,
-// or one built from the group key with the relay's id.
-func writeUpstreamNode(stdout io.Writer, cfg *config.Config, allRules []aggregation.Rule, res aggregation.Result) {
-	if i := ruleIndex(allRules, res.Rule); i >= 0 && allRules[i].Result.Node != nil {
-		fmt.Fprintf(stdout, "upstream node: %s (set by the rule)\n", describeNode(res.Node))
-		return
-	}
-	n := proto.Clone(res.Node).(*corev3.Node)
-	if n.GetId() == "" {
-		n.Id = cfg.Node.ID
-	}
-	fmt.Fprintf(stdout, "upstream node: %s (from the group key alone; id the relay's unless the key uses it)\n", describeNode(n))
 }
 
 // explainXDSTP explains an xdstp name: it needs no rule, its authority is
@@ -247,114 +231,6 @@ func nameKind(name string) string {
 		return "wildcard"
 	}
 	return "named"
-}
-
-func ruleIndex(rules []aggregation.Rule, name string) int {
-	for i := range rules {
-		if rules[i].Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// metadataStruct builds node.metadata from path=value pairs (strings) and
-// path=JSON pairs (any type); a path's dot-separated keys make nested
-// structs.
-func metadataStruct(pairs, typed []string) (*structpb.Struct, error) {
-	root := &structpb.Struct{Fields: map[string]*structpb.Value{}}
-	paths, values, objects, err := metadataValues(pairs, typed)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range objects {
-		if err := mergeMetadataObject(root, o); err != nil {
-			return nil, err
-		}
-	}
-	for n, p := range paths {
-		if err := setMetadataPath(root, p, values[n]); err != nil {
-			return nil, err
-		}
-	}
-	return root, nil
-}
-
-// metadataValues splits the flags into path=value pairs, each path with
-// its value (strings first, then the typed ones), and JSON objects.
-func metadataValues(pairs, typed []string) (paths []string, values []*structpb.Value, objects []string, err error) {
-	values = make([]*structpb.Value, 0, len(pairs)+len(typed))
-	paths = append([]string{}, pairs...)
-	for _, p := range pairs {
-		_, value, _ := strings.Cut(p, "=")
-		values = append(values, structpb.NewStringValue(value))
-	}
-	for _, p := range typed {
-		if strings.HasPrefix(strings.TrimSpace(p), "{") {
-			objects = append(objects, p)
-			continue
-		}
-		_, value, _ := strings.Cut(p, "=")
-		var v any
-		if err := json.Unmarshal([]byte(value), &v); err != nil {
-			return nil, nil, nil, fmt.Errorf("%q: not JSON: %v", p, err)
-		}
-		sv, err := structpb.NewValue(v)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%q: %v", p, err)
-		}
-		values = append(values, sv)
-		paths = append(paths, p)
-	}
-	return paths, values, objects, nil
-}
-
-// mergeMetadataObject adds the top-level keys of the JSON object o to
-// root; a key set twice is an error.
-func mergeMetadataObject(root *structpb.Struct, o string) error {
-	var obj map[string]any
-	_ = json.Unmarshal([]byte(o), &obj) // checked by Set
-	st, err := structpb.NewStruct(obj)
-	if err != nil {
-		return fmt.Errorf("%q: %v", o, err)
-	}
-	for k, v := range st.GetFields() {
-		if _, dup := root.Fields[k]; dup {
-			return fmt.Errorf("%q: %s is set twice", o, k)
-		}
-		root.Fields[k] = v
-	}
-	return nil
-}
-
-// setMetadataPath sets v at the dot-separated path of p (path=value) in
-// root, making the structs on the way.
-func setMetadataPath(root *structpb.Struct, p string, v *structpb.Value) error {
-	path, _, _ := strings.Cut(p, "=")
-	keys := strings.Split(path, ".")
-	s := root
-	for i, k := range keys {
-		if k == "" {
-			return fmt.Errorf("%q: empty key in path", p)
-		}
-		if i == len(keys)-1 {
-			if _, dup := s.Fields[k]; dup {
-				return fmt.Errorf("%q: %s is set twice", p, path)
-			}
-			s.Fields[k] = v
-			return nil
-		}
-		next := s.Fields[k]
-		if next == nil {
-			next = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{}})
-			s.Fields[k] = next
-		}
-		if next.GetStructValue() == nil {
-			return fmt.Errorf("%q: %s is a value, not a struct", p, strings.Join(keys[:i+1], "."))
-		}
-		s = next.GetStructValue()
-	}
-	return nil
 }
 
 // describeNode prints the node fields aggregation rules can see.

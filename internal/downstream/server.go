@@ -142,7 +142,7 @@ type Server struct {
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
-	// names shares requested name strings across sessions (names.go);
+	// names shares requested name strings across sessions (nametable.go);
 	// safe for concurrent use.
 	names *lru.Cache[string, string]
 	// access is the policy in use (access.go); replaced by SetAccess,

@@ -11,6 +11,8 @@
 //   - formula: a legacy match predicate with the request type decided:
 //     true, false, an atom, and/or/not of formulas, or an error (a request
 //     that reaches it is refused).
+//   - decision: one atom decided on a path through the legacy rules, true
+//     or false (a path's decisions are what it found).
 //   - leaf: one converted rule; the conversion walks the legacy rules in
 //     their order, branching on each atom (true first), and every path is
 //     a leaf. First match wins, so a leaf needs only the atoms its path
