@@ -218,7 +218,7 @@ type Delivery struct {
 	DeletionGuard DeletionGuard `yaml:"deletion_guard"`
 	// The second half of issue #28 adds its keys here: nack_breaker
 	// (clients), waves (share or node_clusters, min_wait, ack_share,
-	// max_wait). ../shared/DESIGN.md "Delivery" fixes their names.
+	// max_wait); ../shared/DESIGN.md fixes their names (its Delivery item).
 }
 
 // DeletionGuard is delivery.deletion_guard: an origin change (or the first
