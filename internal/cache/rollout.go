@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"time"
 
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+
 	"github.com/xds-relay/xds-relay/internal/propagation"
 )
 
@@ -68,6 +70,24 @@ func ViewerOf(nodeID, cluster string) Viewer {
 	return Viewer{NodeID: nodeID, Cluster: cluster, Hash: h.Sum64()}
 }
 
+// Nack is a client's NACK of a response that carried new revisions, as a
+// session reports it to the NACK breaker (package delivery).
+type Nack struct {
+	// Node is the client's node id ("" when it sent none); TypeURL the
+	// response's type.
+	Node    string
+	TypeURL string
+	// Detail is the client's error_detail.
+	Detail *statuspb.Status
+	// Revisions: what the NACKed response carried that was new to the
+	// client (each a resource's version).
+	Revisions []*Resource
+	// Relay: the client is a relay below whose own NACK breaker tripped
+	// on Revisions (its NACK carries xdstype.BreakerDetail): enough to
+	// trip this relay's breaker too.
+	Relay bool
+}
+
 // Waves says which clients a revision rolling out in waves reaches now.
 // Immutable; safe for concurrent use.
 type Waves interface {
@@ -110,23 +130,23 @@ type Rollout struct {
 }
 
 // Serve returns the revision of a key a client v is sent, the key's newest
-// revision being newest (holdsNewest: the client holds it already), and
-// why it is not newest. Not held from v: newest. Held: the last accepted
-// revision; without one, newest for a wave (a client is never kept
-// waiting on one: it has nothing older) and, for the breaker, newest to a
-// client that holds it already (it keeps it), nil to others (nothing is
-// sent). reason is HoldNone when newest is served.
-func (ro Rollout) Serve(newest *Resource, v Viewer, holdsNewest bool) (r *Resource, reason HoldReason) {
+// revision being newest and the client holding held (nil: nothing, or
+// only a version it declared), and why it is not newest. Not held from
+// v: newest. Held: the last accepted revision; without one, newest for a
+// wave (a client is never kept waiting on one: there is nothing older)
+// and, for the breaker, what the client holds (nil: nothing is sent).
+// reason is HoldNone when newest is served.
+func (ro Rollout) Serve(newest *Resource, v Viewer, held *Resource) (r *Resource, reason HoldReason) {
 	h := ro.Hold
 	switch {
 	case newest == nil || h.Admits(v):
 		return newest, HoldNone
 	case ro.Accepted != nil:
 		return ro.Accepted, h.Reason
-	case h.Reason == HoldWave || holdsNewest:
+	case h.Reason == HoldWave || (held != nil && held.Version == newest.Version):
 		return newest, HoldNone
 	}
-	return nil, h.Reason
+	return held, h.Reason
 }
 
 // Gate is safe delivery's say on an origin change's new revisions
