@@ -15,11 +15,15 @@ const (
 	// ReasonEmpty: the change empties a collection or wildcard clients
 	// subscribe to.
 	ReasonEmpty = "deletion_empty"
+	// ReasonBreaker: clients NACKed the version (breaker.go).
+	ReasonBreaker = "breaker"
+	// ReasonWave: the version rolls out wave by wave and has not reached
+	// every client (waves.go).
+	ReasonWave = "wave"
 )
 
 // Reasons lists every reason a hold has (their series exist from start).
-// The NACK breaker and waves add theirs.
-func Reasons() []string { return []string{ReasonEmpty, ReasonShare} }
+func Reasons() []string { return []string{ReasonBreaker, ReasonEmpty, ReasonShare, ReasonWave} }
 
 // DeferRemovals is cache.RemovalGuard: the deletion guard of r's
 // authority decides (guard).

@@ -172,7 +172,7 @@ func TestReasonOfEveryReason(t *testing.T) {
 			state: cache.StatePresent, res: rev, ro: cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldBreaker}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByBreaker},
 		{"held by a wave not open", nameView{h: held{res: accepted, version: "v1", seq: 1}, holds: true, state: cache.StatePresent, res: rev,
-			ro: cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldWave, Waves: closedWaves{}}, Accepted: accepted},
+			ro:     cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldWave, Waves: closedWaves{}}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByWave},
 		{"a removal held by the deletion guard", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
 			ro: cache.Rollout{Deferred: true}, status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByDeletionGuard},

@@ -136,27 +136,26 @@ func (s *Server) Viewers() []cache.Viewer {
 	return out
 }
 
-// Holding is what one client stream holds of one of the keys Holdings was
-// asked about.
-type Holding struct {
-	Viewer cache.Viewer
-	// Key is the index of the key; Version the version held ("": it was
-	// told the resource does not exist); Acked: the client ACKed the
-	// response that carried it.
-	Key     int
-	Version string
-	Acked   bool
+// holding is what one client stream holds of one key (Holdings).
+type holding struct {
+	key     int
+	version string
+	acked   bool
 }
 
-// Holdings calls f with what each open stream holds of each of keys (a
-// stream subscribing to a key by several names counts once per key).
-// What a stream holds is copied under its mutex, and f called without it.
-// Its cost is a walk of the streams, and per stream one lookup per key.
-func (s *Server) Holdings(keys []cache.Key, f func(Holding)) {
-	var out []Holding
+// Holdings calls f with what each open stream holds of each of keys: the
+// stream's client, the key's index, the version it holds ("": it was
+// told the resource does not exist) and whether it ACKed the response
+// that carried it (a stream subscribing to a key by several names counts
+// once). What a stream holds is copied under its mutex, and f called
+// without it. Its cost is a walk of the streams, and per stream one
+// lookup per key.
+func (s *Server) Holdings(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool)) {
+	var out []holding
 	for _, ss := range s.snapshotSessions() {
 		out = out[:0]
 		ss.mu.Lock()
+		v := ss.viewer
 		for i, k := range keys {
 			ts := ss.types[k.TypeURL]
 			if ts == nil {
@@ -164,12 +163,12 @@ func (s *Server) Holdings(keys []cache.Key, f func(Holding)) {
 			}
 			if name, ok := ts.heldNameLocked(k); ok {
 				h := ts.sent[name]
-				out = append(out, Holding{Viewer: ss.viewer, Key: i, Version: h.version, Acked: ts.ackedLocked(name, h)})
+				out = append(out, holding{key: i, version: h.version, acked: ts.ackedLocked(name, h)})
 			}
 		}
 		ss.mu.Unlock()
 		for _, h := range out {
-			f(h)
+			f(v, h.key, h.version, h.acked)
 		}
 	}
 }
