@@ -15,6 +15,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/propagation"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
 // badRev is the ClusterLoadAssignment revision the breaker tests' clients
@@ -296,4 +297,52 @@ func grpcClientsTrip(t *testing.T, edit func(*config.Config), upstream string) {
 	}
 	t.Logf("%s: grpc-go xDS clients rejecting a ClusterLoadAssignment (was %s): held after 3 NACKs; the origin heard grpc-go's error %.1f ms after publishing",
 		upstream, before, float64(heard.Microseconds())/1000)
+}
+
+// Tiers: clients below an edge relay reject a version. The edge's breaker
+// trips and NACKs its origin, the central relay, with the breaker's
+// detail; the central relay takes that one NACK from a relay as enough to
+// trip its own, and NACKs the go-control-plane origin, which hears the
+// clients' error from two hops down. Over a delta and a SotW hop.
+func TestDeliveryBreakerTiers(t *testing.T) {
+	for _, hop := range []string{xdstype.TransportDelta, xdstype.TransportSotW} {
+		t.Run(hop+"-hop", func(t *testing.T) {
+			name := xdstpName(tierAuthority, "envoy.config.endpoint.v3.ClusterLoadAssignment", "tiered")
+			o := newGCPOrigin(t)
+			o.set(resource.EndpointType, name, cla(name, 1))
+			quiet := func(c *config.Config) { c.Log.Level = config.LogWarn }
+			central := centralRelay(t, o, quiet)
+			edge := startRelay(t, func(c *config.Config) {
+				c.Log.Level = config.LogWarn
+				c.Authorities = []config.Authority{{Name: tierAuthority, Origins: []string{central.XDSAddr()}, Transport: hop, GlobCollections: config.GlobNative}}
+			})
+			f := newFleet(t, edge.XDSAddr(), "mixed", 4, 1)
+			since := time.Now()
+			f.subscribe(resource.EndpointType, name)
+			f.waitRevisions(revisions([]string{name}, 1))
+			f.settle()
+			edsChangeAfter(t, edge, since, propagation.Counts{Sent: 4, Acked: 4})
+			edsChangeAfter(t, central, since, propagation.Counts{Sent: 1, Acked: 1})
+
+			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
+			published := time.Now()
+			o.set(resource.EndpointType, name, cla(name, badRev))
+			got, _ := f.answerAll(name, rejectRev(badRev))
+			nack := o.waitNACKAfter(fromDelta, fromSotW)
+			heard := o.firstNackAfter(published).Sub(published)
+			for _, want := range []string{"NACK breaker", "overprovisioning factor 666 not supported"} {
+				if !strings.Contains(nack, want) {
+					t.Errorf("the origin's NACK %q does not say %s", nack, want)
+				}
+			}
+			tier := []string{"authority", tierAuthority, "type", "envoy.config.endpoint.v3.ClusterLoadAssignment"}
+			for relay, r := range map[string]*relayproc.Relay{"edge": edge, "central": central} {
+				waitRelayMetric(t, r, relay+" relay's breaker trips", func(v float64) bool { return v == 1 }, "xds_relay_delivery_breaker_trips_total", tier...)
+			}
+			f.waitRevisions(revisions([]string{name}, 1))
+			f.wantNothingResent(f.settle(), "once both relays hold the version")
+			t.Logf("%s hop: %d of 4 clients below the edge were sent the rejected version; both relays tripped; the origin heard it %.1f ms after publishing",
+				hop, countSent(got, badRev), float64(heard.Microseconds())/1000)
+		})
+	}
 }
