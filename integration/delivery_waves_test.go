@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"golang.org/x/net/html"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/delivery"
@@ -188,4 +190,54 @@ func TestDeliveryWavesShareAndStall(t *testing.T) {
 				up.name, float64(everyone.Microseconds())/1000, minWait)
 		})
 	}
+}
+
+// The status page's Delivery section, rendered by the relay (no script)
+// and in headless Chromium once its script redrew it: a version the
+// breaker holds (who NACKed it and why, how many clients hold which
+// version, its release button) and the rollout it stopped (its waves, each
+// wave's clients).
+func TestDeliveryBreakerAndWavesOnStatusPage(t *testing.T) {
+	name := dsEndpoints("paged")
+	o := newGCPOrigin(t)
+	o.set(resource.EndpointType, name, cla(name, 1))
+	r := startQuietRelay(t, withWaves(nil, 1, config.Wave{NodeClusters: []string{"canary-*"}}), o.addr)
+	canary := clusterFleet(t, r.XDSAddr(), "canary", "canary-eu", 1)
+	prod := clusterFleet(t, r.XDSAddr(), "prod", "prod-eu", 2)
+	all := join(canary, prod)
+	since := time.Now()
+	all.subscribe(resource.EndpointType, name)
+	all.waitRevisions(revisions([]string{name}, 1))
+	all.settle()
+	edsChangeAfter(t, r, since, propagation.Counts{Sent: 3, Acked: 3})
+	o.set(resource.EndpointType, name, cla(name, badRev))
+	canary.answerAll(name, rejectRev(badRev))
+	waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "breaker", 1)
+	waitRollout(t, r, func(ro delivery.RolloutView) bool { return ro.Stalled })
+	prod.settle()
+
+	check := func(how string, doc *html.Node) {
+		t.Helper()
+		held := rows(byID(t, doc, "held-versions-rows"))
+		if len(held) != 1 || held[0][2] != name || !strings.Contains(held[0][4], "1 client(s); canary-0: overprovisioning factor 666") ||
+			!strings.Contains(held[0][6], "last_accepted") || !strings.Contains(held[0][6], ": 3 (3 ACKed)") || held[0][7] != "Release" {
+			t.Errorf("%s: held version rows %q, want %s, NACKed by canary-0 and why, 3 clients on the last accepted version, Release", how, held, name)
+		}
+		ros := rows(byID(t, doc, "rollouts-rows"))
+		if len(ros) != 1 || !strings.Contains(ros[0][4], "1 of 1 open, stopped") || !strings.Contains(ros[0][5], "wave 1: 1 clients") ||
+			!strings.Contains(ros[0][5], "everyone else: 2 clients, 0 sent") {
+			t.Errorf("%s: rollout rows %q, want the stopped rollout, wave 1's one client, 2 others not sent it", how, ros)
+		}
+	}
+	resp, err := http.Get("http://" + r.AdminAddr() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("rendered by the relay", doc)
+	check("redrawn in Chromium", dumpDOM(t, findChromium(t), "http://"+r.AdminAddr()+"/"))
 }
