@@ -63,11 +63,18 @@ type Viewer struct {
 }
 
 // ViewerOf returns the Viewer of a node: Hash is FNV-1a (64 bits) of its
-// id, the same on every relay and across reconnects.
+// id, mixed so that similar ids spread over the whole range (murmur3's
+// finalizer), the same on every relay and across reconnects.
 func ViewerOf(nodeID, cluster string) Viewer {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(nodeID))
-	return Viewer{NodeID: nodeID, Cluster: cluster, Hash: h.Sum64()}
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return Viewer{NodeID: nodeID, Cluster: cluster, Hash: x}
 }
 
 // Nack is a client's NACK of a response that carried new revisions, as a

@@ -130,7 +130,7 @@ func (d *Delivery) endLocked(k cache.Key) *version {
 		return nil
 	}
 	d.forgetLocked(v)
-	if v.trip == nil {
+	if v.trip == nil || v.released {
 		return nil
 	}
 	return v

@@ -105,13 +105,19 @@ func (c *testCache) Get(k cache.Key) (*cache.Resource, cache.State) {
 	return r, st
 }
 
-// Lookup is what the writer reads a key with; afterGet runs after it too.
+// Lookup and LookupRollout (what the writer reads a key with): afterGet
+// runs after them too.
 func (c *testCache) Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status) {
-	r, st, err := c.Cache.Lookup(k)
+	r, st, err, _ := c.LookupRollout(k)
+	return r, st, err
+}
+
+func (c *testCache) LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout) {
+	r, st, err, ro := c.Cache.LookupRollout(k)
 	if h := c.getHooks(); h.afterGet != nil {
 		h.afterGet(k)
 	}
-	return r, st, err
+	return r, st, err, ro
 }
 
 // setError records the origin's error for k.
