@@ -117,6 +117,7 @@ func parseFlags() (*benchFlags, error) {
 		updates   = flag.Int("updates", 10, "updates pushed per scenario")
 		pin       = flag.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
 		ledger    = flag.Bool("propagation", true, "run the relay with its propagation ledger (propagation.enabled); false to measure what the ledger costs")
+		safe      = flag.Bool("delivery", true, "run the relay with safe delivery at its defaults (validation, the NACK breaker, the deletion guard); false turns them off, to measure what they cost")
 		f         benchFlags
 	)
 	flag.StringVar(&f.outDir, "out", "bench/results", "where to write the results")
@@ -134,7 +135,7 @@ func parseFlags() (*benchFlags, error) {
 	f.settings = Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates,
 		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes),
-		LedgerOff: !*ledger}
+		LedgerOff: !*ledger, DeliveryOff: !*safe}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -196,6 +197,7 @@ func (f *benchFlags) env(work string) *env {
 		goBin:        goBinary(),
 		maxRun:       f.timeout,
 		ledgerOff:    f.settings.LedgerOff,
+		deliveryOff:  f.settings.DeliveryOff,
 	}
 	if f.profile || f.profileSync {
 		e.profileDir = filepath.Join(f.outDir, "profiles")
