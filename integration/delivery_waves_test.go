@@ -182,12 +182,12 @@ func TestDeliveryWavesShareAndStall(t *testing.T) {
 			if p.Open != 1 || time.Since(stalled) < time.Second {
 				t.Errorf("stalled rollout %+v %v after the change, want wave 1 open, after max_wait 1s", p, time.Since(stalled))
 			}
-			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "wave", 1)
+			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "wave_stalled", 1)
 			if code, body := releasePOST(t, r, url.Values{"authority": {dsAuthority}}, "http://"+r.AdminAddr()); code != http.StatusSeeOther {
 				t.Fatalf("release: %d %s", code, body)
 			}
 			f.waitRevisions(revisions([]string{name}, 3))
-			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "wave", 0)
+			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "wave_stalled", 0)
 			t.Logf("%s: a good change reached all 10 clients %.1f ms after it was published (two waves of min_wait %v)",
 				up.name, float64(everyone.Microseconds())/1000, minWait)
 		})

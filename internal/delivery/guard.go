@@ -20,10 +20,16 @@ const (
 	// ReasonWave: the version rolls out wave by wave and has not reached
 	// every client (waves.go).
 	ReasonWave = "wave"
+	// ReasonWaveStalled: its rollout stopped, a wave's clients not having
+	// ACKed within max_wait (or the breaker tripped on another of its
+	// versions): only a release moves it on.
+	ReasonWaveStalled = "wave_stalled"
 )
 
 // Reasons lists every reason a hold has (their series exist from start).
-func Reasons() []string { return []string{ReasonBreaker, ReasonEmpty, ReasonShare, ReasonWave} }
+func Reasons() []string {
+	return []string{ReasonBreaker, ReasonEmpty, ReasonShare, ReasonWave, ReasonWaveStalled}
+}
 
 // DeferRemovals is cache.RemovalGuard: the deletion guard of r's
 // authority decides (guard).

@@ -30,7 +30,7 @@ func newMetrics(reg prometheus.Registerer, d *Delivery, authorities []string) *m
 			Help: "Versions held by the NACK breaker (delivery.nack_breaker), by authority and type.",
 		}, []string{"authority", "type"}),
 		held: &heldCollector{d: d, desc: prometheus.NewDesc("xds_relay_delivery_held",
-			"Versions or removals held back from clients now, by authority, type and reason (deletion_share, deletion_empty: removals held by delivery.deletion_guard; breaker: versions held by delivery.nack_breaker; wave: versions rolling out wave by wave, delivery.waves).",
+			"Versions or removals held back from clients now, by authority, type and reason (deletion_share, deletion_empty: removals held by delivery.deletion_guard; breaker: versions held by delivery.nack_breaker; wave: versions rolling out wave by wave, delivery.waves; wave_stalled: those whose rollout stopped).",
 			[]string{"authority", "type", "reason"}, nil)},
 	}
 	m.setAuthorities(nil, authorities)
@@ -111,9 +111,13 @@ func (d *Delivery) heldVersions() map[heldSeries]int {
 		if ro.waves == nil || ro.open > len(ro.waves.waves) {
 			continue
 		}
+		reason := ReasonWave
+		if ro.stalled {
+			reason = ReasonWaveStalled
+		}
 		for v := range ro.live {
 			if v.trip == nil || v.released {
-				out[heldSeries{ro.link.Authority, xdstype.Label(ro.typeURL), ReasonWave}]++
+				out[heldSeries{ro.link.Authority, xdstype.Label(ro.typeURL), reason}]++
 			}
 		}
 	}

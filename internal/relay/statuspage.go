@@ -247,6 +247,8 @@ func formatHoldReason(reason string) string {
 		return "clients NACKed it (" + reason + ")"
 	case delivery.ReasonWave:
 		return "rolling out wave by wave (" + reason + ")"
+	case delivery.ReasonWaveStalled:
+		return "its rollout stopped: a wave did not ACK within max_wait (" + reason + ")"
 	}
 	return reason
 }

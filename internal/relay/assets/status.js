@@ -60,6 +60,7 @@
     if (r === "deletion_empty") return "a collection or wildcard emptied (" + r + ")";
     if (r === "breaker") return "clients NACKed it (" + r + ")";
     if (r === "wave") return "rolling out wave by wave (" + r + ")";
+    if (r === "wave_stalled") return "its rollout stopped: a wave did not ACK within max_wait (" + r + ")";
     return r;
   }
   function since(t, ageS) { return fmtClock(t) + " UTC (" + fmtUptime(ageS) + " ago)"; }
