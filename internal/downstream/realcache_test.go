@@ -46,8 +46,8 @@ type testCache struct {
 	*cache.Cache
 	ledger   *propagation.Ledger // nil: off
 	delivery *delivery.Delivery  // nil: off (the Server's Breaker when set)
-	mu     sync.Mutex
-	hooks  cacheHooks // guarded by mu
+	mu       sync.Mutex
+	hooks    cacheHooks // guarded by mu
 }
 
 // cacheHooks run in the server's goroutines, without locks held.
@@ -74,7 +74,9 @@ func newTestCacheLedger(t testing.TB, ledger bool) *testCache {
 type features struct{ ledger, delivery bool }
 
 // String names f as a benchmark's sub-benchmark does.
-func (f features) String() string { return "ledger=" + onOff(f.ledger) + "/delivery=" + onOff(f.delivery) }
+func (f features) String() string {
+	return "ledger=" + onOff(f.ledger) + "/delivery=" + onOff(f.delivery)
+}
 
 // newTestCacheWith is a cache with features f.
 func newTestCacheWith(t testing.TB, f features) *testCache {
