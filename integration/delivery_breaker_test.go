@@ -3,7 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +138,12 @@ func TestDeliveryBreakerHoldsRejectedVersion(t *testing.T) {
 	for _, up := range deliveryUpstreams {
 		t.Run(up.name, func(t *testing.T) {
 			name := dsEndpoints("breaker")
-			o, r, f := breakerFixture(t, up.edit, name, clients)
+			o, r, f := breakerFixture(t, func(c *config.Config) {
+				if up.edit != nil {
+					up.edit(c)
+				}
+				c.RESTListen = "127.0.0.1:0"
+			}, name, clients)
 
 			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
 			published := time.Now()
@@ -165,6 +173,9 @@ func TestDeliveryBreakerHoldsRejectedVersion(t *testing.T) {
 				if !slices.Equal(revs, []int64{1}) {
 					t.Errorf("%s, connecting after the trip, was sent revisions %v, want only the last accepted [1]", late.clients[i].name, revs)
 				}
+			}
+			if code, body := restEndpoints(t, r, name); code != http.StatusOK || strings.Contains(body, "666") || !strings.Contains(body, "overprovisioningFactor") {
+				t.Errorf("a REST poll after the trip: %d %s, want the last accepted version, not the held one", code, body)
 			}
 
 			// The same content again (go-control-plane sends it under a new
@@ -345,4 +356,18 @@ func TestDeliveryBreakerTiers(t *testing.T) {
 				hop, countSent(got, badRev), float64(heard.Microseconds())/1000)
 		})
 	}
+}
+
+// restEndpoints polls r's REST-JSON endpoint for ClusterLoadAssignment
+// name.
+func restEndpoints(t *testing.T, r *relayproc.Relay, name string) (int, string) {
+	t.Helper()
+	body := `{"node": {"id": "rest-node", "cluster": "rest"}, "resource_names": [` + strconv.Quote(name) + `]}`
+	resp, err := http.Post("http://"+r.RESTAddr()+"/v3/discovery:endpoints", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
