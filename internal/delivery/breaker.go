@@ -200,8 +200,7 @@ func (d *Delivery) releaseTrips(authority, typeURL string) []*version {
 		if (authority == "" || v.key.Link.Authority == authority) && (typeURL == "" || v.key.TypeURL == typeURL) {
 			vs = append(vs, v)
 			delete(d.trips, v)
-			v.released = true
-			v.rollout.open = v.rollout.waves.count() + 1 // every wave: the version goes to everyone
+			v.released = true // its rollout's waves: Release's releaseWaves
 		}
 	}
 	d.mu.Unlock()

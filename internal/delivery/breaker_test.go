@@ -1,17 +1,21 @@
 package delivery
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -145,4 +149,50 @@ func TestBreakerOff(t *testing.T) {
 	if _, _, _, ro := f.c.LookupRollout(k); ro.Hold != nil || ro.Accepted != nil || f.trips() != 0 || len(origins.take()) != 0 {
 		t.Errorf("breaker off: %+v, trips %v", ro, f.trips())
 	}
+}
+
+// A release of a trip inside a rollout going wave by wave sends the held
+// version, and the rollout's others, to every client; the rollout then
+// ends like any other (here after max_wait, without a ledger).
+func TestBreakerReleaseInWaves(t *testing.T) {
+	f, _, _ := edsFixture(t, func(c *config.Config) {
+		c.Delivery.NackBreaker.Clients = 1
+		c.Delivery.Waves = []config.Wave{{NodeClusters: []string{"canary-*"}}}
+		c.Delivery.MaxWait = time.Millisecond
+	})
+	ka, kb := cache.Key{Link: link, TypeURL: resource.EndpointType, Name: "a"}, cache.Key{Link: link, TypeURL: resource.EndpointType, Name: "b"}
+	f.c.Watch(f.w, nil, ka, kb)
+	f.apply(t, resource.EndpointType, false, map[string]proto.Message{"a": cla("a", 1), "b": cla("b", 1)})
+	ra, _ := f.c.Get(ka)
+	rb, _ := f.c.Get(kb)
+	f.d.Nacked(nack("canary-0", ra))
+	if _, h := f.c.Rolling(cache.Revision{Key: ka, Res: ra}); h == nil || h.Reason != cache.HoldBreaker {
+		t.Fatalf("a: hold %+v, want the breaker's", h)
+	}
+	if _, h := f.c.Rolling(cache.Revision{Key: kb, Res: rb}); h == nil || h.Reason != cache.HoldWave {
+		t.Fatalf("b: hold %+v, want its wave's", h)
+	}
+	reasons := map[string]string{}
+	for _, r := range f.d.Release(auth, "", "test") {
+		reasons[strings.Join(r.Names, ",")] += r.Reason
+	}
+	// (The fixture's own first version rolls out too: nothing steps its
+	// waves here.)
+	if want := map[string]string{"a": ReasonBreaker, "a,b": ReasonWave, "cla": ReasonWave}; !cmp.Equal(reasons, want) {
+		t.Fatalf("released %v, want %v", reasons, want)
+	}
+	for _, rv := range []cache.Revision{{Key: ka, Res: ra}, {Key: kb, Res: rb}} {
+		if _, h := f.c.Rolling(rv); h != nil {
+			t.Errorf("%s: hold %+v after the release, want none", rv.Key.Name, h)
+		}
+	}
+	xdstest.Poll(t, "the rollout ended", func() error {
+		f.d.settleDue()
+		for _, rv := range []cache.Revision{{Key: ka, Res: ra}, {Key: kb, Res: rb}} {
+			if rolling, _ := f.c.Rolling(rv); rolling {
+				return fmt.Errorf("%s still rolls out", rv.Key.Name)
+			}
+		}
+		return nil
+	})
 }

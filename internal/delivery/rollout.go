@@ -226,7 +226,7 @@ func (d *Delivery) settle(ro *rollout) {
 	d.mu.Lock()
 	var revs []cache.Revision
 	for v := range ro.live {
-		if v.trip == nil {
+		if v.trip == nil || v.released {
 			revs = append(revs, v.rev())
 			d.forgetLocked(v)
 		}

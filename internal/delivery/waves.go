@@ -117,14 +117,6 @@ func (p *wavePlan) waveOf(v cache.Viewer) int {
 	return len(p.waves)
 }
 
-// count is how many waves p has (0 for none).
-func (p *wavePlan) count() int {
-	if p == nil {
-		return 0
-	}
-	return len(p.waves)
-}
-
 // opened is p with its first n waves open.
 func (p *wavePlan) opened(n int) *openWaves { return &openWaves{plan: p, open: n} }
 
