@@ -288,11 +288,12 @@ func (c *Cache) Settle(revs []Revision) int {
 
 // changeRollouts applies f to the entry of each of revs still current
 // (currentLocked) and announces, as one change, those f reports a change
-// for clients of. It returns how many were current.
+// for clients of. It returns how many were current. What a snapshot holds
+// does not change (Generation stays): only the revision kept beside the
+// newest, or who is served it.
 func (c *Cache) changeRollouts(revs []Revision, f func(e *entry) bool) int {
 	a := newApplyRun()
 	c.mu.Lock()
-	now := c.now()
 	n := 0
 	for _, rv := range revs {
 		e := c.currentLocked(rv)
@@ -305,7 +306,9 @@ func (c *Cache) changeRollouts(revs []Revision, f func(e *entry) bool) int {
 			c.noteAliasesLocked(&a, e)
 		}
 	}
-	c.finishUnlock(&a, now)
+	nb := c.notesLocked(&a, c.now())
+	c.mu.Unlock()
+	nb.send()
 	return n
 }
 

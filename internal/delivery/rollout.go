@@ -33,7 +33,7 @@ type versionID struct {
 type version struct {
 	id      versionID
 	key     cache.Key
-	res     *cache.Resource
+	res     *cache.Resource // a stub: name and versions (stub)
 	rollout *rollout
 	// nackers: the distinct clients that NACKed a response carrying it,
 	// first NACK first (at most nack_breaker.clients kept).
@@ -104,7 +104,7 @@ func (d *Delivery) Began(s cache.RolloutStart) {
 		if v := d.endLocked(rv.Key); v != nil {
 			ended = append(ended, v)
 		}
-		v := &version{id: idOf(s.TypeURL, rv), key: rv.Key, res: rv.Res, rollout: ro}
+		v := &version{id: idOf(s.TypeURL, rv), key: rv.Key, res: stub(rv.Res), rollout: ro}
 		d.versions[v.id] = v
 		d.byKey[rv.Key] = v
 		ro.live[v] = struct{}{}
@@ -115,6 +115,14 @@ func (d *Delivery) Began(s cache.RolloutStart) {
 	d.mu.Unlock()
 	d.logEnded(ended, "the origin sent another version")
 	d.poke()
+}
+
+// stub is what a version's record keeps of revision r: its name and
+// versions, not its body or fields, so that a record never keeps alive a
+// revision the cache dropped (its bytes are bounded by cache.max_bytes,
+// not by rollouts).
+func stub(r *cache.Resource) *cache.Resource {
+	return &cache.Resource{Name: r.Name, Version: r.Version, OriginVersion: r.OriginVersion}
 }
 
 // idOf is rv's versionID.
