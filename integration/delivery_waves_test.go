@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -70,6 +71,9 @@ func TestDeliveryWavesCanaryFirst(t *testing.T) {
 			published := time.Now()
 			o.set(resource.EndpointType, name, cla(name, 2))
 			prod.wantNothingResent(prod.settle(), "while the canaries have not ACKed")
+			if p := waitReason(t, r, "prod-0", name, propagation.HeldByWave); p.Acked == p.Newest {
+				t.Errorf("prod-0 on the client page: %+v, want held by a wave, running the last accepted version", p)
+			}
 			p := waitRollout(t, r, func(ro delivery.RolloutView) bool { return ro.Open == 1 && ro.Progress[0].Sent == 2 })
 			if p.Progress[0].Clients != 2 || p.Progress[0].Acked != 0 || p.Progress[1].Clients != 8 || p.Progress[1].Sent != 0 {
 				t.Errorf("wave progress %+v, want the canaries' wave of 2 sent it, not ACKed; 8 others not sent it", p.Progress)
@@ -153,7 +157,7 @@ func TestDeliveryWavesShareAndStall(t *testing.T) {
 			o.set(resource.EndpointType, name, cla(name, 1))
 			r := startQuietRelay(t, func(c *config.Config) {
 				withWaves(up.edit, 3, config.Wave{Share: 0.01, MinWait: minWait}, config.Wave{Share: 0.5, MinWait: minWait})(c)
-				c.Delivery.MaxWait = time.Second
+				c.Delivery.MaxWait = 2 * time.Second
 			}, o.addr)
 			f := clusterFleet(t, r.XDSAddr(), "node", "prod", 10)
 			since := time.Now()
@@ -168,7 +172,7 @@ func TestDeliveryWavesShareAndStall(t *testing.T) {
 			if w := p.Progress[0]; w.Clients != 1 {
 				t.Errorf("the 1%% wave of 10 clients holds %d, want 1 (at least one client)", w.Clients)
 			}
-			f.waitRevisions(revisions([]string{name}, 2))
+			f.waitRevisionsTogether(revisions([]string{name}, 2))
 			everyone := time.Since(published)
 			if everyone < 2*minWait {
 				t.Errorf("everyone had the change %v after it was published, before the waves' min_wait sum %v", everyone, 2*minWait)
@@ -179,8 +183,8 @@ func TestDeliveryWavesShareAndStall(t *testing.T) {
 			stalled := time.Now()
 			o.set(resource.EndpointType, name, cla(name, 3))
 			p = waitRollout(t, r, func(ro delivery.RolloutView) bool { return ro.Stalled })
-			if p.Open != 1 || time.Since(stalled) < time.Second {
-				t.Errorf("stalled rollout %+v %v after the change, want wave 1 open, after max_wait 1s", p, time.Since(stalled))
+			if p.Open != 1 || time.Since(stalled) < 2*time.Second {
+				t.Errorf("stalled rollout %+v %v after the change, want wave 1 open, after max_wait 2s", p, time.Since(stalled))
 			}
 			waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "wave_stalled", 1)
 			if code, body := releasePOST(t, r, url.Values{"authority": {dsAuthority}}, "http://"+r.AdminAddr()); code != http.StatusSeeOther {
@@ -242,4 +246,45 @@ func TestDeliveryBreakerAndWavesOnStatusPage(t *testing.T) {
 	}
 	check("rendered by the relay", doc)
 	check("redrawn in Chromium", dumpDOM(t, findChromium(t), "http://"+r.AdminAddr()+"/"))
+}
+
+// waitRevisionsTogether is waitRevisions reading the clients in turn, a
+// few milliseconds each, so that a client the others wait on (a wave's)
+// is never left unread while the test waits on another.
+func (f *fleet) waitRevisionsTogether(revs map[string]uint32) {
+	f.t.Helper()
+	limit := time.Now().Add(f.timeout())
+	for {
+		done := 0
+		for _, c := range f.clients {
+			if holdsRevisions(c, revs) {
+				done++
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+			c.recvOne(ctx.Done())
+			cancel()
+		}
+		if done == len(f.clients) {
+			return
+		}
+		if time.Now().After(limit) {
+			f.t.Fatalf("%d of %d clients hold %v after %v", done, len(f.clients), revs, f.timeout())
+		}
+	}
+}
+
+// holdsRevisions reports whether c holds exactly the ClusterLoadAssignments
+// revs (name → revision).
+func holdsRevisions(c *adsClient, revs map[string]uint32) bool {
+	h := c.held[resource.EndpointType]
+	if len(h) != len(revs) {
+		return false
+	}
+	for n, r := range revs {
+		if claRev(h[n]) != int64(r) {
+			return false
+		}
+	}
+	return true
 }
