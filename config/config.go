@@ -216,9 +216,50 @@ type Delivery struct {
 	// DeletionGuard holds back an origin change that would remove much of
 	// what clients have.
 	DeletionGuard DeletionGuard `yaml:"deletion_guard"`
-	// The second half of issue #28 adds its keys here: nack_breaker
-	// (clients), waves (share or node_clusters, min_wait, ack_share,
-	// max_wait); ../shared/DESIGN.md fixes their names (its Delivery item).
+	// NackBreaker holds back a version that clients reject.
+	NackBreaker NackBreaker `yaml:"nack_breaker"`
+	// Waves, when set, roll each changed version out to one wave of
+	// clients after another, each next wave once the previous ACKed it
+	// (AckShare within MaxWait) and no breaker tripped, then to everyone.
+	// Default none: every client at once.
+	Waves []Wave `yaml:"waves"`
+	// AckShare: a wave is done once this share (0 to 1, above 0) of its
+	// clients subscribing to the change ACKed it; a version is accepted
+	// once this share of the client streams it was sent to ACKed it (its
+	// rollout ends, the last accepted version kept beside it is
+	// dropped). Default 0.99.
+	AckShare float64 `yaml:"ack_share"`
+	// MaxWait: a wave not done this long after it opened stops the
+	// rollout (held, until released by hand); a version still not
+	// accepted this long after its last wave opened is taken as accepted.
+	// Default 60s.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
+// NackBreaker is delivery.nack_breaker: once Clients distinct clients
+// (node ids) NACK responses carrying a version of a resource during its
+// rollout, that version is held (docs/delivery.md, "The NACK breaker").
+type NackBreaker struct {
+	// Clients: how many distinct clients' NACKs trip the breaker; 0 turns
+	// it off. A relay below that tripped its own counts as enough.
+	// Default 3.
+	Clients int `yaml:"clients"`
+}
+
+// Wave is one entry of delivery.waves: the clients it holds, by share of
+// the fleet (a stable hash of the node id) or by node cluster, and how
+// long it runs at least before the next wave opens.
+type Wave struct {
+	// Share of the connected fleet (above 0, at most 1), by a stable hash
+	// of the node id; a wave of a share holds at least one client.
+	// Default: absent (then NodeClusters).
+	Share float64 `yaml:"share"`
+	// NodeClusters: the clients whose node cluster matches one of these
+	// patterns ("*" matches any run of characters). Default: absent.
+	NodeClusters []string `yaml:"node_clusters"`
+	// MinWait: the wave runs at least this long before the next opens.
+	// Default 0s.
+	MinWait time.Duration `yaml:"min_wait"`
 }
 
 // DeletionGuard is delivery.deletion_guard: an origin change (or the first
@@ -248,6 +289,21 @@ type DeliveryOverride struct {
 	Validate *bool `yaml:"validate"`
 	// DeletionGuard replaces delivery.deletion_guard's keys one by one.
 	DeletionGuard DeletionGuardOverride `yaml:"deletion_guard"`
+	// NackBreaker replaces delivery.nack_breaker's keys.
+	NackBreaker NackBreakerOverride `yaml:"nack_breaker"`
+	// Waves replaces delivery.waves, the whole list (an empty list: every
+	// client at once). Default: absent.
+	Waves *[]Wave `yaml:"waves"`
+	// AckShare replaces delivery.ack_share. Default: absent.
+	AckShare *float64 `yaml:"ack_share"`
+	// MaxWait replaces delivery.max_wait. Default: absent.
+	MaxWait *time.Duration `yaml:"max_wait"`
+}
+
+// NackBreakerOverride is authorities[].delivery.nack_breaker.
+type NackBreakerOverride struct {
+	// Clients replaces delivery.nack_breaker.clients. Default: absent.
+	Clients *int `yaml:"clients"`
 }
 
 // DeletionGuardOverride is authorities[].delivery.deletion_guard.
@@ -618,6 +674,9 @@ const (
 
 	DefaultMaxRemovedShare        = 0.5
 	DefaultMinResources           = 10
+	DefaultNackBreakerClients     = 3
+	DefaultAckShare               = 0.99
+	DefaultMaxWait                = 60 * time.Second
 	DefaultPropagationReportAfter = 30 * time.Second
 
 	DefaultRESTReadTimeout  = 10 * time.Second

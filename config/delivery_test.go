@@ -28,6 +28,28 @@ func TestValidateDelivery(t *testing.T) {
 			want: []problem{{"authorities[0].delivery.deletion_guard.max_removed_share", 6, "must be from 0 to 1"}}},
 		{name: "an unknown key", yaml: minimalAuthorities + "delivery:\n  nack_breakers: 3\n",
 			want: []problem{{"delivery.nack_breakers", 5, "unknown key"}}},
+		{name: "waves by share and by cluster, the breaker off", yaml: minimalAuthorities +
+			"delivery:\n  nack_breaker:\n    clients: 0\n  waves:\n    - {share: 0.01, min_wait: 10s}\n    - {node_clusters: [\"canary-*\"], min_wait: 10s}\n  ack_share: 1\n  max_wait: 2m\n"},
+		{name: "breaker, waves, ack_share and max_wait out of range", yaml: minimalAuthorities +
+			"delivery:\n  nack_breaker:\n    clients: -1\n  waves:\n    - {share: 0.6, node_clusters: [a]}\n    - {share: 0}\n    - {node_clusters: [\"\"], min_wait: -1s}\n    - {share: 0.7}\n  ack_share: 0\n  max_wait: 0s\n",
+			want: []problem{
+				{"delivery.nack_breaker.clients", 6, "must not be negative"},
+				{"delivery.waves[0]", 8, "set share or node_clusters, not both"},
+				{"delivery.waves[1].share", 9, "must be above 0 and at most 1"},
+				{"delivery.waves[2].node_clusters[0]", 10, "must not be empty"},
+				{"delivery.waves[2].min_wait", 10, "must not be negative"},
+				{"delivery.ack_share", 12, "must be above 0 and at most 1"},
+				{"delivery.max_wait", 13, "must be a positive duration"},
+			}},
+		{name: "shares over the whole fleet", yaml: minimalAuthorities +
+			"delivery:\n  waves:\n    - {share: 0.6}\n    - {share: 0.7}\n",
+			want: []problem{{"delivery.waves", 5, "the shares sum to 1.3,"}}},
+		{name: "an authority's waves and breaker at its own path", yaml: minimalAuthorities +
+			"    delivery:\n      nack_breaker: {clients: -2}\n      waves: [{share: 2}]\n",
+			want: []problem{
+				{"authorities[0].delivery.nack_breaker.clients", 5, "must not be negative"},
+				{"authorities[0].delivery.waves[0].share", 6, "must be above 0 and at most 1"},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,27 +71,37 @@ func TestDeliveryOf(t *testing.T) {
       validate: false
       deletion_guard:
         release_after: 30s
+      nack_breaker: {clients: 1}
+      waves: [{node_clusters: ["canary-*"], min_wait: 5s}]
+      max_wait: 10s
   - name: b
     origins: ["h:2"]
 delivery:
   deletion_guard:
     max_removed_share: 0.25
+  ack_share: 0.9
 `), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	top := Delivery{Validate: true, DeletionGuard: DeletionGuard{MaxRemovedShare: 0.25, MinResources: DefaultMinResources},
+		NackBreaker: NackBreaker{Clients: 3}, AckShare: 0.9, MaxWait: time.Minute}
+	a := top
+	a.Validate, a.DeletionGuard.ReleaseAfter, a.NackBreaker.Clients, a.MaxWait = false, 30*time.Second, 1, 10*time.Second
+	a.Waves = []Wave{{NodeClusters: []string{"canary-*"}, MinWait: 5 * time.Second}}
 	want := map[string]Delivery{
-		"a": {Validate: false, DeletionGuard: DeletionGuard{MaxRemovedShare: 0.25, MinResources: DefaultMinResources, ReleaseAfter: 30 * time.Second}},
-		"b": {Validate: true, DeletionGuard: DeletionGuard{MaxRemovedShare: 0.25, MinResources: DefaultMinResources}},
+		"a": a,
+		"b": top,
 		// Not configured: the top-level section.
-		"other": {Validate: true, DeletionGuard: DeletionGuard{MaxRemovedShare: 0.25, MinResources: DefaultMinResources}},
+		"other": top,
 	}
 	for name, w := range want {
 		if diff := cmp.Diff(w, c.DeliveryOf(name)); diff != "" {
 			t.Errorf("DeliveryOf(%s) (-want +got):\n%s", name, diff)
 		}
 	}
-	if d := Default().Delivery; !d.Validate || d.DeletionGuard != (DeletionGuard{MaxRemovedShare: 0.5, MinResources: 10}) {
-		t.Errorf("Default().Delivery = %+v, want validate on, guard at 0.5 over 10 resources, release by hand", d)
+	if d := Default().Delivery; !d.Validate || d.DeletionGuard != (DeletionGuard{MaxRemovedShare: 0.5, MinResources: 10}) ||
+		d.NackBreaker.Clients != 3 || d.Waves != nil || d.AckShare != 0.99 || d.MaxWait != time.Minute {
+		t.Errorf("Default().Delivery = %+v, want validate on, guard at 0.5 over 10 resources, release by hand, breaker at 3, no waves, ack_share 0.99, max_wait 1m", d)
 	}
 }

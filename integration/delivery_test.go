@@ -24,6 +24,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/delivery"
+	"github.com/xds-relay/xds-relay/internal/propagation"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
@@ -288,6 +289,10 @@ func TestDeliveryMassDeletionHeld(t *testing.T) {
 			late := newFleet(t, r.XDSAddr(), "mixed", 2, 1) // connecting while the removals are held
 			late.subscribe(resource.ClusterType)
 			late.waitHolds(resource.ClusterType, names[:93]...)
+			// Why is this client behind? The removal is held.
+			if p := waitReason(t, r, f.clients[0].name, names[50], propagation.HeldByDeletionGuard); p.Sent == "" || p.Sent != p.Newest {
+				t.Errorf("%s on the client page: %+v, want it held by the deletion guard, still sent", names[50], p)
+			}
 
 			// A page on another site cannot release it.
 			if code, body := releasePOST(t, r, url.Values{"authority": {dsAuthority}}, "http://evil.example"); code != http.StatusForbidden {

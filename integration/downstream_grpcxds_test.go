@@ -34,13 +34,19 @@ func startBackend(t *testing.T) string {
 // grpcBootstrap is a grpc-go xDS bootstrap whose authority dsAuthority is
 // served by the relay at relayAddr, with an xdstp listener template.
 func grpcBootstrap(relayAddr, authority string) []byte {
+	return grpcBootstrapAs(relayAddr, authority, "grpc-xds-client")
+}
+
+// grpcBootstrapAs is grpcBootstrap for a client of node id (each resolver
+// built from a bootstrap has an xDS client of its own).
+func grpcBootstrapAs(relayAddr, authority, id string) []byte {
 	server := fmt.Sprintf(`{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}`, relayAddr)
 	return fmt.Appendf(nil, `{
   "xds_servers": [%s],
-  "node": {"id": "grpc-xds-client", "cluster": "grpc-clients"},
+  "node": {"id": %q, "cluster": "grpc-clients"},
   "client_default_listener_resource_name_template": "xdstp://%s/envoy.config.listener.v3.Listener/%%s",
   "authorities": {%q: {"xds_servers": [%s]}}
-}`, server, authority, authority, server)
+}`, server, id, authority, authority, server)
 }
 
 // A real grpc-go xDS client resolves xds:///backend through the relay

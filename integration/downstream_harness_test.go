@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -194,6 +195,7 @@ type adsClient struct {
 	sotw  *sotwADS
 	subs  map[string][]string                         // SotW: names subscribed per type
 	held  map[string]map[string]*discoveryv3.Resource // per type: name → what the client holds
+	acked map[string]string                           // SotW: per type, the version_info last ACKed
 }
 
 // received is one response as a client saw it. SotW resources are wrapped
@@ -218,7 +220,8 @@ func newADSClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster stri
 func startADSClient(t *testing.T, conn *grpc.ClientConn, variant, id, cluster string, md map[string]any) (*adsClient, func()) {
 	t.Helper()
 	var stop func()
-	c := &adsClient{t: t, name: id, node: &corev3.Node{Id: id, Cluster: cluster}, subs: map[string][]string{}, held: map[string]map[string]*discoveryv3.Resource{}}
+	c := &adsClient{t: t, name: id, node: &corev3.Node{Id: id, Cluster: cluster}, subs: map[string][]string{},
+		held: map[string]map[string]*discoveryv3.Resource{}, acked: map[string]string{}}
 	if md != nil {
 		s, err := structpb.NewStruct(md)
 		if err != nil {
@@ -272,11 +275,26 @@ func isFullState(typeURL string) bool {
 // response already buffered is taken even when done is closed; otherwise
 // it waits until done is closed and then returns false.
 func (c *adsClient) recvOne(done <-chan struct{}) (received, bool) {
+	got, _, ok := c.recvAnswer(done, nil)
+	return got, ok
+}
+
+// recvAnswer is recvOne, except that when reject (nil: never) says why a
+// resource of the response cannot be used, the client NACKs the response
+// with that error instead (SotW: with the version_info it last ACKed) and
+// what it holds does not change; nacked is the error ("" for an ACK).
+func (c *adsClient) recvAnswer(done <-chan struct{}, reject func(*discoveryv3.Resource) string) (got received, nacked string, ok bool) {
 	c.t.Helper()
 	if c.delta != nil {
 		r, ok := nextResponse(c.t, c.name, c.delta, done)
 		if !ok {
-			return received{}, false
+			return received{}, "", false
+		}
+		got = received{typeURL: r.GetTypeUrl(), resources: r.GetResources(), removed: r.GetRemovedResources()}
+		if nacked = rejection(got, reject); nacked != "" {
+			c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce(),
+				ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nacked}})
+			return got, nacked, true
 		}
 		h := c.heldFor(r.GetTypeUrl())
 		for _, x := range r.GetResources() {
@@ -286,24 +304,45 @@ func (c *adsClient) recvOne(done <-chan struct{}) (received, bool) {
 			delete(h, n)
 		}
 		c.delta.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()})
-		return received{typeURL: r.GetTypeUrl(), resources: r.GetResources(), removed: r.GetRemovedResources()}, true
+		return got, "", true
 	}
 	r, ok := nextResponse(c.t, c.name, c.sotw, done)
 	if !ok {
-		return received{}, false
+		return received{}, "", false
+	}
+	got = received{typeURL: r.GetTypeUrl()}
+	for _, a := range r.GetResources() {
+		got.resources = append(got.resources, &discoveryv3.Resource{Name: resourceName(c.t, a), Version: r.GetVersionInfo(), Resource: a})
+	}
+	if nacked = rejection(got, reject); nacked != "" {
+		c.sotw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), VersionInfo: c.acked[r.GetTypeUrl()], ResponseNonce: r.GetNonce(),
+			ResourceNames: c.subs[r.GetTypeUrl()], ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: nacked}})
+		return got, nacked, true
 	}
 	if isFullState(r.GetTypeUrl()) {
 		c.held[r.GetTypeUrl()] = map[string]*discoveryv3.Resource{}
 	}
 	h := c.heldFor(r.GetTypeUrl())
-	got := received{typeURL: r.GetTypeUrl()}
-	for _, a := range r.GetResources() {
-		x := &discoveryv3.Resource{Name: resourceName(c.t, a), Version: r.GetVersionInfo(), Resource: a}
+	for _, x := range got.resources {
 		h[x.GetName()] = x
-		got.resources = append(got.resources, x)
 	}
 	c.sotw.Send(&discoveryv3.DiscoveryRequest{TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(), ResourceNames: c.subs[r.GetTypeUrl()]})
-	return got, true
+	c.acked[r.GetTypeUrl()] = r.GetVersionInfo()
+	return got, "", true
+}
+
+// rejection is the first reason reject gives for a resource of r ("":
+// none, or no reject).
+func rejection(r received, reject func(*discoveryv3.Resource) string) string {
+	if reject == nil {
+		return ""
+	}
+	for _, x := range r.resources {
+		if why := reject(x); why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // nextResponse takes s's next response: a buffered one at once, else the

@@ -70,6 +70,7 @@ type gcpOrigin struct {
 	sotwResps  []*discoveryv3.DiscoveryResponse      // guarded by mu
 	typeOpens  []string                              // guarded by mu; the type of each per-type stream opened
 	firstNodes map[int64]*corev3.Node                // guarded by mu; stream id → its first request's node
+	nackTimes  []time.Time                           // guarded by mu; when each request carrying an error_detail arrived
 	poke       chan struct{}                         // 1 slot: something was recorded
 }
 
@@ -180,7 +181,7 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 			}
 			o.recordFirstNode(id, r.GetNode())
 			c := proto.Clone(r).(*discoveryv3.DeltaDiscoveryRequest)
-			o.record(func() { o.deltaReqs = append(o.deltaReqs, c) })
+			o.record(func() { o.deltaReqs = append(o.deltaReqs, c); o.noteNackLocked(c.GetErrorDetail() != nil) })
 			return nil
 		},
 		StreamDeltaResponseFunc: func(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, r *discoveryv3.DeltaDiscoveryResponse) {
@@ -196,7 +197,7 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 			}
 			o.recordFirstNode(id, r.GetNode())
 			c := proto.Clone(r).(*discoveryv3.DiscoveryRequest)
-			o.record(func() { o.sotwReqs = append(o.sotwReqs, c) })
+			o.record(func() { o.sotwReqs = append(o.sotwReqs, c); o.noteNackLocked(c.GetErrorDetail() != nil) })
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, r *discoveryv3.DiscoveryResponse) {
@@ -225,6 +226,26 @@ func (o *gcpOrigin) serve(lis net.Listener) {
 	o.mu.Lock()
 	o.addr, o.stopServer, o.cancel = lis.Addr().String(), stopServer, cancel
 	o.mu.Unlock()
+}
+
+// noteNackLocked records when a NACK (a request with error_detail)
+// arrived.
+func (o *gcpOrigin) noteNackLocked(nack bool) {
+	if nack {
+		o.nackTimes = append(o.nackTimes, time.Now())
+	}
+}
+
+// firstNackAfter is when the first NACK after t arrived (zero: none).
+func (o *gcpOrigin) firstNackAfter(t time.Time) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, at := range o.nackTimes {
+		if at.After(t) {
+			return at
+		}
+	}
+	return time.Time{}
 }
 
 // recordTypeOpen records the type of a per-type stream (ADS streams have

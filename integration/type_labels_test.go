@@ -41,14 +41,15 @@ func TestInventedTypeLabel(t *testing.T) {
 
 	for _, tc := range []struct {
 		metric string
+		labels []string // besides type
 		want   float64
 	}{
-		{"xds_relay_upstream_responses_total", 2},
-		{"xds_relay_upstream_nacks_total", 1},
-		{"xds_relay_cache_misses_total", 1},
-		{"xds_relay_cache_hits_total", 1},
+		{"xds_relay_upstream_responses_total", nil, 2},
+		{"xds_relay_upstream_nacks_total", []string{"reason", "invalid"}, 1},
+		{"xds_relay_cache_misses_total", nil, 1},
+		{"xds_relay_cache_hits_total", nil, 1},
 	} {
-		if got := metricValue(t, r, tc.metric, "type", "other"); got != tc.want {
+		if got := metricValue(t, r, tc.metric, append([]string{"type", "other"}, tc.labels...)...); got != tc.want {
 			t.Errorf("%s{type=\"other\"} = %v, want %v", tc.metric, got, tc.want)
 		}
 	}

@@ -203,7 +203,7 @@ func TestUpstreamNACKDuplicateNames(t *testing.T) {
 	if got := w.count("c1"); got != notified {
 		t.Errorf("watcher notified %d more times by a rejected response", got-notified)
 	}
-	if got := metricValue(t, r, "xds_relay_upstream_nacks_total", "type", "envoy.config.cluster.v3.Cluster"); got != 1 {
+	if got := metricValue(t, r, "xds_relay_upstream_nacks_total", "type", "envoy.config.cluster.v3.Cluster", "reason", "invalid"); got != 1 {
 		t.Errorf("nacks_total = %v, want 1", got)
 	}
 }

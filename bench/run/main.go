@@ -134,6 +134,7 @@ func parseFlags(args []string) (*benchFlags, error) {
 		pin       = fs.Bool("pin", false, "pin the serving process to CPU 0 (relayed: the relay and the origin) and the load generator to CPU 1, with taskset -c")
 		ledger    = fs.Bool("propagation", true, "run the relay with its propagation ledger (propagation.enabled); false to measure what the ledger costs")
 		fair      = fairnessFlags(fs)
+		safe      = fs.Bool("delivery", true, "run the relay with safe delivery at its defaults (validation, the NACK breaker, the deletion guard); false turns them off, to measure what they cost")
 		f         benchFlags
 	)
 	f.register(fs)
@@ -153,8 +154,8 @@ func parseFlags(args []string) (*benchFlags, error) {
 	f.settings = Settings{Clients: ns, Variants: split(*variants), Modes: split(*modes), Workloads: split(*workloads),
 		Resources: *resources, ResourceBytes: *size, Updates: *updates,
 		Envoy: envoyShape{Resources: *envoyRes, Window: *window, Changed: *changed, NodeClusters: *clusters}, NameSchemes: split(*schemes),
-		LedgerOff: !*ledger,
-		Fairness:  fair()}
+		LedgerOff: !*ledger, DeliveryOff: !*safe,
+		Fairness: fair()}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -233,6 +234,7 @@ func (f *benchFlags) env(work string) *env {
 		goBin:        goBinary(),
 		maxRun:       f.timeout,
 		ledgerOff:    f.settings.LedgerOff,
+		deliveryOff:  f.settings.DeliveryOff,
 	}
 	if f.profile || f.profileSync {
 		e.profileDir = f.profileDir()

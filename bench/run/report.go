@@ -60,6 +60,8 @@ type Settings struct {
 	LedgerOff bool `json:"ledger_off,omitempty"`
 	// Fairness is what the fairness scenarios do; nil when none runs.
 	Fairness *fairnessShape `json:"fairness,omitempty"`
+	// DeliveryOff: the relay ran with safe delivery off (--delivery=false).
+	DeliveryOff bool `json:"delivery_off,omitempty"`
 }
 
 func machine() Machine {
@@ -113,6 +115,9 @@ func writeSetting(w io.Writer, r Results) {
 	}
 	if r.Settings.LedgerOff {
 		fmt.Fprint(w, " The relay ran without its propagation ledger (propagation.enabled: false).")
+	}
+	if r.Settings.DeliveryOff {
+		fmt.Fprint(w, " The relay ran with safe delivery off (delivery.validate: false, nack_breaker.clients: 0, deletion_guard.max_removed_share: 1).")
 	}
 	fmt.Fprint(w, "\n\n")
 	if slices.Contains(r.Settings.Workloads, workloadEnvoy) {

@@ -647,11 +647,16 @@ func TestScenarioLedger(t *testing.T) {
 	// asserted (the run's targets table checks it; make bench runs alone).
 	t.Logf("ledger p50/p99 %.2f/%.2f ms, load generator %.2f/%.2f ms", l.P50MS, l.P99MS, sc.FanoutP50MS, sc.FanoutP99MS)
 
-	// --propagation=false: the relay's config turns the ledger off.
+	// --propagation=false: the relay's config turns the ledger off;
+	// --delivery=false safe delivery.
 	for _, on := range []bool{true, false} {
-		cfg, err := config.Parse([]byte(relayConfig("127.0.0.1:1", "127.0.0.1:2", "a", "127.0.0.1:3", n, time.Minute, on)), "relay.yaml")
-		if err != nil || cfg.Propagation.Enabled != on {
-			t.Errorf("relayConfig(ledger %v): propagation.enabled %v, %v", on, cfg != nil && cfg.Propagation.Enabled, err)
+		cfg, err := config.Parse([]byte(relayConfig("127.0.0.1:1", "127.0.0.1:2", "a", "127.0.0.1:3", n, time.Minute, featuresOff{ledger: !on, delivery: !on})), "relay.yaml")
+		if err != nil {
+			t.Fatalf("relayConfig(on %v): %v", on, err)
+		}
+		d := cfg.Delivery
+		if cfg.Propagation.Enabled != on || d.Validate != on || (d.NackBreaker.Clients > 0) != on || (d.DeletionGuard.MaxRemovedShare < 1) != on {
+			t.Errorf("relayConfig(on %v): propagation.enabled %v, delivery %+v", on, cfg.Propagation.Enabled, d)
 		}
 	}
 }

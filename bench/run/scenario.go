@@ -217,6 +217,7 @@ type env struct {
 	pin                 Pinning       // zero: no process pinned
 	maxRun              time.Duration // loadgen --duration: a backstop only
 	ledgerOff           bool          // the relay runs with propagation.enabled false (--propagation=false)
+	deliveryOff         bool          // the relay runs with safe delivery off (--delivery=false)
 }
 
 // runScenario runs one scenario; failures are recorded in the result, so
@@ -343,7 +344,7 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 		return nil
 	}
 	cfgPath := filepath.Join(e.logDir, r.tag+"-relay.yaml")
-	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, cmp.Or(r.sendTimeout, 60*time.Second), !e.ledgerOff)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, cmp.Or(r.sendTimeout, 60*time.Second), featuresOff{ledger: e.ledgerOff, delivery: e.deliveryOff})), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
 	relay, err := start(e.logDir, r.tag+"-relay", e.pin.Relay, e.relayBin, "serve", "--config", cfgPath)
@@ -794,9 +795,15 @@ func meanMax(vs []int64) (float64, int64) {
 // twice the fleet's streams: in the reconnect storm every client opens a
 // new stream while the relay may still hold its old one, and at N = 100000
 // the default max_streams (100000) refused 176568 reconnects. sendTimeout
-// is downstream.send_timeout (60 s; the fairness scenarios' own). ledger:
-// propagation.enabled (the default, true; false to measure its cost).
-func relayConfig(listen, admin, authority, origin string, clients int, sendTimeout time.Duration, ledger bool) string {
+// is downstream.send_timeout (60 s; the fairness scenarios' own). off: the
+// features turned off to measure their cost (--propagation=false:
+// propagation.enabled false; --delivery=false: safe delivery off, its
+// validation, NACK breaker and deletion guard; otherwise their defaults).
+func relayConfig(listen, admin, authority, origin string, clients int, sendTimeout time.Duration, off featuresOff) string {
+	validate, breaker, share := true, config.DefaultNackBreakerClients, config.DefaultMaxRemovedShare
+	if off.delivery {
+		validate, breaker, share = false, 0, 1
+	}
 	return fmt.Sprintf(`listen: %q
 admin: %q
 admin_pprof: true
@@ -813,5 +820,15 @@ downstream:
     max_streams: %d
 propagation:
   enabled: %t
-`, listen, admin, authority, origin, sendTimeout, max(config.DefaultMaxStreams, 2*clients), ledger)
+delivery:
+  validate: %t
+  nack_breaker:
+    clients: %d
+  deletion_guard:
+    max_removed_share: %g
+`, listen, admin, authority, origin, sendTimeout, max(config.DefaultMaxStreams, 2*clients), !off.ledger, validate, breaker, share)
 }
+
+// featuresOff are the relay features a run turns off to measure what they
+// cost (--propagation=false, --delivery=false).
+type featuresOff struct{ ledger, delivery bool }

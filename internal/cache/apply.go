@@ -43,6 +43,12 @@ type applyRun struct {
 	// rec: the propagation ledger's record of the change (propagation.go);
 	// nil when the ledger is off or for an expiry sweep.
 	rec *propagation.Change
+	// rolling, hold: the Gate's answer for the update (rollout.go);
+	// rollout: what it rolled out (its new revisions, the keys back at
+	// their last accepted revision), told to the Gate after the lock.
+	rolling bool
+	hold    *Hold
+	rollout RolloutStart
 }
 
 func newApplyRun() applyRun {
@@ -101,20 +107,13 @@ func (c *Cache) Apply(u Update) Applied {
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
 	}
-	u = c.ownedOnly(u)
-	u.Resources = versioned(u.Resources)
-	var out Applied
-	var reason string
-	var removals Removals
-	if c.validator != nil || c.guard != nil {
-		u, out.Refused, reason, removals = c.screen(u)
-	}
+	u, sc := c.prepare(&a, u, arrived)
 
 	c.mu.Lock()
 	now := c.now()
 	c.expireDueLocked(&a, now)
 	// After the expiry: what lapses is never deferred.
-	a.deferReason, a.removals, a.unguarded = reason, removals, u.Unguarded
+	a.deferReason, a.removals, a.unguarded = sc.reason, sc.removals, u.Unguarded
 	for _, r := range u.Resources {
 		c.applyResourceLocked(&a, u, r, inUpdate, now)
 	}
@@ -136,7 +135,29 @@ func (c *Cache) Apply(u Update) Applied {
 		c.applyFullStateLocked(&a, st, inUpdate)
 	}
 	c.finishUnlock(&a, now)
-	return out
+	return Applied{Refused: sc.refused}
+}
+
+// screened is what prepare found of an update: the revisions refused, and
+// the removal guard's reason with what it was asked (screen.go).
+type screened struct {
+	refused  []Refusal
+	reason   string
+	removals Removals
+}
+
+// prepare readies u for Apply without the lock: only what its link owns
+// (authority.go), its revisions versioned, screened (screen.go), and the
+// Gate asked whether they roll out (rollout.go).
+func (c *Cache) prepare(a *applyRun, u Update, arrived time.Time) (Update, screened) {
+	u = c.ownedOnly(u)
+	u.Resources = versioned(u.Resources)
+	var sc screened
+	if c.validator != nil || c.guard != nil {
+		u, sc.refused, sc.reason, sc.removals = c.screen(u)
+	}
+	c.beginRollout(a, u, arrived)
+	return u, sc
 }
 
 // applyCompleteLocked: the update answers k in full (Update.Complete): a
@@ -160,7 +181,8 @@ func (c *Cache) applyCompleteLocked(a *applyRun, k Key) {
 // whom to notify, enforces the bounds and re-arms the expiry timer, then
 // releases mu and makes the Subscriber calls and notifications.
 func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
-	shared := a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order)
+	// Shared only when no revision starts held back (rollout.go).
+	shared := a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order) && a.hold == nil
 	recorded := a.describeRecordLocked() // propagation.go
 	nb := c.notesLocked(a, now)
 	c.gen++
@@ -173,6 +195,7 @@ func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 	if recorded {
 		c.ledger.Add(a.rec) // listed before anyone is told of the change
 	}
+	c.tellGate(a) // before anyone is told: a client may answer at once (rollout.go)
 	if shared {
 		// Nothing but new revisions: watchers may share one encoding.
 		// Sorted without the lock: nobody sees the set before send.
@@ -229,7 +252,7 @@ func (c *Cache) applyResourceLocked(a *applyRun, u Update, r *Resource, inUpdate
 	}
 	c.noteAliasesLocked(a, e) // the aliases it leaves
 	c.touchMemberLocked(a, e)
-	r = a.stamp(r) // its change's ledger record (propagation.go)
+	r = c.rollLocked(a, e, r) // stamped with its change's ledger record; its rollout (rollout.go)
 	c.setPresentLocked(e, r, now)
 	a.change(k, true)
 	c.noteAliasesLocked(a, e) // the aliases it takes
@@ -388,6 +411,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 		}
 	}
 	e.state, e.res, e.lapsed, e.err = StateAbsent, nil, nil, nil
+	e.endRolloutLocked()
 	c.setExpiresLocked(e, time.Time{})
 	c.resizeLocked(e)
 }

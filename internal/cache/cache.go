@@ -41,6 +41,10 @@ type Options struct {
 	// Guard, when set, decides whether an origin change's removals are
 	// deferred (screen.go, deferred.go). nil: never.
 	Guard RemovalGuard
+	// Gate, when set, says whether an origin change's new revisions roll
+	// out, keeping the last accepted revision beside them (rollout.go).
+	// nil: they never do.
+	Gate Gate
 	// RefetchInterval: a key whose revision the origin marked
 	// do_not_cache is asked of the origin for a new watcher at most once
 	// per interval (refetch.go); 0: no limit (as config's
@@ -91,6 +95,7 @@ type Cache struct {
 	afterFunc func(time.Duration, func()) func() bool // read-only after New
 	validator Validator                               // read-only after New; nil: none
 	guard     RemovalGuard                            // read-only after New; nil: none
+	gate      Gate                                    // read-only after New; nil: none
 	ledger    *propagation.Ledger                     // read-only after New; nil: off
 	// timers counts the armed expiry timer and a firing in progress (Close
 	// waits for them).
@@ -194,6 +199,7 @@ func New(opts Options) *Cache {
 		ledger:          opts.Ledger,
 		validator:       opts.Validator,
 		guard:           opts.Guard,
+		gate:            opts.Gate,
 		maxResources:    opts.MaxResources,
 		maxBytes:        opts.MaxBytes,
 		refetchInterval: opts.RefetchInterval,
@@ -334,33 +340,40 @@ func (c *Cache) Get(k Key) (*Resource, State) {
 func (c *Cache) Members(k Key) ([]*Resource, State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs, st, _ := c.membersOfLocked(k)
-	return rs, st
+	l := c.membersOfLocked(k)
+	return l.Members, l.State
 }
 
 // membersOfLocked is Members, with the errors of the members that carry
-// one, by the member's revision (nil when none does).
-func (c *Cache) membersOfLocked(k Key) ([]*Resource, State, map[*Resource]*statuspb.Status) {
+// one and where the members held back or deferred stand, by the member's
+// revision (nil maps when none does); Err unset.
+func (c *Cache) membersOfLocked(k Key) CollectionLookup {
 	now := c.now()
-	var out []*Resource
-	var errs map[*Resource]*statuspb.Status
+	var l CollectionLookup
 	for _, m := range c.membersLocked(k) {
-		if m.visibleState(now) == StatePresent {
-			out = append(out, m.res)
-			if m.err != nil {
-				if errs == nil {
-					errs = make(map[*Resource]*statuspb.Status)
-				}
-				errs[m.res] = m.err
+		if m.visibleState(now) != StatePresent {
+			continue
+		}
+		l.Members = append(l.Members, m.res)
+		if m.err != nil {
+			if l.MemberErrs == nil {
+				l.MemberErrs = make(map[*Resource]*statuspb.Status)
 			}
+			l.MemberErrs[m.res] = m.err
+		}
+		if m.hold != nil || m.deferral != nil {
+			if l.Rollouts == nil {
+				l.Rollouts = make(map[*Resource]Rollout)
+			}
+			l.Rollouts[m.res] = m.rolloutLocked() // rollout.go
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	e := c.entries[k]
-	if e == nil || !e.collection {
-		return out, StatePending, errs
+	sort.Slice(l.Members, func(i, j int) bool { return l.Members[i].Name < l.Members[j].Name })
+	l.State = StatePending
+	if e := c.entries[k]; e != nil && e.collection {
+		l.State = c.collectionStateLocked(e)
 	}
-	return out, c.collectionStateLocked(e), errs
+	return l
 }
 
 // newEntryLocked creates the entry of a key a client watches for the first

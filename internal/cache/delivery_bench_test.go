@@ -18,9 +18,11 @@ import (
 
 // BenchmarkFanoutDelivery is BenchmarkFanout's update (one changed
 // resource, 10000 watchers) with safe delivery off and on (the relay's
-// defaults: the new version validated, the update screened for removals):
-// what delivery adds to one origin change, the same whatever the number of
-// watchers. The resource is a ClusterLoadAssignment of 10 endpoints.
+// defaults: the new version validated, the update screened for removals,
+// its rollout begun: the last accepted version kept beside it, the NACK
+// breaker's record of it): what delivery adds to one origin change, the
+// same whatever the number of watchers. The resource is a
+// ClusterLoadAssignment of 10 endpoints.
 func BenchmarkFanoutDelivery(b *testing.B) {
 	const watchers = 10000
 	for _, on := range []bool{false, true} {
@@ -31,9 +33,12 @@ func BenchmarkFanoutDelivery(b *testing.B) {
 				cfg := config.Default()
 				cfg.Authorities = []config.Authority{{Name: "bench.local", Origins: []string{"127.0.0.1:1"}}}
 				d := delivery.New(delivery.Options{Config: cfg})
-				opts.Validator, opts.Guard = d, d
+				opts.Validator, opts.Guard, opts.Gate = d, d, d
 			}
 			c := cache.New(opts)
+			if on {
+				opts.Gate.(*delivery.Delivery).SetCache(c)
+			}
 			stream := cache.LinkID{Authority: "bench.local"}
 			k := cache.Key{Link: stream, TypeURL: resourcev3.EndpointType, Name: "cla"}
 			for range watchers {

@@ -46,6 +46,12 @@
 //     removed by an Unguarded update. ("Held", in this package, means
 //     watched: never evicted; package delivery calls a deferred removal a
 //     held removal.)
+//   - rollout (rollout.go): a new revision the Gate (package delivery)
+//     watches until it settles: meanwhile its key keeps the last accepted
+//     revision beside it (at most two per key), and the revision may be
+//     held back (Hold: the NACK breaker's, or a wave's) from some clients,
+//     who are served the last accepted one (Rollout.Serve). ("Held back"
+//     is this; "held", as above, means watched.)
 //   - snapshot entry (SnapshotEntry): one key as warm restart keeps it: a
 //     present revision with its origin version and TTL expiry, or a known
 //     collection. SnapshotEntries collects them, Restore puts them back

@@ -55,6 +55,13 @@ type entry struct {
 	// deferral: the origin removed this present resource and the
 	// RemovalGuard deferred the removal (deferred.go); nil otherwise.
 	deferral *deferral
+	// accepted: the key's last accepted revision, kept beside res while
+	// res rolls out and differs from it; nil: none kept. rolling: res
+	// rolls out (the Gate watches it) until Settle. hold: why res is held
+	// back from some clients; nil: it is not. All three rollout.go.
+	accepted *Resource
+	rolling  bool
+	hold     *Hold
 
 	// waiting: watchers owed a fresh copy of a do_not_cache revision (they
 	// started watching while it was cached), by the key each watches (e's
@@ -91,11 +98,12 @@ func (e *entry) visibleState(now time.Time) State {
 }
 
 // size is the bytes the entry holds, as cache.max_bytes counts them
-// (size.go): its current revision and key, and its resource error.
+// (size.go): its current revision and key, the last accepted revision
+// kept beside it (rollout.go), and its resource error.
 func (e *entry) size() int64 {
 	n := errBytes(e.err)
 	if e.state == StatePresent {
-		n += int64(e.res.Size()) + keyBytes(e.key, e.res)
+		n += int64(e.res.Size()+e.accepted.Size()) + keyBytes(e.key, e.res)
 	}
 	return n
 }

@@ -59,28 +59,36 @@ func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re Resou
 // present key may carry a transient error beside its revision; an absent
 // one the origin's NOT_FOUND (nil: absent without an error sent).
 func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
+	r, st, err, _ := c.LookupRollout(k)
+	return r, st, err
+}
+
+// LookupRollout is Lookup with where a present key's newest revision
+// stands in its rollout (rollout.go): what a client is sent of it is
+// Rollout.Serve's, decided from this one read.
+func (c *Cache) LookupRollout(k Key) (*Resource, State, *statuspb.Status, Rollout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.servingLocked(k, c.now())
 	if e == nil {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
-			return nil, StateAbsent, nil
+			return nil, StateAbsent, nil, Rollout{}
 		}
-		return nil, StatePending, c.streamErr[k.Link]
+		return nil, StatePending, c.streamErr[k.Link], Rollout{}
 	}
 	if e.collection {
-		return nil, StatePending, nil
+		return nil, StatePending, nil, Rollout{}
 	}
 	switch st := e.visibleState(c.now()); st {
 	case StatePresent:
-		return e.res, st, e.err
+		return e.res, st, e.err, e.rolloutLocked()
 	case StatePending:
 		if e.err == nil {
-			return nil, st, c.streamErr[k.Link]
+			return nil, st, c.streamErr[k.Link], Rollout{}
 		}
-		return nil, st, e.err
+		return nil, st, e.err, Rollout{}
 	default:
-		return nil, st, e.err
+		return nil, st, e.err, Rollout{}
 	}
 }
 
@@ -97,6 +105,10 @@ type CollectionLookup struct {
 	// error beside the revision), by the member's revision; nil when none
 	// does.
 	MemberErrs map[*Resource]*statuspb.Status
+	// Rollouts: where the members that roll out held back, or whose
+	// removal is deferred, stand (rollout.go), by the member's revision;
+	// nil when none does.
+	Rollouts map[*Resource]Rollout
 }
 
 // LookupMembers is Members with the errors of the collection and of its
@@ -104,15 +116,14 @@ type CollectionLookup struct {
 func (c *Cache) LookupMembers(k Key) CollectionLookup {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs, st, merrs := c.membersOfLocked(k)
-	var err *statuspb.Status
+	l := c.membersOfLocked(k)
 	if e := c.entries[k]; e != nil && e.collection {
-		err = e.err
+		l.Err = e.err
 	}
-	if err == nil && st == StatePending {
-		err = c.streamErr[k.Link]
+	if l.Err == nil && l.State == StatePending {
+		l.Err = c.streamErr[k.Link]
 	}
-	return CollectionLookup{Members: rs, State: st, Err: err, MemberErrs: merrs}
+	return l
 }
 
 // SetStreamError records that no origin answers stream s (detail, an

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
@@ -35,8 +36,10 @@ type Options struct {
 }
 
 // Delivery decides, for every origin change, what the relay's clients
-// get of it: it implements cache.Validator (validate.go) and
-// cache.RemovalGuard (guard.go), and releases held removals (release.go).
+// get of it: it implements cache.Validator (validate.go),
+// cache.RemovalGuard (guard.go) and cache.Gate (rollout.go, waves.go),
+// downstream's NackReporter (breaker.go), and releases what it holds
+// (release.go).
 type Delivery struct {
 	lg  *zap.Logger      // read-only after New
 	m   *metrics         // read-only after New
@@ -50,6 +53,11 @@ type Delivery struct {
 	// changed. 1 slot.
 	wake chan struct{}
 
+	// fleet is the downstream server (SetFleet), origins the upstream
+	// (SetOrigins); set before serving, read-only after.
+	fleet   Fleet
+	origins Origins
+
 	mu sync.Mutex
 	// refused remembers the invalid versions by key (validate.go).
 	// guarded by mu
@@ -58,13 +66,39 @@ type Delivery struct {
 	// invalidTotal counts them all. guarded by mu
 	recent       []Invalid
 	invalidTotal int
+	// rollouts: the rollouts not settled (rollout.go); versions: their
+	// versions by type, name and version, and by key (the newest of each
+	// key that rolls out). guarded by mu
+	rollouts map[*rollout]struct{}
+	versions map[versionID]*version
+	byKey    map[cache.Key]*version
+	// trips: the versions the breaker holds now (breaker.go). guarded by mu
+	trips map[*version]struct{}
 }
 
-// heldRemovals is what Delivery uses of the cache: its deferred removals.
+// heldRemovals is what Delivery uses of the cache: its deferred removals,
+// and the holds and ends of rollouts.
 type heldRemovals interface {
 	Deferrals() []cache.Deferral
 	DeferredCounts() []cache.Deferral
 	ReleaseDeferred(cache.DeferralFilter) []cache.Deferral
+	SetHold(revs []cache.Revision, h *cache.Hold) int
+	Settle(revs []cache.Revision) int
+	Rolling(rv cache.Revision) (bool, *cache.Hold)
+	LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout)
+}
+
+// Fleet is what Delivery reads of the relay's clients (internal/downstream's
+// Server): who is connected, and what each holds of some keys.
+type Fleet interface {
+	Viewers() []cache.Viewer
+	Holdings(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool))
+}
+
+// Origins is how the NACK breaker tells an origin (internal/upstream's
+// Manager): a NACK of typeURL on link's stream with detail.
+type Origins interface {
+	NackHeld(link cache.LinkID, typeURL string, detail *statuspb.Status)
 }
 
 // New returns a Delivery on opts.Config. It checks nothing of the config:
@@ -79,10 +113,14 @@ func New(opts Options) *Delivery {
 		now = time.Now
 	}
 	d := &Delivery{
-		lg:      lg.Named("delivery"),
-		now:     now,
-		wake:    make(chan struct{}, 1),
-		refused: make(map[cache.Key]refusal),
+		lg:       lg.Named("delivery"),
+		now:      now,
+		wake:     make(chan struct{}, 1),
+		refused:  make(map[cache.Key]refusal),
+		rollouts: make(map[*rollout]struct{}),
+		versions: make(map[versionID]*version),
+		byKey:    make(map[cache.Key]*version),
+		trips:    make(map[*version]struct{}),
 	}
 	s := settingsOf(opts.Config)
 	d.settings.Store(s)
@@ -91,9 +129,16 @@ func New(opts Options) *Delivery {
 }
 
 // SetCache gives d the cache it screens for (the cache is built with d as
-// its Validator and Guard, so after d). Call before Run and before the
-// pages are served.
+// its Validator, Guard and Gate, so after d). Call before Run and before
+// the pages are served.
 func (d *Delivery) SetCache(c *cache.Cache) { d.held = c }
+
+// SetFleet gives d the relay's clients (waves are cut from them, their
+// progress read from what they hold); SetOrigins the upstream the breaker
+// NACKs. Call both before serving; without them waves hold no client and
+// the breaker tells no origin.
+func (d *Delivery) SetFleet(f Fleet)     { d.fleet = f }
+func (d *Delivery) SetOrigins(o Origins) { d.origins = o }
 
 // SetConfig applies a reloaded config: the next origin change is screened
 // by its settings, and the release loop re-reads release_after. An

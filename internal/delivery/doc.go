@@ -23,9 +23,8 @@
 //     (by key and version) so that the origin resending it is refused
 //     again without a second validation, log line or count.
 //   - hold: a decision to keep something from clients for now, with a
-//     reason (the reason label of xds_relay_delivery_held). This half of
-//     the feature holds removals; the NACK breaker and waves (the
-//     feature's second half) hold versions.
+//     reason (the reason label of xds_relay_delivery_held): the deletion
+//     guard holds removals; the NACK breaker and waves hold versions.
 //   - held removal: an origin change's removal of a resource that the
 //     deletion guard holds: the resource stays in the cache and with its
 //     clients (new clients are served it too) until released. The cache
@@ -38,6 +37,21 @@
 //     (POST /debug/delivery/release), or by release_after once the origin
 //     has gone on without the resources that long (release.go). The
 //     origin sending a resource again ends its hold instead.
+//   - rollout: one origin change's new versions, from their arrival until
+//     accepted (ack_share of the streams they were sent to ACKed them) or
+//     max_wait after their last wave opened: while it lasts, the cache
+//     keeps each key's last accepted version beside the new one, and the
+//     breaker counts NACKs of it (rollout.go).
+//   - last accepted version: the version of a resource clients fall back
+//     to while a newer one is held from them (internal/cache's
+//     entry.accepted).
+//   - trip: the NACK breaker holding a version that nack_breaker.clients
+//     distinct clients NACKed (breaker.go): held from every client, the
+//     origin NACKed once.
+//   - wave: a set of clients (a share of the fleet by a stable hash of the
+//     node id, or node clusters by pattern) that a rollout reaches before
+//     the next (waves.go); a rollout stalls when a wave does not ACK
+//     within max_wait.
 //   - link: as in internal/upstream, an authority plus, for plain names,
 //     the aggregation group: the unit a full-state response replaces, so
 //     the unit whose share the guard counts.

@@ -15,11 +15,21 @@ const (
 	// ReasonEmpty: the change empties a collection or wildcard clients
 	// subscribe to.
 	ReasonEmpty = "deletion_empty"
+	// ReasonBreaker: clients NACKed the version (breaker.go).
+	ReasonBreaker = "breaker"
+	// ReasonWave: the version rolls out wave by wave and has not reached
+	// every client (waves.go).
+	ReasonWave = "wave"
+	// ReasonWaveStalled: its rollout stopped, a wave's clients not having
+	// ACKed within max_wait (or the breaker tripped on another of its
+	// versions): only a release moves it on.
+	ReasonWaveStalled = "wave_stalled"
 )
 
 // Reasons lists every reason a hold has (their series exist from start).
-// The NACK breaker and waves add theirs.
-func Reasons() []string { return []string{ReasonEmpty, ReasonShare} }
+func Reasons() []string {
+	return []string{ReasonBreaker, ReasonEmpty, ReasonShare, ReasonWave, ReasonWaveStalled}
+}
 
 // DeferRemovals is cache.RemovalGuard: the deletion guard of r's
 // authority decides (guard).

@@ -13,9 +13,8 @@ import (
 type metrics struct {
 	// invalid: labels authority, type.
 	invalid *prometheus.CounterVec
-	// breakerTrips: labels authority, type. The NACK breaker's (issue
-	// #28's second half): registered now, at zero, since its name is
-	// fixed.
+	// breakerTrips: labels authority, type: versions the NACK breaker
+	// held (breaker.go).
 	breakerTrips *prometheus.CounterVec
 	held         *heldCollector
 }
@@ -31,7 +30,7 @@ func newMetrics(reg prometheus.Registerer, d *Delivery, authorities []string) *m
 			Help: "Versions held by the NACK breaker (delivery.nack_breaker), by authority and type.",
 		}, []string{"authority", "type"}),
 		held: &heldCollector{d: d, desc: prometheus.NewDesc("xds_relay_delivery_held",
-			"Versions or removals held back from clients now, by authority, type and reason (deletion_share, deletion_empty: removals held by delivery.deletion_guard).",
+			"Versions or removals held back from clients now, by authority, type and reason (deletion_share, deletion_empty: removals held by delivery.deletion_guard; breaker: versions held by delivery.nack_breaker; wave: versions rolling out wave by wave, delivery.waves; wave_stalled: those whose rollout stopped).",
 			[]string{"authority", "type", "reason"}, nil)},
 	}
 	m.setAuthorities(nil, authorities)
@@ -88,7 +87,39 @@ func (c *heldCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	for s, n := range c.d.heldVersions() {
+		if _, configured := values[s]; configured {
+			values[s] += float64(n)
+		}
+	}
 	for s, v := range values {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, s.authority, s.typ, s.reason)
 	}
+}
+
+// heldVersions counts the versions held now, by authority, type and
+// reason: those the breaker holds, and those of rollouts whose waves are
+// not all open.
+func (d *Delivery) heldVersions() map[heldSeries]int {
+	out := make(map[heldSeries]int)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for v := range d.trips {
+		out[heldSeries{v.key.Link.Authority, xdstype.Label(v.key.TypeURL), ReasonBreaker}]++
+	}
+	for ro := range d.rollouts {
+		if ro.waves == nil || ro.open > len(ro.waves.waves) {
+			continue
+		}
+		reason := ReasonWave
+		if ro.stalled {
+			reason = ReasonWaveStalled
+		}
+		for v := range ro.live {
+			if v.trip == nil || v.released {
+				out[heldSeries{ro.link.Authority, xdstype.Label(ro.typeURL), reason}]++
+			}
+		}
+	}
+	return out
 }

@@ -22,11 +22,60 @@ type Released struct {
 	Names []string `json:"names"`
 }
 
-// Release applies the held removals of authority ("": every one) and type
-// URL ("": every type): clients are sent the removals now. by says who
+// Release releases what is held of authority ("": every one) and type URL
+// ("": every type): held removals are applied (clients are sent them
+// now), versions the NACK breaker holds are sent to every client, and
+// rollouts stopped or going wave by wave open every wave. by says who
 // asked, for the log. It returns what it released.
 func (d *Delivery) Release(authority, typeURL, by string) []Released {
-	return d.release(cache.DeferralFilter{Authority: authority, TypeURL: typeURL}, by)
+	out := d.release(cache.DeferralFilter{Authority: authority, TypeURL: typeURL}, by)
+	for _, v := range d.releaseTrips(authority, typeURL) {
+		out = append(out, Released{Authority: v.key.Link.Authority, Group: v.key.Link.Group, Type: v.key.TypeURL, Reason: ReasonBreaker,
+			Resources: 1, HeldSince: v.trip.since, Names: []string{truncate(v.key.Name, maxShownName)}})
+		d.lg.Warn("version held by the NACK breaker released: every client is sent it", append(v.fields(),
+			zap.Duration("held_for", d.now().Sub(v.trip.since)), zap.String("by", by))...)
+	}
+	out = append(out, d.releaseWaves(authority, typeURL, by)...)
+	d.poke()
+	return out
+}
+
+// releaseWaves opens every wave of the rollouts of authority and type URL
+// ("": any) that have waves still closed, stalled or not.
+func (d *Delivery) releaseWaves(authority, typeURL, by string) []Released {
+	type opened struct {
+		ro   *rollout
+		revs []cache.Revision
+	}
+	var todo []opened
+	d.mu.Lock()
+	for ro := range d.rollouts {
+		if ro.waves == nil || ro.open > len(ro.waves.waves) || (authority != "" && ro.link.Authority != authority) ||
+			(typeURL != "" && ro.typeURL != typeURL) {
+			continue
+		}
+		ro.open, ro.stalled, ro.openedAt = len(ro.waves.waves)+1, false, d.now()
+		todo = append(todo, opened{ro: ro, revs: liveRevs(ro)})
+	}
+	d.mu.Unlock()
+	out := make([]Released, 0, len(todo))
+	for _, o := range todo {
+		d.held.SetHold(o.revs, nil)
+		out = append(out, Released{Authority: o.ro.link.Authority, Group: o.ro.link.Group, Type: o.ro.typeURL, Reason: ReasonWave,
+			Resources: len(o.revs), HeldSince: o.ro.arrived, Names: revNames(o.revs)})
+		d.lg.Warn("rollout released: every wave opened", zap.String("authority", o.ro.link.Authority), zap.String("type_url", o.ro.typeURL),
+			zap.Int("versions", len(o.revs)), zap.String("by", by))
+	}
+	return out
+}
+
+// revNames is the first 10 names of revs (sorted), each cut for the page.
+func revNames(revs []cache.Revision) []string {
+	out := make([]string, 0, min(len(revs), 10))
+	for _, rv := range revs[:min(len(revs), 10)] {
+		out = append(out, truncate(rv.Key.Name, maxShownName))
+	}
+	return out
 }
 
 // release releases what f selects, logging one line per link, type and
@@ -45,14 +94,18 @@ func (d *Delivery) release(f cache.DeferralFilter, by string) []Released {
 }
 
 // Run releases held removals once their authority's release_after has
-// passed (the origin went on without the resources that long) until ctx
-// ends. It sleeps until the next one is due, and wakes when a hold starts
-// or the config changes.
+// passed (the origin went on without the resources that long), moves
+// rollouts on (their waves, their end: rollout.go) and ends the trips of
+// versions gone, until ctx ends. It sleeps until the next is due, and
+// wakes when a hold or a rollout starts or the config changes.
 func (d *Delivery) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		next := d.releaseDue()
+		if at := d.settleDue(); !at.IsZero() && (next.IsZero() || at.Before(next)) { // rollout.go
+			next = at
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

@@ -27,13 +27,15 @@ func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
 // and applying the client's ACK of it: the per-client cost of fan-out (the
 // envelope around the shared body), with the propagation ledger (the
 // revisions point to its records: the response notes its change, the ACK
-// settles it) and without.
+// settles it) and without; with safe delivery (each revision rolling out,
+// its key's last accepted revision beside it: the writer's check of what
+// this client is served) and without (benchFeatures).
 func BenchmarkEnvelope(b *testing.B) {
 	for _, size := range []int{1 << 10, 64 << 10} {
 		for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
-			for _, ledger := range []bool{true, false} {
-				b.Run(fmt.Sprintf("variant=%s/size=%d/ledger=%s", variant, size, onOff(ledger)), func(b *testing.B) {
-					benchmarkEnvelope(b, variant, size, ledger)
+			for _, f := range benchFeatures {
+				b.Run(fmt.Sprintf("variant=%s/size=%d/%s", variant, size, f), func(b *testing.B) {
+					benchmarkEnvelope(b, variant, size, f)
 				})
 			}
 		}
@@ -47,7 +49,8 @@ func onOff(on bool) string {
 	return "off"
 }
 
-func benchmarkEnvelope(b *testing.B, variant xdstype.Variant, size int, ledger bool) {
+func benchmarkEnvelope(b *testing.B, variant xdstype.Variant, size int, f features) {
+	ledger := f.ledger
 	srv := &Server{lg: zap.NewNop(), m: newMetrics(nil), counts: newClientCounts()}
 	ss := newSession(srv, variant, "", "bench", access.Identity{}, nil)
 	ts := ss.typeLocked(edsType)
@@ -80,7 +83,14 @@ func benchmarkEnvelope(b *testing.B, variant xdstype.Variant, size int, ledger b
 	for i := 0; i < b.N; i++ {
 		w.reset()
 		w.ts = ts
-		w.probes = append(w.probes, probe{name: "r", key: k, res: revs[i%2], state: cache.StatePresent})
+		p := probe{name: "r", key: k, res: revs[i%2], state: cache.StatePresent}
+		if f.delivery {
+			p.ro = cache.Rollout{Accepted: revs[(i+1)%2]}
+		}
+		w.probes = append(w.probes, p)
+		if f.delivery {
+			ss.servedLocked(w) // rollout.go: what this client is served
+		}
 		// out is reused, as responsesLocked's slice is made once per
 		// round, not per type.
 		if variant == xdstype.Delta {
@@ -104,20 +114,27 @@ func benchmarkEnvelope(b *testing.B, variant xdstype.Variant, size int, ledger b
 
 // BenchmarkFanout measures one update reaching N delta clients end to end
 // over loopback gRPC: Apply to the cache, until every client received it;
-// each client ACKs what it receives. With the propagation ledger (each
-// ACK settles the change) and without.
+// each client ACKs what it receives. As the relay runs (the propagation
+// ledger, each ACK settling the change; safe delivery at its defaults:
+// the version validated, the update screened, its rollout kept, the last
+// accepted version beside it), with safe delivery off, and with both off:
+// what each costs.
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{100, 1000} {
-		for _, ledger := range []bool{true, false} {
-			b.Run(fmt.Sprintf("clients=%d/ledger=%s", n, onOff(ledger)), func(b *testing.B) {
-				benchmarkFanout(b, n, ledger)
+		for _, f := range benchFeatures {
+			b.Run(fmt.Sprintf("clients=%d/%s", n, f), func(b *testing.B) {
+				benchmarkFanout(b, n, f)
 			})
 		}
 	}
 }
 
-func benchmarkFanout(b *testing.B, n int, ledger bool) {
-	e := newEnvOn(b, newTestCacheLedger(b, ledger), 0)
+// benchFeatures are the feature sets the benchmarks compare: the relay's
+// defaults, safe delivery off, both the ledger and delivery off.
+var benchFeatures = []features{{ledger: true, delivery: true}, {ledger: true}, {}}
+
+func benchmarkFanout(b *testing.B, n int, f features) {
+	e := newEnvOn(b, newTestCacheWith(b, f), 0)
 	name := xdstp(edsType, "fan")
 	k := key(edsType, name)
 	e.cache.set(k, res(edsType, name, "0"))

@@ -335,6 +335,7 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 	}
 	ts.answered = max(ts.answered, seq)
 	ss.settleLocked(ts, seq, versionInfo, detail) // propagation.go
+	ss.breakerNackLocked(ts, seq, detail)         // rollout.go
 	if nacked && seq != 0 && ts.lastNackSeq != seq {
 		ts.lastNackSeq = seq
 		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.lastNack})

@@ -12,6 +12,7 @@ import (
 // handleDelta applies one DeltaDiscoveryRequest. Subscription changes are
 // honoured whatever the nonce (spec: "Incremental xDS").
 func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
+	defer ss.reportNacks() // rollout.go: the breaker hears of a NACK once unlocked
 	typeURL, err := ss.accept(req.GetNode(), req.GetTypeUrl())
 	if err != nil {
 		return err

@@ -14,4 +14,7 @@
 //     collections (wildcard or glob); sent (held) is what it holds of a name.
 //   - diff: what a type's probes change for the client compared with what
 //     it holds; each variant's response is built from it.
+//   - served: the revision of a key a client is sent when the key's newest
+//     is held back from it by a rollout (the NACK breaker, a wave): the
+//     last accepted one, or what it holds (rollout.go).
 package downstream

@@ -21,7 +21,13 @@ import (
 )
 
 // fetchWatcher wakes a unary Fetch when a key it waits on changes.
-type fetchWatcher struct{ ch chan struct{} }
+// fetchWatcher is a poll's watcher of the cache; viewer is its client as
+// a rollout's hold tells it apart (rollout.go). Read-only after creation
+// but for ch.
+type fetchWatcher struct {
+	ch     chan struct{}
+	viewer cache.Viewer
+}
 
 func (w *fetchWatcher) Notify(cache.Key) {}
 
@@ -81,7 +87,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 	if err != nil {
 		return nil, err
 	}
-	w := &fetchWatcher{ch: make(chan struct{}, 1)}
+	w := &fetchWatcher{ch: make(chan struct{}, 1), viewer: cache.ViewerOf(req.GetNode().GetId(), req.GetNode().GetCluster())}
 	if len(watch.watch) > 0 {
 		watchKeys(s.cache, w, watch.watch, watch.nodes)
 		defer s.cache.Unwatch(w, watch.watch...)
@@ -237,7 +243,7 @@ type fetchItem struct {
 // does not exist (the origin's status, or the relay's), and unknown.
 // A do_not_cache revision the cache withholds from w (the poll's watcher:
 // owed the origin's fresh copy, donotcache.go) is pending.
-func (s *Server) fetchResponse(w cache.Watcher, typeURL string, items []fetchItem, unknown []resErr, fa *fetchAccess, wrap sotwWrap) (resp *discoveryv3.DiscoveryResponse, pending bool) {
+func (s *Server) fetchResponse(w *fetchWatcher, typeURL string, items []fetchItem, unknown []resErr, fa *fetchAccess, wrap sotwWrap) (resp *discoveryv3.DiscoveryResponse, pending bool) {
 	entries, errs, pending := s.fetchLookups(w, items, unknown, fa)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 	h := fnv.New64a()
@@ -266,7 +272,7 @@ type fetchEntry struct {
 // fetchLookups looks a fetch's items up in the cache (fetchResponse): the
 // resources present, each name once; the errors, unknown's first; whether
 // some of it is pending.
-func (s *Server) fetchLookups(w cache.Watcher, items []fetchItem, unknown []resErr, fa *fetchAccess) (entries []fetchEntry, errs []resErr, pending bool) {
+func (s *Server) fetchLookups(w *fetchWatcher, items []fetchItem, unknown []resErr, fa *fetchAccess) (entries []fetchEntry, errs []resErr, pending bool) {
 	errs = slices.Clone(unknown)
 	seen := make(map[string]struct{})
 	for _, it := range items {
@@ -279,21 +285,28 @@ func (s *Server) fetchLookups(w cache.Watcher, items []fetchItem, unknown []resE
 			} else if st == cache.StateAbsent && it.res.Key.Name != cache.Wildcard {
 				errs = append(errs, resErr{name: it.name, detail: relayNotFound}) // a known empty glob
 			}
-			for _, r := range members {
+			for _, m := range members {
+				r, _ := l.Rollouts[m].Serve(m, w.viewer, nil) // rollout.go: a poll holds nothing
+				if r == nil {
+					continue
+				}
 				if !fa.memberAllowed(s, it.res.Key.Link, r.Name) || s.fetchShadowed(fa, items, r.Name, it.res.Key.Link) {
 					continue
 				}
 				if _, dup := seen[r.Name]; !dup {
 					seen[r.Name] = struct{}{}
 					entries = append(entries, fetchEntry{r.Name, r})
-					if merr := l.MemberErrs[r]; merr != nil {
+					if merr := l.MemberErrs[m]; merr != nil {
 						errs = append(errs, resErr{name: r.Name, detail: merr})
 					}
 				}
 			}
 			continue
 		}
-		r, st, err := s.cache.Lookup(it.res.Key)
+		r, st, err, ro := s.cache.LookupRollout(it.res.Key)
+		if r, _ = ro.Serve(r, w.viewer, nil); r == nil && st == cache.StatePresent {
+			st = cache.StatePending // held back, nothing older to serve (rollout.go)
+		}
 		if st == cache.StatePresent && (s.cache.Withheld(w, it.res.Key, r) || aliasOf(it.res.Key, r) != "") {
 			// Not sent yet (a do_not_cache copy owed fresh), or another
 			// resource this name is an alias of: as over SotW streams,

@@ -113,6 +113,7 @@ func newEnvOn(t testing.TB, c *testCache, sendTimeout time.Duration, serverOpts 
 		SharedEncoding: true,
 		// As the relay serves; the window's own tests fake its timer.
 		GatherWindow: config.DefaultGatherWindow,
+		Breaker:      c.breaker(),
 	})
 	if err != nil {
 		t.Fatal(err)

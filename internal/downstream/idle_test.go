@@ -159,7 +159,8 @@ const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
 // conns=n gives each its own, as a fleet connects (connection included).
 // Each stream has its own node id, as a fleet's clients do; ledger=on
 // (as the relay runs) settles each stream's initial sync in the
-// propagation ledger, ledger=off does not record it.
+// propagation ledger, ledger=off does not record it; delivery=on runs
+// safe delivery at its defaults (benchFeatures).
 func BenchmarkIdleStreams(b *testing.B) {
 	// Under the race detector (make test runs every benchmark once,
 	// instrumented, where the figures mean nothing) 200 streams exercise
@@ -170,10 +171,10 @@ func BenchmarkIdleStreams(b *testing.B) {
 	}
 	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
 		for _, conns := range []int{1, n} {
-			for _, ledger := range []bool{true, false} {
-				b.Run(fmt.Sprintf("variant=%s/conns=%d/ledger=%s", variant, conns, onOff(ledger)), func(b *testing.B) {
+			for _, f := range benchFeatures {
+				b.Run(fmt.Sprintf("variant=%s/conns=%d/%s", variant, conns, f), func(b *testing.B) {
 					for range b.N {
-						measureIdle(b, n, conns, variant, ledger)
+						measureIdle(b, n, conns, variant, f)
 					}
 				})
 			}
@@ -183,8 +184,8 @@ func BenchmarkIdleStreams(b *testing.B) {
 
 // measureIdle opens n idle streams from a client process and reports the
 // server's goroutines, heap and stack in use per stream.
-func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, ledger bool) {
-	e := newEnvOn(b, newTestCacheLedger(b, ledger), 0)
+func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, f features) {
+	e := newEnvOn(b, newTestCacheWith(b, f), 0)
 	name := xdstp(edsType, "idle")
 	e.put(edsType, name, "1")
 	g0, heap0, stack0 := inUse()

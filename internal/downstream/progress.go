@@ -103,7 +103,9 @@ type nameView struct {
 	res      *cache.Resource
 	state    cache.State
 	err      *statuspb.Status
-	withheld bool // a do_not_cache revision owed afresh from the origin
+	withheld bool          // a do_not_cache revision owed afresh from the origin
+	ro       cache.Rollout // where res stands in its rollout (rollout.go)
+	viewer   cache.Viewer  // the client, as a hold tells it apart
 }
 
 // reasonOf decides v's reason and its detail. Every case ends in one.
@@ -119,14 +121,34 @@ func reasonOf(v *nameView) (propagation.Reason, string) {
 		return propagation.WaitingForOrigin, v.err.GetMessage()
 	case !v.hasNewest() && v.gathering:
 		return propagation.GatherWindow, ""
+	case !v.hasNewest() && v.heldBack() == cache.HoldBreaker:
+		return propagation.HeldByBreaker, ""
+	case !v.hasNewest() && v.heldBack() == cache.HoldWave:
+		return propagation.HeldByWave, ""
 	case !v.hasNewest() && v.writerBusy:
 		return propagation.NotWritten, "the writer is still sending earlier responses: the client reads slowly"
 	case !v.hasNewest():
 		return propagation.NotWritten, "the change is being announced, or the writer is about to send it"
 	case v.status.State == ResourceSent:
 		return propagation.AwaitingAck, ""
+	case v.ro.Deferred:
+		return propagation.HeldByDeletionGuard, ""
 	}
 	return propagation.InSync, v.err.GetMessage()
+}
+
+// heldBack is why the newest revision is held back from the client
+// (cache.HoldNone: it is not).
+func (v *nameView) heldBack() cache.HoldReason {
+	if v.res == nil || v.ro.Hold == nil {
+		return cache.HoldNone
+	}
+	var holds *cache.Resource
+	if v.holds {
+		holds = v.h.res
+	}
+	_, why := v.ro.Serve(v.res, v.viewer, holds)
+	return why
 }
 
 // hasNewest reports whether the client was sent the newest state the
@@ -215,7 +237,7 @@ func (ss *session) lookupView(v *nameView) {
 	if v.unknown != nil || v.key == (cache.Key{}) {
 		return
 	}
-	v.res, v.state, v.err = ss.srv.cache.Lookup(v.key)
+	v.res, v.state, v.err, v.ro = ss.srv.cache.LookupRollout(v.key)
 	v.withheld = v.res != nil && ss.srv.cache.Withheld(ss, v.key, v.res)
 }
 
@@ -239,7 +261,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 	for _, ts := range ss.types {
 		pending := ss.pendingLocked(ts)
 		add := func(name string, key cache.Key, heldAs string) {
-			v := nameView{typeURL: ts.typeURL, name: name, key: key, writerBusy: busy,
+			v := nameView{typeURL: ts.typeURL, name: name, key: key, writerBusy: busy, viewer: ss.viewer,
 				gathering: ts.gather != nil && ts.gather.awaits(name)}
 			v.h, v.holds = ts.sent[heldAs]
 			if v.holds {
@@ -298,7 +320,7 @@ func (ss *session) unsentMembers(colls []collView) []nameView {
 			}
 			out = append(out, nameView{typeURL: c.typeURL, name: r.Name, res: r, state: cache.StatePresent,
 				err: l.MemberErrs[r], gathering: c.gather, key: cache.Key{Link: c.key.Link, TypeURL: c.typeURL, Name: canonical},
-				status: ResourceStatus{State: ResourceRequested}})
+				status: ResourceStatus{State: ResourceRequested}, ro: l.Rollouts[r]})
 		}
 	}
 	if len(out) == 0 {
@@ -309,7 +331,7 @@ func (ss *session) unsentMembers(colls []collView) []nameView {
 	busy := ss.writer.runningLocked()
 	for i := range out {
 		v := &out[i]
-		v.writerBusy = busy
+		v.writerBusy, v.viewer = busy, ss.viewer
 		if ss.deniesAnyLocked(pol, v.typeURL) {
 			_, ok := ss.memberAuthorityLocked(pol, v.typeURL, v.name, v.key.Link)
 			v.denied = !ok

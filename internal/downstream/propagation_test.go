@@ -138,6 +138,7 @@ func TestPropagationSuperseded(t *testing.T) {
 func TestReasonOfEveryReason(t *testing.T) {
 	rev := &cache.Resource{Name: "r", Version: "v2"}
 	sent := held{res: rev, version: "v2", seq: 2}
+	accepted := &cache.Resource{Name: "r", Version: "v1"}
 	old := held{version: "v1", seq: 1}
 	tests := []struct {
 		name string
@@ -167,6 +168,14 @@ func TestReasonOfEveryReason(t *testing.T) {
 		{"a denied member", nameView{denied: true, state: cache.StatePresent, res: rev}, propagation.Denied},
 		{"an unknown authority", nameView{unknown: &unknownName{detail: unknownAuthority}}, propagation.NotServed},
 		{"a type not carried", nameView{unknown: &unknownName{detail: typeNotCarried}}, propagation.NotServed},
+		{"held by the breaker, sent back the last accepted", nameView{h: held{res: accepted, version: "v1", seq: 3}, holds: true,
+			state: cache.StatePresent, res: rev, ro: cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldBreaker}, Accepted: accepted},
+			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByBreaker},
+		{"held by a wave not open", nameView{h: held{res: accepted, version: "v1", seq: 1}, holds: true, state: cache.StatePresent, res: rev,
+			ro:     cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldWave, Waves: closedWaves{}}, Accepted: accepted},
+			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByWave},
+		{"a removal held by the deletion guard", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
+			ro: cache.Rollout{Deferred: true}, status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByDeletionGuard},
 	}
 	seen := map[propagation.Reason]bool{}
 	for _, tt := range tests {
@@ -385,3 +394,8 @@ func TestClientProgressLateAck(t *testing.T) {
 	e.waitCounts(r1, propagation.Counts{Sent: 1, Acked: 1}) // its own answer, though late
 	e.waitCounts(r2, propagation.Counts{Sent: 1, Nacked: 1})
 }
+
+// closedWaves admits nobody: every wave of it is closed.
+type closedWaves struct{}
+
+func (closedWaves) Admits(cache.Viewer) bool { return false }

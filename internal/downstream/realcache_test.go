@@ -10,7 +10,9 @@ import (
 	"go.uber.org/zap"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
+	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/propagation"
 )
 
@@ -42,9 +44,10 @@ func (s *answeringSubscriber) Unsubscribe(cache.LinkID, string, []string) {}
 // optional hooks around what the server asks of it.
 type testCache struct {
 	*cache.Cache
-	ledger *propagation.Ledger // nil: off
-	mu     sync.Mutex
-	hooks  cacheHooks // guarded by mu
+	ledger   *propagation.Ledger // nil: off
+	delivery *delivery.Delivery  // nil: off (the Server's Breaker when set)
+	mu       sync.Mutex
+	hooks    cacheHooks // guarded by mu
 }
 
 // cacheHooks run in the server's goroutines, without locks held.
@@ -61,16 +64,51 @@ func newTestCache(t testing.TB) *testCache { return newTestCacheLedger(t, true) 
 // newTestCacheLedger is a cache with the propagation ledger recording its
 // changes (ledger true, as the relay runs), or without.
 func newTestCacheLedger(t testing.TB, ledger bool) *testCache {
+	return newTestCacheWith(t, features{ledger: ledger})
+}
+
+// features are what a test cache runs with: the propagation ledger, and
+// safe delivery at its defaults (internal/delivery: validation, the NACK
+// breaker, the deletion guard; its release loop not running), both as the
+// relay runs.
+type features struct{ ledger, delivery bool }
+
+// String names f as a benchmark's sub-benchmark does.
+func (f features) String() string {
+	return "ledger=" + onOff(f.ledger) + "/delivery=" + onOff(f.delivery)
+}
+
+// newTestCacheWith is a cache with features f.
+func newTestCacheWith(t testing.TB, f features) *testCache {
 	sub := &answeringSubscriber{}
-	var l *propagation.Ledger
-	if ledger {
-		l = propagation.New(propagation.Options{})
+	opts := cache.Options{Logger: zap.NewNop(), MaxResources: 1000, MaxBytes: 1 << 30}
+	if f.ledger {
+		opts.Ledger = propagation.New(propagation.Options{})
 	}
-	c := cache.New(cache.Options{Logger: zap.NewNop(), MaxResources: 1000, MaxBytes: 1 << 30, Ledger: l})
+	var dl *delivery.Delivery
+	if f.delivery {
+		cfg := config.Default()
+		cfg.Authorities = []config.Authority{{Name: authority, Origins: []string{"127.0.0.1:1"}}}
+		dl = delivery.New(delivery.Options{Config: cfg})
+		opts.Validator, opts.Guard, opts.Gate = dl, dl, dl
+	}
+	c := cache.New(opts)
+	if dl != nil {
+		dl.SetCache(c)
+	}
 	sub.c = c
 	c.SetUpstream(sub)
 	t.Cleanup(sub.wg.Wait)
-	return &testCache{Cache: c, ledger: l}
+	return &testCache{Cache: c, ledger: opts.Ledger, delivery: dl}
+}
+
+// breaker is the Server's NackReporter: the cache's delivery, nil when
+// off.
+func (c *testCache) breaker() NackReporter {
+	if c.delivery == nil {
+		return nil
+	}
+	return c.delivery
 }
 
 func (c *testCache) setHooks(h cacheHooks) {
@@ -105,13 +143,19 @@ func (c *testCache) Get(k cache.Key) (*cache.Resource, cache.State) {
 	return r, st
 }
 
-// Lookup is what the writer reads a key with; afterGet runs after it too.
+// Lookup and LookupRollout (what the writer reads a key with): afterGet
+// runs after them too.
 func (c *testCache) Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status) {
-	r, st, err := c.Cache.Lookup(k)
+	r, st, err, _ := c.LookupRollout(k)
+	return r, st, err
+}
+
+func (c *testCache) LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout) {
+	r, st, err, ro := c.Cache.LookupRollout(k)
 	if h := c.getHooks(); h.afterGet != nil {
 		h.afterGet(k)
 	}
-	return r, st, err
+	return r, st, err, ro
 }
 
 // setError records the origin's error for k.

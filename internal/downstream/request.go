@@ -227,7 +227,9 @@ func (s *Server) statusFor(typeURL, name string, node *corev3.Node, err error) e
 // recordNackLocked records, counts and logs a NACK (a reply with
 // error_detail) of ts's response nonce, for either variant (versionInfo is
 // SotW's); it reports whether the reply was one. One client's NACK is that
-// client's: it changes nothing that it or any other client is sent.
+// client's: it changes nothing that it or any other client is sent, until
+// enough clients NACK one version that the NACK breaker holds it
+// (rollout.go, package delivery).
 func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, detail *rpcstatus.Status) bool {
 	if detail == nil {
 		return false

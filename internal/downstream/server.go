@@ -30,7 +30,16 @@ type Cache interface {
 	Withheld(w cache.Watcher, k cache.Key, r *cache.Resource) bool
 	Members(k cache.Key) ([]*cache.Resource, cache.State)
 	Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status)
+	// LookupRollout is Lookup with where the key's newest revision stands
+	// in its rollout (rollout.go); LookupMembers tells it of the members.
+	LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout)
 	LookupMembers(k cache.Key) cache.CollectionLookup
+}
+
+// NackReporter is told of each client NACK of a response that carried new
+// revisions (rollout.go): package delivery's NACK breaker.
+type NackReporter interface {
+	Nacked(n cache.Nack)
 }
 
 // DefaultFetchWait is used when Options.FetchWait is zero.
@@ -86,6 +95,8 @@ type Options struct {
 	// Links bounds the upstream links requests open (groups.go);
 	// internal/upstream's Manager. nil: links are not bounded.
 	Links Links
+	// Breaker is told of client NACKs (rollout.go); nil: nobody.
+	Breaker NackReporter
 	// MaxSendMsgSize bounds one response to a client, in bytes: the
 	// grpc.Server's own send limit (config downstream.max_send_msg_size,
 	// which holds the default). A response that would be larger is sent as
@@ -102,6 +113,7 @@ type Server struct {
 	fetchWait   time.Duration            // read-only after New
 	originState func(cache.LinkID) error // Options.OriginState; read-only after New
 	links       Links                    // Options.Links (groups.go); read-only after New
+	breaker     NackReporter             // Options.Breaker (rollout.go); read-only after New
 	// resolverNow, limitsNow and sendTimeoutNs change at run time (a
 	// config reload, reload.go); each read takes the current value.
 	resolverNow   atomic.Pointer[resolverBox]
@@ -201,6 +213,7 @@ func New(opts Options) (*Server, error) {
 		fetchWait:   opts.FetchWait,
 		originState: opts.OriginState,
 		links:       opts.Links,
+		breaker:     opts.Breaker,
 		lg:          opts.Logger.Named("downstream"),
 		m:           newMetrics(opts.Registry),
 		sessions:    make(map[uint64]*session),

@@ -40,6 +40,13 @@ type session struct {
 
 	mu   sync.Mutex
 	node *corev3.Node // guarded by mu; from the first request
+	// viewer is the node as a rollout's hold tells clients apart
+	// (rollout.go): set with node, under mu, before the Server indexes
+	// the session (under its mu); read-only after.
+	viewer cache.Viewer
+	// nacks: client NACKs for the NACK breaker, reported by the handler
+	// once it unlocks (rollout.go). guarded by mu
+	nacks []cache.Nack
 	// ttl: the node advertised TTL support; wrap: what it takes in the
 	// SotW Resource wrapper (features.go). Guarded by mu, copied into
 	// each typeState.
@@ -274,6 +281,7 @@ func (ss *session) setNode(n *corev3.Node) error {
 		return nil
 	}
 	ss.node = kept
+	ss.viewer = cache.ViewerOf(kept.GetId(), kept.GetCluster())
 	ss.ttl, ss.wrap = supportsTTL(n), sotwWrapOf(n) // client features are read here, not kept
 	for _, ts := range ss.types {
 		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, ts.typeURL)

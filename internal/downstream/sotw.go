@@ -14,6 +14,7 @@ import (
 // handleSotW applies one DiscoveryRequest. A request whose nonce is not the
 // latest sent for its type is stale and ignored (spec: "Resource updates").
 func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
+	defer ss.reportNacks() // rollout.go: the breaker hears of a NACK once unlocked
 	typeURL, err := ss.accept(req.GetNode(), req.GetTypeUrl())
 	if err != nil {
 		return err

@@ -28,6 +28,10 @@ type probe struct {
 	err     *statuspb.Status // the key's resource error (cache.Lookup)
 	// memberErrs: errors of members (collections listed in full).
 	memberErrs map[*cache.Resource]*statuspb.Status
+	// ro: where res stands in its rollout; rollouts: the members', those
+	// held back or deferred only (rollout.go).
+	ro       cache.Rollout
+	rollouts map[*cache.Resource]cache.Rollout
 }
 
 // work is what the writer evaluates for one type on one wake-up.
@@ -266,6 +270,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	// was sent under the one before is what that recheck sees held.
 	pol := ss.srv.access.Load()
 	for _, w := range works {
+		ss.servedLocked(w) // rollout.go
 		ss.checkMembersLocked(pol, w)
 		ss.oneKeyLocked(w)          // onekey.go
 		ss.gatherRoundLocked(rd, w) // gather.go
@@ -291,9 +296,9 @@ func (ss *session) lookup(w *work) {
 		p := &w.probes[i]
 		if p.collection && !p.member {
 			l := ss.srv.cache.LookupMembers(p.key)
-			p.members, p.state, p.err, p.memberErrs = l.Members, l.State, l.Err, l.MemberErrs
+			p.members, p.state, p.err, p.memberErrs, p.rollouts = l.Members, l.State, l.Err, l.MemberErrs, l.Rollouts
 		} else {
-			p.res, p.state, p.err = ss.srv.cache.Lookup(p.key)
+			p.res, p.state, p.err, p.ro = ss.srv.cache.LookupRollout(p.key)
 		}
 	}
 	ss.withholdOwed(w)

@@ -138,6 +138,10 @@ func (c *Change) Announced(at time.Time) {
 	c.announced.CompareAndSwap(0, at.UnixNano())
 }
 
+// FannedOut reports whether the change's fan-out is over (Announced): only
+// then may its counts be final.
+func (c *Change) FannedOut() bool { return c != nil && c.announced.Load() != 0 }
+
 func (c *Change) sentTo() { c.sent.Add(1) }
 
 func (c *Change) ack(now time.Time) {

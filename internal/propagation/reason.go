@@ -11,9 +11,8 @@ import (
 // resource can be in has one: there is no "unknown" (downstream decides
 // which applies, and its test enumerates them against Reasons()).
 //
-// The list grows (safe delivery adds versions held by a wave, the NACK
-// breaker or the deletion guard): add a constant before reasonCount, its
-// code and words below, and the case that produces it.
+// The list grows: add a constant before reasonCount, its code and words
+// below, and the case that produces it (downstream's reasonOf).
 type Reason uint8
 
 const (
@@ -42,20 +41,35 @@ const (
 	// NotServed: the relay does not serve the name (its authority has no
 	// configuration, or does not carry its type).
 	NotServed
+	// HeldByWave: the newest version rolls out in waves (delivery.waves)
+	// and the client's wave has not opened; it keeps the last accepted
+	// version.
+	HeldByWave
+	// HeldByBreaker: the NACK breaker tripped on the newest version
+	// (delivery.nack_breaker): no client is sent it; the client keeps, or
+	// is sent back, the last accepted version.
+	HeldByBreaker
+	// HeldByDeletionGuard: the origin removed the resource and the
+	// deletion guard holds the removal (delivery.deletion_guard): the
+	// client keeps it until it is released.
+	HeldByDeletionGuard
 
 	reasonCount // not a reason: the number of them
 )
 
 // reasonText: each reason's code (JSON, logs) and words.
 var reasonText = [reasonCount]struct{ code, words string }{
-	InSync:           {"in_sync", "in sync: the client ACKed the newest version the relay holds"},
-	WaitingForOrigin: {"waiting_for_origin", "waiting for the origin: the relay has no version of it from the origin yet"},
-	GatherWindow:     {"gather_window", "held back by the gather window, to be sent with the other names its request subscribed"},
-	NotWritten:       {"not_written", "not yet written: the relay holds a newer version it has not sent this client yet (the client reads slowly, or it is about to be sent)"},
-	AwaitingAck:      {"awaiting_ack", "sent; the client has not answered the response yet"},
-	Nacked:           {"nacked", "NACKed: the client rejected the response that carried it, and runs the version it ACKed before"},
-	Denied:           {"denied", "denied by the access rules"},
-	NotServed:        {"not_served", "not served by this relay: its authority has no configuration, or does not carry its type"},
+	InSync:              {"in_sync", "in sync: the client ACKed the newest version the relay holds"},
+	WaitingForOrigin:    {"waiting_for_origin", "waiting for the origin: the relay has no version of it from the origin yet"},
+	GatherWindow:        {"gather_window", "held back by the gather window, to be sent with the other names its request subscribed"},
+	NotWritten:          {"not_written", "not yet written: the relay holds a newer version it has not sent this client yet (the client reads slowly, or it is about to be sent)"},
+	AwaitingAck:         {"awaiting_ack", "sent; the client has not answered the response yet"},
+	Nacked:              {"nacked", "NACKed: the client rejected the response that carried it, and runs the version it ACKed before"},
+	Denied:              {"denied", "denied by the access rules"},
+	NotServed:           {"not_served", "not served by this relay: its authority has no configuration, or does not carry its type"},
+	HeldByWave:          {"held_by_wave", "held by a wave: the newest version rolls out in waves and this client's has not opened; it keeps the last accepted version"},
+	HeldByBreaker:       {"held_by_breaker", "held by the NACK breaker: clients rejected the newest version, so no client is sent it; this one keeps (or was sent back) the last accepted version"},
+	HeldByDeletionGuard: {"held_by_deletion_guard", "held by the deletion guard: the origin removed it, and the removal is held until released (the client keeps the resource)"},
 }
 
 // Reasons returns every reason, in order.

@@ -30,7 +30,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err != nil {
 		return err
 	}
-	ds, err := r.buildDownstream(cfg, lg, reg, c, up)
+	ds, err := r.buildDownstream(cfg, lg, reg, c, up, dl)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	r.addStatusPages(c, up, ds, r.csds, dl, ledger)
 	r.addPropagationPages(ledger, ds)
 	r.reloadComponents(c, up, ds, ledger) // reloadhooks.go
-	r.addDelivery(dl, c)                  // after the hooks above: reads what they applied
+	r.addDelivery(dl, c, ds, up)          // after the hooks above: reads what they applied
 	return nil
 }
 
@@ -58,6 +58,7 @@ func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Re
 		Ledger:          ledger,
 		Validator:       dl,
 		Guard:           dl,
+		Gate:            dl,
 	})
 	r.onStop(c.Close) // its TTL expiry timer; runs last (stops run in reverse)
 	// Warm restart: restored now, before anything serves; written every
@@ -114,7 +115,8 @@ func (r *Relay) buildUpstream(cfg *config.Config, lg *zap.Logger, reg prometheus
 // buildDownstream builds the downstream server on c and up, registers it
 // on the relay's gRPC server and plugs it into the relay's seams: REST,
 // its admin page, Close.
-func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache, up *upstream.Manager) (*downstream.Server, error) {
+func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache, up *upstream.Manager,
+	breaker downstream.NackReporter) (*downstream.Server, error) {
 	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
 	if err != nil {
 		return nil, err
@@ -141,6 +143,7 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 		Authorities:    cfg.AuthorityNames(),
 		GatherWindow:   cfg.Downstream.GatherWindow,
 		MaxSendMsgSize: int(cfg.Downstream.MaxSendMsgSize), // the grpc.Server's too (serverOptions)
+		Breaker:        breaker,                            // safe delivery's NACK breaker
 	})
 	if err != nil {
 		return nil, err

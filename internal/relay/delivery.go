@@ -12,6 +12,8 @@ import (
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/delivery"
+	"github.com/xds-relay/xds-relay/internal/downstream"
+	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
 // maxReleaseBody bounds a POST /debug/delivery/release body (a form).
@@ -23,18 +25,21 @@ func (r *Relay) buildDelivery(cfg *config.Config, lg *zap.Logger, reg prometheus
 	return delivery.New(delivery.Options{Config: cfg, Logger: lg, Registry: reg})
 }
 
-// addDelivery plugs d, on cache c, into the relay's seams: its release
-// loop, its JSON page and release endpoint, its reload. After the other
-// components' reload hooks: it reads the authorities they applied.
-func (r *Relay) addDelivery(d *delivery.Delivery, c *cache.Cache) {
+// addDelivery plugs d, on cache c, clients ds and origins up, into the
+// relay's seams: its release loop, its JSON page and release endpoint,
+// its reload. After the other components' reload hooks: it reads the
+// authorities they applied.
+func (r *Relay) addDelivery(d *delivery.Delivery, c *cache.Cache, ds *downstream.Server, up *upstream.Manager) {
 	d.SetCache(c)
+	d.SetFleet(ds)
+	d.SetOrigins(up)
 	r.goRun(d.Run)
-	r.admin.handle(delivery.Path, "safe delivery: held removals (why, since when, how many), invalid origin versions, settings (JSON)",
+	r.admin.handle(delivery.Path, "safe delivery: held removals and versions (why, since when, how many, which clients hold which version), rollouts wave by wave, invalid origin versions, settings (JSON)",
 		jsonPage(delivery.Path, func(_ *http.Request, h http.Header) (any, error) {
 			h.Set("Cache-Control", "no-store")
 			return d.Page(), nil
 		}))
-	r.admin.handle(delivery.ReleasePath, "POST ?authority= &type= (both optional): release held removals, clients are sent them (JSON)",
+	r.admin.handle(delivery.ReleasePath, "POST ?authority= &type= (both optional): release held removals, breaker holds and waves; clients are sent them (JSON)",
 		http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.serveRelease(w, req, d) }))
 	r.onReload(func(_, next *config.Config) error {
 		d.SetConfig(next)

@@ -57,6 +57,11 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 	"reason":     formatHoldReason,
 	"since":      formatHeldSince,
 	"heldNames":  formatHeldNames,
+	"ago":        formatSince,
+	"nackedBy":   formatNackedBy,
+	"holders":    formatHolders,
+	"wavesOpen":  formatWavesOpen,
+	"progress":   formatWaveProgress,
 	"invalidClock": func(s string) string {
 		if len(s) >= 19 {
 			return s[11:19]
@@ -238,14 +243,71 @@ func formatHoldReason(reason string) string {
 		return "more than max_removed_share of the type removed at once (" + reason + ")"
 	case delivery.ReasonEmpty:
 		return "a collection or wildcard emptied (" + reason + ")"
+	case delivery.ReasonBreaker:
+		return "clients NACKed it (" + reason + ")"
+	case delivery.ReasonWave:
+		return "rolling out wave by wave (" + reason + ")"
+	case delivery.ReasonWaveStalled:
+		return "its rollout stopped: a wave did not ACK within max_wait (" + reason + ")"
 	}
 	return reason
 }
 
 // formatHeldSince is when a hold began and how long ago (status.js:
 // heldSince).
-func formatHeldSince(h delivery.HeldRemoval) string {
-	return fmt.Sprintf("%s UTC (%s ago)", h.Since.UTC().Format("15:04:05"), time.Duration(h.AgeS*float64(time.Second)).Truncate(time.Second))
+func formatHeldSince(h delivery.HeldRemoval) string { return formatSince(h.Since, h.AgeS) }
+
+// formatSince is a time and how long ago, ageS seconds (status.js: since).
+func formatSince(t time.Time, ageS float64) string {
+	return fmt.Sprintf("%s UTC (%s ago)", t.UTC().Format("15:04:05"), time.Duration(ageS*float64(time.Second)).Truncate(time.Second))
+}
+
+// formatNackedBy is who tripped a held version (status.js: nackedBy).
+func formatNackedBy(v delivery.HeldVersion) string {
+	who := fmt.Sprintf("%d client(s)", len(v.Nackers))
+	if v.RelayBelow {
+		who += ", a relay below among them"
+	}
+	if len(v.Nackers) > 0 {
+		who += fmt.Sprintf("; %s: %s", v.Nackers[0].Node, v.Nack)
+	}
+	return who
+}
+
+// formatHolders is how many clients hold which version of a held one's
+// resource (status.js: holders).
+func formatHolders(v delivery.HeldVersion) string {
+	if len(v.Holders) == 0 {
+		return "none connected"
+	}
+	parts := make([]string, 0, len(v.Holders))
+	for _, h := range v.Holders {
+		parts = append(parts, fmt.Sprintf("%s %.8s: %d (%d ACKed)", h.Which, h.Version, h.Clients, h.Acked))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// formatWavesOpen is how far a rollout is (status.js: wavesOpen).
+func formatWavesOpen(r delivery.RolloutView) string {
+	out := fmt.Sprintf("%d of %d open", min(r.Open, r.Waves), r.Waves)
+	if r.Stalled {
+		out += ", stopped (release to go on)"
+	}
+	return out
+}
+
+// formatWaveProgress is each wave's clients, sent and ACKed, everyone
+// else last (status.js: waveProgress).
+func formatWaveProgress(r delivery.RolloutView) string {
+	parts := make([]string, 0, len(r.Progress))
+	for i, w := range r.Progress {
+		name := fmt.Sprintf("wave %d", w.Wave)
+		if i == len(r.Progress)-1 {
+			name = "everyone else"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d clients, %d sent, %d ACKed", name, w.Clients, w.Sent, w.Acked))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // formatHeldNames is how many resources are held and the first names

@@ -43,6 +43,11 @@ type deltaState struct {
 	// after only told names is an up-to-date origin's (probe.go).
 	told   map[string]map[string]bool
 	untold bool
+	// lastNonce: type → the nonce of its latest response applied;
+	// carriedBy: type → name → the nonce of the response that last
+	// brought it (what the NACK breaker's NACK names, heldnack.go).
+	lastNonce map[string]string
+	carriedBy map[string]map[string]string
 }
 
 func newDeltaState() *deltaState {
@@ -51,6 +56,8 @@ func newDeltaState() *deltaState {
 		answeredAt:       make(map[string]map[string]int),
 		awaiting:         make(map[string]map[string]int),
 		wildcardAnswered: make(map[string]bool),
+		lastNonce:        make(map[string]string),
+		carriedBy:        make(map[string]map[string]string),
 	}
 }
 
@@ -80,6 +87,9 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 // initial_resource_versions for what the cache holds on this link.
 func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState) error {
 	l.answerRefused()
+	if err := l.deltaHeldNacks(ads, st); err != nil { // heldnack.go
+		return err
+	}
 	resub, node, wants := l.syncView()
 	if err := l.deltaResubscribe(ads, st, resub); err != nil {
 		return err
@@ -267,6 +277,7 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 		}
 	}
 	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
+	st.noteCarried(t, r.GetNonce(), u) // heldnack.go
 	applied := l.mgr.cache.Apply(u)
 	// An ACK, or a NACK of what the cache refused (nack.go).
 	ack := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.GetNonce(), ErrorDetail: l.refusalNACK(t, applied.Refused)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ type link struct {
 	// warnedOther: origins already logged at Warn for naming another
 	// authority (authority.go); nil until one is. guarded by mu
 	warnedOther map[string]bool
+	// heldNacks: the NACK breaker's NACKs to send at the next sync, by
+	// type (heldnack.go); nil until one is. guarded by mu
+	heldNacks map[string]*statuspb.Status
 
 	// sotwVersions: last accepted version_info per type, kept across
 	// attempts on the same origin (sotwOrigin) so a SotW reconnect resends

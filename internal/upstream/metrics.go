@@ -17,7 +17,7 @@ type metrics struct {
 	failbacks  *prometheus.CounterVec // label authority
 	responses  *prometheus.CounterVec // label type (xdstype.Label)
 	// nacks: labels type (xdstype.Label), reason (nackInvalid,
-	// nackOtherAuthority).
+	// nackOtherAuthority, nackBreaker).
 	nacks      *prometheus.CounterVec
 	fileErrors *prometheus.CounterVec // label authority
 	// refusedTypes: labels authority, type (xdstype.Label).
@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"type"}),
 		nacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "upstream", Name: "nacks_total",
-			Help: "Origin responses the relay rejected (NACKed), by resource type and reason: invalid (duplicate names, wrong type, undecodable) or other_authority (names another authority's resource).",
+			Help: "Origin responses the relay rejected (NACKed), by resource type and reason: invalid (duplicate names, wrong type, undecodable), other_authority (names another authority's resource) or breaker (the relay's NACK breaker holds versions its clients rejected).",
 		}, []string{"type", "reason"}),
 		fileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay", Name: "file_source_errors_total",
@@ -85,6 +85,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.responses.WithLabelValues(t)
 		m.nacks.WithLabelValues(t, nackInvalid)
 		m.nacks.WithLabelValues(t, nackOtherAuthority)
+		m.nacks.WithLabelValues(t, nackBreaker)
 	}
 	if reg != nil {
 		reg.MustRegister(m.streams, m.reconnects, m.failbacks, m.responses, m.nacks, m.fileErrors, m.refusedTypes, m.idleCloses, m.responseTimeouts, m.originCheckFailures, m.resourceErrors)

@@ -81,6 +81,9 @@ func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggrega
 			}
 		}
 	}
+	if err := l.sotwHeldNacks(ads, types); err != nil { // heldnack.go
+		return err
+	}
 	resub, node, wants := l.syncView()
 	keys := slices.Sorted(maps.Keys(wants))
 	for _, t := range keys {

@@ -58,9 +58,31 @@
   function holdReason(r) {
     if (r === "deletion_share") return "more than max_removed_share of the type removed at once (" + r + ")";
     if (r === "deletion_empty") return "a collection or wildcard emptied (" + r + ")";
+    if (r === "breaker") return "clients NACKed it (" + r + ")";
+    if (r === "wave") return "rolling out wave by wave (" + r + ")";
+    if (r === "wave_stalled") return "its rollout stopped: a wave did not ACK within max_wait (" + r + ")";
     return r;
   }
-  function heldSince(h) { return fmtClock(h.since) + " UTC (" + fmtUptime(h.age_s) + " ago)"; }
+  function since(t, ageS) { return fmtClock(t) + " UTC (" + fmtUptime(ageS) + " ago)"; }
+  function heldSince(h) { return since(h.since, h.age_s); }
+  // nackedBy, holders, wavesOpen, waveProgress: the breaker's and the
+  // waves' tables (statuspage.go: formatNackedBy, formatHolders,
+  // formatWavesOpen, formatWaveProgress).
+  function nackedBy(v) {
+    let who = v.nackers.length + " client(s)";
+    if (v.relay_below) who += ", a relay below among them";
+    if (v.nackers.length > 0) who += "; " + v.nackers[0].node + ": " + v.nack;
+    return who;
+  }
+  function holders(v) {
+    if (v.holders.length === 0) return "none connected";
+    return v.holders.map(h => h.which + " " + h.version.substring(0, 8) + ": " + h.clients + " (" + h.acked + " ACKed)").join(", ");
+  }
+  function wavesOpen(r) { return Math.min(r.open, r.waves) + " of " + r.waves + " open" + (r.stalled ? ", stopped (release to go on)" : ""); }
+  function waveProgress(r) {
+    return r.progress.map((w, i) => (i === r.progress.length - 1 ? "everyone else" : "wave " + w.wave) + ": " +
+      w.clients + " clients, " + w.sent + " sent, " + w.acked + " ACKed").join("; ");
+  }
   function heldNames(h) { return h.resources + ": " + h.names.join(", ") + (h.resources > h.names.length ? ", …" : ""); }
   // releaseForm is the Delivery section's button: a form that POSTs the
   // hold's authority and type to the release endpoint.
@@ -152,6 +174,12 @@
     setText("held-count", d.held.length);
     fillRows("held-rows", d.held.map(h => [h.authority, h.group || "", short(h.type), { text: holdReason(h.reason), cls: "err" },
       heldSince(h), heldNames(h), releaseForm(h)]));
+    setText("held-versions-count", d.versions.length);
+    fillRows("held-versions-rows", d.versions.map(v => [v.authority, short(v.type), v.name, v.origin_version,
+      { text: nackedBy(v), cls: "err" }, since(v.since, v.age_s), holders(v), releaseForm(v)]));
+    setText("rollouts-count", d.rollouts.length);
+    fillRows("rollouts-rows", d.rollouts.map(r => [r.authority, short(r.type), r.versions + ": " + r.names.join(", "),
+      since(r.arrived, r.age_s), wavesOpen(r), waveProgress(r), releaseForm(r)]));
     setText("invalid-total", d.invalid.total);
     fillRows("invalid-rows", d.invalid.recent.map(i => [i.time.substring(11, 19), i.authority, short(i.type), i.name,
       { text: i.error, cls: "err" }]));
