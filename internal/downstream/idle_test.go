@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestIdleStreamOneGoroutine(t *testing.T) {
 	before := sessionGoroutines()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := openIdle(ctx, []*grpc.ClientConn{e.conn}, n, xdstype.Delta, name); err != nil {
+	if err := openIdle(ctx, []*grpc.ClientConn{e.conn}, n, xdstype.Delta, func(int) []string { return []string{name} }); err != nil {
 		t.Fatal(err)
 	}
 	// Writers exit once their round is sent: wait for them to.
@@ -88,10 +89,10 @@ func sessionGoroutines() int {
 	return n
 }
 
-// openIdle opens n ADS streams of variant round robin over conns, each
-// subscribed to name, answered and ACKed. ctx ends them; opening fails
-// if they are not all answered within xdstest.WaitTimeout.
-func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdstype.Variant, name string) error {
+// openIdle opens n ADS streams of variant round robin over conns, stream
+// i subscribed to names(i), answered and ACKed. ctx ends them; opening
+// fails if they are not all answered within xdstest.WaitTimeout.
+func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdstype.Variant, names func(i int) []string) error {
 	ctx, cancel := context.WithCancel(ctx) // the streams' context, ended by the caller's
 	watchdog := time.AfterFunc(xdstest.WaitTimeout, cancel)
 	defer watchdog.Stop()
@@ -101,13 +102,13 @@ func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdst
 		if variant == xdstype.Delta {
 			err = syncIdle(ctx, c.DeltaAggregatedResources, func(r *discoveryv3.DeltaDiscoveryResponse) *discoveryv3.DeltaDiscoveryRequest {
 				if r == nil {
-					return &discoveryv3.DeltaDiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNamesSubscribe: []string{name}}
+					return &discoveryv3.DeltaDiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNamesSubscribe: names(i)}
 				}
 				return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: r.GetNonce()}
 			})
 		} else {
 			err = syncIdle(ctx, c.StreamAggregatedResources, func(r *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
-				req := &discoveryv3.DiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNames: []string{name}}
+				req := &discoveryv3.DiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNames: names(i)}
 				if r != nil {
 					req.VersionInfo, req.ResponseNonce = r.GetVersionInfo(), r.GetNonce()
 				}
@@ -145,8 +146,28 @@ func syncIdle[Req, Resp any](ctx context.Context, open func(context.Context, ...
 
 // idleClientsEnv tells the test binary, run as BenchmarkIdleStreams'
 // client process, what to open: address, streams, connections, variant,
-// name.
+// names per stream.
 const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
+
+// idleHeapProfileEnv names a file BenchmarkIdleStreams writes a heap
+// profile of the idle streams to (go tool pprof -sample_index=inuse_space);
+// each case writes its own, the case's name appended.
+const idleHeapProfileEnv = "XDS_RELAY_IDLE_HEAPPROFILE"
+
+// idleResources is how many resources the idle streams' names are drawn
+// from: with names=20, stream i subscribes to its own window of them,
+// overlapping its neighbours' (the bench's Envoy-shaped workload).
+const idleResources = 1000
+
+// idleNames is the names idle stream i of w names subscribes to: a
+// window of w of the idleResources, starting at i.
+func idleNames(i, w int) []string {
+	out := make([]string, w)
+	for j := range out {
+		out[j] = xdstp(edsType, fmt.Sprintf("idle-%04d", (i+j)%idleResources))
+	}
+	return out
+}
 
 // BenchmarkIdleStreams measures what an idle synced stream costs the
 // server: streams opened by a client in another process (this test
@@ -155,35 +176,54 @@ const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
 //
 //	go test -run '^$' -bench IdleStreams -benchtime 1x ./internal/downstream/
 //
-// conns=1 puts every stream on one connection (the stream's own cost);
-// conns=n gives each its own, as a fleet connects (connection included).
-// Each stream has its own node id, as a fleet's clients do; ledger=on
-// (as the relay runs) settles each stream's initial sync in the
-// propagation ledger, ledger=off does not record it.
+// names=1 subscribes each stream to one name, names=20 to its own window
+// of 20 (the Envoy-shaped workload). conns=1 puts every stream on one
+// connection (the stream's own cost); conns=n gives each its own, as a
+// fleet connects (connection included). Each stream has its own node id,
+// as a fleet's clients do; ledger=on (as the relay runs) settles each
+// stream's initial sync in the propagation ledger, ledger=off does not
+// record it. XDS_RELAY_IDLE_STREAMS sets n (2000 by default).
 func BenchmarkIdleStreams(b *testing.B) {
-	const n = 2000
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("XDS_RELAY_IDLE_STREAMS")); err == nil && v > 0 {
+		n = v
+	}
 	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
-		for _, conns := range []int{1, n} {
-			for _, ledger := range []bool{true, false} {
-				b.Run(fmt.Sprintf("variant=%s/conns=%d/ledger=%s", variant, conns, onOff(ledger)), func(b *testing.B) {
-					for range b.N {
-						measureIdle(b, n, conns, variant, ledger)
-					}
-				})
+		for _, names := range []int{1, 20} {
+			for _, conns := range []int{1, n} {
+				for _, ledger := range []bool{true, false} {
+					b.Run(fmt.Sprintf("variant=%s/names=%d/conns=%d/ledger=%s", variant, names, conns, onOff(ledger)), func(b *testing.B) {
+						for range b.N {
+							measureIdle(b, idleCase{n: n, conns: conns, names: names, variant: variant, ledger: ledger})
+						}
+					})
+				}
 			}
 		}
 	}
 }
 
-// measureIdle opens n idle streams from a client process and reports the
-// server's goroutines, heap and stack in use per stream.
-func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, ledger bool) {
-	e := newEnvOn(b, newTestCacheLedger(b, ledger), 0)
-	name := xdstp(edsType, "idle")
-	e.put(edsType, name, "1")
+// idleCase is one case of BenchmarkIdleStreams.
+type idleCase struct {
+	n, conns, names int
+	variant         xdstype.Variant
+	ledger          bool
+}
+
+// measureIdle opens c.n idle streams from a client process and reports
+// the server's goroutines, heap and stack in use per stream.
+func measureIdle(b *testing.B, c idleCase) {
+	profile := os.Getenv(idleHeapProfileEnv)
+	if profile != "" {
+		runtime.MemProfileRate = 512 // each case's streams sampled finely
+	}
+	e := newEnvOn(b, newTestCacheLedger(b, c.ledger), 0)
+	for i := range idleResources {
+		e.put(edsType, idleNames(i, 1)[0], "1")
+	}
 	g0, heap0, stack0 := inUse()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsProcess$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%s", idleClientsEnv, e.conn.Target(), n, conns, variant, name))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%d", idleClientsEnv, e.conn.Target(), c.n, c.conns, c.variant, c.names))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -205,11 +245,26 @@ func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, ledger boo
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "synced\n" {
 		b.Fatalf("client process: %q, %v", line, err)
 	}
-	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, n) })
+	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, c.n) })
 	g1, heap1, stack1 := inUse()
-	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/stream")
-	b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/stream")
-	b.ReportMetric(float64(stack1-stack0)/float64(n), "stack-B/stream")
+	b.ReportMetric(float64(g1-g0)/float64(c.n), "goroutines/stream")
+	b.ReportMetric(float64(heap1-heap0)/float64(c.n), "heap-B/stream")
+	b.ReportMetric(float64(stack1-stack0)/float64(c.n), "stack-B/stream")
+	if profile != "" {
+		writeHeapProfile(b, profile+"-"+strings.ReplaceAll(b.Name(), "/", "-"))
+	}
+}
+
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // inUse returns the goroutines, heap and stack in use after a collection.
@@ -243,7 +298,8 @@ func TestIdleClientsProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := openIdle(ctx, conns, n, xdstype.Variant(f[3]), f[4]); err != nil {
+	w, _ := strconv.Atoi(f[4])
+	if err := openIdle(ctx, conns, n, xdstype.Variant(f[3]), func(i int) []string { return idleNames(i, w) }); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("synced")
