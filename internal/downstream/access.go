@@ -107,8 +107,8 @@ func (ss *session) recheck(pol *access.Policy) error {
 // alias.
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
 	for _, ts := range ss.types {
-		for _, s := range ts.subs {
-			if k := s.key; !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
+		for n, s := range ts.subs.all() {
+			if k := ts.keyOf(n, s); !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
 				return k.Link.Authority, k.TypeURL, true
 			}
 		}
@@ -117,11 +117,11 @@ func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL stri
 		if len(ts.via) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
 			continue
 		}
-		for _, s := range ts.subs {
-			if s.via == "" {
+		for n, s := range ts.subs.all() {
+			if s.via() == "" {
 				continue
 			}
-			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, s.via, s.key.Link); !ok {
+			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, s.via(), ts.keyOf(n, s).Link); !ok {
 				return a, ts.typeURL, true
 			}
 		}
@@ -130,11 +130,11 @@ func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL stri
 		if len(ts.colls) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
 			continue
 		}
-		for name, h := range ts.sent {
+		for name, h := range ts.sent.all() {
 			if h.res == nil || h.absent {
 				continue // not sent by the relay: nothing to take back
 			}
-			if s, ok := ts.subs[name]; ok && !s.collection {
+			if s, ok := ts.subs.get(name); ok && !s.collection {
 				continue // subscribed by name: its key was checked above
 			}
 			for _, c := range ts.colls {

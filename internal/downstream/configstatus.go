@@ -216,9 +216,9 @@ func (ss *session) resourceCount() int {
 	defer ss.mu.Unlock()
 	n := 0
 	for _, ts := range ss.types {
-		n += len(ts.sent)
-		for name, sb := range ts.subs {
-			if _, ok := ts.sent[name]; !ok && !sb.collection {
+		n += ts.sent.len()
+		for name, sb := range ts.subs.all() {
+			if !ts.sent.has(name) && !sb.collection {
 				n++
 			}
 		}
@@ -232,16 +232,16 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	defer ss.mu.Unlock()
 	n := 0
 	for _, ts := range ss.types {
-		n += len(ts.sent) + len(ts.subs)
+		n += ts.sent.len() + ts.subs.len()
 	}
 	out := make([]ResourceStatus, 0, n)
 	for _, ts := range ss.types {
 		pending := ss.pendingLocked(ts)
-		for name, h := range ts.sent {
+		for name, h := range ts.sent.all() {
 			out = append(out, ss.heldStatusLocked(ts, name, h, pending[name]))
 		}
-		for name, sb := range ts.subs {
-			if _, ok := ts.sent[name]; ok || sb.collection {
+		for name, sb := range ts.subs.all() {
+			if ts.sent.has(name) || sb.collection {
 				continue
 			}
 			out = append(out, ResourceStatus{TypeURL: ts.typeURL, Name: name, State: ResourceRequested, Pending: pending[name]})
@@ -293,12 +293,12 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 		if k.TypeURL != ts.typeURL {
 			continue
 		}
-		ts.keyNamesLocked(k, func(n string, _ *sub) { mark(n) })
-		for _, s := range ts.colls {
-			if s.key.Link != k.Link {
+		ts.keyNamesLocked(k, func(n string, _ sub) { mark(n) })
+		for _, c := range ts.colls {
+			if c.key.Link != k.Link {
 				continue
 			}
-			if n, ok := s.memberKeys[k.Name]; ok {
+			if n, ok := c.memberKeys[k.Name]; ok {
 				mark(n)
 			}
 		}
@@ -355,11 +355,11 @@ func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
 // marks that no longer apply (the name was sent again, or is gone).
 func (ts *typeState) markNackLocked(m *nackMark) {
 	for name, old := range ts.nacked {
-		if h, ok := ts.sent[name]; !ok || h.seq != old.seq {
+		if h, ok := ts.sent.get(name); !ok || h.seq != old.seq {
 			delete(ts.nacked, name)
 		}
 	}
-	for name, h := range ts.sent {
+	for name, h := range ts.sent.all() {
 		if h.seq == m.seq {
 			if ts.nacked == nil {
 				ts.nacked = make(map[string]*nackMark)

@@ -26,8 +26,8 @@ func BenchmarkConfigStatus(b *testing.B) {
 				ss.types[edsType] = ts
 				for j := range 10 {
 					name := xdstp(edsType, fmt.Sprintf("r%d", j))
-					ts.subs[name] = &sub{key: key(edsType, name)}
-					ts.sent[name] = held{res: r, version: r.Version, seq: 1}
+					ts.addLocked(name, key(edsType, name), false)
+					ts.sent.set(name, held{res: r, version: r.Version, seq: 1})
 				}
 				ts.answered = 1
 				e.srv.addSession(ss)

@@ -62,8 +62,7 @@ func (ss *session) gatherLocked(ts *typeState, names []string) {
 		ts.gather = g
 	}
 	g.names = slices.DeleteFunc(g.names, func(n string) bool {
-		_, still := ts.subs[n]
-		return !still
+		return !ts.subs.has(n)
 	})
 	g.names = append(g.names, names...)
 	slices.Sort(g.names)

@@ -241,7 +241,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 		add := func(name string, key cache.Key, heldAs string) {
 			v := nameView{typeURL: ts.typeURL, name: name, key: key, writerBusy: busy,
 				gathering: ts.gather != nil && ts.gather.awaits(name)}
-			v.h, v.holds = ts.sent[heldAs]
+			v.h, v.holds = ts.sent.get(heldAs)
 			if v.holds {
 				v.status = ss.heldStatusLocked(ts, heldAs, v.h, pending[heldAs])
 				v.acked = ts.ackedVersionLocked(heldAs, v.h)
@@ -250,21 +250,21 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 			}
 			views = append(views, v)
 		}
-		for name, sb := range ts.subs {
+		for name, sb := range ts.subs.all() {
 			switch {
 			case sb.collection:
-				colls = append(colls, collView{typeURL: ts.typeURL, key: sb.key, held: maps.Clone(sb.members),
+				colls = append(colls, collView{typeURL: ts.typeURL, key: sb.x.key, held: maps.Clone(sb.x.members),
 					gather: ts.gather != nil && ts.gather.awaits(name)})
-			case sb.via != "":
-				add(name, sb.key, sb.via)
+			case sb.via() != "":
+				add(name, ts.keyOf(name, sb), sb.via())
 			default:
-				add(name, sb.key, name)
+				add(name, ts.keyOf(name, sb), name)
 			}
 		}
 		listed := make(map[string]struct{})
 		for _, s := range ts.colls {
 			for canonical, name := range s.memberKeys {
-				if _, direct := ts.subs[name]; direct {
+				if ts.subs.has(name) {
 					continue
 				}
 				if _, dup := listed[name]; !dup {

@@ -120,7 +120,7 @@ func (ss *session) settleLocked(ts *typeState, seq uint64, versionInfo string, d
 // (on a NACK only: a walk of the type's names).
 func (ts *typeState) changeNamesLocked(seq uint64) map[*propagation.Change][]string {
 	var out map[*propagation.Change][]string
-	for name, h := range ts.sent {
+	for name, h := range ts.sent.all() {
 		if h.seq != seq || h.res == nil || h.res.Change == nil {
 			continue
 		}

@@ -349,7 +349,7 @@ func BenchmarkClientProgress(b *testing.B) {
 		ts := ss.typeLocked(edsType)
 		for j := range names {
 			ts.addLocked(keys[j].Name, keys[j], false)
-			ts.sent[keys[j].Name] = held{res: rs[j], version: rs[j].Version, seq: 1}
+			ts.sent.set(keys[j].Name, held{res: rs[j], version: rs[j].Version, seq: 1})
 		}
 		ts.answered = 1
 		ss.mu.Unlock()

@@ -330,6 +330,6 @@ func (ts *typeState) noteUnknownLocked(r resolved, renew bool) {
 // client just told us its version (reconnect: declared, the type's first
 // request over delta, which lists the name in initial_resource_versions).
 func (ts *typeState) owedLocked(name string, declared bool) bool {
-	h, ok := ts.sent[name]
+	h, ok := ts.sent.get(name)
 	return !(declared && ok && h.res == nil && !h.absent)
 }

@@ -12,10 +12,21 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
-// sub is one name a client subscribed to, as it spelled it.
+// sub is one name a client subscribed to, as it spelled it
+// (typeState.subs). A name subscribed by its key's own name, the common
+// case, costs these 16 bytes: its key is on the type's link numbered link
+// (typeState.links), of the type, named as the client spelled it
+// (typeState.keyOf). A collection, a name answered by alias, or another
+// spelling of its key keeps the rest in x.
 type sub struct {
-	key        cache.Key
+	x          *subExt
+	link       uint32
 	collection bool // wildcard or glob: the key's members are served
+}
+
+// subExt is the part of a subscription few names need.
+type subExt struct {
+	key cache.Key // the subscription's key
 	// glob is the parsed glob URL (glob collections only).
 	glob *xdsname.Name
 	// members are the names (as the origin spells them) this collection
@@ -28,6 +39,15 @@ type sub struct {
 	// via: the resource's own name the client was sent for this name,
 	// when the name is an alias of it (alias.go); "" otherwise.
 	via string
+}
+
+// via is the resource's own name the client was sent for s (alias.go),
+// "" when none.
+func (s sub) via() string {
+	if s.x == nil {
+		return ""
+	}
+	return s.x.via
 }
 
 // held is what the client holds of one name: the revision last sent, or
@@ -86,9 +106,9 @@ type unknownName struct {
 type typeState struct {
 	typeURL string
 	// subs by the name the client asked for; colls: those that are
-	// collections (wildcard, globs).
-	subs  map[string]*sub
-	colls map[string]*sub
+	// collections (wildcard, globs), their sub.x.
+	subs  byName[sub]
+	colls map[string]*subExt
 	// byKey: for each watched key, the client's names that map to it
 	// other than the key's own name (keyNamesLocked): in the common case,
 	// every name its key's canonical name, it stays nil and a stream's
@@ -98,14 +118,14 @@ type typeState struct {
 	// alias, with how many of its subscriptions they answer (alias.go);
 	// nil until one is.
 	via map[string]int
-	// links counts the subscriptions by the link of their key: one link,
-	// or several (onekey.go).
+	// links numbers the links of the subscriptions' keys (sub.link) and
+	// counts the subscriptions on each: one link, or several (onekey.go).
 	links linkSet
 	// explicit: the client has subscribed to a name (any, "*" included) on
 	// this type, so an empty set no longer means the legacy wildcard.
 	explicit bool
 	// sent: what the client holds, by the name it knows it under.
-	sent map[string]held
+	sent byName[held]
 	// force: names to answer even if unchanged (newly subscribed; delta
 	// wildcard unsubscribe exception).
 	force map[string]struct{}
@@ -156,12 +176,7 @@ type typeState struct {
 }
 
 func newTypeState(typeURL string) *typeState {
-	return &typeState{
-		typeURL: typeURL,
-		label:   typeLabel(typeURL),
-		subs:    make(map[string]*sub),
-		sent:    make(map[string]held),
-	}
+	return &typeState{typeURL: typeURL, label: typeLabel(typeURL)}
 }
 
 // reserveLocked makes room for n more names in the tables a subscription
@@ -173,12 +188,8 @@ func (ts *typeState) reserveLocked(n int) {
 	if ts.force == nil {
 		ts.force = make(map[string]struct{}, n)
 	}
-	if len(ts.subs) == 0 {
-		ts.subs = make(map[string]*sub, n)
-	}
-	if len(ts.sent) == 0 {
-		ts.sent = make(map[string]held, n)
-	}
+	ts.subs.grow(n)
+	ts.sent.grow(n)
 }
 
 // forceLocked marks name to be answered even if unchanged.
@@ -200,33 +211,50 @@ func (ts *typeState) releaseLocked() {
 	}
 }
 
+// keyOf is the key name, subscribed as s, maps to.
+func (ts *typeState) keyOf(name string, s sub) cache.Key {
+	if s.x != nil {
+		return s.x.key
+	}
+	return cache.Key{Link: ts.links.id(s.link), TypeURL: ts.typeURL, Name: name}
+}
+
+// subKeyLocked returns the key name is subscribed to, if it is.
+func (ts *typeState) subKeyLocked(name string) (cache.Key, bool) {
+	s, ok := ts.subs.get(name)
+	if !ok {
+		return cache.Key{}, false
+	}
+	return ts.keyOf(name, s), true
+}
+
 // addLocked subscribes name to key. It reports whether key is newly
 // watched by this session (the caller then calls cache.Watch).
 func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (newKey bool) {
-	if old, ok := ts.subs[name]; ok {
-		if old.key == key {
+	if k, ok := ts.subKeyLocked(name); ok {
+		if k == key {
 			return false
 		}
 		ts.removeLocked(name)
 	}
-	s := &sub{key: key, collection: collection}
+	s := sub{link: ts.links.add(key.Link), collection: collection}
+	if collection || key.Name != name || key.TypeURL != ts.typeURL {
+		s.x = &subExt{key: key}
+	}
 	if collection {
-		s.members = make(map[string]struct{})
-		s.memberKeys = make(map[string]string)
+		s.x.members = make(map[string]struct{})
+		s.x.memberKeys = make(map[string]string)
 		if key.Name != cache.Wildcard {
 			if g, err := xdsname.Parse(key.Name); err == nil {
-				s.glob = &g
+				s.x.glob = &g
 			}
 		}
-	}
-	ts.subs[name] = s
-	ts.links.add(key.Link)
-	if collection {
 		if ts.colls == nil {
-			ts.colls = make(map[string]*sub)
+			ts.colls = make(map[string]*subExt)
 		}
-		ts.colls[name] = s
+		ts.colls[name] = s.x
 	}
+	ts.subs.set(name, s)
 	newKey = !ts.watchesLocked(key, name)
 	if name != key.Name {
 		if ts.byKey == nil {
@@ -240,8 +268,8 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 // ownNameLocked reports whether key's own name is one of the client's
 // names for it (the common case: subscribed by its canonical name).
 func (ts *typeState) ownNameLocked(key cache.Key) bool {
-	s, ok := ts.subs[key.Name]
-	return ok && s.key == key
+	k, ok := ts.subKeyLocked(key.Name)
+	return ok && k == key
 }
 
 // watchesLocked reports whether a name other than except maps to key.
@@ -258,20 +286,23 @@ func (ts *typeState) watchesLocked(key cache.Key, except string) bool {
 }
 
 // keyNamesLocked calls f with each of the client's names that map to key.
-func (ts *typeState) keyNamesLocked(key cache.Key, f func(name string, s *sub)) {
+func (ts *typeState) keyNamesLocked(key cache.Key, f func(name string, s sub)) {
 	if ts.ownNameLocked(key) {
-		f(key.Name, ts.subs[key.Name])
+		s, _ := ts.subs.get(key.Name)
+		f(key.Name, s)
 	}
 	for _, n := range ts.byKey[key] {
-		f(n, ts.subs[n])
+		s, _ := ts.subs.get(n)
+		f(n, s)
 	}
 }
 
 // eachKeyLocked calls f once with each key the session watches of ts.
 func (ts *typeState) eachKeyLocked(f func(cache.Key)) {
-	for n, s := range ts.subs {
-		if n == s.key.Name || (!ts.ownNameLocked(s.key) && ts.byKey[s.key][0] == n) {
-			f(s.key)
+	for n, s := range ts.subs.all() {
+		k := ts.keyOf(n, s)
+		if n == k.Name || (!ts.ownNameLocked(k) && ts.byKey[k][0] == n) {
+			f(k)
 		}
 	}
 }
@@ -279,42 +310,43 @@ func (ts *typeState) eachKeyLocked(f func(cache.Key)) {
 // removeLocked unsubscribes name. It returns the key and whether no name
 // of this session maps to it any more (the caller then calls cache.Unwatch).
 func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok bool) {
-	s, ok := ts.subs[name]
+	s, ok := ts.subs.get(name)
 	if !ok {
 		return cache.Key{}, false, false
 	}
-	delete(ts.subs, name)
+	key = ts.keyOf(name, s)
+	ts.subs.del(name)
 	delete(ts.colls, name)
-	ts.links.remove(s.key.Link)
-	if names := ts.byKey[s.key]; len(names) > 0 {
+	ts.links.remove(s.link)
+	if names := ts.byKey[key]; len(names) > 0 {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == name })
 		if len(names) == 0 {
-			delete(ts.byKey, s.key)
+			delete(ts.byKey, key)
 		} else {
-			ts.byKey[s.key] = names
+			ts.byKey[key] = names
 		}
 	}
-	last := !ts.watchesLocked(s.key, name)
+	last := !ts.watchesLocked(key, name)
 	if s.collection {
 		// Members the client only had through this collection are
 		// forgotten (no removal is owed for an unsubscription).
-		for m := range s.members {
+		for m := range s.x.members {
 			if !ts.subscribedLocked(m) {
-				delete(ts.sent, m)
+				ts.sent.del(m)
 			}
 		}
 	}
-	if via := s.via; via != "" {
-		ts.setViaLocked(s, "")
+	if via := s.via(); via != "" {
+		ts.setViaLocked(name, &s, "")
 		if !ts.subscribedLocked(via) {
-			delete(ts.sent, via)
+			ts.sent.del(via)
 		}
 	}
 	if !ts.subscribedLocked(name) {
-		delete(ts.sent, name)
+		ts.sent.del(name)
 	}
 	delete(ts.force, name)
-	return s.key, last, true
+	return key, last, true
 }
 
 // subscribeLocked subscribes r's name to its key, noting in ch a key this
@@ -340,7 +372,7 @@ func (ts *typeState) unsubscribeLocked(name string, ch *change) {
 func (ts *typeState) unsubscribedLocked(names []string) []string {
 	var out []string
 	for _, n := range names {
-		if _, ok := ts.subs[n]; !ok {
+		if !ts.subs.has(n) {
 			out = append(out, n)
 		}
 	}
@@ -355,7 +387,7 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 	for _, n := range names {
 		want[n] = struct{}{}
 	}
-	for n := range ts.subs {
+	for n := range ts.subs.all() {
 		if _, ok := want[n]; !ok {
 			removedAny = true
 			ts.unsubscribeLocked(n, ch)
@@ -373,7 +405,7 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 // direct subscription, or as a member of one of its collections (then what it
 // holds of name is kept; otherwise it is forgotten or removed).
 func (ts *typeState) subscribedLocked(name string) bool {
-	if s, ok := ts.subs[name]; ok && !s.collection {
+	if s, ok := ts.subs.get(name); ok && !s.collection {
 		return true
 	}
 	if ts.via[name] > 0 {
@@ -385,88 +417,88 @@ func (ts *typeState) subscribedLocked(name string) bool {
 // inCollectionLocked reports whether name is a member of a collection the
 // client subscribed to.
 func (ts *typeState) inCollectionLocked(name string) bool {
-	for _, s := range ts.colls {
-		if _, ok := s.members[name]; ok {
+	for _, c := range ts.colls {
+		if _, ok := c.members[name]; ok {
 			return true
 		}
 	}
 	return false
 }
 
-// contains reports whether member key k (of s's stream and type) belongs
-// to collection s.
-func (s *sub) contains(k cache.Key) bool {
-	if s.key.Name == cache.Wildcard {
+// contains reports whether member key k (of c's stream and type) belongs
+// to collection c.
+func (c *subExt) contains(k cache.Key) bool {
+	if c.key.Name == cache.Wildcard {
 		return true
 	}
-	if s.glob == nil {
+	if c.glob == nil {
 		return false
 	}
 	u, err := xdsname.Parse(k.Name)
-	return err == nil && s.glob.Matches(u)
+	return err == nil && c.glob.Matches(u)
 }
 
 // holds reports whether a name as a client spells it would be a member of
-// collection s: any legacy name for the wildcard (legacy names are
+// collection c: any legacy name for the wildcard (legacy names are
 // wildcard members of their group's stream), a matching xdstp URN for a glob.
-func (s *sub) holds(name string) bool {
-	if s.key.Name == cache.Wildcard {
+func (c *subExt) holds(name string) bool {
+	if c.key.Name == cache.Wildcard {
 		return !xdsname.IsXDSTP(name)
 	}
-	if s.glob == nil {
+	if c.glob == nil {
 		return false
 	}
 	u, err := xdsname.Parse(name)
-	return err == nil && s.glob.Matches(u)
+	return err == nil && c.glob.Matches(u)
 }
 
 // setMembers replaces the collection's members with rs.
-func (s *sub) setMembers(rs []*cache.Resource) (old map[string]struct{}) {
-	old = s.members
-	s.members = make(map[string]struct{}, len(rs))
-	s.memberKeys = make(map[string]string, len(rs))
+func (c *subExt) setMembers(rs []*cache.Resource) (old map[string]struct{}) {
+	old = c.members
+	c.members = make(map[string]struct{}, len(rs))
+	c.memberKeys = make(map[string]string, len(rs))
 	for _, r := range rs {
-		s.members[r.Name] = struct{}{}
+		c.members[r.Name] = struct{}{}
 		canonical, err := cache.CanonicalName(r.Name)
 		if err != nil {
 			canonical = r.Name
 		}
-		s.memberKeys[canonical] = r.Name
+		c.memberKeys[canonical] = r.Name
 	}
 	return old
 }
 
-// member applies one member key's fresh state to collection s: it
+// member applies one member key's fresh state to collection c: it
 // returns the name the client knows it by and whether it is (still) a
 // member (present) or just left (left).
-func (s *sub) member(k cache.Key, r *cache.Resource, st cache.State) (name string, present, left bool) {
+func (c *subExt) member(k cache.Key, r *cache.Resource, st cache.State) (name string, present, left bool) {
 	if st == cache.StatePresent {
-		if old, ok := s.memberKeys[k.Name]; ok && old != r.Name {
-			delete(s.members, old)
+		if old, ok := c.memberKeys[k.Name]; ok && old != r.Name {
+			delete(c.members, old)
 		}
-		s.memberKeys[k.Name] = r.Name
-		s.members[r.Name] = struct{}{}
+		c.memberKeys[k.Name] = r.Name
+		c.members[r.Name] = struct{}{}
 		return r.Name, true, false
 	}
-	name, ok := s.memberKeys[k.Name]
+	name, ok := c.memberKeys[k.Name]
 	if !ok {
 		return "", false, false
 	}
-	delete(s.memberKeys, k.Name)
-	delete(s.members, name)
+	delete(c.memberKeys, k.Name)
+	delete(c.members, name)
 	return name, false, true
 }
 
 // hasWildcardLocked reports whether a wildcard subscription is active.
 func (ts *typeState) hasWildcardLocked() bool {
-	s, ok := ts.subs[cache.Wildcard]
+	s, ok := ts.subs.get(cache.Wildcard)
 	return ok && s.collection
 }
 
 // namesLocked returns the subscribed names, sorted (for /debug/clients).
 func (ts *typeState) namesLocked() []string {
-	out := make([]string, 0, len(ts.subs))
-	for n := range ts.subs {
+	out := make([]string, 0, ts.subs.len())
+	for n := range ts.subs.all() {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -478,12 +510,12 @@ func (ts *typeState) namesLocked() []string {
 // initial_resource_versions without being subscribed. The names limit
 // counts them all (checkNamesLocked).
 func (ts *typeState) keptLocked() int {
-	return len(ts.subs) + len(ts.unknown) + ts.declaredLocked()
+	return ts.subs.len() + len(ts.unknown) + ts.declaredLocked()
 }
 
 // keepsLocked reports whether name is one of the names keptLocked counts.
 func (ts *typeState) keepsLocked(name string) bool {
-	if _, ok := ts.subs[name]; ok {
+	if ts.subs.has(name) {
 		return true
 	}
 	if _, ok := ts.unknown[name]; ok {
@@ -501,12 +533,12 @@ func (ts *typeState) declaredLocked() int {
 		return 0
 	}
 	left, notSubscribed := 0, 0
-	for n := range ts.sent {
+	for n := range ts.sent.all() {
 		if !declared(ts, n) {
 			continue
 		}
 		left++
-		if _, ok := ts.subs[n]; !ok {
+		if !ts.subs.has(n) {
 			notSubscribed++
 		}
 	}
@@ -522,6 +554,6 @@ func (ts *typeState) forgetUnknownLocked(name string) {
 	}
 	delete(ts.unknown, name)
 	if !ts.subscribedLocked(name) {
-		delete(ts.sent, name)
+		ts.sent.del(name)
 	}
 }
