@@ -289,7 +289,7 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 	for n := range ts.force {
 		mark(n)
 	}
-	for k := range ss.dirty {
+	for k := range ss.dirty.all() {
 		if k.TypeURL != ts.typeURL {
 			continue
 		}

@@ -110,7 +110,7 @@ func (ss *session) awaitedLocked(w *work, p *probe) bool {
 	if p.collection || answered(p) || !w.diff.hold.awaits(p.name) {
 		return false
 	}
-	if _, announced := ss.dirty[p.key]; announced {
+	if ss.dirty.has(p.key) {
 		ss.noted = true
 		return false
 	}

@@ -51,12 +51,12 @@ type session struct {
 	// session would cost each). Guarded by mu; nil again when the context
 	// changes.
 	lg *zap.Logger
-	// dirty: keys changed since the writer last looked (nil until one
-	// is; a small one is emptied and kept, writer.go resetDirtyLocked).
-	dirty  map[cache.Key]struct{} // guarded by mu
-	types  map[string]*typeState  // guarded by mu; by type URL
-	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
-	nonce  uint64                 // guarded by mu; last nonce issued on this stream
+	// dirty: keys changed since the writer last looked (a small one is
+	// emptied and kept, writer.go resetDirtyLocked).
+	dirty  table[cache.Key, struct{}] // guarded by mu
+	types  map[string]*typeState      // guarded by mu; by type URL
+	groups map[string]struct{}        // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
+	nonce  uint64                     // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
@@ -126,10 +126,7 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 // origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
-	if ss.dirty == nil {
-		ss.dirty = make(map[cache.Key]struct{})
-	}
-	ss.dirty[k] = struct{}{}
+	ss.dirty.set(k, struct{}{})
 	if ss.awaiting != nil {
 		ss.noteAwaitedLocked(k) // gather.go
 	}
@@ -198,7 +195,7 @@ func (ss *session) endRequest(wake bool) {
 // ACK that changed no subscription while nothing changed leaves none, and
 // starts no writer.
 func (ss *session) hasWorkLocked() bool {
-	if len(ss.dirty) > 0 || len(ss.sets) > 0 {
+	if ss.dirty.len() > 0 || len(ss.sets) > 0 {
 		return true
 	}
 	for _, ts := range ss.types {

@@ -79,7 +79,7 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 	}
 	cs = ss.sets[0]
 	revs := cs.Revisions()
-	if len(revs) == 0 || len(ss.dirty) != len(revs) {
+	if len(revs) == 0 || ss.dirty.len() != len(revs) {
 		return nil, nil, false
 	}
 	ts = ss.types[cs.TypeURL()]

@@ -336,15 +336,8 @@ const smallDirty = 4
 
 // resetDirtyLocked empties the dirty set once a round took all of it:
 // kept for reuse when small, dropped when sized for a large change (an
-// idle session keeps no map sized for its initial sync; Notify makes a
-// new one).
-func (ss *session) resetDirtyLocked() {
-	if len(ss.dirty) <= smallDirty {
-		clear(ss.dirty)
-		return
-	}
-	ss.dirty = nil
-}
+// idle session keeps nothing sized for its initial sync).
+func (ss *session) resetDirtyLocked() { ss.dirty.reset(smallDirty) }
 
 // collectLocked takes the dirty set and returns, per type, the
 // subscriptions to look up; the caller releases the round.
@@ -379,7 +372,7 @@ func (ss *session) collectLocked() *round {
 			}
 		}
 	}
-	for k := range dirty {
+	for k := range dirty.all() {
 		ts, ok := ss.types[k.TypeURL]
 		if !ok {
 			continue

@@ -11,14 +11,14 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// TestByNameAsMap: a byName holds what a map would through any sequence
+// TestTableAsMap: a table holds what a map would through any sequence
 // of sets and deletes, scanned or indexed (past smallNames), and a loop
 // over it that deletes the name it is given sees every name once.
-func TestByNameAsMap(t *testing.T) {
+func TestTableAsMap(t *testing.T) {
 	for _, size := range []int{3, smallNames, 4 * smallNames} {
 		t.Run(fmt.Sprintf("names=%d", size), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(size)))
-			var tab byName[int]
+			var tab table[string, int]
 			want := map[string]int{}
 			for step := range 20 * size {
 				name := fmt.Sprintf("n%d", rng.IntN(size))
@@ -64,9 +64,10 @@ func TestByNameAsMap(t *testing.T) {
 	}
 }
 
-// TestByNameGivesBack: a table that grew for many names and emptied out
-// keeps neither its index nor its slice.
-func TestByNameGivesBack(t *testing.T) {
+// TestTableGivesBack: a table that grew for many names and emptied out
+// keeps neither its index nor its slice; reset keeps a small one's slice
+// for reuse, not a large one's.
+func TestTableGivesBack(t *testing.T) {
 	var tab byName[held]
 	tab.grow(4 * smallNames)
 	for i := range 4 * smallNames {
@@ -88,6 +89,20 @@ func TestByNameGivesBack(t *testing.T) {
 	tab.del(fmt.Sprint(4*smallNames - 2))
 	if tab.entries != nil {
 		t.Fatal("an empty table keeps its slice")
+	}
+
+	var keys table[cache.Key, struct{}]
+	keys.set(cache.Key{Name: "a"}, struct{}{})
+	keys.reset(smallDirty)
+	if keys.len() != 0 || cap(keys.entries) != 1 {
+		t.Fatalf("reset of one key: %d left, room for %d; want 0 and the slice kept", keys.len(), cap(keys.entries))
+	}
+	for i := range 2 * smallNames {
+		keys.set(cache.Key{Name: fmt.Sprint(i)}, struct{}{})
+	}
+	keys.reset(smallDirty)
+	if keys.len() != 0 || keys.entries != nil || keys.index != nil {
+		t.Fatalf("reset of %d keys keeps room for %d, an index: %v", 2*smallNames, cap(keys.entries), keys.index != nil)
 	}
 }
 
