@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -221,7 +222,7 @@ func measureIdle(b *testing.B, c idleCase) {
 	for i := range idleResources {
 		e.put(edsType, idleNames(i, 1)[0], "1")
 	}
-	g0, heap0, stack0 := inUse()
+	g0, heap0, live0, stack0 := inUse()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsProcess$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%d", idleClientsEnv, e.conn.Target(), c.n, c.conns, c.variant, c.names))
 	cmd.Stderr = os.Stderr
@@ -246,9 +247,10 @@ func measureIdle(b *testing.B, c idleCase) {
 		b.Fatalf("client process: %q, %v", line, err)
 	}
 	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, c.n) })
-	g1, heap1, stack1 := inUse()
+	g1, heap1, live1, stack1 := inUse()
 	b.ReportMetric(float64(g1-g0)/float64(c.n), "goroutines/stream")
 	b.ReportMetric(float64(heap1-heap0)/float64(c.n), "heap-B/stream")
+	b.ReportMetric(float64(live1-live0)/float64(c.n), "live-B/stream")
 	b.ReportMetric(float64(stack1-stack0)/float64(c.n), "stack-B/stream")
 	if profile != "" {
 		writeHeapProfile(b, profile+"-"+strings.ReplaceAll(b.Name(), "/", "-"))
@@ -267,13 +269,18 @@ func writeHeapProfile(b *testing.B, path string) {
 	}
 }
 
-// inUse returns the goroutines, heap and stack in use after a collection.
-func inUse() (goroutines int, heap, stack uint64) {
+// inUse returns the goroutines, heap and stack in use after a
+// collection, and of the heap the bytes of live objects (what the next
+// collection's goal grows from; heap in use also counts the free slots
+// of spans in use).
+func inUse() (goroutines int, heap, live, stack uint64) {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return runtime.NumGoroutine(), ms.HeapInuse, ms.StackInuse
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	return runtime.NumGoroutine(), ms.HeapInuse, s[0].Value.Uint64(), ms.StackInuse
 }
 
 // TestIdleClientsProcess is BenchmarkIdleStreams' client process: it
