@@ -84,7 +84,7 @@ func (ss *session) recheck(pol *access.Policy) error {
 	ss.mu.Lock()
 	id := ss.identityLocked()
 	var nodeErr error
-	if pol.ChecksNode() && len(ss.types) > 0 {
+	if pol.ChecksNode() && ss.types.len() > 0 {
 		nodeErr = pol.CheckNode(&id)
 	}
 	authority, typeURL, denied := ss.deniedHeldLocked(pol)
@@ -106,14 +106,14 @@ func (ss *session) recheck(pol *access.Policy) error {
 // it subscribes to, or holds a resource of through a collection or an
 // alias.
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		for n, s := range ts.subs.all() {
 			if k := ts.keyOf(n, s); !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
 				return k.Link.Authority, k.TypeURL, true
 			}
 		}
 	}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if len(ts.via) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
 			continue
 		}
@@ -126,7 +126,7 @@ func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL stri
 			}
 		}
 	}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if len(ts.colls) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
 			continue
 		}

@@ -215,7 +215,7 @@ func (ss *session) resourceCount() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n := 0
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		n += ts.sent.len()
 		for name, sb := range ts.subs.all() {
 			if !ts.sent.has(name) && !sb.collection {
@@ -231,11 +231,11 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n := 0
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		n += ts.sent.len() + ts.subs.len()
 	}
 	out := make([]ResourceStatus, 0, n)
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
 		for name, h := range ts.sent.all() {
 			out = append(out, ss.heldStatusLocked(ts, name, h, pending[name]))

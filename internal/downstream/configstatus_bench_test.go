@@ -23,7 +23,7 @@ func BenchmarkConfigStatus(b *testing.B) {
 				ss := newSession(e.srv, xdstype.Delta, "", "bench", access.Identity{}, nil)
 				ss.node = &corev3.Node{Id: fmt.Sprintf("node-%d", i)}
 				ts := newTypeState(edsType)
-				ss.types[edsType] = ts
+				ss.types.set(edsType, ts)
 				for j := range 10 {
 					name := xdstp(edsType, fmt.Sprintf("r%d", j))
 					ts.addLocked(name, key(edsType, name), false)

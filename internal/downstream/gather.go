@@ -206,7 +206,7 @@ func (ss *session) endGatherLocked(ts *typeState) {
 
 // endGathersLocked ends every gather of the session (its stream ends).
 func (ss *session) endGathersLocked() {
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ss.endGatherLocked(ts)
 	}
 }

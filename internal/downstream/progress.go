@@ -200,7 +200,7 @@ func (ss *session) progress() StreamProgress {
 // pendingChangesLocked lists the changes pending with the stream.
 func (ss *session) pendingChangesLocked() []PendingProgress {
 	out := []PendingProgress{}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		for _, p := range ts.prop.Pending() {
 			c := p.Change
 			out = append(out, PendingProgress{Type: typeLabel(ts.typeURL), Change: c.ID(), Version: c.Version(), First: c.First(),
@@ -236,7 +236,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 	var views []nameView
 	var colls []collView
 	busy := ss.writer.runningLocked()
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
 		add := func(name string, key cache.Key, heldAs string) {
 			v := nameView{typeURL: ts.typeURL, name: name, key: key, writerBusy: busy,

@@ -138,7 +138,7 @@ func (ts *typeState) changeNamesLocked(seq uint64) map[*propagation.Change][]str
 // endPropagationLocked settles every change still pending with the
 // stream as gone: it ended.
 func (ss *session) endPropagationLocked() {
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ts.prop.End()
 	}
 }

@@ -54,7 +54,7 @@ type session struct {
 	// dirty: keys changed since the writer last looked (a small one is
 	// emptied and kept, writer.go resetDirtyLocked).
 	dirty  table[cache.Key, struct{}] // guarded by mu
-	types  map[string]*typeState      // guarded by mu; by type URL
+	types  byName[*typeState]         // guarded by mu; by type URL
 	groups map[string]struct{}        // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
 	nonce  uint64                     // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
@@ -117,7 +117,6 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 		send:      send,
 		peer:      peer,
 		cert:      cert,
-		types:     make(map[string]*typeState),
 	}
 }
 
@@ -198,7 +197,7 @@ func (ss *session) hasWorkLocked() bool {
 	if ss.dirty.len() > 0 || len(ss.sets) > 0 {
 		return true
 	}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
 			return true
 		}
@@ -272,7 +271,7 @@ func (ss *session) setNode(n *corev3.Node) error {
 	}
 	ss.node = kept
 	ss.ttl, ss.wrap = supportsTTL(n), sotwWrapOf(n) // client features are read here, not kept
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, ts.typeURL)
 	}
 	ss.forgetDecisionsLocked()
@@ -284,13 +283,19 @@ func (ss *session) setNode(n *corev3.Node) error {
 
 func (ss *session) nodeLocked() *corev3.Node { return ss.node }
 
+// typeOf returns the state of typeURL, nil when the stream has none.
+func (ss *session) typeOf(typeURL string) *typeState {
+	ts, _ := ss.types.get(typeURL)
+	return ts
+}
+
 // typeLocked returns the state of typeURL, creating it.
 func (ss *session) typeLocked(typeURL string) *typeState {
-	ts, ok := ss.types[typeURL]
+	ts, ok := ss.types.get(typeURL)
 	if !ok {
 		ts = newTypeState(typeURL)
 		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, typeURL)
-		ss.types[typeURL] = ts
+		ss.types.set(typeURL, ts)
 		ss.srv.counts.typ(ss.variant, ts.label, 1)
 	}
 	return ts
@@ -305,7 +310,7 @@ func (ss *session) nextNonceLocked() string {
 // keysLocked returns every key the session watches.
 func (ss *session) keysLocked() []cache.Key {
 	var keys []cache.Key
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ts.eachKeyLocked(func(k cache.Key) { keys = append(keys, k) })
 	}
 	return keys

@@ -82,7 +82,7 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 	if len(revs) == 0 || ss.dirty.len() != len(revs) {
 		return nil, nil, false
 	}
-	ts = ss.types[cs.TypeURL()]
+	ts = ss.typeOf(cs.TypeURL())
 	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
 		return nil, nil, false
 	}

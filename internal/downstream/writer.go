@@ -350,7 +350,7 @@ func (ss *session) collectLocked() *round {
 	rd.sets = append(rd.sets, ss.sets...)
 	clear(ss.sets)
 	ss.sets = ss.sets[:0]
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if ts.evalAll {
 			ts.evalAll = false
 			w := rd.get(ts)
@@ -373,7 +373,7 @@ func (ss *session) collectLocked() *round {
 		}
 	}
 	for k := range dirty.all() {
-		ts, ok := ss.types[k.TypeURL]
+		ts, ok := ss.types.get(k.TypeURL)
 		if !ok {
 			continue
 		}
