@@ -222,7 +222,7 @@ func measureIdle(b *testing.B, c idleCase) {
 	for i := range idleResources {
 		e.put(edsType, idleNames(i, 1)[0], "1")
 	}
-	g0, heap0, live0, stack0 := inUse()
+	m0 := inUse()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsProcess$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%d", idleClientsEnv, e.conn.Target(), c.n, c.conns, c.variant, c.names))
 	cmd.Stderr = os.Stderr
@@ -247,11 +247,13 @@ func measureIdle(b *testing.B, c idleCase) {
 		b.Fatalf("client process: %q, %v", line, err)
 	}
 	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, c.n) })
-	g1, heap1, live1, stack1 := inUse()
-	b.ReportMetric(float64(g1-g0)/float64(c.n), "goroutines/stream")
-	b.ReportMetric(float64(heap1-heap0)/float64(c.n), "heap-B/stream")
-	b.ReportMetric(float64(live1-live0)/float64(c.n), "live-B/stream")
-	b.ReportMetric(float64(stack1-stack0)/float64(c.n), "stack-B/stream")
+	m1 := inUse()
+	per := func(a, b uint64) float64 { return (float64(b) - float64(a)) / float64(c.n) }
+	b.ReportMetric(per(uint64(m0.goroutines), uint64(m1.goroutines)), "goroutines/stream")
+	b.ReportMetric(per(m0.heap, m1.heap), "heap-B/stream")
+	b.ReportMetric(per(m0.live, m1.live), "live-B/stream")
+	b.ReportMetric(per(m0.stack, m1.stack), "stack-B/stream")
+	b.ReportMetric(per(m0.stackScan, m1.stackScan), "stack-scanned-B/stream")
 	if profile != "" {
 		writeHeapProfile(b, profile+"-"+strings.ReplaceAll(b.Name(), "/", "-"))
 	}
@@ -269,18 +271,25 @@ func writeHeapProfile(b *testing.B, path string) {
 	}
 }
 
-// inUse returns the goroutines, heap and stack in use after a
-// collection, and of the heap the bytes of live objects (what the next
-// collection's goal grows from; heap in use also counts the free slots
-// of spans in use).
-func inUse() (goroutines int, heap, live, stack uint64) {
+// memInUse is what the server holds after a collection: goroutines,
+// heap in use, of it the bytes of live objects (what the next
+// collection's goal grows from; heap in use also counts the free slots of
+// spans in use), stacks in use, and of them the bytes scanned (the part
+// of each stack in use, which the goal also grows from).
+type memInUse struct {
+	goroutines                   int
+	heap, live, stack, stackScan uint64
+}
+
+// inUse returns what the server holds after a collection.
+func inUse() memInUse {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}}
 	rtmetrics.Read(s)
-	return runtime.NumGoroutine(), ms.HeapInuse, s[0].Value.Uint64(), ms.StackInuse
+	return memInUse{goroutines: runtime.NumGoroutine(), heap: ms.HeapInuse, live: s[0].Value.Uint64(), stack: ms.StackInuse, stackScan: s[1].Value.Uint64()}
 }
 
 // TestIdleClientsProcess is BenchmarkIdleStreams' client process: it
