@@ -262,7 +262,7 @@ func (ss *session) heldStatusLocked(ts *typeState, name string, h held, pending 
 	case ss.variant == xdstype.SotW && h.seq != 0:
 		rs.Version = strconv.FormatUint(h.seq, 10)
 	default:
-		rs.Version = h.version
+		rs.Version = h.version()
 	}
 	rs.Pending = pending || (h.seq == 0 && h.res == nil && !h.absent)
 	if m := ts.nackOfLocked(name, h); m != nil {
@@ -372,5 +372,5 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 // renoted is h for revision r of the same content the client was sent (or
 // declared): what it holds is unchanged, and so is where it stands.
 func (h held) renoted(r *cache.Resource) held {
-	return held{res: r, version: r.Version, seq: h.seq, err: h.err, prevVersion: h.prevVersion, prevGap: h.prevGap}
+	return held{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
 }

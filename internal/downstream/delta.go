@@ -44,7 +44,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 		ts.explicit = true
 	}
 	for n, v := range declared {
-		ts.sent.set(n, held{version: v})
+		ts.sent.set(n, declaredHeld(v))
 	}
 	ts.declaredLeft = len(declared)
 	ss.mu.Unlock()

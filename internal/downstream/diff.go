@@ -208,14 +208,14 @@ func (d *diff) collectionLocked(c *subExt, p *probe, variant xdstype.Variant) {
 // (initial_resource_versions) and was not answered about it since.
 func declared(ts *typeState, name string) bool {
 	h, ok := ts.sent.get(name)
-	return ok && h.res == nil && !h.absent && h.version != ""
+	return ok && h.res == nil && !h.absent && h.version() != ""
 }
 
 // vanishedLocked removes the members of c a reconnected client declared
 // (initial_resource_versions) that are not there any more.
 func (d *diff) vanishedLocked(c *subExt) {
 	for n, h := range d.ts.sent.all() {
-		if h.res == nil && !h.absent && h.version != "" && !d.ts.subscribedLocked(n) && c.holds(n) {
+		if h.res == nil && !h.absent && h.version() != "" && !d.ts.subscribedLocked(n) && c.holds(n) {
 			d.absentLocked(n, false, nil)
 			d.ts.sent.del(n)
 		}
@@ -316,7 +316,7 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat, entry: e})
 	d.markDone(name, len(d.updates)-1)
 	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
-	d.ts.sent.set(name, held{res: r, version: r.Version, seq: d.seq}.withPrev(prev))
+	d.ts.sent.set(name, sentHeld(r, d.seq).withPrev(prev))
 	d.changed = true
 }
 
@@ -429,7 +429,7 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 		return h.res != r
 	}
 	// Known only by version (initial_resource_versions).
-	return h.version != r.Version
+	return h.version() != r.Version
 }
 
 // heartbeatOnly reports whether the client holding h needs only the TTL
@@ -437,7 +437,7 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 // version and the very body the client already has (the cache stores a
 // heartbeat as such a revision with the new TTL).
 func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
-	if !ok || h.absent || h.version != r.Version {
+	if !ok || h.absent || h.version() != r.Version {
 		return false
 	}
 	return r.Heartbeat || (h.res != nil && h.res.Body == r.Body && r.TTL != nil)

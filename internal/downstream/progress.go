@@ -138,7 +138,7 @@ func (v *nameView) hasNewest() bool {
 	case v.state == cache.StateAbsent:
 		return v.h.absent
 	}
-	return !v.h.absent && v.res != nil && v.h.version == v.res.Version
+	return !v.h.absent && v.res != nil && v.h.version() == v.res.Version
 }
 
 // progress turns v into its entry.
@@ -146,7 +146,7 @@ func (v *nameView) progress() ResourceProgress {
 	p := ResourceProgress{Type: typeLabel(v.typeURL), TypeURL: v.typeURL, Name: v.name, State: v.status.State.String(),
 		NewestState: v.state.String()}
 	if v.holds {
-		p.Sent, p.SentAbsent, p.Acked = v.h.version, v.h.absent, v.acked
+		p.Sent, p.SentAbsent, p.Acked = v.h.version(), v.h.absent, v.acked
 	}
 	if v.state == cache.StatePresent && v.res != nil {
 		p.Newest = v.res.Version

@@ -34,7 +34,7 @@ import (
 // is pending with the client; what it held gives way (replacedLocked).
 // It returns what the client held before (held.withPrev).
 func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resource, seq uint64, now time.Time) prevHeld {
-	if ok && !h.absent && h.version == r.Version {
+	if ok && !h.absent && h.version() == r.Version {
 		return h.prev() // the same version again (forced, a heartbeat)
 	}
 	prev := ts.replacedLocked(name, h, ok)
@@ -64,7 +64,7 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 		// the relay does not keep past its answer.
 		return prevHeld{seq: h.seq}
 	}
-	return prevHeld{version: h.version, seq: h.seq}
+	return prevHeld{version: h.version(), seq: h.seq}
 }
 
 // ackedVersionLocked is the version of name the client ACKed ("" when
@@ -74,11 +74,11 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 func (ts *typeState) ackedVersionLocked(name string, h held) string {
 	switch {
 	case ts.ackedLocked(name, h) && !h.absent:
-		return h.version
+		return h.version()
 	case ts.ackedLocked(name, h):
 		return ""
 	case h.prev().seq <= ts.answered:
-		return h.prevVersion
+		return h.prevVersion()
 	}
 	return ""
 }

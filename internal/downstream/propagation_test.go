@@ -137,8 +137,8 @@ func TestPropagationSuperseded(t *testing.T) {
 // without one, and none says "unknown".
 func TestReasonOfEveryReason(t *testing.T) {
 	rev := &cache.Resource{Name: "r", Version: "v2"}
-	sent := held{res: rev, version: "v2", seq: 2}
-	old := held{version: "v1", seq: 1}
+	sent := sentHeld(rev, 2)
+	old := sentHeld(&cache.Resource{Name: "r", Version: "v1"}, 1)
 	tests := []struct {
 		name string
 		v    nameView
@@ -349,7 +349,7 @@ func BenchmarkClientProgress(b *testing.B) {
 		ts := ss.typeLocked(edsType)
 		for j := range names {
 			ts.addLocked(keys[j].Name, keys[j], false)
-			ts.sent.set(keys[j].Name, held{res: rs[j], version: rs[j].Version, seq: 1})
+			ts.sent.set(keys[j].Name, sentHeld(rs[j], 1))
 		}
 		ts.answered = 1
 		ss.mu.Unlock()

@@ -50,27 +50,57 @@ func (s sub) via() string {
 	return s.x.via
 }
 
-// held is what the client holds of one name: the revision last sent, or
-// that it was told the name does not exist. Its fields are ordered so that
-// it takes 64 bytes.
+// held is what the client holds of one name: the revision last sent
+// (res), that it was told the name does not exist (absent), or only the
+// version it declared (initial_resource_versions: neither). Its fields
+// are ordered so that it takes 48 bytes, one version string among them:
+// the version it holds is res's, a declared one is the only one it keeps
+// (version, prevVersion).
 type held struct {
-	res     *cache.Resource // nil when absent or only known by version
-	version string          // res.Version, or from initial_resource_versions
+	res *cache.Resource // nil when absent or only known by version
 	// seq: the response that carried it (configstatus.go); 0 when only
 	// the client's declared version is known.
 	seq uint64
 	// err is the resource error last sent for the name (the cache's
 	// status, compared by pointer), until the resource is sent again.
 	err *statuspb.Status
-	// prevVersion is what the client held of the name before this (the
-	// last version it was sent and did not NACK; "" when none, or it was
-	// told the name does not exist), and prevGap how many responses
-	// before seq the one that carried it was: once the client ACKed that
-	// one, what it runs while this is unanswered or NACKed
-	// (propagation.go, ackedVersionLocked).
-	prevVersion string
-	prevGap     uint32
-	absent      bool
+	// vers: with res or absent, what the client held of the name before
+	// this (prevVersion: the last version it was sent and did not NACK;
+	// "" when none, or it was told the name does not exist), and prevGap
+	// how many responses before seq the one that carried it was: once
+	// the client ACKed that one, what it runs while this is unanswered or
+	// NACKed (propagation.go, ackedVersionLocked). Else the version it
+	// declared ("" when none).
+	vers    string
+	prevGap uint32
+	absent  bool
+}
+
+// sentHeld is what a client holds once response seq carried r to it.
+func sentHeld(r *cache.Resource, seq uint64) held { return held{res: r, seq: seq} }
+
+// declaredHeld is what a client holds of a name it declared at version v
+// (initial_resource_versions).
+func declaredHeld(v string) held { return held{vers: v} }
+
+// version is the version the client holds ("" when none: it was told the
+// name does not exist, or holds nothing).
+func (h held) version() string {
+	switch {
+	case h.res != nil:
+		return h.res.Version
+	case h.absent:
+		return ""
+	}
+	return h.vers
+}
+
+// prevVersion is what the client held of the name before this (withPrev).
+func (h held) prevVersion() string {
+	if h.res != nil || h.absent {
+		return h.vers
+	}
+	return "" // declared: nothing before
 }
 
 // prevHeld is a version a client held of a name before, and the response
@@ -81,9 +111,10 @@ type prevHeld struct {
 	seq     uint64
 }
 
-// withPrev returns h holding p as what the client held before it.
+// withPrev returns h, a revision sent or a removal, holding p as what the
+// client held before it.
 func (h held) withPrev(p prevHeld) held {
-	h.prevVersion = p.version
+	h.vers = p.version
 	h.prevGap = uint32(min(h.seq-min(p.seq, h.seq), math.MaxUint32))
 	return h
 }
@@ -91,7 +122,7 @@ func (h held) withPrev(p prevHeld) held {
 // prev is what the client held before h (withPrev); a gap too long to
 // keep reads as the first response.
 func (h held) prev() prevHeld {
-	return prevHeld{version: h.prevVersion, seq: h.seq - min(uint64(h.prevGap), h.seq)}
+	return prevHeld{version: h.prevVersion(), seq: h.seq - min(uint64(h.prevGap), h.seq)}
 }
 
 // unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
