@@ -39,9 +39,11 @@ func (ss *session) accept(node *corev3.Node, typeURL string) (string, error) {
 	return t, nil
 }
 
-// checkType returns the type URL a request is for, or an InvalidArgument
-// status when it is empty on ADS or not the stream's type.
+// checkType returns the type URL a request is for (a served or listed
+// one as xdstype.Intern gives it: the session keeps it), or an
+// InvalidArgument status when it is empty on ADS or not the stream's type.
 func (ss *session) checkType(typeURL string) (string, error) {
+	typeURL = xdstype.Intern(typeURL)
 	if ss.fixedType == "" {
 		if typeURL == "" {
 			return "", status.Errorf(codes.InvalidArgument, "%v: an ADS request must set type_url", ErrMissingType)
