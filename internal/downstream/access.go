@@ -175,7 +175,11 @@ func certIdentity(ctx context.Context) access.Identity {
 // identityLocked is the session's identity: its certificate's SANs and
 // its node's id and cluster.
 func (ss *session) identityLocked() access.Identity {
-	return ss.cert.WithNode(ss.node.GetId(), ss.node.GetCluster())
+	var id access.Identity
+	if ss.cert != nil {
+		id = *ss.cert
+	}
+	return id.WithNode(ss.node.GetId(), ss.node.GetCluster())
 }
 
 // allowed reports whether the session may subscribe to typeURL names of

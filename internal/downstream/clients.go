@@ -93,7 +93,10 @@ func (ss *session) describe() ClientInfo {
 	sort.Strings(ci.Groups)
 	for t, ts := range ss.types.all() {
 		names := ts.namesLocked()
-		ti := TypeInfo{Nacks: ts.nackCount, LastNack: ts.lastNack, AckVersion: clientText(ts.ackVersion)}
+		ti := TypeInfo{AckVersion: clientText(ts.ackVersion)}
+		if n := ts.nacks; n != nil {
+			ti.Nacks, ti.LastNack = n.count, n.last
+		}
 		if len(names) > maxNamesShown {
 			ti.MoreNames = len(names) - maxNamesShown
 			names = names[:maxNamesShown]

@@ -24,7 +24,7 @@ import (
 //   - typeState.answered: the highest seq the client answered (ACK or
 //     NACK). A name whose seq is above it was sent and is not answered yet.
 //
-// A NACK marks the names its response carried (typeState.nacked, by name,
+// A NACK marks the names its response carried (typeNacks.marked, by name,
 // valid while the name's seq is the NACKed one); that walk of the type's
 // names happens on a NACK only, never on the fan-out path.
 
@@ -307,7 +307,7 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 }
 
 // nackMark is a client's NACK of the response seq, for the names that
-// response carried (typeState.nacked).
+// response carried (typeNacks.marked).
 type nackMark struct {
 	seq     uint64
 	at      time.Time
@@ -335,9 +335,9 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 	}
 	ts.answered = max(ts.answered, seq)
 	ss.settleLocked(ts, seq, versionInfo, detail) // propagation.go
-	if nacked && seq != 0 && ts.lastNackSeq != seq {
-		ts.lastNackSeq = seq
-		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.lastNack})
+	if nacked && seq != 0 && ts.nacks.lastSeq != seq {
+		ts.nacks.lastSeq = seq
+		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.nacks.last})
 	}
 	return nacked
 }
@@ -345,7 +345,10 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 // nackOfLocked returns the client's NACK of the response that carried h,
 // what it holds of name; nil when it did not NACK it.
 func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
-	if m, ok := ts.nacked[name]; ok && m.seq == h.seq && h.seq != 0 {
+	if ts.nacks == nil {
+		return nil
+	}
+	if m, ok := ts.nacks.marked[name]; ok && m.seq == h.seq && h.seq != 0 {
 		return m
 	}
 	return nil
@@ -354,17 +357,18 @@ func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
 // markNackLocked marks the names the NACKed response carried, and forgets
 // marks that no longer apply (the name was sent again, or is gone).
 func (ts *typeState) markNackLocked(m *nackMark) {
-	for name, old := range ts.nacked {
+	n := ts.nacks
+	for name, old := range n.marked {
 		if h, ok := ts.sent.get(name); !ok || h.seq != old.seq {
-			delete(ts.nacked, name)
+			delete(n.marked, name)
 		}
 	}
 	for name, h := range ts.sent.all() {
 		if h.seq == m.seq {
-			if ts.nacked == nil {
-				ts.nacked = make(map[string]*nackMark)
+			if n.marked == nil {
+				n.marked = make(map[string]*nackMark)
 			}
-			ts.nacked[name] = m
+			n.marked[name] = m
 		}
 	}
 }

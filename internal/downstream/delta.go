@@ -46,7 +46,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 	for n, v := range declared {
 		ts.sent.set(n, declaredHeld(v))
 	}
-	ts.declaredLeft = len(declared)
+	ts.declaredLeft = int32(len(declared)) // within max_names_per_stream
 	ss.mu.Unlock()
 
 	return ss.subscribeRequested(subscribing{

@@ -107,7 +107,7 @@ func (ss *session) settleLocked(ts *typeState, seq uint64, versionInfo string, d
 	var nack *propagation.Nack
 	accepted := seq - 1 // delta: each response is answered on its own
 	if detail != nil {
-		nack = &propagation.Nack{Node: clientText(ss.node.GetId()), Code: detail.GetCode(), Message: ts.lastNack,
+		nack = &propagation.Nack{Node: clientText(ss.node.GetId()), Code: detail.GetCode(), Message: ts.nacks.last,
 			Names: ts.changeNamesLocked(seq)}
 		if ss.variant == xdstype.SotW {
 			accepted, _ = strconv.ParseUint(versionInfo, 10, 64) // 0 (nothing) when not one of ours

@@ -234,17 +234,20 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 	if detail == nil {
 		return false
 	}
-	ts.nackCount++
-	ts.lastNack = clientText(detail.GetMessage())
+	if ts.nacks == nil {
+		ts.nacks = new(typeNacks)
+	}
+	ts.nacks.count++
+	ts.nacks.last = clientText(detail.GetMessage())
 	ss.srv.m.nacks.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	fields := []zap.Field{zap.String("type_url", clientText(ts.typeURL)), zap.String("nonce", clientText(nonce))}
 	if ss.variant == xdstype.SotW {
 		fields = append(fields, zap.String("version_info", clientText(versionInfo)))
 	}
-	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
+	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.nacks.last))...)
 	ss.srv.nacks.add(NackInfo{Time: time.Now(), NodeID: clientText(ss.node.GetId()), Cluster: clientText(ss.node.GetCluster()),
 		Variant: string(ss.variant), TypeURL: clientText(ts.typeURL), Nonce: clientText(nonce), VersionInfo: clientText(versionInfo),
-		ErrorCode: detail.GetCode(), ErrorDetail: ts.lastNack})
+		ErrorCode: detail.GetCode(), ErrorDetail: ts.nacks.last})
 	return true
 }
 

@@ -35,8 +35,9 @@ type session struct {
 	// while none.
 	failed atomic.Pointer[status.Status]
 	peer   string // read-only after newSession
-	// cert is the SANs of the client's verified certificate (access.go).
-	cert access.Identity // read-only after newSession
+	// cert is the SANs of the client's verified certificate (access.go);
+	// nil when it has none.
+	cert *access.Identity // read-only after newSession
 
 	mu   sync.Mutex
 	node *corev3.Node // guarded by mu; from the first request
@@ -45,6 +46,10 @@ type session struct {
 	// each typeState.
 	ttl  bool
 	wrap sotwWrap
+	// noted, parked: below, with awaiting and ending (here, where they
+	// take no room of their own). Guarded by mu.
+	noted  bool
+	parked bool
 	// lg is the logger carrying the session's log context (variant, peer,
 	// node id and cluster, groups), built on first use from the session's
 	// fields (most sessions never log: a logger, or its fields, per
@@ -70,7 +75,6 @@ type session struct {
 	// notified since. A Flush that brings only some of them wakes no
 	// writer. Guarded by mu.
 	awaiting map[cache.Key]struct{}
-	noted    bool
 	// decisions caches access decisions made under the policy decidedBy;
 	// nodeCheckedBy is the policy the node was last checked under
 	// (access.go). Guarded by mu.
@@ -88,10 +92,9 @@ type session struct {
 	// session.
 	watch   *sendWatch
 	sending *round
-	// parked: a Send waited send_timeout and has not returned (park.go);
-	// ending: the status the handler ends the stream with, once its loop
-	// returned (stopWriter). Guarded by mu.
-	parked bool
+	// parked (above): a Send waited send_timeout and has not returned
+	// (park.go); ending: the status the handler ends the stream with,
+	// once its loop returned (stopWriter). Guarded by mu.
 	ending *status.Status
 	// budget is the stream's request budget (budget.go), owned by the
 	// handler goroutine; responsesSent counts the responses the writer
@@ -109,15 +112,18 @@ type session struct {
 }
 
 func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(*encodedResponse) error) *session {
-	return &session{
+	ss := &session{
 		srv:       srv,
 		id:        srv.nextID.Add(1),
 		variant:   variant,
 		fixedType: fixedType,
 		send:      send,
 		peer:      peer,
-		cert:      cert,
 	}
+	if len(cert.URISANs) > 0 || len(cert.DNSSANs) > 0 || cert.NodeID != "" || cert.NodeCluster != "" {
+		ss.cert = &cert
+	}
+	return ss
 }
 
 // Notify implements cache.Watcher: mark k dirty. The writer is not woken

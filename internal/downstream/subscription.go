@@ -152,9 +152,6 @@ type typeState struct {
 	// links numbers the links of the subscriptions' keys (sub.link) and
 	// counts the subscriptions on each: one link, or several (onekey.go).
 	links linkSet
-	// explicit: the client has subscribed to a name (any, "*" included) on
-	// this type, so an empty set no longer means the legacy wildcard.
-	explicit bool
 	// sent: what the client holds, by the name it knows it under.
 	sent byName[held]
 	// force: names to answer even if unchanged (newly subscribed; delta
@@ -164,46 +161,57 @@ type typeState struct {
 	// configuration, type not carried, denied glob); answered once (delta
 	// in removed_resources, SotW with a NOT_FOUND resource error).
 	unknown map[string]unknownName
-	// evalAll: the subscription set changed; the writer evaluates every
-	// subscription of this type.
-	evalAll bool
 	// gather: names a request subscribed, awaited together (gather.go);
 	// nil when none are.
 	gather *gathering
-	// started: the first request of this type was seen (delta: its
-	// initial_resource_versions apply).
-	started bool
-	// declaredLeft bounds the entries of sent still known only by the
-	// version the client declared (initial_resource_versions): set on the
-	// first request, refreshed by declaredLocked; 0: none left.
-	declaredLeft int
 
 	// label: the type's label when the session took it up, under which
 	// ClientCounts counts it until the session ends (a reload that lists
 	// the type changes its label, not what this session counted).
 	label string
-	// ttl: the client takes TTLs and heartbeats; wrap: which SotW
-	// resources it takes in the Resource wrapper (features.go).
-	ttl  bool
-	wrap sotwWrap
 
 	// SotW / delta bookkeeping.
 	lastNonce  string // nonce of the latest response of this type
 	version    uint64 // SotW version_info counter
 	ackVersion string // SotW: version_info of the latest ACK
-	nackCount  int
-	lastNack   string // error_detail message of the latest NACK
 
 	// What the client answered, for ConfigStatus (configstatus.go):
-	// answered is the highest response seq it ACKed or NACKed; nacked
-	// marks the names of NACKed responses (nil until a NACK);
-	// lastNackSeq is the seq of the latest NACK marked.
-	answered    uint64
-	nacked      map[string]*nackMark
-	lastNackSeq uint64
+	// answered is the highest response seq it ACKed or NACKed; nacks what
+	// it NACKed (nil until a NACK).
+	answered uint64
+	nacks    *typeNacks
 	// prop: the changes sent on this type the client has not answered
 	// yet, settled by its answers (propagation.go).
 	prop propagation.Tracker
+
+	// declaredLeft bounds the entries of sent still known only by the
+	// version the client declared (initial_resource_versions): set on the
+	// first request, refreshed by declaredLocked; 0: none left.
+	declaredLeft int32
+	// explicit: the client has subscribed to a name (any, "*" included) on
+	// this type, so an empty set no longer means the legacy wildcard.
+	explicit bool
+	// evalAll: the subscription set changed; the writer evaluates every
+	// subscription of this type.
+	evalAll bool
+	// started: the first request of this type was seen (delta: its
+	// initial_resource_versions apply).
+	started bool
+	// ttl: the client takes TTLs and heartbeats; wrap: which SotW
+	// resources it takes in the Resource wrapper (features.go).
+	ttl  bool
+	wrap sotwWrap
+}
+
+// typeNacks is what a type keeps of the client's NACKs, from its first:
+// how many, the latest's message, and (configstatus.go) the names of
+// NACKed responses (marked, nil until one is) and the seq of the latest
+// NACK marked.
+type typeNacks struct {
+	count   int
+	last    string // error_detail message of the latest NACK
+	marked  map[string]*nackMark
+	lastSeq uint64
 }
 
 func newTypeState(typeURL string) *typeState {
@@ -573,7 +581,7 @@ func (ts *typeState) declaredLocked() int {
 			notSubscribed++
 		}
 	}
-	ts.declaredLeft = left
+	ts.declaredLeft = int32(left)
 	return notSubscribed
 }
 
