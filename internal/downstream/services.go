@@ -74,7 +74,18 @@ func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], var
 		return err
 	}
 	defer release()
-	return ss.run(st.Context(), func() (any, error) { return st.Recv() }, func(m any) error { return handle(ss, m.(*Req)) })
+	recv := func() (any, error) { return st.Recv() }
+	if s.sharedEncoding { // Codec is gRPC's: it keeps a laterRequest's bytes
+		var later laterRequest
+		recv = func() (any, error) {
+			if err := st.RecvMsg(&later); err != nil {
+				return nil, err
+			}
+			m := new(Req)
+			return m, later.decode(m)
+		}
+	}
+	return ss.run(st.Context(), recv, func(m any) error { return handle(ss, m.(*Req)) })
 }
 
 // openSession admits a stream and makes its session; release gives back
