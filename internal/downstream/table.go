@@ -65,10 +65,15 @@ func (t *table[K, V]) ptr(k K) *V {
 	return nil
 }
 
-// set sets k's value, adding it when absent.
+// set sets k's value, adding it when absent. The table keeps k, not the
+// equal key it had (as a map does): the copy it replaces, a request's
+// own string, can go.
 func (t *table[K, V]) set(k K, v V) {
 	if i := t.find(k); i >= 0 {
-		t.entries[i].v = v
+		t.entries[i] = tableEntry[K, V]{key: k, v: v}
+		if t.index != nil {
+			t.index[k] = int32(i)
+		}
 		return
 	}
 	t.entries = append(t.entries, tableEntry[K, V]{key: k, v: v})

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -136,5 +138,28 @@ func TestLinkSetNumbers(t *testing.T) {
 	ls.remove(rc)
 	if ls.more != nil || ls.n != 0 {
 		t.Fatalf("an empty set keeps %v, %d", ls.more, ls.n)
+	}
+}
+
+// TestTableKeepsTheLatestKey: setting a name the table has keeps the copy
+// of the name given last, as a map does, in the entries and the index: the
+// one it had (a request's own string, say) is not kept alive.
+func TestTableKeepsTheLatestKey(t *testing.T) {
+	for _, n := range []int{1, 2 * smallNames} {
+		var tab byName[int]
+		for i := range n {
+			tab.set(fmt.Sprint("name-", i), i)
+		}
+		latest := strings.Clone("name-0")
+		tab.set(latest, -1)
+		i := tab.find(latest)
+		if got := tab.entries[i].key; unsafe.StringData(got) != unsafe.StringData(latest) {
+			t.Errorf("%d names: the entry keeps the first copy of its name", n)
+		}
+		for k := range tab.index {
+			if k == latest && unsafe.StringData(k) != unsafe.StringData(latest) {
+				t.Errorf("%d names: the index keeps the first copy of the name", n)
+			}
+		}
 	}
 }
