@@ -223,6 +223,7 @@ func measureIdle(b *testing.B, c idleCase) {
 		e.put(edsType, idleNames(i, 1)[0], "1")
 	}
 	m0 := inUse()
+	rss0 := rssBytes(b)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsProcess$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%d", idleClientsEnv, e.conn.Target(), c.n, c.conns, c.variant, c.names))
 	cmd.Stderr = os.Stderr
@@ -247,6 +248,7 @@ func measureIdle(b *testing.B, c idleCase) {
 		b.Fatalf("client process: %q, %v", line, err)
 	}
 	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, c.n) })
+	rss1 := rssBytes(b) // as the bench reads it: after the sync, no collection forced
 	m1 := inUse()
 	per := func(a, b uint64) float64 { return (float64(b) - float64(a)) / float64(c.n) }
 	b.ReportMetric(per(uint64(m0.goroutines), uint64(m1.goroutines)), "goroutines/stream")
@@ -254,6 +256,7 @@ func measureIdle(b *testing.B, c idleCase) {
 	b.ReportMetric(per(m0.live, m1.live), "live-B/stream")
 	b.ReportMetric(per(m0.stack, m1.stack), "stack-B/stream")
 	b.ReportMetric(per(m0.stackScan, m1.stackScan), "stack-scanned-B/stream")
+	b.ReportMetric(per(rss0, rss1), "rss-B/stream")
 	if profile != "" {
 		writeHeapProfile(b, profile+"-"+strings.ReplaceAll(b.Name(), "/", "-"))
 	}
@@ -279,6 +282,26 @@ func writeHeapProfile(b *testing.B, path string) {
 type memInUse struct {
 	goroutines                   int
 	heap, live, stack, stackScan uint64
+}
+
+// rssBytes is this process's resident set (VmRSS), the bench's measure
+// of a serving process's memory.
+func rssBytes(b *testing.B) uint64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skipf("no resident set size here: %v", err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS: %v", err)
+			}
+			return kib << 10
+		}
+	}
+	b.Skip("no VmRSS in /proc/self/status")
+	return 0
 }
 
 // inUse returns what the server holds after a collection.
