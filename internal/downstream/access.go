@@ -118,10 +118,11 @@ func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL stri
 			continue
 		}
 		for n, s := range ts.subs.all() {
-			if s.via() == "" {
+			via := ts.viaOf(n, s)
+			if via == "" {
 				continue
 			}
-			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, s.via(), ts.keyOf(n, s).Link); !ok {
+			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, via, ts.keyOf(n, s).Link); !ok {
 				return a, ts.typeURL, true
 			}
 		}

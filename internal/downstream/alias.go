@@ -46,7 +46,7 @@ func (d *diff) viaLocked(p *probe) string {
 		return p.name
 	}
 	via := aliasedName(p)
-	if old := s.via(); via != old {
+	if old := d.ts.viaOf(p.name, *s); via != old {
 		d.ts.setViaLocked(p.name, s, via)
 		if old != "" {
 			d.leaveLocked(old)
@@ -82,7 +82,7 @@ func aliasOf(k cache.Key, r *cache.Resource) string {
 // setViaLocked records that name's subscription s is answered by the
 // resource named via ("" when by none).
 func (ts *typeState) setViaLocked(name string, s *sub, via string) {
-	old := s.via()
+	old := ts.viaOf(name, *s)
 	if old == via {
 		return
 	}
@@ -91,10 +91,10 @@ func (ts *typeState) setViaLocked(name string, s *sub, via string) {
 			delete(ts.via, old)
 		}
 	}
-	if s.x == nil {
-		s.x = &subExt{key: ts.keyOf(name, *s)}
+	if !s.ext {
+		ts.setExtLocked(name, s, &subExt{key: ts.keyOf(name, *s)})
 	}
-	s.x.via = via
+	ts.ext[name].via = via
 	if via != "" {
 		if ts.via == nil {
 			ts.via = make(map[string]int)
@@ -112,7 +112,7 @@ func (ts *typeState) unsubscribeViaLocked(name string, ch *change) bool {
 		return false
 	}
 	for n, s := range ts.subs.all() {
-		if s.via() == name {
+		if ts.viaOf(n, s) == name {
 			ts.unsubscribeLocked(n, ch)
 		}
 	}

@@ -106,8 +106,7 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 		if !p.collection || !stillSubscribedLocked(ts, p) || d.holdsBack(p.name) {
 			continue
 		}
-		s, _ := ts.subs.get(p.name)
-		c := s.x // a collection's
+		c := ts.colls[p.name]
 		if p.member {
 			d.memberLocked(c, p)
 			continue

@@ -253,10 +253,11 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 		for name, sb := range ts.subs.all() {
 			switch {
 			case sb.collection:
-				colls = append(colls, collView{typeURL: ts.typeURL, key: sb.x.key, held: maps.Clone(sb.x.members),
+				c := ts.colls[name]
+				colls = append(colls, collView{typeURL: ts.typeURL, key: c.key, held: maps.Clone(c.members),
 					gather: ts.gather != nil && ts.gather.awaits(name)})
-			case sb.via() != "":
-				add(name, ts.keyOf(name, sb), sb.via())
+			case ts.viaOf(name, sb) != "":
+				add(name, ts.keyOf(name, sb), ts.viaOf(name, sb))
 			default:
 				add(name, ts.keyOf(name, sb), name)
 			}

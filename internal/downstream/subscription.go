@@ -14,14 +14,14 @@ import (
 
 // sub is one name a client subscribed to, as it spelled it
 // (typeState.subs). A name subscribed by its key's own name, the common
-// case, costs these 16 bytes: its key is on the type's link numbered link
+// case, costs these 8 bytes: its key is on the type's link numbered link
 // (typeState.links), of the type, named as the client spelled it
 // (typeState.keyOf). A collection, a name answered by alias, or another
-// spelling of its key keeps the rest in x.
+// spelling of its key keeps the rest in typeState.ext (ext is set).
 type sub struct {
-	x          *subExt
 	link       uint32
 	collection bool // wildcard or glob: the key's members are served
+	ext        bool
 }
 
 // subExt is the part of a subscription few names need.
@@ -39,15 +39,6 @@ type subExt struct {
 	// via: the resource's own name the client was sent for this name,
 	// when the name is an alias of it (alias.go); "" otherwise.
 	via string
-}
-
-// via is the resource's own name the client was sent for s (alias.go),
-// "" when none.
-func (s sub) via() string {
-	if s.x == nil {
-		return ""
-	}
-	return s.x.via
 }
 
 // held is what the client holds of one name: the revision last sent
@@ -136,9 +127,11 @@ type unknownName struct {
 // by the session's mu.
 type typeState struct {
 	typeURL string
-	// subs by the name the client asked for; colls: those that are
-	// collections (wildcard, globs), their sub.x.
+	// subs by the name the client asked for; ext: the rest of those that
+	// have more (sub.ext); colls: those that are collections (wildcard,
+	// globs). Nil maps until one is.
 	subs  byName[sub]
+	ext   map[string]*subExt
 	colls map[string]*subExt
 	// byKey: for each watched key, the client's names that map to it
 	// other than the key's own name (keyNamesLocked): in the common case,
@@ -252,10 +245,36 @@ func (ts *typeState) releaseLocked() {
 
 // keyOf is the key name, subscribed as s, maps to.
 func (ts *typeState) keyOf(name string, s sub) cache.Key {
-	if s.x != nil {
-		return s.x.key
+	if s.ext {
+		return ts.ext[name].key
 	}
 	return cache.Key{Link: ts.links.id(s.link), TypeURL: ts.typeURL, Name: name}
+}
+
+// extOf is the rest of name's subscription s, nil when it has none.
+func (ts *typeState) extOf(name string, s sub) *subExt {
+	if !s.ext {
+		return nil
+	}
+	return ts.ext[name]
+}
+
+// viaOf is the resource's own name the client was sent for name,
+// subscribed as s (alias.go); "" when none.
+func (ts *typeState) viaOf(name string, s sub) string {
+	if x := ts.extOf(name, s); x != nil {
+		return x.via
+	}
+	return ""
+}
+
+// setExtLocked gives name's subscription s the rest x.
+func (ts *typeState) setExtLocked(name string, s *sub, x *subExt) {
+	if ts.ext == nil {
+		ts.ext = make(map[string]*subExt)
+	}
+	ts.ext[name] = x
+	s.ext = true
 }
 
 // subKeyLocked returns the key name is subscribed to, if it is.
@@ -278,20 +297,21 @@ func (ts *typeState) addLocked(name string, key cache.Key, collection bool) (new
 	}
 	s := sub{link: ts.links.add(key.Link), collection: collection}
 	if collection || key.Name != name || key.TypeURL != ts.typeURL {
-		s.x = &subExt{key: key}
+		ts.setExtLocked(name, &s, &subExt{key: key})
 	}
 	if collection {
-		s.x.members = make(map[string]struct{})
-		s.x.memberKeys = make(map[string]string)
+		x := ts.ext[name]
+		x.members = make(map[string]struct{})
+		x.memberKeys = make(map[string]string)
 		if key.Name != cache.Wildcard {
 			if g, err := xdsname.Parse(key.Name); err == nil {
-				s.x.glob = &g
+				x.glob = &g
 			}
 		}
 		if ts.colls == nil {
 			ts.colls = make(map[string]*subExt)
 		}
-		ts.colls[name] = s.x
+		ts.colls[name] = x
 	}
 	ts.subs.set(name, s)
 	newKey = !ts.watchesLocked(key, name)
@@ -353,7 +373,7 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	if !ok {
 		return cache.Key{}, false, false
 	}
-	key = ts.keyOf(name, s)
+	key, x := ts.keyOf(name, s), ts.extOf(name, s)
 	ts.subs.del(name)
 	delete(ts.colls, name)
 	ts.links.remove(s.link)
@@ -369,17 +389,20 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	if s.collection {
 		// Members the client only had through this collection are
 		// forgotten (no removal is owed for an unsubscription).
-		for m := range s.x.members {
+		for m := range x.members {
 			if !ts.subscribedLocked(m) {
 				ts.sent.del(m)
 			}
 		}
 	}
-	if via := s.via(); via != "" {
+	if via := ts.viaOf(name, s); via != "" {
 		ts.setViaLocked(name, &s, "")
 		if !ts.subscribedLocked(via) {
 			ts.sent.del(via)
 		}
+	}
+	if delete(ts.ext, name); len(ts.ext) == 0 {
+		ts.ext = nil
 	}
 	if !ts.subscribedLocked(name) {
 		ts.sent.del(name)
