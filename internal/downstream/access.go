@@ -84,7 +84,7 @@ func (ss *session) recheck(pol *access.Policy) error {
 	ss.mu.Lock()
 	id := ss.identityLocked()
 	var nodeErr error
-	if pol.ChecksNode() && len(ss.types) > 0 {
+	if pol.ChecksNode() && ss.types.len() > 0 {
 		nodeErr = pol.CheckNode(&id)
 	}
 	authority, typeURL, denied := ss.deniedHeldLocked(pol)
@@ -106,35 +106,36 @@ func (ss *session) recheck(pol *access.Policy) error {
 // it subscribes to, or holds a resource of through a collection or an
 // alias.
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
-	for _, ts := range ss.types {
-		for _, s := range ts.subs {
-			if k := s.key; !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
+	for _, ts := range ss.types.all() {
+		for n, s := range ts.subs.all() {
+			if k := ts.keyOf(n, s); !ss.allowedLocked(pol, k.Link.Authority, k.TypeURL) {
 				return k.Link.Authority, k.TypeURL, true
 			}
 		}
 	}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if len(ts.via) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
 			continue
 		}
-		for _, s := range ts.subs {
-			if s.via == "" {
+		for n, s := range ts.subs.all() {
+			via := ts.viaOf(n, s)
+			if via == "" {
 				continue
 			}
-			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, s.via, s.key.Link); !ok {
+			if a, ok := ss.memberAuthorityLocked(pol, ts.typeURL, via, ts.keyOf(n, s).Link); !ok {
 				return a, ts.typeURL, true
 			}
 		}
 	}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if len(ts.colls) == 0 || !ss.deniesAnyLocked(pol, ts.typeURL) {
 			continue
 		}
-		for name, h := range ts.sent {
+		for name, h := range ts.sent.all() {
 			if h.res == nil || h.absent {
 				continue // not sent by the relay: nothing to take back
 			}
-			if s, ok := ts.subs[name]; ok && !s.collection {
+			if s, ok := ts.subs.get(name); ok && !s.collection {
 				continue // subscribed by name: its key was checked above
 			}
 			for _, c := range ts.colls {
@@ -175,7 +176,11 @@ func certIdentity(ctx context.Context) access.Identity {
 // identityLocked is the session's identity: its certificate's SANs and
 // its node's id and cluster.
 func (ss *session) identityLocked() access.Identity {
-	return ss.cert.WithNode(ss.node.GetId(), ss.node.GetCluster())
+	var id access.Identity
+	if ss.cert != nil {
+		id = *ss.cert
+	}
+	return id.WithNode(ss.node.GetId(), ss.node.GetCluster())
 }
 
 // allowed reports whether the session may subscribe to typeURL names of

@@ -38,17 +38,16 @@ func (d *diff) directOrAliasLocked(p *probe, variant xdstype.Variant) {
 
 // viaLocked returns the name to answer probe p's subscription under: the
 // resource's own name when p found it by alias, else the name asked. It
-// keeps sub.via current, telling the client a resource it was sent by
-// alias is gone when the alias no longer leads to it.
+// keeps the subscription's via current, telling the client a resource it
+// was sent by alias is gone when the alias no longer leads to it.
 func (d *diff) viaLocked(p *probe) string {
-	s := d.ts.subs[p.name]
+	s := d.ts.subs.ptr(p.name)
 	if s == nil {
 		return p.name
 	}
 	via := aliasedName(p)
-	if via != s.via {
-		old := s.via
-		d.ts.setViaLocked(s, via)
+	if old := d.ts.viaOf(p.name, *s); via != old {
+		d.ts.setViaLocked(p.name, s, via)
 		if old != "" {
 			d.leaveLocked(old)
 		}
@@ -80,18 +79,22 @@ func aliasOf(k cache.Key, r *cache.Resource) string {
 	return r.Name
 }
 
-// setViaLocked records that subscription s is answered by the resource
-// named via ("" when by none).
-func (ts *typeState) setViaLocked(s *sub, via string) {
-	if s.via == via {
+// setViaLocked records that name's subscription s is answered by the
+// resource named via ("" when by none).
+func (ts *typeState) setViaLocked(name string, s *sub, via string) {
+	old := ts.viaOf(name, *s)
+	if old == via {
 		return
 	}
-	if s.via != "" {
-		if ts.via[s.via]--; ts.via[s.via] <= 0 {
-			delete(ts.via, s.via)
+	if old != "" {
+		if ts.via[old]--; ts.via[old] <= 0 {
+			delete(ts.via, old)
 		}
 	}
-	s.via = via
+	if !s.ext {
+		ts.setExtLocked(name, s, &subExt{key: ts.keyOf(name, *s)})
+	}
+	ts.ext[name].via = via
 	if via != "" {
 		if ts.via == nil {
 			ts.via = make(map[string]int)
@@ -105,11 +108,11 @@ func (ts *typeState) setViaLocked(s *sub, via string) {
 // being subscribed to it as such (spec: an unsubscription may name the
 // resource or its alias). Reports whether it did.
 func (ts *typeState) unsubscribeViaLocked(name string, ch *change) bool {
-	if _, ok := ts.subs[name]; ok || ts.via[name] == 0 {
+	if ts.subs.has(name) || ts.via[name] == 0 {
 		return false
 	}
-	for n, s := range ts.subs {
-		if s.via == name {
+	for n, s := range ts.subs.all() {
+		if ts.viaOf(n, s) == name {
 			ts.unsubscribeLocked(n, ch)
 		}
 	}

@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -10,6 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
 // Bad requests end only their own stream, with a clear status; another
@@ -146,3 +152,64 @@ func TestTypesCarried(t *testing.T) {
 	r2 := e.put(edsType, eds, "2")
 	checkDelta(t, deltaResp(edsType, nil, dres(eds, r2)), d.Recv())
 }
+
+// A request that is not a discovery request ends its stream with the
+// status gRPC's own Recv gives (Internal, "failed to unmarshal"), after
+// a request decoded fine on the same stream (the handler decodes what it
+// waited for in Recv itself: codec.go, laterRequest).
+func TestUndecodableRequest(t *testing.T) {
+	e := newEnv(t, 0)
+	name := xdstp(edsType, "u")
+	r := e.put(edsType, name, "1")
+	for _, method := range []string{"DeltaAggregatedResources", "StreamAggregatedResources"} {
+		t.Run(method, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
+			defer cancel()
+			st, err := e.conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
+				"/envoy.service.discovery.v3.AggregatedDiscoveryService/"+method, grpc.ForceCodecV2(rawCodec{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var req proto.Message = &discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{name}}
+			if method == "StreamAggregatedResources" {
+				req = &discoveryv3.DiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNames: []string{name}}
+			}
+			good, err := proto.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp []byte
+			if err := st.SendMsg(&good); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.RecvMsg(&resp); err != nil {
+				t.Fatalf("the good request not answered: %v", err)
+			}
+			if !bytes.Contains(resp, r.Body.GetValue()) {
+				t.Fatalf("answer does not carry %s", name)
+			}
+			bad := []byte{0xff} // field 31, wire type 7: no such wire type
+			if err := st.SendMsg(&bad); err != nil {
+				t.Fatal(err)
+			}
+			err = st.RecvMsg(&resp)
+			if s := status.Convert(err); s.Code() != codes.Internal || !strings.Contains(s.Message(), "failed to unmarshal") {
+				t.Fatalf("after an undecodable request: %v, want Internal, failed to unmarshal", err)
+			}
+		})
+	}
+}
+
+// rawCodec sends and receives messages as their bytes (*[]byte).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }

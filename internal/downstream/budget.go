@@ -116,7 +116,7 @@ func (ss *session) subscribesAlready(typeURL string, names []string) bool {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ts := ss.types[typeURL]
+	ts := ss.typeOf(typeURL)
 	switch {
 	case ts == nil:
 		return false

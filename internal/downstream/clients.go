@@ -82,7 +82,7 @@ func (ss *session) describe() ClientInfo {
 		Peer:          ss.peer,
 		Groups:        []string{},
 		Parked:        ss.parked,
-		Subscriptions: make(map[string]TypeInfo, len(ss.types)),
+		Subscriptions: make(map[string]TypeInfo, ss.types.len()),
 	}
 	if ci.Stream == "" {
 		ci.Stream = "ads"
@@ -91,9 +91,12 @@ func (ss *session) describe() ClientInfo {
 		ci.Groups = append(ci.Groups, clientText(g))
 	}
 	sort.Strings(ci.Groups)
-	for t, ts := range ss.types {
+	for t, ts := range ss.types.all() {
 		names := ts.namesLocked()
-		ti := TypeInfo{Nacks: ts.nackCount, LastNack: ts.lastNack, AckVersion: clientText(ts.ackVersion)}
+		ti := TypeInfo{AckVersion: clientText(ts.ackVersion)}
+		if n := ts.nacks; n != nil {
+			ti.Nacks, ti.LastNack = n.count, n.last
+		}
 		if len(names) > maxNamesShown {
 			ti.MoreNames = len(names) - maxNamesShown
 			names = names[:maxNamesShown]

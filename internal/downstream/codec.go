@@ -1,8 +1,10 @@
 package downstream
 
 import (
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 
 	// The proto codec Codec delegates to.
 	_ "google.golang.org/grpc/encoding/proto"
@@ -63,10 +65,13 @@ func (r *encodedResponse) bytes() []byte {
 // is set: the proto codec for every message, and an encodedResponse sent
 // as the bytes it holds, without a copy or a re-encoding.
 func Codec() encoding.CodecV2 {
-	return codec{proto: encoding.GetCodecV2(protoCodecName)}
+	return codec{proto: protoCodec}
 }
 
 const protoCodecName = "proto"
+
+// protoCodec is gRPC's proto codec, which Codec delegates to.
+var protoCodec = encoding.GetCodecV2(protoCodecName)
 
 type codec struct{ proto encoding.CodecV2 }
 
@@ -80,7 +85,33 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.proto.Marshal(v)
 }
 
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+// Unmarshal decodes a request; into a laterRequest, it keeps its bytes.
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*laterRequest); ok {
+		data.Ref() // gRPC frees its own reference once this returns
+		r.data = data
+		return nil
+	}
+	return c.proto.Unmarshal(data, v)
+}
+
+// laterRequest is what a stream's handler waits in Recv with (serve): the
+// request's bytes, which decode decodes once Recv returned them. Waiting
+// with the request message itself, as a generated Recv does, would keep
+// an empty message (about 200 bytes) per idle stream.
+type laterRequest struct{ data mem.BufferSlice }
+
+// decode decodes the request r holds into m, and lets go of its bytes;
+// the error is the status gRPC's own Recv would end the stream with.
+func (r *laterRequest) decode(m any) error {
+	data := r.data
+	r.data = nil
+	defer data.Free()
+	if err := protoCodec.Unmarshal(data, m); err != nil {
+		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+	}
+	return nil
+}
 
 // Name is the proto codec's: the content subtype on the wire is unchanged.
 func (codec) Name() string { return protoCodecName }

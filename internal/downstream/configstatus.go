@@ -24,7 +24,7 @@ import (
 //   - typeState.answered: the highest seq the client answered (ACK or
 //     NACK). A name whose seq is above it was sent and is not answered yet.
 //
-// A NACK marks the names its response carried (typeState.nacked, by name,
+// A NACK marks the names its response carried (typeNacks.marked, by name,
 // valid while the name's seq is the NACKed one); that walk of the type's
 // names happens on a NACK only, never on the fan-out path.
 
@@ -215,10 +215,10 @@ func (ss *session) resourceCount() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n := 0
-	for _, ts := range ss.types {
-		n += len(ts.sent)
-		for name, sb := range ts.subs {
-			if _, ok := ts.sent[name]; !ok && !sb.collection {
+	for _, ts := range ss.types.all() {
+		n += ts.sent.len()
+		for name, sb := range ts.subs.all() {
+			if !ts.sent.has(name) && !sb.collection {
 				n++
 			}
 		}
@@ -231,17 +231,17 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n := 0
-	for _, ts := range ss.types {
-		n += len(ts.sent) + len(ts.subs)
+	for _, ts := range ss.types.all() {
+		n += ts.sent.len() + ts.subs.len()
 	}
 	out := make([]ResourceStatus, 0, n)
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
-		for name, h := range ts.sent {
+		for name, h := range ts.sent.all() {
 			out = append(out, ss.heldStatusLocked(ts, name, h, pending[name]))
 		}
-		for name, sb := range ts.subs {
-			if _, ok := ts.sent[name]; ok || sb.collection {
+		for name, sb := range ts.subs.all() {
+			if ts.sent.has(name) || sb.collection {
 				continue
 			}
 			out = append(out, ResourceStatus{TypeURL: ts.typeURL, Name: name, State: ResourceRequested, Pending: pending[name]})
@@ -262,7 +262,7 @@ func (ss *session) heldStatusLocked(ts *typeState, name string, h held, pending 
 	case ss.variant == xdstype.SotW && h.seq != 0:
 		rs.Version = strconv.FormatUint(h.seq, 10)
 	default:
-		rs.Version = h.version
+		rs.Version = h.version()
 	}
 	rs.Pending = pending || (h.seq == 0 && h.res == nil && !h.absent)
 	if m := ts.nackOfLocked(name, h); m != nil {
@@ -289,16 +289,16 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 	for n := range ts.force {
 		mark(n)
 	}
-	for k := range ss.dirty {
+	for k := range ss.dirty.all() {
 		if k.TypeURL != ts.typeURL {
 			continue
 		}
-		ts.keyNamesLocked(k, func(n string, _ *sub) { mark(n) })
-		for _, s := range ts.colls {
-			if s.key.Link != k.Link {
+		ts.keyNamesLocked(k, func(n string, _ sub) { mark(n) })
+		for _, c := range ts.colls {
+			if c.key.Link != k.Link {
 				continue
 			}
-			if n, ok := s.memberKeys[k.Name]; ok {
+			if n, ok := c.memberKeys[k.Name]; ok {
 				mark(n)
 			}
 		}
@@ -307,7 +307,7 @@ func (ss *session) pendingLocked(ts *typeState) map[string]bool {
 }
 
 // nackMark is a client's NACK of the response seq, for the names that
-// response carried (typeState.nacked).
+// response carried (typeNacks.marked).
 type nackMark struct {
 	seq     uint64
 	at      time.Time
@@ -336,9 +336,9 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 	ts.answered = max(ts.answered, seq)
 	ss.settleLocked(ts, seq, versionInfo, detail) // propagation.go
 	ss.breakerNackLocked(ts, seq, detail)         // rollout.go
-	if nacked && seq != 0 && ts.lastNackSeq != seq {
-		ts.lastNackSeq = seq
-		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.lastNack})
+	if nacked && seq != 0 && ts.nacks.lastSeq != seq {
+		ts.nacks.lastSeq = seq
+		ts.markNackLocked(&nackMark{seq: seq, at: time.Now(), code: detail.GetCode(), message: ts.nacks.last})
 	}
 	return nacked
 }
@@ -346,7 +346,10 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 // nackOfLocked returns the client's NACK of the response that carried h,
 // what it holds of name; nil when it did not NACK it.
 func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
-	if m, ok := ts.nacked[name]; ok && m.seq == h.seq && h.seq != 0 {
+	if ts.nacks == nil {
+		return nil
+	}
+	if m, ok := ts.nacks.marked[name]; ok && m.seq == h.seq && h.seq != 0 {
 		return m
 	}
 	return nil
@@ -355,17 +358,18 @@ func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
 // markNackLocked marks the names the NACKed response carried, and forgets
 // marks that no longer apply (the name was sent again, or is gone).
 func (ts *typeState) markNackLocked(m *nackMark) {
-	for name, old := range ts.nacked {
-		if h, ok := ts.sent[name]; !ok || h.seq != old.seq {
-			delete(ts.nacked, name)
+	n := ts.nacks
+	for name, old := range n.marked {
+		if h, ok := ts.sent.get(name); !ok || h.seq != old.seq {
+			delete(n.marked, name)
 		}
 	}
-	for name, h := range ts.sent {
+	for name, h := range ts.sent.all() {
 		if h.seq == m.seq {
-			if ts.nacked == nil {
-				ts.nacked = make(map[string]*nackMark)
+			if n.marked == nil {
+				n.marked = make(map[string]*nackMark)
 			}
-			ts.nacked[name] = m
+			n.marked[name] = m
 		}
 	}
 }
@@ -373,5 +377,5 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 // renoted is h for revision r of the same content the client was sent (or
 // declared): what it holds is unchanged, and so is where it stands.
 func (h held) renoted(r *cache.Resource) held {
-	return held{res: r, version: r.Version, seq: h.seq, err: h.err, prevVersion: h.prevVersion, prevGap: h.prevGap}
+	return held{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
 }

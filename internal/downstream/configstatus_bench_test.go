@@ -23,11 +23,11 @@ func BenchmarkConfigStatus(b *testing.B) {
 				ss := newSession(e.srv, xdstype.Delta, "", "bench", access.Identity{}, nil)
 				ss.node = &corev3.Node{Id: fmt.Sprintf("node-%d", i)}
 				ts := newTypeState(edsType)
-				ss.types[edsType] = ts
+				ss.types.set(edsType, ts)
 				for j := range 10 {
 					name := xdstp(edsType, fmt.Sprintf("r%d", j))
-					ts.subs[name] = &sub{key: key(edsType, name)}
-					ts.sent[name] = held{res: r, version: r.Version, seq: 1}
+					ts.addLocked(name, key(edsType, name), false)
+					ts.sent.set(name, sentHeld(r, 1))
 				}
 				ts.answered = 1
 				e.srv.addSession(ss)

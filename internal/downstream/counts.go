@@ -121,8 +121,8 @@ func (s *Server) ClientCounts() ClientCounts { return s.counts.read() }
 // when its handler has returned (no request adds a type after that).
 func (ss *session) countTypesDone() {
 	ss.mu.Lock()
-	labels := make([]string, 0, len(ss.types))
-	for _, ts := range ss.types {
+	labels := make([]string, 0, ss.types.len())
+	for _, ts := range ss.types.all() {
 		labels = append(labels, ts.label)
 	}
 	ss.mu.Unlock()

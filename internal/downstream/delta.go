@@ -45,9 +45,9 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 		ts.explicit = true
 	}
 	for n, v := range declared {
-		ts.sent[n] = held{version: v}
+		ts.sent.set(n, declaredHeld(v))
 	}
-	ts.declaredLeft = len(declared)
+	ts.declaredLeft = int32(len(declared)) // within max_names_per_stream
 	ss.mu.Unlock()
 
 	return ss.subscribeRequested(subscribing{

@@ -91,7 +91,7 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 	d := &w.diff
 	d.ts, d.variant, d.srv, d.room = ts, variant, srv, srv.entryRoom(ts.typeURL)
 	for n := range ts.force {
-		if _, ok := ts.subs[n]; !ok {
+		if !ts.subs.has(n) {
 			d.present = make(map[string]*cache.Resource)
 			break
 		}
@@ -106,13 +106,13 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 		if !p.collection || !stillSubscribedLocked(ts, p) || d.holdsBack(p.name) {
 			continue
 		}
-		s := ts.subs[p.name]
+		c := ts.colls[p.name]
 		if p.member {
-			d.memberLocked(s, p)
+			d.memberLocked(c, p)
 			continue
 		}
 		if p.state != cache.StatePending {
-			d.collectionLocked(s, p, variant)
+			d.collectionLocked(c, p, variant)
 		}
 		if p.err != nil && (!isNotFound(p.err) || p.name == cache.Wildcard) {
 			// The collection's own error (a glob's NOT_FOUND is its
@@ -147,9 +147,9 @@ func (d *diff) directLocked(p *probe) {
 	delete(d.ts.force, p.name)
 }
 
-// memberLocked diffs one member key of collection s, looked up alone.
-func (d *diff) memberLocked(s *sub, p *probe) {
-	name, isMember, left := s.member(p.key, p.res, p.state)
+// memberLocked diffs one member key of collection c, looked up alone.
+func (d *diff) memberLocked(c *subExt, p *probe) {
+	name, isMember, left := c.member(p.key, p.res, p.state)
 	switch {
 	case isMember:
 		d.notePresent(name, p.res)
@@ -163,13 +163,13 @@ func (d *diff) memberLocked(s *sub, p *probe) {
 	}
 }
 
-// collectionLocked diffs collection s listed in full: members by the
+// collectionLocked diffs collection c listed in full: members by the
 // origin's spelling; members that left are removed.
-func (d *diff) collectionLocked(s *sub, p *probe, variant xdstype.Variant) {
+func (d *diff) collectionLocked(c *subExt, p *probe, variant xdstype.Variant) {
 	ts := d.ts
 	_, force := ts.force[p.name]
 	d.fullLookup = true
-	old := s.setMembers(p.members)
+	old := c.setMembers(p.members)
 	for _, r := range p.members {
 		d.notePresent(r.Name, r)
 		_, forceMember := ts.force[r.Name]
@@ -189,14 +189,14 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant xdstype.Variant) {
 		}
 	}
 	for n := range old {
-		if _, still := s.members[n]; !still {
+		if _, still := c.members[n]; !still {
 			d.leaveLocked(n)
 		}
 	}
 	if variant == xdstype.Delta {
-		d.vanishedLocked(s)
+		d.vanishedLocked(c)
 	}
-	d.emptyGlobLocked(s, p)
+	d.emptyGlobLocked(c, p)
 	if force && len(p.members) == 0 {
 		d.changed = true // answer a new subscription even when empty
 	}
@@ -206,17 +206,17 @@ func (d *diff) collectionLocked(s *sub, p *probe, variant xdstype.Variant) {
 // declared: the client told its version of name on reconnect
 // (initial_resource_versions) and was not answered about it since.
 func declared(ts *typeState, name string) bool {
-	h, ok := ts.sent[name]
-	return ok && h.res == nil && !h.absent && h.version != ""
+	h, ok := ts.sent.get(name)
+	return ok && h.res == nil && !h.absent && h.version() != ""
 }
 
-// vanishedLocked removes the members of s a reconnected client declared
+// vanishedLocked removes the members of c a reconnected client declared
 // (initial_resource_versions) that are not there any more.
-func (d *diff) vanishedLocked(s *sub) {
-	for n, h := range d.ts.sent {
-		if h.res == nil && !h.absent && h.version != "" && !d.ts.subscribedLocked(n) && s.holds(n) {
+func (d *diff) vanishedLocked(c *subExt) {
+	for n, h := range d.ts.sent.all() {
+		if h.res == nil && !h.absent && h.version() != "" && !d.ts.subscribedLocked(n) && c.holds(n) {
 			d.absentLocked(n, false, nil)
-			delete(d.ts.sent, n)
+			d.ts.sent.del(n)
 		}
 	}
 }
@@ -224,19 +224,19 @@ func (d *diff) vanishedLocked(s *sub) {
 // emptyGlobLocked answers an empty glob with its own name, once until it
 // has members again: in removed_resources (delta), with NOT_FOUND in
 // resource_errors (SotW; delta when the origin sent one).
-func (d *diff) emptyGlobLocked(s *sub, p *probe) {
+func (d *diff) emptyGlobLocked(c *subExt, p *probe) {
 	if p.name == cache.Wildcard {
 		return
 	}
 	if len(p.members) > 0 {
-		s.emptyReported = false
-		if h, ok := d.ts.sent[p.name]; ok && (h.absent || h.err == nil) {
-			delete(d.ts.sent, p.name)
+		c.emptyReported = false
+		if h, ok := d.ts.sent.get(p.name); ok && (h.absent || h.err == nil) {
+			d.ts.sent.del(p.name)
 		}
 		return
 	}
-	if !s.emptyReported {
-		s.emptyReported = true
+	if !c.emptyReported {
+		c.emptyReported = true
 		d.absentLocked(p.name, true, d.notFoundLocked(p.err, relayNotFound))
 	}
 }
@@ -251,14 +251,14 @@ func (d *diff) forcedLocked() {
 	}
 	ts := d.ts
 	for n := range ts.force {
-		if _, sub := ts.subs[n]; sub {
+		if ts.subs.has(n) {
 			continue
 		}
 		if r, ok := d.present[n]; ok {
 			d.updateLocked(n, r, true)
 		} else {
 			d.absentLocked(n, true, nil)
-			delete(ts.sent, n)
+			ts.sent.del(n)
 		}
 		delete(ts.force, n)
 	}
@@ -293,15 +293,15 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 		}
 		return
 	}
-	h, ok := d.ts.sent[name]
+	h, ok := d.ts.sent.get(name)
 	if !force && !changed(h, ok, r) {
-		d.ts.sent[name] = h.renoted(r)
+		d.ts.sent.set(name, h.renoted(r))
 		return
 	}
 	heartbeat := heartbeatOnly(h, ok, r) && !force
 	if heartbeat && !d.ts.ttl {
 		// A TTL refresh, for a client that takes no TTL: nothing to send.
-		d.ts.sent[name] = h.renoted(r)
+		d.ts.sent.set(name, h.renoted(r))
 		return
 	}
 	if r.Body == nil && !heartbeat {
@@ -315,7 +315,7 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat, entry: e})
 	d.markDone(name, len(d.updates)-1)
 	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
-	d.ts.sent[name] = held{res: r, version: r.Version, seq: d.seq}.withPrev(prev)
+	d.ts.sent.set(name, sentHeld(r, d.seq).withPrev(prev))
 	d.changed = true
 }
 
@@ -344,14 +344,14 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	if _, done := d.find(name); done {
 		return
 	}
-	if h, ok := d.ts.sent[name]; ok && h.absent && !force {
+	h, ok := d.ts.sent.get(name)
+	if ok && h.absent && !force {
 		return
 	}
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
-	h, ok := d.ts.sent[name]
 	prev := d.ts.replacedLocked(name, h, ok) // propagation.go
-	d.ts.sent[name] = held{absent: true, seq: d.seq, err: detail}.withPrev(prev)
+	d.ts.sent.set(name, held{absent: true, seq: d.seq, err: detail}.withPrev(prev))
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}
@@ -365,10 +365,10 @@ func (d *diff) leaveLocked(name string) {
 	if d.ts.subscribedLocked(name) {
 		return
 	}
-	if _, ok := d.ts.sent[name]; ok {
+	if d.ts.sent.has(name) {
 		d.absentLocked(name, false, nil)
 	}
-	delete(d.ts.sent, name)
+	d.ts.sent.del(name)
 	d.changed = true // SotW full state: the next response omits it
 }
 
@@ -415,8 +415,8 @@ func (d *diff) markDone(name string, i int) {
 // stillSubscribedLocked reports whether p still describes a subscription
 // (it was looked up without the lock).
 func stillSubscribedLocked(ts *typeState, p *probe) bool {
-	s, ok := ts.subs[p.name]
-	return ok && s.collection == p.collection && (s.key == p.key || p.member)
+	s, ok := ts.subs.get(p.name)
+	return ok && s.collection == p.collection && (p.member || ts.keyOf(p.name, s) == p.key)
 }
 
 // changed reports whether the client holding h lacks r.
@@ -428,7 +428,7 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 		return h.res != r
 	}
 	// Known only by version (initial_resource_versions).
-	return h.version != r.Version
+	return h.version() != r.Version
 }
 
 // heartbeatOnly reports whether the client holding h needs only the TTL
@@ -436,7 +436,7 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 // version and the very body the client already has (the cache stores a
 // heartbeat as such a revision with the new TTL).
 func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
-	if !ok || h.absent || h.version != r.Version {
+	if !ok || h.absent || h.version() != r.Version {
 		return false
 	}
 	return r.Heartbeat || (h.res != nil && h.res.Body == r.Body && r.TTL != nil)

@@ -62,8 +62,7 @@ func (ss *session) gatherLocked(ts *typeState, names []string) {
 		ts.gather = g
 	}
 	g.names = slices.DeleteFunc(g.names, func(n string) bool {
-		_, still := ts.subs[n]
-		return !still
+		return !ts.subs.has(n)
 	})
 	g.names = append(g.names, names...)
 	slices.Sort(g.names)
@@ -111,7 +110,7 @@ func (ss *session) awaitedLocked(w *work, p *probe) bool {
 	if p.collection || answered(p) || !w.diff.hold.awaits(p.name) {
 		return false
 	}
-	if _, announced := ss.dirty[p.key]; announced {
+	if ss.dirty.has(p.key) {
 		ss.noted = true
 		return false
 	}
@@ -207,7 +206,7 @@ func (ss *session) endGatherLocked(ts *typeState) {
 
 // endGathersLocked ends every gather of the session (its stream ends).
 func (ss *session) endGathersLocked() {
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ss.endGatherLocked(ts)
 	}
 }

@@ -356,7 +356,7 @@ func TestGatherKeepsOnlyHeldNames(t *testing.T) {
 	e.syncDelta(c) // every request above is applied
 	ss := e.srv.snapshotSessions()[0]
 	ss.mu.Lock()
-	g := ss.types[edsType].gather
+	g := ss.typeOf(edsType).gather
 	var kept []string
 	if g != nil {
 		kept = slices.Clone(g.names)

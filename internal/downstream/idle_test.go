@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	rtmetrics "runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +37,7 @@ func TestIdleStreamOneGoroutine(t *testing.T) {
 	before := sessionGoroutines()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := openIdle(ctx, []*grpc.ClientConn{e.conn}, n, xdstype.Delta, name); err != nil {
+	if err := openIdle(ctx, []*grpc.ClientConn{e.conn}, n, xdstype.Delta, func(int) []string { return []string{name} }); err != nil {
 		t.Fatal(err)
 	}
 	// Writers exit once their round is sent: wait for them to.
@@ -88,10 +90,10 @@ func sessionGoroutines() int {
 	return n
 }
 
-// openIdle opens n ADS streams of variant round robin over conns, each
-// subscribed to name, answered and ACKed. ctx ends them; opening fails
-// if they are not all answered within xdstest.WaitTimeout.
-func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdstype.Variant, name string) error {
+// openIdle opens n ADS streams of variant round robin over conns, stream
+// i subscribed to names(i), answered and ACKed. ctx ends them; opening
+// fails if they are not all answered within xdstest.WaitTimeout.
+func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdstype.Variant, names func(i int) []string) error {
 	ctx, cancel := context.WithCancel(ctx) // the streams' context, ended by the caller's
 	watchdog := time.AfterFunc(xdstest.WaitTimeout, cancel)
 	defer watchdog.Stop()
@@ -101,13 +103,13 @@ func openIdle(ctx context.Context, conns []*grpc.ClientConn, n int, variant xdst
 		if variant == xdstype.Delta {
 			err = syncIdle(ctx, c.DeltaAggregatedResources, func(r *discoveryv3.DeltaDiscoveryResponse) *discoveryv3.DeltaDiscoveryRequest {
 				if r == nil {
-					return &discoveryv3.DeltaDiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNamesSubscribe: []string{name}}
+					return &discoveryv3.DeltaDiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNamesSubscribe: names(i)}
 				}
 				return &discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResponseNonce: r.GetNonce()}
 			})
 		} else {
 			err = syncIdle(ctx, c.StreamAggregatedResources, func(r *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
-				req := &discoveryv3.DiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNames: []string{name}}
+				req := &discoveryv3.DiscoveryRequest{Node: idleNode(i), TypeUrl: edsType, ResourceNames: names(i)}
 				if r != nil {
 					req.VersionInfo, req.ResponseNonce = r.GetVersionInfo(), r.GetNonce()
 				}
@@ -145,8 +147,28 @@ func syncIdle[Req, Resp any](ctx context.Context, open func(context.Context, ...
 
 // idleClientsEnv tells the test binary, run as BenchmarkIdleStreams'
 // client process, what to open: address, streams, connections, variant,
-// name.
+// names per stream.
 const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
+
+// idleHeapProfileEnv names a file BenchmarkIdleStreams writes a heap
+// profile of the idle streams to (go tool pprof -sample_index=inuse_space);
+// each case writes its own, the case's name appended.
+const idleHeapProfileEnv = "XDS_RELAY_IDLE_HEAPPROFILE"
+
+// idleResources is how many resources the idle streams' names are drawn
+// from: with names=20, stream i subscribes to its own window of them,
+// overlapping its neighbours' (the bench's Envoy-shaped workload).
+const idleResources = 1000
+
+// idleNames is the names idle stream i of w names subscribes to: a
+// window of w of the idleResources, starting at i.
+func idleNames(i, w int) []string {
+	out := make([]string, w)
+	for j := range out {
+		out[j] = xdstp(edsType, fmt.Sprintf("idle-%04d", (i+j)%idleResources))
+	}
+	return out
+}
 
 // BenchmarkIdleStreams measures what an idle synced stream costs the
 // server: streams opened by a client in another process (this test
@@ -155,42 +177,68 @@ const idleClientsEnv = "XDS_RELAY_IDLE_CLIENTS"
 //
 //	go test -run '^$' -bench IdleStreams -benchtime 1x ./internal/downstream/
 //
-// conns=1 puts every stream on one connection (the stream's own cost);
-// conns=n gives each its own, as a fleet connects (connection included).
-// Each stream has its own node id, as a fleet's clients do; ledger=on
-// (as the relay runs) settles each stream's initial sync in the
-// propagation ledger, ledger=off does not record it; delivery=on runs
-// safe delivery at its defaults (benchFeatures).
+// names=1 subscribes each stream to one name, names=20 to its own window
+// of 20 (the Envoy-shaped workload). conns=1 puts every stream on one
+// connection (the stream's own cost); conns=n gives each its own, as a
+// fleet connects (connection included). Each stream has its own node id,
+// as a fleet's clients do; ledger=on (as the relay runs) settles each
+// stream's initial sync in the propagation ledger, ledger=off does not
+// record it; delivery=on runs safe delivery at its defaults
+// (benchFeatures; 20-name streams with the relay's defaults only).
+// XDS_RELAY_IDLE_STREAMS sets n (2000 by default; 200 under the race
+// detector, where make test runs every benchmark once, instrumented, and
+// the figures mean nothing). rss-B/stream is the process's resident set,
+// grown by what the cases before left: it means something in the first
+// case a process runs (run one per process, -bench naming the case in
+// full).
 func BenchmarkIdleStreams(b *testing.B) {
-	// Under the race detector (make test runs every benchmark once,
-	// instrumented, where the figures mean nothing) 200 streams exercise
-	// the same code in a tenth of the time.
 	n := 2000
 	if raceEnabled {
 		n = 200
 	}
+	if v, err := strconv.Atoi(os.Getenv("XDS_RELAY_IDLE_STREAMS")); err == nil && v > 0 {
+		n = v
+	}
 	for _, variant := range []xdstype.Variant{xdstype.Delta, xdstype.SotW} {
-		for _, conns := range []int{1, n} {
-			for _, f := range benchFeatures {
-				b.Run(fmt.Sprintf("variant=%s/conns=%d/%s", variant, conns, f), func(b *testing.B) {
-					for range b.N {
-						measureIdle(b, n, conns, variant, f)
+		for _, names := range []int{1, 20} {
+			for _, conns := range []int{1, n} {
+				for i, f := range benchFeatures {
+					if i > 0 && names > 1 {
+						continue // what the features cost: one case is enough
 					}
-				})
+					b.Run(fmt.Sprintf("variant=%s/names=%d/conns=%d/%s", variant, names, conns, f), func(b *testing.B) {
+						for range b.N {
+							measureIdle(b, idleCase{n: n, conns: conns, names: names, variant: variant, f: f})
+						}
+					})
+				}
 			}
 		}
 	}
 }
 
-// measureIdle opens n idle streams from a client process and reports the
-// server's goroutines, heap and stack in use per stream.
-func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, f features) {
-	e := newEnvOn(b, newTestCacheWith(b, f), 0)
-	name := xdstp(edsType, "idle")
-	e.put(edsType, name, "1")
-	g0, heap0, stack0 := inUse()
+// idleCase is one case of BenchmarkIdleStreams.
+type idleCase struct {
+	n, conns, names int
+	variant         xdstype.Variant
+	f               features
+}
+
+// measureIdle opens c.n idle streams from a client process and reports
+// the server's goroutines, heap and stack in use per stream.
+func measureIdle(b *testing.B, c idleCase) {
+	profile := os.Getenv(idleHeapProfileEnv)
+	if profile != "" {
+		runtime.MemProfileRate = 512 // each case's streams sampled finely
+	}
+	e := newEnvOn(b, newTestCacheWith(b, c.f), 0)
+	for i := range idleResources {
+		e.put(edsType, idleNames(i, 1)[0], "1")
+	}
+	m0 := inUse()
+	rss0 := rssBytes(b)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsProcess$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%s", idleClientsEnv, e.conn.Target(), n, conns, variant, name))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d,%s,%d", idleClientsEnv, e.conn.Target(), c.n, c.conns, c.variant, c.names))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -212,20 +260,72 @@ func measureIdle(b *testing.B, n, conns int, variant xdstype.Variant, f features
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "synced\n" {
 		b.Fatalf("client process: %q, %v", line, err)
 	}
-	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, n) })
-	g1, heap1, stack1 := inUse()
-	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/stream")
-	b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/stream")
-	b.ReportMetric(float64(stack1-stack0)/float64(n), "stack-B/stream")
+	xdstest.Poll(b, "writers idle", func() error { return writersIdle(e.srv, c.n) })
+	rss1 := rssBytes(b) // as the bench reads it: after the sync, no collection forced
+	m1 := inUse()
+	per := func(a, b uint64) float64 { return (float64(b) - float64(a)) / float64(c.n) }
+	b.ReportMetric(per(uint64(m0.goroutines), uint64(m1.goroutines)), "goroutines/stream")
+	b.ReportMetric(per(m0.heap, m1.heap), "heap-B/stream")
+	b.ReportMetric(per(m0.live, m1.live), "live-B/stream")
+	b.ReportMetric(per(m0.stack, m1.stack), "stack-B/stream")
+	b.ReportMetric(per(m0.stackScan, m1.stackScan), "stack-scanned-B/stream")
+	b.ReportMetric(per(rss0, rss1), "rss-B/stream")
+	if profile != "" {
+		writeHeapProfile(b, profile+"-"+strings.ReplaceAll(b.Name(), "/", "-"))
+	}
 }
 
-// inUse returns the goroutines, heap and stack in use after a collection.
-func inUse() (goroutines int, heap, stack uint64) {
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// memInUse is what the server holds after a collection: goroutines,
+// heap in use, of it the bytes of live objects (what the next
+// collection's goal grows from; heap in use also counts the free slots of
+// spans in use), stacks in use, and of them the bytes scanned (the part
+// of each stack in use, which the goal also grows from).
+type memInUse struct {
+	goroutines                   int
+	heap, live, stack, stackScan uint64
+}
+
+// rssBytes is this process's resident set (VmRSS), the bench's measure
+// of a serving process's memory.
+func rssBytes(b *testing.B) uint64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skipf("no resident set size here: %v", err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS: %v", err)
+			}
+			return kib << 10
+		}
+	}
+	b.Skip("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// inUse returns what the server holds after a collection.
+func inUse() memInUse {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return runtime.NumGoroutine(), ms.HeapInuse, ms.StackInuse
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}}
+	rtmetrics.Read(s)
+	return memInUse{goroutines: runtime.NumGoroutine(), heap: ms.HeapInuse, live: s[0].Value.Uint64(), stack: ms.StackInuse, stackScan: s[1].Value.Uint64()}
 }
 
 // TestIdleClientsProcess is BenchmarkIdleStreams' client process: it
@@ -250,7 +350,8 @@ func TestIdleClientsProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := openIdle(ctx, conns, n, xdstype.Variant(f[3]), f[4]); err != nil {
+	w, _ := strconv.Atoi(f[4])
+	if err := openIdle(ctx, conns, n, xdstype.Variant(f[3]), func(i int) []string { return idleNames(i, w) }); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("synced")

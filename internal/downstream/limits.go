@@ -136,8 +136,8 @@ func (s *Server) checkNames(field, typeURL string, names []string) error {
 // MaxTypesPerStream.
 func (ss *session) checkTypeLimit(typeURL string) error {
 	ss.mu.Lock()
-	_, known := ss.types[typeURL]
-	n := len(ss.types)
+	known := ss.types.has(typeURL)
+	n := ss.types.len()
 	ss.mu.Unlock()
 	if known || n < ss.srv.limits().MaxTypesPerStream {
 		return nil
@@ -157,7 +157,7 @@ func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []str
 		return nil
 	}
 	total := 0
-	for _, t := range ss.types {
+	for _, t := range ss.types.all() {
 		total += t.keptLocked()
 	}
 	if replace {

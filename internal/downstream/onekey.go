@@ -27,50 +27,88 @@ import (
 // key per name. linkSet keeps that check O(1); only a stream watching
 // several links of a type pays a lookup per member.
 
-// linkSet counts a type's subscriptions by the link of their key. One
-// link costs no map.
+// linkSet numbers the links of a type's subscriptions (sub.link) and
+// counts the subscriptions on each. One link costs no slice; a number
+// stays its link's while a subscription has it, and is taken again by
+// another link once none does.
 type linkSet struct {
-	first cache.LinkID
-	n     int                  // subscriptions on first
-	more  map[cache.LinkID]int // subscriptions on the others; nil until one
+	first cache.LinkID // link 0
+	n     int32        // subscriptions on link 0
+	more  []linkCount  // links 1 and up; nil until a second one
 }
 
-func (ls *linkSet) add(id cache.LinkID) {
+type linkCount struct {
+	id cache.LinkID
+	n  int32 // 0: free
+}
+
+// add counts a subscription on id and returns its number.
+func (ls *linkSet) add(id cache.LinkID) uint32 {
+	if ls.n > 0 && ls.first == id {
+		ls.n++
+		return 0
+	}
+	free := -1
+	for i := range ls.more {
+		switch m := &ls.more[i]; {
+		case m.n > 0 && m.id == id:
+			m.n++
+			return uint32(i + 1)
+		case m.n == 0 && free < 0:
+			free = i
+		}
+	}
 	switch {
 	case ls.n == 0:
 		ls.first, ls.n = id, 1
-	case id == ls.first:
-		ls.n++
-	default:
-		if ls.more == nil {
-			ls.more = make(map[cache.LinkID]int)
-		}
-		ls.more[id]++
+		return 0
+	case free >= 0:
+		ls.more[free] = linkCount{id: id, n: 1}
+		return uint32(free + 1)
 	}
+	ls.more = append(ls.more, linkCount{id: id, n: 1})
+	return uint32(len(ls.more))
 }
 
-func (ls *linkSet) remove(id cache.LinkID) {
-	if id != ls.first {
-		if ls.more[id]--; ls.more[id] <= 0 {
-			delete(ls.more, id)
-		}
+// remove takes back a subscription on link number ref.
+func (ls *linkSet) remove(ref uint32) {
+	if ref == 0 {
+		ls.n--
 		return
 	}
-	if ls.n--; ls.n > 0 {
-		return
-	}
-	for other, n := range ls.more { // another link becomes the first
-		ls.first, ls.n = other, n
-		delete(ls.more, other)
-		break
+	ls.more[ref-1].n--
+	for len(ls.more) > 0 && ls.more[len(ls.more)-1].n == 0 {
+		ls.more[len(ls.more)-1] = linkCount{}
+		ls.more = ls.more[:len(ls.more)-1]
 	}
 	if len(ls.more) == 0 {
 		ls.more = nil
 	}
 }
 
+// id is link number ref.
+func (ls *linkSet) id(ref uint32) cache.LinkID {
+	if ref == 0 {
+		return ls.first
+	}
+	return ls.more[ref-1].id
+}
+
 // several: the type's subscriptions map to more than one link.
-func (ls *linkSet) several() bool { return len(ls.more) > 0 }
+func (ls *linkSet) several() bool {
+	n := 0
+	if ls.n > 0 {
+		n++
+	}
+	for _, m := range ls.more {
+		if m.n > 0 {
+			if n++; n > 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // oneKeyLocked leaves out of w's lookups the collection members and
 // aliased resources the client is fed from their home key instead
@@ -153,13 +191,13 @@ func (s *Server) fetchShadowed(fa *fetchAccess, items []fetchItem, name string, 
 // collectionHolds reports whether resource key k belongs to collection
 // coll of its link (sub.contains, for a collection not subscribed).
 func collectionHolds(coll, k cache.Key) bool {
-	s := sub{key: coll}
+	c := subExt{key: coll}
 	if coll.Name != cache.Wildcard {
 		g, err := xdsname.Parse(coll.Name)
 		if err != nil {
 			return false
 		}
-		s.glob = &g
+		c.glob = &g
 	}
-	return s.contains(k)
+	return c.contains(k)
 }

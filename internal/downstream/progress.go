@@ -160,7 +160,7 @@ func (v *nameView) hasNewest() bool {
 	case v.state == cache.StateAbsent:
 		return v.h.absent
 	}
-	return !v.h.absent && v.res != nil && v.h.version == v.res.Version
+	return !v.h.absent && v.res != nil && v.h.version() == v.res.Version
 }
 
 // progress turns v into its entry.
@@ -168,7 +168,7 @@ func (v *nameView) progress() ResourceProgress {
 	p := ResourceProgress{Type: typeLabel(v.typeURL), TypeURL: v.typeURL, Name: v.name, State: v.status.State.String(),
 		NewestState: v.state.String()}
 	if v.holds {
-		p.Sent, p.SentAbsent, p.Acked = v.h.version, v.h.absent, v.acked
+		p.Sent, p.SentAbsent, p.Acked = v.h.version(), v.h.absent, v.acked
 	}
 	if v.state == cache.StatePresent && v.res != nil {
 		p.Newest = v.res.Version
@@ -222,7 +222,7 @@ func (ss *session) progress() StreamProgress {
 // pendingChangesLocked lists the changes pending with the stream.
 func (ss *session) pendingChangesLocked() []PendingProgress {
 	out := []PendingProgress{}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		for _, p := range ts.prop.Pending() {
 			c := p.Change
 			out = append(out, PendingProgress{Type: typeLabel(ts.typeURL), Change: c.ID(), Version: c.Version(), First: c.First(),
@@ -258,12 +258,12 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 	var views []nameView
 	var colls []collView
 	busy := ss.writer.runningLocked()
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
 		add := func(name string, key cache.Key, heldAs string) {
 			v := nameView{typeURL: ts.typeURL, name: name, key: key, writerBusy: busy, viewer: ss.viewer,
 				gathering: ts.gather != nil && ts.gather.awaits(name)}
-			v.h, v.holds = ts.sent[heldAs]
+			v.h, v.holds = ts.sent.get(heldAs)
 			if v.holds {
 				v.status = ss.heldStatusLocked(ts, heldAs, v.h, pending[heldAs])
 				v.acked = ts.ackedVersionLocked(heldAs, v.h)
@@ -272,21 +272,22 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 			}
 			views = append(views, v)
 		}
-		for name, sb := range ts.subs {
+		for name, sb := range ts.subs.all() {
 			switch {
 			case sb.collection:
-				colls = append(colls, collView{typeURL: ts.typeURL, key: sb.key, held: maps.Clone(sb.members),
+				c := ts.colls[name]
+				colls = append(colls, collView{typeURL: ts.typeURL, key: c.key, held: maps.Clone(c.members),
 					gather: ts.gather != nil && ts.gather.awaits(name)})
-			case sb.via != "":
-				add(name, sb.key, sb.via)
+			case ts.viaOf(name, sb) != "":
+				add(name, ts.keyOf(name, sb), ts.viaOf(name, sb))
 			default:
-				add(name, sb.key, name)
+				add(name, ts.keyOf(name, sb), name)
 			}
 		}
 		listed := make(map[string]struct{})
 		for _, s := range ts.colls {
 			for canonical, name := range s.memberKeys {
-				if _, direct := ts.subs[name]; direct {
+				if ts.subs.has(name) {
 					continue
 				}
 				if _, dup := listed[name]; !dup {

@@ -34,7 +34,7 @@ import (
 // is pending with the client; what it held gives way (replacedLocked).
 // It returns what the client held before (held.withPrev).
 func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resource, seq uint64, now time.Time) prevHeld {
-	if ok && !h.absent && h.version == r.Version {
+	if ok && !h.absent && h.version() == r.Version {
 		return h.prev() // the same version again (forced, a heartbeat)
 	}
 	prev := ts.replacedLocked(name, h, ok)
@@ -64,7 +64,7 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 		// the relay does not keep past its answer.
 		return prevHeld{seq: h.seq}
 	}
-	return prevHeld{version: h.version, seq: h.seq}
+	return prevHeld{version: h.version(), seq: h.seq}
 }
 
 // ackedVersionLocked is the version of name the client ACKed ("" when
@@ -74,11 +74,11 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 func (ts *typeState) ackedVersionLocked(name string, h held) string {
 	switch {
 	case ts.ackedLocked(name, h) && !h.absent:
-		return h.version
+		return h.version()
 	case ts.ackedLocked(name, h):
 		return ""
 	case h.prev().seq <= ts.answered:
-		return h.prevVersion
+		return h.prevVersion()
 	}
 	return ""
 }
@@ -107,7 +107,7 @@ func (ss *session) settleLocked(ts *typeState, seq uint64, versionInfo string, d
 	var nack *propagation.Nack
 	accepted := seq - 1 // delta: each response is answered on its own
 	if detail != nil {
-		nack = &propagation.Nack{Node: clientText(ss.node.GetId()), Code: detail.GetCode(), Message: ts.lastNack,
+		nack = &propagation.Nack{Node: clientText(ss.node.GetId()), Code: detail.GetCode(), Message: ts.nacks.last,
 			Names: ts.changeNamesLocked(seq)}
 		if ss.variant == xdstype.SotW {
 			accepted, _ = strconv.ParseUint(versionInfo, 10, 64) // 0 (nothing) when not one of ours
@@ -120,7 +120,7 @@ func (ss *session) settleLocked(ts *typeState, seq uint64, versionInfo string, d
 // (on a NACK only: a walk of the type's names).
 func (ts *typeState) changeNamesLocked(seq uint64) map[*propagation.Change][]string {
 	var out map[*propagation.Change][]string
-	for name, h := range ts.sent {
+	for name, h := range ts.sent.all() {
 		if h.seq != seq || h.res == nil || h.res.Change == nil {
 			continue
 		}
@@ -138,7 +138,7 @@ func (ts *typeState) changeNamesLocked(seq uint64) map[*propagation.Change][]str
 // endPropagationLocked settles every change still pending with the
 // stream as gone: it ended.
 func (ss *session) endPropagationLocked() {
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ts.prop.End()
 	}
 }

@@ -137,9 +137,9 @@ func TestPropagationSuperseded(t *testing.T) {
 // without one, and none says "unknown".
 func TestReasonOfEveryReason(t *testing.T) {
 	rev := &cache.Resource{Name: "r", Version: "v2"}
-	sent := held{res: rev, version: "v2", seq: 2}
+	sent := sentHeld(rev, 2)
 	accepted := &cache.Resource{Name: "r", Version: "v1"}
-	old := held{version: "v1", seq: 1}
+	old := sentHeld(&cache.Resource{Name: "r", Version: "v1"}, 1)
 	tests := []struct {
 		name string
 		v    nameView
@@ -168,10 +168,10 @@ func TestReasonOfEveryReason(t *testing.T) {
 		{"a denied member", nameView{denied: true, state: cache.StatePresent, res: rev}, propagation.Denied},
 		{"an unknown authority", nameView{unknown: &unknownName{detail: unknownAuthority}}, propagation.NotServed},
 		{"a type not carried", nameView{unknown: &unknownName{detail: typeNotCarried}}, propagation.NotServed},
-		{"held by the breaker, sent back the last accepted", nameView{h: held{res: accepted, version: "v1", seq: 3}, holds: true,
+		{"held by the breaker, sent back the last accepted", nameView{h: sentHeld(accepted, 3), holds: true,
 			state: cache.StatePresent, res: rev, ro: cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldBreaker}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByBreaker},
-		{"held by a wave not open", nameView{h: held{res: accepted, version: "v1", seq: 1}, holds: true, state: cache.StatePresent, res: rev,
+		{"held by a wave not open", nameView{h: sentHeld(accepted, 1), holds: true, state: cache.StatePresent, res: rev,
 			ro:     cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldWave, Waves: closedWaves{}}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByWave},
 		{"a removal held by the deletion guard", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
@@ -358,7 +358,7 @@ func BenchmarkClientProgress(b *testing.B) {
 		ts := ss.typeLocked(edsType)
 		for j := range names {
 			ts.addLocked(keys[j].Name, keys[j], false)
-			ts.sent[keys[j].Name] = held{res: rs[j], version: rs[j].Version, seq: 1}
+			ts.sent.set(keys[j].Name, sentHeld(rs[j], 1))
 		}
 		ts.answered = 1
 		ss.mu.Unlock()

@@ -39,9 +39,11 @@ func (ss *session) accept(node *corev3.Node, typeURL string) (string, error) {
 	return t, nil
 }
 
-// checkType returns the type URL a request is for, or an InvalidArgument
-// status when it is empty on ADS or not the stream's type.
+// checkType returns the type URL a request is for (a served or listed
+// one as xdstype.Intern gives it: the session keeps it), or an
+// InvalidArgument status when it is empty on ADS or not the stream's type.
 func (ss *session) checkType(typeURL string) (string, error) {
+	typeURL = xdstype.Intern(typeURL)
 	if ss.fixedType == "" {
 		if typeURL == "" {
 			return "", status.Errorf(codes.InvalidArgument, "%v: an ADS request must set type_url", ErrMissingType)
@@ -234,17 +236,20 @@ func (ss *session) recordNackLocked(ts *typeState, nonce, versionInfo string, de
 	if detail == nil {
 		return false
 	}
-	ts.nackCount++
-	ts.lastNack = clientText(detail.GetMessage())
+	if ts.nacks == nil {
+		ts.nacks = new(typeNacks)
+	}
+	ts.nacks.count++
+	ts.nacks.last = clientText(detail.GetMessage())
 	ss.srv.m.nacks.WithLabelValues(typeLabel(ts.typeURL)).Inc()
 	fields := []zap.Field{zap.String("type_url", clientText(ts.typeURL)), zap.String("nonce", clientText(nonce))}
 	if ss.variant == xdstype.SotW {
 		fields = append(fields, zap.String("version_info", clientText(versionInfo)))
 	}
-	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.lastNack))...)
+	ss.loggerLocked().Warn("client rejected a response", append(fields, zap.String("error_detail", ts.nacks.last))...)
 	ss.srv.nacks.add(NackInfo{Time: time.Now(), NodeID: clientText(ss.node.GetId()), Cluster: clientText(ss.node.GetCluster()),
 		Variant: string(ss.variant), TypeURL: clientText(ts.typeURL), Nonce: clientText(nonce), VersionInfo: clientText(versionInfo),
-		ErrorCode: detail.GetCode(), ErrorDetail: ts.lastNack})
+		ErrorCode: detail.GetCode(), ErrorDetail: ts.nacks.last})
 	return true
 }
 
@@ -332,6 +337,6 @@ func (ts *typeState) noteUnknownLocked(r resolved, renew bool) {
 // client just told us its version (reconnect: declared, the type's first
 // request over delta, which lists the name in initial_resource_versions).
 func (ts *typeState) owedLocked(name string, declared bool) bool {
-	h, ok := ts.sent[name]
+	h, ok := ts.sent.get(name)
 	return !(declared && ok && h.res == nil && !h.absent)
 }

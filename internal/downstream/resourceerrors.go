@@ -80,12 +80,12 @@ func (d *diff) notFoundLocked(origin, relay *statuspb.Status) *statuspb.Status {
 // errorLocked tells the client err for name (wire: the name it is sent
 // under), unless it was told that very error last.
 func (d *diff) errorLocked(name, wire string, err *statuspb.Status) {
-	h, ok := d.ts.sent[name]
+	h, ok := d.ts.sent.get(name)
 	if ok && h.err == err {
 		return
 	}
 	h.err = err
-	d.ts.sent[name] = h
+	d.ts.sent.set(name, h)
 	d.errors = append(d.errors, resErr{name: wire, detail: err})
 	d.changed = true
 }
@@ -94,7 +94,7 @@ func (d *diff) errorLocked(name, wire string, err *statuspb.Status) {
 // cache no longer has (err nil): then the resource is sent again, which
 // clears it on the client.
 func (d *diff) heldError(name string, err *statuspb.Status) bool {
-	h, ok := d.ts.sent[name]
+	h, ok := d.ts.sent.get(name)
 	return ok && h.err != nil && err == nil
 }
 

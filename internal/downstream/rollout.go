@@ -43,7 +43,8 @@ func (ss *session) servedLocked(w *work) {
 		if p.member {
 			name = p.res.Name
 		}
-		served, _ := p.ro.Serve(p.res, ss.viewer, ts.sent[name].res)
+		h, _ := ts.sent.get(name)
+		served, _ := p.ro.Serve(p.res, ss.viewer, h.res)
 		if served == nil {
 			p.res, p.state = nil, cache.StatePending
 			if p.member {
@@ -65,7 +66,8 @@ func (ss *session) servedMembersLocked(ts *typeState, p *probe) {
 			kept = append(kept, r)
 			continue
 		}
-		served, _ := ro.Serve(r, ss.viewer, ts.sent[r.Name].res)
+		h, _ := ts.sent.get(r.Name)
+		served, _ := ro.Serve(r, ss.viewer, h.res)
 		if served == nil {
 			continue
 		}
@@ -90,12 +92,12 @@ func (ss *session) breakerNackLocked(ts *typeState, seq uint64, detail *rpcstatu
 	if named, ok := xdstype.BreakerVersions(detail); ok {
 		n.Relay = true
 		for name, v := range named {
-			if h, held := ts.sent[name]; held && h.res != nil && h.version == v {
+			if h, held := ts.sent.get(name); held && h.res != nil && h.version() == v {
 				n.Revisions = append(n.Revisions, h.res)
 			}
 		}
 	} else if seq != 0 {
-		for _, h := range ts.sent {
+		for _, h := range ts.sent.all() {
 			if h.seq == seq && h.res != nil && !h.absent {
 				n.Revisions = append(n.Revisions, h.res)
 			}
@@ -157,13 +159,13 @@ func (s *Server) Holdings(keys []cache.Key, f func(v cache.Viewer, key int, vers
 		ss.mu.Lock()
 		v := ss.viewer
 		for i, k := range keys {
-			ts := ss.types[k.TypeURL]
+			ts, _ := ss.types.get(k.TypeURL)
 			if ts == nil {
 				continue
 			}
 			if name, ok := ts.heldNameLocked(k); ok {
-				h := ts.sent[name]
-				out = append(out, holding{key: i, version: h.version, acked: ts.ackedLocked(name, h)})
+				h, _ := ts.sent.get(name)
+				out = append(out, holding{key: i, version: h.version(), acked: ts.ackedLocked(name, h)})
 			}
 		}
 		ss.mu.Unlock()
@@ -178,8 +180,8 @@ func (s *Server) Holdings(keys []cache.Key, f func(v cache.Viewer, key int, vers
 // under, or a collection member's.
 func (ts *typeState) heldNameLocked(k cache.Key) (string, bool) {
 	found := ""
-	ts.keyNamesLocked(k, func(name string, _ *sub) {
-		if _, ok := ts.sent[name]; ok && found == "" {
+	ts.keyNamesLocked(k, func(name string, _ sub) {
+		if ts.sent.has(name) && found == "" {
 			found = name
 		}
 	})
@@ -191,7 +193,7 @@ func (ts *typeState) heldNameLocked(k cache.Key) (string, bool) {
 			continue
 		}
 		if name, ok := s.memberKeys[k.Name]; ok {
-			if _, held := ts.sent[name]; held {
+			if ts.sent.has(name) {
 				return name, true
 			}
 		}

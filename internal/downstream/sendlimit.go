@@ -148,8 +148,7 @@ func (ss *session) seqLocked(ts *typeState) uint64 {
 
 // restampLocked records name as carried by the response seq.
 func (ts *typeState) restampLocked(name string, seq uint64) {
-	if h, ok := ts.sent[name]; ok {
+	if h := ts.sent.ptr(name); h != nil {
 		h.seq = seq
-		ts.sent[name] = h
 	}
 }

@@ -63,18 +63,45 @@ func (s *Server) serveDelta(st deltaStream, typeURL string) error {
 }
 
 // serve runs one session over a stream of either variant: this goroutine
-// receives and handles st's requests, the writer sends on st.
+// receives and handles st's requests, the writer sends on st. Its frame,
+// run's and loop's stay on the stack of an idle stream, under gRPC's Recv:
+// they are kept small (the setup is in openSession, the handling of a
+// request in loop's apply), as every byte of an idle stream's stack is
+// scanned at each collection, and adds to the heap the next one allows.
 func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string, handle func(*session, *Req) error) error {
-	sw := statusWriterOf(st.Context())
-	if sw == nil {
-		return s.noStatusWriter()
-	}
-	release, err := s.admitStream()
+	ss, release, err := openSession(s, st, variant, typeURL)
 	if err != nil {
 		return err
 	}
 	defer release()
-	ss := newSession(s, variant, typeURL, peerOf(st.Context()), certIdentity(st.Context()), func(r *encodedResponse) error {
+	recv := func() (any, error) { return st.Recv() }
+	if s.sharedEncoding { // Codec is gRPC's: it keeps a laterRequest's bytes
+		var later laterRequest
+		recv = func() (any, error) {
+			if err := st.RecvMsg(&later); err != nil {
+				return nil, err
+			}
+			m := new(Req)
+			return m, later.decode(m)
+		}
+	}
+	return ss.run(st.Context(), recv, func(m any) error { return handle(ss, m.(*Req)) })
+}
+
+// openSession admits a stream and makes its session; release gives back
+// its place among the streams admitted.
+//
+//go:noinline
+func openSession[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string) (ss *session, release func(), err error) {
+	sw := statusWriterOf(st.Context())
+	if sw == nil {
+		return nil, nil, s.noStatusWriter()
+	}
+	release, err = s.admitStream()
+	if err != nil {
+		return nil, nil, err
+	}
+	ss = newSession(s, variant, typeURL, peerOf(st.Context()), certIdentity(st.Context()), func(r *encodedResponse) error {
 		if s.sharedEncoding {
 			return st.SendMsg(r) // Codec sends its bytes as they are
 		}
@@ -86,8 +113,7 @@ func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], var
 		return st.Send(resp)
 	})
 	ss.stream = sw
-	recv := func() (any, error) { return st.Recv() }
-	return ss.run(st.Context(), recv, func(m any) error { return handle(ss, m.(*Req)) })
+	return ss, release, nil
 }
 
 // noStatusWriter is the status of a stream whose context carries no

@@ -35,8 +35,9 @@ type session struct {
 	// while none.
 	failed atomic.Pointer[status.Status]
 	peer   string // read-only after newSession
-	// cert is the SANs of the client's verified certificate (access.go).
-	cert access.Identity // read-only after newSession
+	// cert is the SANs of the client's verified certificate (access.go);
+	// nil when it has none.
+	cert *access.Identity // read-only after newSession
 
 	mu   sync.Mutex
 	node *corev3.Node // guarded by mu; from the first request
@@ -52,18 +53,22 @@ type session struct {
 	// each typeState.
 	ttl  bool
 	wrap sotwWrap
+	// noted, parked: below, with awaiting and ending (here, where they
+	// take no room of their own). Guarded by mu.
+	noted  bool
+	parked bool
 	// lg is the logger carrying the session's log context (variant, peer,
 	// node id and cluster, groups), built on first use from the session's
 	// fields (most sessions never log: a logger, or its fields, per
 	// session would cost each). Guarded by mu; nil again when the context
 	// changes.
 	lg *zap.Logger
-	// dirty: keys changed since the writer last looked (nil until one
-	// is; a small one is emptied and kept, writer.go resetDirtyLocked).
-	dirty  map[cache.Key]struct{} // guarded by mu
-	types  map[string]*typeState  // guarded by mu; by type URL
-	groups map[string]struct{}    // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
-	nonce  uint64                 // guarded by mu; last nonce issued on this stream
+	// dirty: keys changed since the writer last looked (a small one is
+	// emptied and kept, writer.go resetDirtyLocked).
+	dirty  table[cache.Key, struct{}] // guarded by mu
+	types  byName[*typeState]         // guarded by mu; by type URL
+	groups map[string]struct{}        // guarded by mu; aggregation group keys of legacy names (the first maxGroupsKept; nil until one)
+	nonce  uint64                     // guarded by mu; last nonce issued on this stream
 	// writer is the writer goroutine's lifecycle (writerstate.go).
 	writer writerState // guarded by mu
 	// sets are the origin changes noted since the writer last collected;
@@ -77,7 +82,6 @@ type session struct {
 	// notified since. A Flush that brings only some of them wakes no
 	// writer. Guarded by mu.
 	awaiting map[cache.Key]struct{}
-	noted    bool
 	// decisions caches access decisions made under the policy decidedBy;
 	// nodeCheckedBy is the policy the node was last checked under
 	// (access.go). Guarded by mu.
@@ -95,10 +99,9 @@ type session struct {
 	// session.
 	watch   *sendWatch
 	sending *round
-	// parked: a Send waited send_timeout and has not returned (park.go);
-	// ending: the status the handler ends the stream with, once its loop
-	// returned (stopWriter). Guarded by mu.
-	parked bool
+	// parked (above): a Send waited send_timeout and has not returned
+	// (park.go); ending: the status the handler ends the stream with,
+	// once its loop returned (stopWriter). Guarded by mu.
 	ending *status.Status
 	// budget is the stream's request budget (budget.go), owned by the
 	// handler goroutine; responsesSent counts the responses the writer
@@ -116,16 +119,18 @@ type session struct {
 }
 
 func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, cert access.Identity, send func(*encodedResponse) error) *session {
-	return &session{
+	ss := &session{
 		srv:       srv,
 		id:        srv.nextID.Add(1),
 		variant:   variant,
 		fixedType: fixedType,
 		send:      send,
 		peer:      peer,
-		cert:      cert,
-		types:     make(map[string]*typeState),
 	}
+	if len(cert.URISANs) > 0 || len(cert.DNSSANs) > 0 || cert.NodeID != "" || cert.NodeCluster != "" {
+		ss.cert = &cert
+	}
+	return ss
 }
 
 // Notify implements cache.Watcher: mark k dirty. The writer is not woken
@@ -133,10 +138,7 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 // origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
-	if ss.dirty == nil {
-		ss.dirty = make(map[cache.Key]struct{})
-	}
-	ss.dirty[k] = struct{}{}
+	ss.dirty.set(k, struct{}{})
 	if ss.awaiting != nil {
 		ss.noteAwaitedLocked(k) // gather.go
 	}
@@ -205,10 +207,10 @@ func (ss *session) endRequest(wake bool) {
 // ACK that changed no subscription while nothing changed leaves none, and
 // starts no writer.
 func (ss *session) hasWorkLocked() bool {
-	if len(ss.dirty) > 0 || len(ss.sets) > 0 {
+	if ss.dirty.len() > 0 || len(ss.sets) > 0 {
 		return true
 	}
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
 			return true
 		}
@@ -283,7 +285,7 @@ func (ss *session) setNode(n *corev3.Node) error {
 	ss.node = kept
 	ss.viewer = cache.ViewerOf(kept.GetId(), kept.GetCluster())
 	ss.ttl, ss.wrap = supportsTTL(n), sotwWrapOf(n) // client features are read here, not kept
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, ts.typeURL)
 	}
 	ss.forgetDecisionsLocked()
@@ -295,13 +297,19 @@ func (ss *session) setNode(n *corev3.Node) error {
 
 func (ss *session) nodeLocked() *corev3.Node { return ss.node }
 
+// typeOf returns the state of typeURL, nil when the stream has none.
+func (ss *session) typeOf(typeURL string) *typeState {
+	ts, _ := ss.types.get(typeURL)
+	return ts
+}
+
 // typeLocked returns the state of typeURL, creating it.
 func (ss *session) typeLocked(typeURL string) *typeState {
-	ts, ok := ss.types[typeURL]
+	ts, ok := ss.types.get(typeURL)
 	if !ok {
 		ts = newTypeState(typeURL)
 		ts.ttl, ts.wrap = ss.ttl, typeWrap(ss.wrap, typeURL)
-		ss.types[typeURL] = ts
+		ss.types.set(typeURL, ts)
 		ss.srv.counts.typ(ss.variant, ts.label, 1)
 	}
 	return ts
@@ -316,7 +324,7 @@ func (ss *session) nextNonceLocked() string {
 // keysLocked returns every key the session watches.
 func (ss *session) keysLocked() []cache.Key {
 	var keys []cache.Key
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		ts.eachKeyLocked(func(k cache.Key) { keys = append(keys, k) })
 	}
 	return keys

@@ -52,9 +52,9 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 		seq = ts.version + 1
 	}
 	for _, r := range revs {
-		h, ok := ts.sent[r.Key.Name]
+		h, ok := ts.sent.get(r.Key.Name)
 		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
-		ts.sent[r.Key.Name] = held{res: r.Res, version: r.Res.Version, seq: seq}.withPrev(prev)
+		ts.sent.set(r.Key.Name, sentHeld(r.Res, seq).withPrev(prev))
 	}
 	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()
@@ -79,10 +79,10 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 	}
 	cs = ss.sets[0]
 	revs := cs.Revisions()
-	if len(revs) == 0 || len(ss.dirty) != len(revs) {
+	if len(revs) == 0 || ss.dirty.len() != len(revs) {
 		return nil, nil, false
 	}
-	ts = ss.types[cs.TypeURL()]
+	ts = ss.typeOf(cs.TypeURL())
 	if ts == nil || len(ts.colls) > 0 || ts.evalAll || len(ts.force) > 0 || hasUnreported(ts) {
 		return nil, nil, false
 	}
@@ -96,7 +96,7 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
 			return nil, nil, false // another spelling: its own envelope
 		}
-		if h, held := ts.sent[r.Key.Name]; held && !h.absent && h.version == r.Res.Version {
+		if h, held := ts.sent.get(r.Key.Name); held && !h.absent && h.version() == r.Res.Version {
 			return nil, nil, false // holds these bytes: a TTL change or nothing
 		}
 	}

@@ -164,7 +164,7 @@ func TestSlowClientParked(t *testing.T) {
 		if ss.sending != nil && len(ss.sending.sets) > 0 {
 			return 0, fmt.Errorf("its round being sent holds %d origin changes", len(ss.sending.sets))
 		}
-		if n := len(ss.dirty); n > 1 {
+		if n := ss.dirty.len(); n > 1 {
 			return 0, fmt.Errorf("%d dirty keys, want at most its 1 subscription", n)
 		}
 		return retainedBytes(ss), nil

@@ -86,7 +86,7 @@ func (ss *session) checkSotW(typeURL string, names []string, req *discoveryv3.Di
 // new subscription.
 func (ts *typeState) repeatedLocked(req *discoveryv3.DiscoveryRequest) {
 	if req.GetResponseNonce() != "" && req.GetVersionInfo() == "" && req.GetErrorDetail() == nil {
-		for n := range ts.subs {
+		for n := range ts.subs.all() {
 			ts.forceLocked(n)
 		}
 		ts.evalAll = true
@@ -138,7 +138,7 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) (resp *encod
 		}
 	}
 	var names []string
-	for n, h := range ts.sent {
+	for n, h := range ts.sent.all() {
 		if h.res != nil && ts.subscribedLocked(n) {
 			names = append(names, n)
 		}
@@ -146,7 +146,8 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) (resp *encod
 	sort.Strings(names)
 	resp = newEncodedResponse(len(names))
 	for _, n := range names {
-		if e := sotwEntry(n, ts.sent[n].res, heartbeat[n], ts.wrap); e != nil {
+		h, _ := ts.sent.get(n)
+		if e := sotwEntry(n, h.res, heartbeat[n], ts.wrap); e != nil {
 			resp.shared = append(resp.shared, e)
 			size += e.Len()
 		}
@@ -157,11 +158,11 @@ func (ss *session) fullStateLocked(ts *typeState, updates []update) (resp *encod
 // sameNames reports whether names is exactly ts's subscription (a request
 // with no duplicates, as checked before).
 func sameNames(ts *typeState, names []string) bool {
-	if len(names) != len(ts.subs) || len(names) == 0 {
+	if len(names) != ts.subs.len() || len(names) == 0 {
 		return false
 	}
 	for _, n := range names {
-		if _, ok := ts.subs[n]; !ok {
+		if !ts.subs.has(n) {
 			return false
 		}
 	}

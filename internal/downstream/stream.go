@@ -19,12 +19,26 @@ import (
 // and handles requests in this goroutine until the stream ends, and
 // returns the stream's status; ctx is the stream's context.
 func (ss *session) run(ctx context.Context, recv func() (any, error), handle func(any) error) error {
+	ss.begin()
+	return ss.end(ctx, ss.loop(ctx, recv, handle))
+}
+
+// begin lists and counts the stream as it starts.
+//
+//go:noinline
+func (ss *session) begin() {
 	srv := ss.srv
 	srv.addSession(ss)
 	srv.m.streams.WithLabelValues(string(ss.variant)).Inc()
 	srv.counts.stream(ss.variant, 1)
+}
 
-	err := ss.loop(ctx, recv, handle)
+// end tears the stream down once loop returned err, and returns its
+// status.
+//
+//go:noinline
+func (ss *session) end(ctx context.Context, err error) error {
+	srv := ss.srv
 	ss.stopWriter(ss.endStatus(ctx, err))
 	err = ss.endStatus(ctx, err)
 
@@ -81,26 +95,35 @@ func (ss *session) loop(ctx context.Context, recv func() (any, error), handle fu
 		if err == nil {
 			err = ctx.Err() // ended meanwhile: handle nothing more
 		}
-		if err != nil {
-			return err
+		if err == nil {
+			err = ss.apply(m, handle)
 		}
-		ss.charge(m)
-		pol := ss.srv.access.Load()
-		ss.beginRequest()
-		err = handle(m)
-		if now := ss.srv.access.Load(); err == nil && now != pol {
-			// SetAccess swapped the policy while this request was
-			// applied: its recheck may have run before what this
-			// request subscribed was in place. Checked before the
-			// writer is let go, so nothing of it is sent first.
-			err = ss.recheck(now)
-		}
-		ss.endRequest(err == nil)
 		if err != nil {
-			ss.logger().Info("ending client stream", zap.Error(err))
 			return err
 		}
 	}
+}
+
+// apply handles request m (handle) with the writer held.
+//
+//go:noinline
+func (ss *session) apply(m any, handle func(any) error) error {
+	ss.charge(m)
+	pol := ss.srv.access.Load()
+	ss.beginRequest()
+	err := handle(m)
+	if now := ss.srv.access.Load(); err == nil && now != pol {
+		// SetAccess swapped the policy while this request was
+		// applied: its recheck may have run before what this
+		// request subscribed was in place. Checked before the
+		// writer is let go, so nothing of it is sent first.
+		err = ss.recheck(now)
+	}
+	ss.endRequest(err == nil)
+	if err != nil {
+		ss.logger().Info("ending client stream", zap.Error(err))
+	}
+	return err
 }
 
 // fail ends the stream for err, unless it ended already (the first reason

@@ -24,8 +24,8 @@ func TestNamesByKey(t *testing.T) {
 		t.Fatal("a second name of a watched key reported as newly watched")
 	}
 	var names []string
-	ts.keyNamesLocked(k, func(n string, s *sub) {
-		if s == nil || s.key != k {
+	ts.keyNamesLocked(k, func(n string, s sub) {
+		if ts.keyOf(n, s) != k {
 			t.Errorf("name %q given with sub %+v", n, s)
 		}
 		names = append(names, n)

@@ -156,20 +156,21 @@ func (w *work) addProbe(p probe) {
 	w.probes = append(w.probes, p)
 }
 
-func (w *work) add(name string, s *sub) {
-	w.addProbe(probe{name: name, key: s.key, collection: s.collection})
+// add adds the probe of name, subscribed as s.
+func (w *work) add(name string, s sub) {
+	w.addProbe(probe{name: name, key: w.ts.keyOf(name, s), collection: s.collection})
 }
 
 func (w *work) addCollections(ts *typeState) {
-	for n, s := range ts.colls {
-		w.add(n, s)
+	for n, c := range ts.colls {
+		w.addProbe(probe{name: n, key: c.key, collection: true})
 	}
 }
 
 // addMember adds member key k of the collections of ts that contain it.
 func (w *work) addMember(ts *typeState, k cache.Key) {
-	for n, s := range ts.colls {
-		if s.key.Link != k.Link || !s.contains(k) {
+	for n, c := range ts.colls {
+		if c.key.Link != k.Link || !c.contains(k) {
 			continue
 		}
 		w.addProbe(probe{name: n, key: k, collection: true, member: true})
@@ -340,15 +341,8 @@ const smallDirty = 4
 
 // resetDirtyLocked empties the dirty set once a round took all of it:
 // kept for reuse when small, dropped when sized for a large change (an
-// idle session keeps no map sized for its initial sync; Notify makes a
-// new one).
-func (ss *session) resetDirtyLocked() {
-	if len(ss.dirty) <= smallDirty {
-		clear(ss.dirty)
-		return
-	}
-	ss.dirty = nil
-}
+// idle session keeps nothing sized for its initial sync).
+func (ss *session) resetDirtyLocked() { ss.dirty.reset(smallDirty) }
 
 // collectLocked takes the dirty set and returns, per type, the
 // subscriptions to look up; the caller releases the round.
@@ -361,13 +355,13 @@ func (ss *session) collectLocked() *round {
 	rd.sets = append(rd.sets, ss.sets...)
 	clear(ss.sets)
 	ss.sets = ss.sets[:0]
-	for _, ts := range ss.types {
+	for _, ts := range ss.types.all() {
 		if ts.evalAll {
 			ts.evalAll = false
 			w := rd.get(ts)
-			w.probes = slices.Grow(w.probes, len(ts.subs))
-			for n, s := range ts.subs {
-				w.probes = append(w.probes, probe{name: n, key: s.key, collection: s.collection})
+			w.probes = slices.Grow(w.probes, ts.subs.len())
+			for n, s := range ts.subs.all() {
+				w.probes = append(w.probes, probe{name: n, key: ts.keyOf(n, s), collection: s.collection})
 			}
 			w.all = true
 			continue
@@ -375,7 +369,7 @@ func (ss *session) collectLocked() *round {
 		if len(ts.force) > 0 || hasUnreported(ts) {
 			w := rd.get(ts)
 			for n := range ts.force {
-				if s, ok := ts.subs[n]; ok {
+				if s, ok := ts.subs.get(n); ok {
 					w.add(n, s)
 				} else {
 					w.addCollections(ts)
@@ -383,8 +377,8 @@ func (ss *session) collectLocked() *round {
 			}
 		}
 	}
-	for k := range dirty {
-		ts, ok := ss.types[k.TypeURL]
+	for k := range dirty.all() {
+		ts, ok := ss.types.get(k.TypeURL)
 		if !ok {
 			continue
 		}

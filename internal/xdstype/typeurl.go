@@ -45,13 +45,23 @@ var known = map[string]bool{
 	LbEndpointType: true,
 }
 
+// knownURLs maps each served type URL to itself: the one copy Intern
+// gives.
+var knownURLs = func() map[string]string {
+	m := make(map[string]string, len(known))
+	for t := range known {
+		m[t] = t
+	}
+	return m
+}()
+
 // listed are the other type URLs an operator listed (authorities[].types,
-// through List): they are labelled by their own name too. The set only
-// grows, and only from configuration, so it stays bounded whatever clients
-// and origins send. Copied on write: Label, on every metric update, reads
-// it without a lock.
+// through List), each to itself: they are labelled by their own name too.
+// The set only grows, and only from configuration, so it stays bounded
+// whatever clients and origins send. Copied on write: Label, on every
+// metric update, reads it without a lock.
 var (
-	listed   atomic.Pointer[map[string]bool]
+	listed   atomic.Pointer[map[string]string]
 	listedMu sync.Mutex // serialises List's copies
 )
 
@@ -60,13 +70,13 @@ var (
 func List(typeURLs ...string) {
 	listedMu.Lock()
 	defer listedMu.Unlock()
-	next := make(map[string]bool)
+	next := make(map[string]string)
 	if cur := listed.Load(); cur != nil {
 		maps.Copy(next, *cur)
 	}
 	for _, t := range typeURLs {
 		if !known[t] && CheckTypeURL(t) == nil {
-			next[t] = true
+			next[t] = t
 		}
 	}
 	listed.Store(&next)
@@ -74,7 +84,26 @@ func List(typeURLs ...string) {
 
 func isListed(typeURL string) bool {
 	cur := listed.Load()
-	return cur != nil && (*cur)[typeURL]
+	if cur == nil {
+		return false
+	}
+	_, ok := (*cur)[typeURL]
+	return ok
+}
+
+// Intern returns this package's copy of typeURL when it is a served or
+// listed type, else typeURL: a client stream keeps its type URLs, and a
+// request's are its own allocations.
+func Intern(typeURL string) string {
+	if t, ok := knownURLs[typeURL]; ok {
+		return t
+	}
+	if cur := listed.Load(); cur != nil {
+		if t, ok := (*cur)[typeURL]; ok {
+			return t
+		}
+	}
+	return typeURL
 }
 
 // Label is the metric label of a type URL: a served or listed type without

@@ -3,6 +3,7 @@ package xdstype
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -97,5 +98,22 @@ func TestNamed(t *testing.T) {
 		if got := Named(typeURL); got != want {
 			t.Errorf("Named(%s) = %v, want %v", typeURL, got, want)
 		}
+	}
+}
+
+// Intern gives one copy of a served or listed type URL, whatever copy it
+// is given (a request's own); any other type URL as it is.
+func TestIntern(t *testing.T) {
+	List("type.googleapis.com/interned.listed.Type")
+	for _, typeURL := range []string{resourcev3.ClusterType, "type.googleapis.com/interned.listed.Type"} {
+		fresh := strings.Clone(typeURL)
+		got, again := Intern(fresh), Intern(strings.Clone(typeURL))
+		if got != typeURL || unsafe.StringData(got) == unsafe.StringData(fresh) || unsafe.StringData(got) != unsafe.StringData(again) {
+			t.Errorf("Intern(%q) gave the copy it was given, or not the same copy twice", typeURL)
+		}
+	}
+	other := strings.Clone("type.googleapis.com/not.listed.Type")
+	if got := Intern(other); unsafe.StringData(got) != unsafe.StringData(other) {
+		t.Error("Intern of a type URL neither served nor listed is not that string")
 	}
 }
