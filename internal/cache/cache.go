@@ -104,6 +104,9 @@ type Cache struct {
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
 	watchers map[Key]*watcherSet
+	// recs: each watcher's record, where it stands in each set
+	// (watchers.go). guarded by mu
+	recs map[Watcher]*watcherRec
 	// watchedKeys counts the keys of watchers per stream (ReleaseLink).
 	// guarded by mu
 	watchedKeys map[LinkID]int
@@ -170,6 +173,7 @@ func New(opts Options) *Cache {
 		colls:        make(map[streamType]map[string]*entry),
 		globMembers:  make(map[Key]map[string]*entry),
 		watchers:     make(map[Key]*watcherSet),
+		recs:         make(map[Watcher]*watcherRec),
 		aliases:      make(map[Key]*entry),
 		watchedKeys:  make(map[LinkID]int),
 		streamErr:    make(map[LinkID]*statuspb.Status),
@@ -187,12 +191,16 @@ func (c *Cache) SetUpstream(u Subscriber) {
 // Watch registers w for keys; node is presented upstream if a stream must be
 // opened. Keys must be canonical (see CanonicalName).
 func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
+	if len(keys) == 0 {
+		return
+	}
 	var nb noteBuilder
 	c.mu.Lock()
 	now := c.now()
+	rec := c.watcherRecLocked(w, len(keys))
 	for _, k := range keys {
 		ws := c.watchers[k]
-		if ws.has(w) {
+		if ws.has(rec) {
 			continue
 		}
 		if ws == nil {
@@ -200,7 +208,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			c.watchers[k] = ws
 			c.watchedKeys[k.Link]++
 		}
-		ws.add(w)
+		ws.add(rec)
 
 		e := c.entries[k]
 		if e == nil {
@@ -248,12 +256,13 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 // (and subscribed) in the LRU until evicted.
 func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 	c.mu.Lock()
+	rec := c.recs[w]
 	for _, k := range keys {
 		ws := c.watchers[k]
-		if !ws.has(w) {
+		if !ws.has(rec) {
 			continue
 		}
-		ws.remove(w)
+		ws.remove(rec)
 		c.forgetOwedLocked(w, k)
 		if ws.size() > 0 {
 			continue
@@ -276,6 +285,7 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			}
 		}
 	}
+	c.dropRecLocked(rec)
 	c.enforceBoundsLocked()
 	c.mu.Unlock()
 	c.flush()
