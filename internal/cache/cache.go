@@ -129,8 +129,10 @@ type Cache struct {
 	// closed: Close was called; no timer is armed any more. guarded by mu
 	closed bool
 	// totals mirrors the size gauges and hit/miss counters for Stats
-	// (inspect.go). guarded by mu
+	// (inspect.go); tally is the hits and misses of the Watch call in
+	// progress, not yet in the metrics. guarded by mu
 	totals Stats
+	tally  hitTally
 	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
 	// no origin answers (SetStreamError). guarded by mu
 	streamErr map[LinkID]*statuspb.Status
@@ -194,7 +196,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 	if len(keys) == 0 {
 		return
 	}
-	var nb noteBuilder
+	nb := noteBuilder{hint: len(keys)}
 	c.mu.Lock()
 	now := c.now()
 	rec := c.watcherRecLocked(w, len(keys))
@@ -247,6 +249,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			nb.add(w, k)
 		}
 	}
+	c.flushCountsLocked()
 	c.mu.Unlock()
 	c.flush()
 	nb.send()
@@ -433,15 +436,43 @@ func (c *Cache) collectionStateLocked(e *entry) State {
 	return StateAbsent
 }
 
-// countLocked records a cache hit or miss for a newly watched key.
+// countLocked records a cache hit or miss for a newly watched key: in
+// totals at once, in the metrics by the Watch call's tally
+// (flushCountsLocked), so a call of many keys looks its counters up once
+// per type, not once per key.
 func (c *Cache) countLocked(k Key, hit bool) {
+	t := &c.tally
+	if t.typeURL != k.TypeURL {
+		c.flushCountsLocked()
+		t.typeURL = k.TypeURL
+	}
 	if hit {
 		c.totals.Hits++
-		c.m.hits.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
+		t.hits++
 	} else {
 		c.totals.Misses++
-		c.m.misses.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
+		t.misses++
 	}
+}
+
+// flushCountsLocked adds the tally to the hit and miss metrics; Watch
+// calls it before it unlocks.
+func (c *Cache) flushCountsLocked() {
+	t := &c.tally
+	if t.hits > 0 {
+		c.m.hits.WithLabelValues(xdstype.Label(t.typeURL)).Add(float64(t.hits))
+	}
+	if t.misses > 0 {
+		c.m.misses.WithLabelValues(xdstype.Label(t.typeURL)).Add(float64(t.misses))
+	}
+	*t = hitTally{}
+}
+
+// hitTally is what countLocked has counted of one type and not yet added
+// to the metrics.
+type hitTally struct {
+	typeURL      string
+	hits, misses int
 }
 
 // heldLocked: somebody watches e, directly or (for a present resource)

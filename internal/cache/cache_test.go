@@ -274,6 +274,35 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 	}
 }
 
+// TestWatchCountsByType: one Watch call of keys of several types, hits
+// and misses interleaved, counts each key under its own type (the metrics
+// are added once per run of one type, then at the call's end).
+func TestWatchCountsByType(t *testing.T) {
+	f := newFixture(t, unbounded)
+	cached := []Key{key(legacyStream, lds, "l1"), key(legacyStream, cds, "c1"), key(legacyStream, cds, "c2")}
+	w1 := &fakeWatcher{}
+	f.c.Watch(w1, nil, cached...)
+	for _, k := range cached {
+		f.c.Apply(Update{Link: legacyStream, TypeURL: k.TypeURL, Resources: []*Resource{res(k.Name, "1", 3)}})
+	}
+	f.c.Watch(&fakeWatcher{}, nil,
+		cached[0], key(legacyStream, lds, "l2"), cached[1], key(legacyStream, cds, "c3"), cached[2], key(legacyStream, lds, "l3"))
+	for _, tc := range []struct {
+		typeURL              string
+		wantHits, wantMisses float64
+	}{{lds, 1, 1 + 2}, {cds, 2, 2 + 1}} {
+		if got := hits(f, tc.typeURL); got != tc.wantHits {
+			t.Errorf("%s: hits = %v, want %v", tc.typeURL, got, tc.wantHits)
+		}
+		if got := misses(f, tc.typeURL); got != tc.wantMisses {
+			t.Errorf("%s: misses = %v, want %v", tc.typeURL, got, tc.wantMisses)
+		}
+	}
+	if st := f.c.Stats(); st.Hits != 3 || st.Misses != 6 {
+		t.Errorf("Stats hits %d misses %d, want 3 and 6", st.Hits, st.Misses)
+	}
+}
+
 func TestApplyNotifiesOnChangeOnly(t *testing.T) {
 	a := key(legacyStream, lds, "a")
 	for _, tc := range []struct {

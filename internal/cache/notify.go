@@ -23,9 +23,17 @@ type noteBuilder struct {
 	// cs is the origin change announced (nil: a Watch's initial state, an
 	// expiry).
 	cs *ChangeSet
+	// hint: how many notes to make room for at the first (a Watch's
+	// keys), so that they are not grown one by one.
+	hint int
 }
 
-func (nb *noteBuilder) add(w Watcher, k Key) { nb.notes = append(nb.notes, note{w: w, k: k}) }
+func (nb *noteBuilder) add(w Watcher, k Key) {
+	if nb.notes == nil && nb.hint > 0 {
+		nb.notes = make([]note, 0, nb.hint)
+	}
+	nb.notes = append(nb.notes, note{w: w, k: k})
+}
 
 // addWatchers notifies every watcher in sets of k, once each even when a
 // watcher is in several sets (e.g. it watches k and k's glob).
