@@ -105,15 +105,32 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 // origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
-	if ss.dirty == nil {
-		ss.dirty = make(map[cache.Key]struct{})
+	if !ss.evaluatedLocked(k) {
+		if ss.dirty == nil {
+			ss.dirty = make(map[cache.Key]struct{})
+		}
+		ss.dirty[k] = struct{}{}
 	}
-	ss.dirty[k] = struct{}{}
 	if ss.awaiting != nil {
 		ss.noteAwaitedLocked(k) // gather.go
 	}
 	ss.writer.announceLocked()
 	ss.mu.Unlock()
+}
+
+// evaluatedLocked reports whether the writer's next round looks up every
+// subscription of k's type anyway (evalAll: a request changed them), so k
+// need not be marked dirty: the Watch of a new stream's names notifies
+// each one it finds cached, and that round covers them all. Only a request
+// sets evalAll, and its end wakes the writer, so the round is sure to
+// come; checked only while a request is applied, so a fan-out's Notify
+// pays nothing for it.
+func (ss *session) evaluatedLocked(k cache.Key) bool {
+	if !ss.writer.requestLocked() {
+		return false
+	}
+	ts := ss.types[k.TypeURL]
+	return ts != nil && ts.evalAll
 }
 
 // maxPendingSets bounds the origin changes a session waits to send before
