@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -62,12 +63,24 @@ func (ss *session) checkType(typeURL string) (string, error) {
 	return typeURL, nil
 }
 
+// seenPool holds the sets checkDuplicates fills, for lists of at most
+// pooledSeen names (an Envoy's request; longer ones get their own).
+var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, pooledSeen) }}
+
+const pooledSeen = 64
+
 // checkDuplicates returns InvalidArgument when a list names one resource twice.
 func checkDuplicates(field, typeURL string, names []string) error {
 	if len(names) < 2 {
 		return nil
 	}
-	seen := make(map[string]struct{}, len(names))
+	var seen map[string]struct{}
+	if len(names) <= pooledSeen {
+		seen = seenPool.Get().(map[string]struct{})
+		defer func() { clear(seen); seenPool.Put(seen) }()
+	} else {
+		seen = make(map[string]struct{}, len(names))
+	}
 	for _, n := range names {
 		if _, ok := seen[n]; ok {
 			return status.Errorf(codes.InvalidArgument, "%v: %s lists %s twice (type %s)", ErrDuplicateName, field, quoteShort(n), typeURL)
@@ -285,7 +298,7 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 	ss.mu.Lock()
 	ts.reserveLocked(len(rs))
 	dropped := sb.dropLocked(&ch)
-	var owed []string
+	owed := make([]string, 0, len(rs))
 	for _, r := range rs {
 		if r.err != nil {
 			ts.noteUnknownLocked(r, sb.renewUnknown)
