@@ -220,7 +220,9 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			e.subscribed = true
 			c.queueLocked(true, k, node)
 		}
-		c.reconcileLocked(e)
+		if e.inLRU {
+			c.reconcileLocked(e) // held now: out of the LRU (else nothing to do)
+		}
 		if t := c.aliases[k]; t != nil {
 			c.reconcileLocked(t) // held through its alias now
 		}
