@@ -230,17 +230,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			continue // through an alias, or owed a fresh copy
 		}
 		if e.collection {
-			st := c.collectionStateLocked(e)
-			c.countLocked(k, st != StatePending)
-			for _, m := range c.membersLocked(k) {
-				c.reconcileLocked(m)
-				if st != StatePending && m.visibleState(now) == StatePresent {
-					nb.add(w, m.key)
-				}
-			}
-			if st == StateAbsent {
-				nb.add(w, k)
-			}
+			c.watchCollectionLocked(&nb, w, e, now)
 			continue
 		}
 		// A pending key with the origin's error is answered too.
@@ -255,6 +245,23 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 	c.mu.Unlock()
 	c.flush()
 	nb.send()
+}
+
+// watchCollectionLocked answers a new watch by w of collection e: its
+// members are held, and w is notified of each when the collection is
+// known (of the collection key itself when it is known empty).
+func (c *Cache) watchCollectionLocked(nb *noteBuilder, w Watcher, e *entry, now time.Time) {
+	st := c.collectionStateLocked(e)
+	c.countLocked(e.key, st != StatePending)
+	for _, m := range c.membersLocked(e.key) {
+		c.reconcileLocked(m)
+		if st != StatePending && m.visibleState(now) == StatePresent {
+			nb.add(w, m.key)
+		}
+	}
+	if st == StateAbsent {
+		nb.add(w, e.key)
+	}
 }
 
 // Unwatch removes w from keys. Keys nobody watches any more stay cached
