@@ -177,8 +177,7 @@ type resolved struct {
 func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node) ([]resolved, error) {
 	out := make([]resolved, 0, len(names))
 	for _, n := range names {
-		n = ss.srv.intern(n)
-		r, err := ss.srv.resolve(typeURL, n, node)
+		n, r, err := ss.srv.resolveName(typeURL, n, node)
 		if err != nil {
 			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
 				return nil, st
