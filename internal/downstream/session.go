@@ -298,14 +298,14 @@ func (ss *session) nextNonceLocked() string {
 	return strconv.FormatUint(ss.nonce, 10)
 }
 
-// keysLocked returns every key the session watches, in one slice sized
-// at once (at most one key per name).
-func (ss *session) keysLocked() []cache.Key {
+// keysLocked appends every key the session watches to keys, grown once
+// (at most one key per name).
+func (ss *session) keysLocked(keys []cache.Key) []cache.Key {
 	n := 0
 	for _, ts := range ss.types {
 		n += len(ts.subs)
 	}
-	keys := make([]cache.Key, 0, n)
+	keys = slices.Grow(keys, n)
 	for _, ts := range ss.types {
 		ts.eachKeyLocked(func(k cache.Key) { keys = append(keys, k) })
 	}

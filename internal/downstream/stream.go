@@ -28,12 +28,14 @@ func (ss *session) run(ctx context.Context, recv func() (any, error), handle fun
 	ss.stopWriter()
 	err = ss.endStatus(ctx, err)
 
+	sc := getScratch()
 	ss.mu.Lock()
-	keys := ss.keysLocked()
+	sc.keys = ss.keysLocked(sc.keys)
 	ss.mu.Unlock()
-	if len(keys) > 0 {
-		srv.cache.Unwatch(ss, keys...)
+	if len(sc.keys) > 0 {
+		srv.cache.Unwatch(ss, sc.keys...)
 	}
+	sc.release()
 	srv.removeSession(ss)
 	srv.m.streams.WithLabelValues(string(ss.variant)).Dec()
 	srv.counts.stream(ss.variant, -1)
