@@ -838,31 +838,33 @@ func TestWatcherSetCopyOnWrite(t *testing.T) {
 		t.Errorf("set after changes: size %d", s.size())
 	}
 	for i, r := range s.recs {
-		if s.list[i] != r.w || r.pos[s] != int32(i) {
-			t.Errorf("list[%d] is %p, its record says %p at %d", i, s.list[i], r.w, r.pos[s])
+		if at, ok := r.pos(s); s.list[i] != r.w || !ok || at != int32(i) {
+			t.Errorf("list[%d] is %p, its record says %p at %d", i, s.list[i], r.w, at)
 		}
 	}
 }
 
 // TestWatcherRecords: a watcher's record (its positions in the sets it is
-// in) stays right through watches and unwatches in any order, and is
-// dropped once it watches nothing, so a cache whose clients all left
-// holds no record of them.
+// in: a list while few, a map past fewSets) stays right through watches
+// and unwatches in any order, and is dropped once it watches nothing, so
+// a cache whose clients all left holds no record of them.
 func TestWatcherRecords(t *testing.T) {
 	f := newFixture(t, unbounded)
-	keys := make([]Key, 6)
+	keys := make([]Key, fewSets+8)
 	for i := range keys {
 		keys[i] = key(legacyStream, lds, fmt.Sprintf("r-%d", i))
 	}
+	// In 40 sets (a map), 32 (a list), then 24, 16 and 8.
 	ws := make([]*fakeWatcher, 5)
 	for i := range ws {
 		ws[i] = &fakeWatcher{}
-		f.c.Watch(ws[i], nil, keys[i:]...)
-		f.c.Watch(ws[i], nil, keys[i]) // again: nothing changes
+		f.c.Watch(ws[i], nil, keys[8*i:]...)
+		f.c.Watch(ws[i], nil, keys[8*i]) // again: nothing changes
 	}
-	f.c.Unwatch(ws[1], keys[2], keys[4])
+	f.c.Watch(ws[1], nil, keys[:4]...) // past fewSets one call later: a map
+	f.c.Unwatch(ws[2], keys[17], keys[30], keys[39])
 	f.c.Unwatch(ws[0], keys...)
-	f.c.Unwatch(ws[3], keys[5])
+	f.c.Unwatch(ws[3], keys[39])
 	check := func() {
 		t.Helper()
 		f.c.mu.Lock()
@@ -870,7 +872,7 @@ func TestWatcherRecords(t *testing.T) {
 		held := 0
 		for k, s := range f.c.watchers {
 			for i, r := range s.recs {
-				if s.list[i] != r.w || r.pos[s] != int32(i) || f.c.recs[r.w] != r {
+				if at, ok := r.pos(s); s.list[i] != r.w || !ok || at != int32(i) || f.c.recs[r.w] != r {
 					t.Errorf("%s: watcher %d's record is out of step", k.Name, i)
 				}
 			}
@@ -878,15 +880,15 @@ func TestWatcherRecords(t *testing.T) {
 		}
 		n := 0
 		for _, r := range f.c.recs {
-			n += len(r.pos)
+			n += r.sets()
 		}
 		if n != held {
 			t.Errorf("records hold %d positions, the sets %d watchers", n, held)
 		}
 	}
 	check()
-	if got := f.c.Stats().WatchedKeys; got != 5 { // r-0 was ws[0]'s alone
-		t.Errorf("watched keys %d, want 5", got)
+	if got := f.c.Stats().WatchedKeys; got != fewSets+4 { // r-4 to r-7 were ws[0]'s alone
+		t.Errorf("watched keys %d, want %d", got, fewSets+4)
 	}
 	for _, w := range ws {
 		f.c.Unwatch(w, keys...)

@@ -24,9 +24,96 @@ type watcherSet struct {
 // watcherRec is one watcher's part of the watcher index: where it stands
 // in each set it is in. Made by its first Watch, dropped once it watches
 // nothing (Cache.recs).
+//
+// The positions are a short list while the watcher is in few sets (an
+// Envoy's 20 names: one slice, scanned), a map once it is in more than
+// fewSets.
 type watcherRec struct {
-	w   Watcher
-	pos map[*watcherSet]int32
+	w    Watcher
+	few  []setPos
+	many map[*watcherSet]int32
+}
+
+// setPos is a watcher's position in one set.
+type setPos struct {
+	s *watcherSet
+	i int32
+}
+
+// fewSets is where a record's positions move from a list to a map.
+const fewSets = 32
+
+func newWatcherRec(w Watcher, n int) *watcherRec {
+	r := &watcherRec{w: w}
+	if n > fewSets {
+		r.many = make(map[*watcherSet]int32, n)
+	} else {
+		r.few = make([]setPos, 0, n)
+	}
+	return r
+}
+
+// pos returns the watcher's position in s.
+func (r *watcherRec) pos(s *watcherSet) (int32, bool) {
+	if r.many != nil {
+		i, ok := r.many[s]
+		return i, ok
+	}
+	for _, p := range r.few {
+		if p.s == s {
+			return p.i, true
+		}
+	}
+	return 0, false
+}
+
+// setPos records the watcher's position in s.
+func (r *watcherRec) setPos(s *watcherSet, i int32) {
+	if r.many != nil {
+		r.many[s] = i
+		return
+	}
+	for j := range r.few {
+		if r.few[j].s == s {
+			r.few[j].i = i
+			return
+		}
+	}
+	if len(r.few) < fewSets {
+		r.few = append(r.few, setPos{s: s, i: i})
+		return
+	}
+	r.many = make(map[*watcherSet]int32, 2*fewSets)
+	for _, p := range r.few {
+		r.many[p.s] = p.i
+	}
+	r.many[s] = i
+	r.few = nil
+}
+
+// forget drops the watcher's position in s.
+func (r *watcherRec) forget(s *watcherSet) {
+	if r.many != nil {
+		delete(r.many, s)
+		return
+	}
+	for j := range r.few {
+		if r.few[j].s == s {
+			last := len(r.few) - 1
+			r.few[j] = r.few[last]
+			r.few[last] = setPos{}
+			r.few = r.few[:last]
+			return
+		}
+	}
+}
+
+// sets is how many sets the watcher is in.
+func (r *watcherRec) sets() int {
+	if r.many != nil {
+		return len(r.many)
+	}
+	return len(r.few)
 }
 
 // share returns the current watchers for reading without the lock.
@@ -47,19 +134,19 @@ func (s *watcherSet) has(r *watcherRec) bool {
 	if s == nil || r == nil {
 		return false
 	}
-	_, ok := r.pos[s]
+	_, ok := r.pos(s)
 	return ok
 }
 
 func (s *watcherSet) add(r *watcherRec) {
-	r.pos[s] = int32(len(s.list))
+	r.setPos(s, int32(len(s.list)))
 	s.list = append(s.list, r.w)
 	s.recs = append(s.recs, r)
 }
 
 // remove swaps r's watcher with the last one and shortens the list.
 func (s *watcherSet) remove(r *watcherRec) {
-	i, ok := r.pos[s]
+	i, ok := r.pos(s)
 	if !ok {
 		return
 	}
@@ -70,10 +157,10 @@ func (s *watcherSet) remove(r *watcherRec) {
 	last := len(s.list) - 1
 	moved := s.recs[last]
 	s.list[i], s.recs[i] = moved.w, moved
-	moved.pos[s] = i
+	moved.setPos(s, i)
 	s.list[last], s.recs[last] = nil, nil
 	s.list, s.recs = s.list[:last], s.recs[:last]
-	delete(r.pos, s)
+	r.forget(s)
 }
 
 // watcherRecLocked returns w's record, making it (sized for n keys) when
@@ -81,7 +168,7 @@ func (s *watcherSet) remove(r *watcherRec) {
 func (c *Cache) watcherRecLocked(w Watcher, n int) *watcherRec {
 	r := c.recs[w]
 	if r == nil {
-		r = &watcherRec{w: w, pos: make(map[*watcherSet]int32, n)}
+		r = newWatcherRec(w, n)
 		c.recs[w] = r
 	}
 	return r
@@ -89,7 +176,7 @@ func (c *Cache) watcherRecLocked(w Watcher, n int) *watcherRec {
 
 // dropRecLocked forgets r once its watcher watches nothing.
 func (c *Cache) dropRecLocked(r *watcherRec) {
-	if r != nil && len(r.pos) == 0 {
+	if r != nil && r.sets() == 0 {
 		delete(c.recs, r.w)
 	}
 }
