@@ -56,7 +56,8 @@ func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re Resou
 func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.servingLocked(k, c.now())
+	now := c.now()
+	e := c.servingLocked(k, now)
 	if e == nil {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return nil, StateAbsent, nil
@@ -66,7 +67,7 @@ func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
 	if e.collection {
 		return nil, StatePending, nil
 	}
-	switch st := e.visibleState(c.now()); st {
+	switch st := e.visibleState(now); st {
 	case StatePresent:
 		return e.res, st, e.err
 	case StatePending:
