@@ -275,7 +275,9 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			continue
 		}
 		ws.remove(rec)
-		c.forgetOwedLocked(w, k)
+		if rec.owed {
+			c.forgetOwedLocked(w, k)
+		}
 		if ws.size() > 0 {
 			continue
 		}

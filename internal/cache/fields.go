@@ -211,6 +211,9 @@ func (c *Cache) oweFreshLocked(w Watcher, k Key, e *entry, node *corev3.Node) bo
 		e.waiting = make(map[Watcher]Key)
 	}
 	e.waiting[w] = k
+	if r := c.recs[w]; r != nil {
+		r.owed = true // its Unwatch looks for what it is owed
+	}
 	c.m.refetches.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
 	if ke := c.entries[k]; ke != nil && ke.subscribed {
 		c.queueLocked(false, k, nil)

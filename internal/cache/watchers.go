@@ -32,6 +32,9 @@ type watcherRec struct {
 	w    Watcher
 	few  []setPos
 	many map[*watcherSet]int32
+	// owed: w was owed a fresh copy of a do_not_cache revision (fields.go)
+	// since its record was made; only then does its Unwatch look for it.
+	owed bool
 }
 
 // setPos is a watcher's position in one set.
