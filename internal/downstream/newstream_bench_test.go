@@ -98,11 +98,16 @@ func (*idleWatcher) Flush(*cache.ChangeSet) {}
 // A gRPC handler's stack has grown to 8 KiB by the time its first
 // request is handled (grpc-go's Recv path needs more than 4 KiB), and
 // gRPC's frames below the handler take about 2 KiB of it; a writer's
-// grows alike in SendMsg. The benchmark's goroutines are made so too,
-// so that it pays for the stack growth the relay's own frames cause, not
-// for one gRPC pays anyway (the runtime would otherwise count it to the
-// relay's code, or spare it one gRPC makes).
-const grpcStack = 6 << 10
+// (a goroutine of its own, started for each round of work) grows to
+// 4 KiB in SendMsg, and no further unless the relay's frames take it
+// there (measured with debug.SetMaxStack over BenchmarkNewStream/grpc-warm:
+// a sort of 20 probes by value once took the writer to 8 KiB). The
+// benchmark's goroutines are made so too, so that it pays for the stack
+// growth the relay's own frames cause, not for one gRPC makes anyway.
+const (
+	grpcStack       = 6 << 10
+	grpcWriterStack = 2 << 10
+)
 
 // growStack uses about n bytes of stack, growing the goroutine's.
 //
@@ -214,7 +219,7 @@ func benchResources() ([]string, []*cache.Resource) {
 // new revision would be), then the client leaves.
 func oneStream(b *testing.B, srv *Server, c *cache.Cache, names []string, answer []*cache.Resource, sent chan *encodedResponse) {
 	ss := newSession(srv, xdstype.Delta, "", "bench", access.Identity{}, func(r *encodedResponse) error {
-		growStack(grpcStack) // as gRPC's SendMsg grows the writer's
+		growStack(grpcWriterStack) // as gRPC's SendMsg grows the writer's
 		sent <- r
 		return nil
 	})
