@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -196,46 +195,43 @@ func (r *Relay) Start(ctx context.Context) error {
 }
 
 // startListeners are the listeners Start binds; rest is nil without
-// rest_listen.
+// rest_listen, csds without csds_listen.
 type startListeners struct {
-	xds, admin, rest net.Listener
+	xds, admin, rest, csds net.Listener
 }
 
-// bind binds the downstream, admin and REST listeners and starts the CSDS
-// server, in that order. bound are what it bound, to let go of in reverse
-// on every way out of Start that does not serve; on an error it has let
-// go of them already.
-func (r *Relay) bind(ctx context.Context) (ls startListeners, bound releases, err error) {
+// bind binds the downstream, admin, REST and CSDS listeners, in that
+// order, each through listen (one error message for all). bound are what
+// it bound, to let go of in reverse on every way out of Start that does
+// not serve; on an error it has let go of them already.
+func (r *Relay) bind(ctx context.Context) (startListeners, releases, error) {
 	cfg := r.config()
-	xdsLis, err := listen(ctx, "listen", cfg.Listen)
-	if err != nil {
-		return ls, nil, err
-	}
-	bound.add(func() { _ = xdsLis.Close() })
-	adminLis, err := listen(ctx, "admin", cfg.Admin)
-	if err != nil {
-		bound.release()
-		return ls, nil, err
-	}
-	bound.add(func() { _ = adminLis.Close() })
-	restLis, err := r.listenREST(ctx)
-	if err != nil {
-		bound.release()
-		return ls, nil, err
-	}
-	if restLis != nil {
-		bound.add(func() { _ = restLis.Close() })
-	}
-	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
-		bound.release()
-		var errno syscall.Errno
-		if errors.As(err, &errno) { // the bind failed, as ListenError says
-			err = &ListenError{Key: "csds_listen", Addr: cfg.CSDSListen, Err: errno}
+	var ls startListeners
+	var bound releases
+	keep := func(l net.Listener, err error) (net.Listener, error) {
+		if err != nil {
+			bound.release()
+			return nil, err
 		}
+		if l != nil {
+			bound.add(func() { _ = l.Close() })
+		}
+		return l, nil
+	}
+	var err error
+	if ls.xds, err = keep(listen(ctx, "listen", cfg.Listen)); err != nil {
 		return ls, nil, err
 	}
-	bound.add(func() { r.csds.Close(ctx) })
-	return startListeners{xds: xdsLis, admin: adminLis, rest: restLis}, bound, nil
+	if ls.admin, err = keep(listen(ctx, "admin", cfg.Admin)); err != nil {
+		return ls, nil, err
+	}
+	if ls.rest, err = keep(r.listenREST(ctx)); err != nil { // rest.go
+		return ls, nil, err
+	}
+	if ls.csds, err = keep(r.listenCSDS(ctx)); err != nil { // csds.go
+		return ls, nil, err
+	}
+	return ls, bound, nil
 }
 
 // serve starts the goRun loops on runCtx and the servers on ls, each in a
@@ -268,6 +264,9 @@ func (r *Relay) serve(runCtx context.Context, ls startListeners) {
 			defer r.wg.Done()
 			r.serveREST(ls.rest)
 		}()
+	}
+	if ls.csds != nil {
+		r.serveCSDS(ls.csds) // its goroutine is the CSDS server's own (csds.go)
 	}
 }
 
