@@ -18,8 +18,8 @@ import (
 // buildCSDS wires Client Status Discovery (internal/csds) to the
 // downstream server: its gRPC listener on csds_listen, built with the
 // downstream listener's own options (downstream.tls, client certificates
-// required when ca_file is set; keepalive, message and stream limits), and
-// /debug/csds on the admin listener; csds_allow, when set, is who may
+// required when ca_file is set; keepalive, message and stream limits)
+// (its page, /debug/csds, is internal/admin's); csds_allow, when set, is who may
 // call it (by client certificate). Start binds the listener (bind,
 // relay.go) and hands it to the server; Close ends it.
 func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, ds *downstream.Server) error {
@@ -52,7 +52,6 @@ func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Reg
 	}
 	r.csds = s
 	r.onStop(func() { s.Close(context.Background()) }) // a relay never started, or New failing later
-	r.admin.handle(csds.DebugPath, "client status per connected client stream: resources ACKed, NACKed, sent, requested, by type (JSON; ?node_id=)", csdsPage(s))
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/csds"
 )
@@ -32,7 +33,7 @@ type Relay struct {
 	m      *metrics                      // read-only after New
 	grpc   *grpc.Server                  // read-only after New; services registered in New
 	health *health.Server                // read-only after New
-	admin  *admin                        // read-only after New
+	admin  *admin.Server                 // read-only after New
 	http   *http.Server                  // read-only after New
 	runs   []func(context.Context) error // read-only after New; see goRun
 	checks []func() error                // read-only after New; see readyCheck
@@ -106,18 +107,14 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 	r.onStop(r.streams.endAll) // released last: ends any stream left
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
 	r.onStop(r.grpc.Stop) // after every component's stop (a no-op once Close stopped it)
-	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness, func() []string { return r.config().AdminAllowedHosts })
-	if cfg.AdminPprof {
-		r.admin.pprof()
-	}
+	r.admin = r.newAdmin(cfg, lg, reg)
 	r.http = &http.Server{
-		Handler:           r.admin.mux,
-		ReadHeaderTimeout: adminReadHeaderTimeout,
+		Handler:           r.admin,
+		ReadHeaderTimeout: admin.ReadHeaderTimeout,
 		ErrorLog:          zap.NewStdLog(lg.Named("admin")),
 	}
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(r.grpc, r.health)
-	r.handleOperations()
 
 	// --- components ---------------------------------------------------
 	// Cache, upstream and downstream are built here, in dependency order
@@ -125,8 +122,8 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 	// from cfg and lg (each names its own logger: "cache", "upstream",
 	// "downstream"), registering their metrics on reg. The seams:
 	//   - r.grpc: register the xDS services on it (downstream).
-	//   - r.admin.handle(pattern, description, handler): admin endpoints,
-	//     e.g. REST-JSON polling or a /debug/ page (listed on /debug/).
+	//   - internal/admin: every admin route and page; buildComponents
+	//     hands it the components (admin.Sources) once they are built.
 	//   - r.goRun(fn): a long-running loop (upstream streams); its context
 	//     ends when Close begins, and Close waits for it to return.
 	//   - r.onStop(fn): called by Close after the servers have stopped, in
@@ -141,6 +138,19 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 		return err
 	}
 	return r.watchConfig(cfg, lg)
+}
+
+// newAdmin builds the admin listener's handler (internal/admin) with the
+// relay's own operations: readiness, the Host allow list, reload and the
+// log level. buildComponents adds the components' pages.
+func (r *Relay) newAdmin(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) *admin.Server {
+	o := admin.Options{Registry: reg, Logger: lg, Ready: r.readiness, Pprof: cfg.AdminPprof,
+		AllowedHosts: func() []string { return r.config().AdminAllowedHosts },
+		Reload:       r.Reload, ReloadRefused: ErrReloadInvalid}
+	if r.levelOK {
+		o.Level = &r.level
+	}
+	return admin.New(o)
 }
 
 // goRun makes fn run from Start until Close; Close cancels its context and
