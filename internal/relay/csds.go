@@ -16,12 +16,12 @@ import (
 )
 
 // buildCSDS wires Client Status Discovery (internal/csds) to the
-// downstream server: its gRPC listener on csds_listen, built with the
+// downstream server: its gRPC server for csds_listen, built with the
 // downstream listener's own options (downstream.tls, client certificates
-// required when ca_file is set; keepalive, message and stream limits)
-// (its page, /debug/csds, is internal/admin's); csds_allow, when set, is who may
-// call it (by client certificate). Start binds the listener (bind,
-// relay.go) and hands it to the server; Close ends it.
+// required when ca_file is set; keepalive, message and stream limits);
+// csds_allow, when set, is who may call it (by client certificate). Start
+// binds the listener (bind, relay.go) and hands it to the server; Close
+// ends it. Its page, /debug/csds, is internal/admin's.
 func (r *Relay) buildCSDS(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, ds *downstream.Server) error {
 	var opts []grpc.ServerOption
 	if cfg.CSDSListen != "" {
@@ -64,8 +64,9 @@ func (r *Relay) listenCSDS(ctx context.Context) (net.Listener, error) {
 	return listen(ctx, "csds_listen", r.config().CSDSListen)
 }
 
-// serveCSDS has the CSDS server serve l until Close. It refuses (and
-// closes l) only when Close has begun stopping the servers: no failure.
+// serveCSDS has the CSDS server serve l until Close; the server's own
+// goroutine serves it. The server refuses l (and closes it) only once
+// Close has stopped it, when fail ignores the error.
 func (r *Relay) serveCSDS(l net.Listener) {
 	if err := r.csds.Serve(l); err != nil {
 		r.fail(fmt.Errorf("csds_listen %s: serve: %w", l.Addr(), err))
