@@ -331,7 +331,7 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	c.setAbsentLocked(e)
 	a.change(e.key, wasPresent)
 	if !e.subscribed && c.watchers[e.key].size() == 0 {
-		// Only a collection brought it; nobody asked for it by name. Get
+		// Only a collection brought it; nobody asked for it by name. Lookup
 		// still reads it as absent while its known glob covers it.
 		c.dropLocked(e)
 		return

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -81,7 +80,8 @@ type Options struct {
 //     A collection whose state changes (pending → known, empty ↔ not empty)
 //     notifies its watchers of the collection key (and, when it becomes known,
 //     of each member).
-//   - Get and Members read current state; writers build responses from them.
+//   - Lookup and LookupMembers read current state (lookup.go); writers
+//     build responses from them.
 //   - Nothing is dropped because the origin is unreachable: only LRU
 //     eviction of unwatched keys ever drops an entry.
 //
@@ -342,62 +342,6 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 	c.enforceBoundsLocked()
 	c.mu.Unlock()
 	c.flush()
-}
-
-// Get returns the current revision of a resource key and its state. The
-// *Resource is nil unless the state is StatePresent. A key the cache holds
-// nothing for reads as StateAbsent when its known glob covers it,
-// StatePending otherwise (a known Wildcard says nothing of a name).
-//
-// A key that is an alias of a present resource (fields.go) reads as that
-// resource, under its own Name, when it is not present itself.
-func (c *Cache) Get(k Key) (*Resource, State) {
-	r, st, _ := c.Lookup(k)
-	return r, st
-}
-
-// Members returns the current members of a collection key (glob or
-// Wildcard), sorted by name, and the collection's state: StatePending until
-// the origin answered it, then StatePresent, or StateAbsent when it is known
-// to be empty. Members may be non-empty while pending (resources cached
-// through other subscriptions).
-func (c *Cache) Members(k Key) ([]*Resource, State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.membersOfLocked(k)
-	return l.Members, l.State
-}
-
-// membersOfLocked is Members, with the errors of the members that carry
-// one and where the members held back or deferred stand, by the member's
-// revision (nil maps when none does); Err unset.
-func (c *Cache) membersOfLocked(k Key) CollectionLookup {
-	now := c.now()
-	var l CollectionLookup
-	for _, m := range c.membersLocked(k) {
-		if m.visibleState(now) != StatePresent {
-			continue
-		}
-		l.Members = append(l.Members, m.res)
-		if m.err != nil {
-			if l.MemberErrs == nil {
-				l.MemberErrs = make(map[*Resource]*statuspb.Status)
-			}
-			l.MemberErrs[m.res] = m.err
-		}
-		if m.hold != nil || m.deferral != nil {
-			if l.Rollouts == nil {
-				l.Rollouts = make(map[*Resource]Rollout)
-			}
-			l.Rollouts[m.res] = m.rolloutLocked() // rollout.go
-		}
-	}
-	sort.Slice(l.Members, func(i, j int) bool { return l.Members[i].Name < l.Members[j].Name })
-	l.State = StatePending
-	if e := c.entries[k]; e != nil && e.collection {
-		l.State = c.collectionStateLocked(e)
-	}
-	return l
 }
 
 // newEntryLocked creates the entry of a key a client watches for the first

@@ -11,8 +11,8 @@ import (
 // Deferred removals (delivery.deletion_guard, as the cache keeps it). When
 // the RemovalGuard defers an origin change's removals (screen.go), each
 // present resource the change would make absent stays present with its
-// revision: watchers are told nothing, new watchers are served it (Get,
-// Members), and it counts as present everywhere. Its removal is deferred
+// revision: watchers are told nothing, new watchers are served it (Lookup,
+// LookupMembers), and it counts as present everywhere. Its removal is deferred
 // until one of:
 //
 //   - ReleaseDeferred (by hand, or package delivery's release_after): it

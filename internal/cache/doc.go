@@ -25,7 +25,8 @@
 //     alias key reads as the resource that lists it (fields.go).
 //   - watcher (Watcher): a downstream session. It watches keys; the cache
 //     tells it which of them changed (Notify) and when a change is whole
-//     (Flush), and the session reads current state back (Get, Members).
+//     (Flush), and the session reads current state back (Lookup,
+//     LookupMembers: lookup.go).
 //   - change set (ChangeSet): one origin change (one Apply) as every
 //     watcher of it sees it: announced as a whole, carrying its new
 //     revisions (Revisions), and timing the change until the last watcher

@@ -65,8 +65,8 @@ type entry struct {
 
 	// waiting: watchers owed a fresh copy of a do_not_cache revision (they
 	// started watching while it was cached), by the key each watches (e's
-	// own or an alias of it). It is withheld from them (Withheld) until the
-	// origin sends the resource again (fields.go).
+	// own or an alias of it). It is withheld from them (KeyLookup.Withheld)
+	// until the origin sends the resource again (refetch.go).
 	waiting map[Watcher]Key
 
 	// subscribed: the cache asked the Subscriber for this key and has not

@@ -168,20 +168,6 @@ func (c *Cache) aliasHeldLocked(e *entry) bool {
 	return false
 }
 
-// servingLocked returns the entry whose revision resource key k reads as
-// at now: its own when present, else the present resource k is an alias
-// of, else its own (nil: none).
-func (c *Cache) servingLocked(k Key, now time.Time) *entry {
-	e := c.entries[k]
-	if e != nil && e.visibleState(now) == StatePresent {
-		return e
-	}
-	if t := c.aliases[k]; t != nil && t.visibleState(now) == StatePresent {
-		return t
-	}
-	return e
-}
-
 // answerOwedLocked: the origin sent e's resource again (r). The watchers
 // owed a fresh copy of it are owed no more; when r is unchanged they are
 // told (nobody else is), otherwise the change tells everyone.
@@ -228,44 +214,4 @@ func (c *Cache) forgetOwedLocked(w Watcher, k Key) {
 			delete(e.waiting, w)
 		}
 	}
-}
-
-// Withheld reports whether r, a do_not_cache revision read for k (Get),
-// must not be sent to watcher w now: w is owed a fresh copy of it from the
-// origin, or r is no longer what k reads as (w is being told of the newer
-// state). w is notified of k when it may be sent.
-func (c *Cache) Withheld(w Watcher, k Key, r *Resource) bool {
-	if !r.DoNotCache() {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.servingLocked(k, c.now())
-	if e == nil || e.res != r {
-		return true
-	}
-	_, owed := e.waiting[w]
-	return owed
-}
-
-// watchServedLocked answers a new watch by w of resource key k (entry e)
-// when another entry serves it or it is owed fresh: the resource k is an
-// alias of (a hit, notified at once), or a do_not_cache revision (a miss:
-// asked of the origin again). It reports whether it answered; if not, k
-// is answered by its own entry as any key is.
-func (c *Cache) watchServedLocked(nb *noteBuilder, w Watcher, k Key, e *entry, node *corev3.Node, now time.Time) bool {
-	se := c.servingLocked(k, now)
-	if se == nil || se.visibleState(now) != StatePresent {
-		return false
-	}
-	if c.oweFreshLocked(w, k, se, node, now) {
-		c.countLocked(k, false)
-		return true
-	}
-	if se == e {
-		return false
-	}
-	c.countLocked(k, true)
-	nb.add(w, k)
-	return true
 }

@@ -51,13 +51,14 @@ func TestFieldsAreContent(t *testing.T) {
 			w := &fakeWatcher{}
 			f.c.Watch(w, nil, a)
 			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{base}})
-			first, _ := f.c.Get(a)
+			first := f.c.Lookup(nil, a).Res
 			w.take()
 			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{tc.second}})
 			if diff := cmp.Diff(tc.wantNotify, w.take()); diff != "" {
 				t.Errorf("notified (-want +got):\n%s", diff)
 			}
-			got, st := f.c.Get(a)
+			read := f.c.Lookup(nil, a)
+			got, st := read.Res, read.State
 			if st != StatePresent {
 				t.Fatalf("Get: %v", st)
 			}
@@ -93,11 +94,12 @@ func TestAliasWatch(t *testing.T) {
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("alias watcher notified (-want +got):\n%s", diff)
 	}
-	got, st := f.c.Get(alias)
+	read := f.c.Lookup(nil, alias)
+	got, st := read.Res, read.State
 	if st != StatePresent || got.Name != "rc/vh1" {
 		t.Fatalf("Get(alias) = %v %v, want rc/vh1 present", got, st)
 	}
-	if _, st := f.c.Get(key(legacyStream, lds, "rc/vh1")); st != StatePresent {
+	if st := f.c.Lookup(nil, key(legacyStream, lds, "rc/vh1")).State; st != StatePresent {
 		t.Errorf("the resource itself: %v, want kept (watched through its alias)", st)
 	}
 	if got := f.sub.take(); len(got) != 0 {
@@ -127,10 +129,10 @@ func TestAliasWatch(t *testing.T) {
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("after the alias left (-want +got):\n%s", diff)
 	}
-	if _, st := f.c.Get(alias); st != StatePending {
+	if st := f.c.Lookup(nil, alias).State; st != StatePending {
 		t.Errorf("Get(alias) after it left: %v, want pending", st)
 	}
-	if _, st := f.c.Get(key(legacyStream, lds, "rc/vh1")); st != StatePending {
+	if st := f.c.Lookup(nil, key(legacyStream, lds, "rc/vh1")).State; st != StatePending {
 		t.Errorf("the resource, no longer watched through an alias: %v, want evicted (bounds 0)", st)
 	}
 }
@@ -148,8 +150,8 @@ func TestAliasRemoved(t *testing.T) {
 	if diff := cmp.Diff([]string{alias.Name}, w.take()); diff != "" {
 		t.Errorf("after removal (-want +got):\n%s", diff)
 	}
-	if r, st := f.c.Get(alias); st == StatePresent {
-		t.Errorf("Get(alias) after removal: %v present", r.Name)
+	if read := f.c.Lookup(nil, alias); read.State == StatePresent {
+		t.Errorf("Get(alias) after removal: %v present", read.Res.Name)
 	}
 }
 
@@ -192,14 +194,15 @@ func TestDoNotCache(t *testing.T) {
 			if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener a", "+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
 				t.Errorf("asked of the origin again (-want +got):\n%s", diff)
 			}
-			cached, st := f.c.Get(a)
+			read := f.c.Lookup(nil, a)
+			cached, st := read.Res, read.State
 			if st != StatePresent {
 				t.Fatalf("Get: %v, want the cached revision present", st)
 			}
-			if !f.c.Withheld(w2, a, cached) {
+			if !f.c.Lookup(w2, a).Withheld(cached) {
 				t.Errorf("cached revision not withheld from the late watcher")
 			}
-			if f.c.Withheld(w1, a, cached) {
+			if f.c.Lookup(w1, a).Withheld(cached) {
 				t.Errorf("cached revision withheld from the first watcher")
 			}
 			if hits(f, lds) != 0 || refetches(f) != 1 {
@@ -213,22 +216,23 @@ func TestDoNotCache(t *testing.T) {
 			if diff := cmp.Diff(tc.wantFirst, w1.take()); diff != "" {
 				t.Errorf("first watcher told of the answer (-want +got):\n%s", diff)
 			}
-			r, st := f.c.Get(a)
+			read = f.c.Lookup(nil, a)
+			r, st := read.Res, read.State
 			if st != StatePresent || r.OriginVersion != tc.wantNewest {
 				t.Fatalf("Get after the answer: %v %v, want present at %s", r, st, tc.wantNewest)
 			}
 			for _, w := range []*fakeWatcher{w1, w2} {
-				if f.c.Withheld(w, a, r) {
+				if f.c.Lookup(w, a).Withheld(r) {
 					t.Errorf("the origin's answer withheld from a watcher")
 				}
 			}
-			if stale := r != cached; stale != f.c.Withheld(w1, a, cached) {
+			if stale := r != cached; stale != f.c.Lookup(w1, a).Withheld(cached) {
 				t.Errorf("the earlier revision withheld %v, want %v (only when no longer current)", !stale, stale)
 			}
 
 			f.c.Unwatch(w1, a)
 			f.c.Unwatch(w2, a)
-			if _, st := f.c.Get(a); st != StatePending {
+			if st := f.c.Lookup(nil, a).State; st != StatePending {
 				t.Errorf("unwatched: %v, want dropped (never kept in the LRU)", st)
 			}
 			if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
@@ -267,7 +271,7 @@ func TestSnapshotFields(t *testing.T) {
 	es, _ := f.c.SnapshotEntries()
 	g := newFixture(t, unbounded)
 	g.c.Restore(es)
-	if r, st := g.c.Get(key(legacyStream, lds, "al")); st != StatePresent || r.Name != "a" {
-		t.Errorf("restored alias reads %v %v, want a", r, st)
+	if read := g.c.Lookup(nil, key(legacyStream, lds, "al")); read.State != StatePresent || read.Res.Name != "a" {
+		t.Errorf("restored alias reads %v %v, want a", read.Res, read.State)
 	}
 }

@@ -40,9 +40,9 @@ func TestRefetchRateLimited(t *testing.T) {
 	if d := f.timers.armed(t); d != 3*interval/4 {
 		t.Errorf("timer armed for %v, want %v (the interval after the last fetch)", d, 3*interval/4)
 	}
-	cached, _ := f.c.Get(a)
+	cached := f.c.Lookup(nil, a).Res
 	for _, w := range []*fakeWatcher{w2, w3} {
-		if !f.c.Withheld(w, a, cached) {
+		if !f.c.Lookup(w, a).Withheld(cached) {
 			t.Errorf("the cached revision is not withheld from a watcher waiting for the held-back refetch")
 		}
 	}
@@ -61,10 +61,10 @@ func TestRefetchRateLimited(t *testing.T) {
 		t.Errorf("while a refetch is in flight: subscriber calls %v, want none", got)
 	}
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{dnc("2")}})
-	fresh, _ := f.c.Get(a)
+	fresh := f.c.Lookup(nil, a).Res
 	for i, w := range []*fakeWatcher{w2, w3, w4} {
-		if got := w.take(); len(got) != 1 || f.c.Withheld(w, a, fresh) {
-			t.Errorf("watcher %d: told %v, withheld %v; want told of the fresh copy, not withheld", i+2, got, f.c.Withheld(w, a, fresh))
+		if got := w.take(); len(got) != 1 || f.c.Lookup(w, a).Withheld(fresh) {
+			t.Errorf("watcher %d: told %v, withheld %v; want told of the fresh copy, not withheld", i+2, got, f.c.Lookup(w, a).Withheld(fresh))
 		}
 	}
 	if refetches(f) != 1 || refetchesLimited(f) != 3 {
@@ -112,7 +112,7 @@ func TestResubscribeRateLimited(t *testing.T) {
 	if got := f.sub.take(); len(got) != 0 {
 		t.Errorf("back within the interval: subscriber calls %v, want none (held back)", got)
 	}
-	if _, st := f.c.Get(a); st != StatePending {
+	if st := f.c.Lookup(nil, a).State; st != StatePending {
 		t.Errorf("state %v, want pending (nothing served from cache)", st)
 	}
 	f.now = f.now.Add(interval)

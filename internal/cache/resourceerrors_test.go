@@ -22,7 +22,8 @@ type lookedUp struct {
 }
 
 func lookup(c *Cache, k Key) lookedUp {
-	r, st, err := c.Lookup(k)
+	read := c.Lookup(nil, k)
+	r, st, err := read.Res, read.State, read.Err
 	l := lookedUp{State: st, Err: err}
 	if r != nil {
 		l.Version = r.OriginVersion

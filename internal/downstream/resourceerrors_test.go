@@ -136,8 +136,8 @@ func TestResourceErrorNotFound(t *testing.T) {
 			} else {
 				checkSotW(t, sotwWithErrors(typeURL, "2", errs), s.Recv())
 			}
-			if got, st := e.cache.Get(key(typeURL, n)); got != nil || st != cache.StateAbsent {
-				t.Errorf("cache: %v %v, want absent", got, st)
+			if read := e.cache.Lookup(nil, key(typeURL, n)); read.Res != nil || read.State != cache.StateAbsent {
+				t.Errorf("cache: %v %v, want absent", read.Res, read.State)
 			}
 		})
 	}
