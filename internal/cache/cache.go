@@ -124,7 +124,7 @@ type Cache struct {
 	// guarded by mu
 	globMembers map[Key]map[string]*entry
 	// aliases: alias key → the resource entry whose current revision
-	// lists it (fields.go). guarded by mu
+	// lists it (aliases.go). guarded by mu
 	aliases map[Key]*entry
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu

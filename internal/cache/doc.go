@@ -22,7 +22,7 @@
 //     comes from its bytes and those fields (RevisionVersion), not from
 //     the origin.
 //   - alias: another name of a resource (Resource.Aliases); a watched
-//     alias key reads as the resource that lists it (fields.go).
+//     alias key reads as the resource that lists it (aliases.go).
 //   - watcher (Watcher): a downstream session. It watches keys; the cache
 //     tells it which of them changed (Notify) and when a change is whole
 //     (Flush), and the session reads current state back (Lookup,

@@ -16,7 +16,7 @@ import (
 // owed a fresh copy of: refetch.go). Writers build responses from them.
 //
 // What a key reads as (servingLocked): its own entry when present, else
-// the present resource it is an alias of (fields.go), else its own. A new
+// the present resource it is an alias of (aliases.go), else its own. A new
 // Watch is answered by the same entry (watchServedLocked).
 
 // KeyLookup is what Lookup reads of a resource key.

@@ -19,8 +19,8 @@ func (c *Cache) reconcileLocked(e *entry) {
 	held := c.heldLocked(e)
 	if !held && e.state == StatePresent && e.res.DoNotCache() {
 		// The origin said not to cache it: kept only while watched
-		// (fields.go). Dropped like an eviction, and unsubscribed; when
-		// it was fetched is remembered (refetch.go).
+		// (refetch.go). Dropped like an eviction, and unsubscribed; when
+		// it was fetched is remembered.
 		c.recent.add(e.key, e.lastFetch, c.now(), c.refetchInterval)
 		c.evictLocked(e)
 		return
