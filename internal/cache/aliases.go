@@ -16,7 +16,7 @@ package cache
 // watchers of alias keys by (all of them are passed on to clients).
 const maxIndexedAliases = 64
 
-// aliasKeys returns the keys of r's aliases on e's stream and type, at
+// aliasKeys returns the keys of r's aliases on e's link and type, at
 // most maxIndexedAliases: canonical, neither e's own key nor a collection,
 // and owned by e's link (authority.go): an alias never names another
 // authority's key.

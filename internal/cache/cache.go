@@ -109,16 +109,16 @@ type Cache struct {
 	upstream     Subscriber // guarded by mu
 	// entries by key: resources and collections. guarded by mu
 	entries map[Key]*entry
-	// byType: resource entries (not collections) of one stream and type, by
+	// byType: resource entries (not collections) of one link and type, by
 	// canonical name; the members of its Wildcard are the present ones.
 	// guarded by mu
-	byType map[streamType]map[string]*entry
-	// colls: collection entries of one stream and type, by name.
+	byType map[linkType]map[string]*entry
+	// colls: collection entries of one link and type, by name.
 	// guarded by mu
-	colls map[streamType]map[string]*entry
-	// present counts the present resource entries of one stream and type.
+	colls map[linkType]map[string]*entry
+	// present counts the present resource entries of one link and type.
 	// guarded by mu
-	present map[streamType]int
+	present map[linkType]int
 	// globMembers: present resources by the glob key they belong to (kept
 	// whether or not the glob is watched, so a new glob watch is O(members)).
 	// guarded by mu
@@ -132,7 +132,7 @@ type Cache struct {
 	// recs: each watcher's record, where it stands in each set
 	// (watchers.go). guarded by mu
 	recs map[Watcher]*watcherRec
-	// watchedKeys counts the keys of watchers per stream (ReleaseLink).
+	// watchedKeys counts the keys of watchers per link (ReleaseLink).
 	// guarded by mu
 	watchedKeys map[LinkID]int
 	// lru orders unwatched keys, oldest first. guarded by mu
@@ -158,9 +158,9 @@ type Cache struct {
 	// progress, not yet in the metrics. guarded by mu
 	totals Stats
 	tally  hitTally
-	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
-	// no origin answers (SetStreamError). guarded by mu
-	streamErr map[LinkID]*statuspb.Status
+	// linkErr: the relay's UNAVAILABLE for the pending keys of a link
+	// no origin answers (SetLinkError). guarded by mu
+	linkErr map[LinkID]*statuspb.Status
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
@@ -210,15 +210,15 @@ func New(opts Options) *Cache {
 		refetchInterval: opts.RefetchInterval,
 		upstream:        opts.Upstream,
 		entries:         make(map[Key]*entry),
-		byType:          make(map[streamType]map[string]*entry),
-		present:         make(map[streamType]int),
-		colls:           make(map[streamType]map[string]*entry),
+		byType:          make(map[linkType]map[string]*entry),
+		present:         make(map[linkType]int),
+		colls:           make(map[linkType]map[string]*entry),
 		globMembers:     make(map[Key]map[string]*entry),
 		watchers:        make(map[Key]*watcherSet),
 		recs:            make(map[Watcher]*watcherRec),
 		aliases:         make(map[Key]*entry),
 		watchedKeys:     make(map[LinkID]int),
-		streamErr:       make(map[LinkID]*statuspb.Status),
+		linkErr:         make(map[LinkID]*statuspb.Status),
 		deferred:        make(map[deferralGroup]map[*entry]struct{}),
 		lru:             lru,
 	}
@@ -231,7 +231,7 @@ func (c *Cache) SetUpstream(u Subscriber) {
 	c.mu.Unlock()
 }
 
-// Watch registers w for keys; node is presented upstream if a stream must be
+// Watch registers w for keys; node is presented upstream if a link must be
 // opened. Keys must be canonical (see CanonicalName).
 func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 	if len(keys) == 0 {
@@ -351,7 +351,7 @@ func (c *Cache) newEntryLocked(k Key) *entry {
 	e := &entry{key: k, state: StatePending}
 	if isCollectionName(k.Name) {
 		e.collection = true
-		st := k.streamType()
+		st := k.linkType()
 		m := c.colls[st]
 		if m == nil {
 			m = make(map[string]*entry)
@@ -370,7 +370,7 @@ func (c *Cache) newEntryLocked(k Key) *entry {
 }
 
 func (c *Cache) addByTypeLocked(e *entry) {
-	st := e.key.streamType()
+	st := e.key.linkType()
 	m := c.byType[st]
 	if m == nil {
 		m = make(map[string]*entry)
@@ -381,7 +381,7 @@ func (c *Cache) addByTypeLocked(e *entry) {
 
 // removeCollectionLocked removes collection entry e from colls.
 func (c *Cache) removeCollectionLocked(e *entry) {
-	st := e.key.streamType()
+	st := e.key.linkType()
 	if m := c.colls[st]; m != nil {
 		delete(m, e.key.Name)
 		if len(m) == 0 {
@@ -409,11 +409,11 @@ func (c *Cache) globKey(k Key, glob string) Key {
 }
 
 // membersLocked returns the entries that are members of collection k: the
-// present resources of its glob, or every resource entry of its stream and
+// present resources of its glob, or every resource entry of its link and
 // type for Wildcard (callers filter on state). The map must not be modified.
 func (c *Cache) membersLocked(k Key) map[string]*entry {
 	if k.Name == Wildcard {
-		return c.byType[k.streamType()]
+		return c.byType[k.linkType()]
 	}
 	return c.globMembers[k]
 }
@@ -427,7 +427,7 @@ func (c *Cache) collectionStateLocked(e *entry) State {
 	}
 	n := 0
 	if e.key.Name == Wildcard {
-		n = c.present[e.key.streamType()]
+		n = c.present[e.key.linkType()]
 	} else {
 		n = len(c.globMembers[e.key])
 	}
@@ -485,20 +485,20 @@ func (c *Cache) heldLocked(e *entry) bool {
 	if e.collection || e.state != StatePresent {
 		return false
 	}
-	if c.watchers[e.key.streamType().wildcard()].size() > 0 || c.aliasHeldLocked(e) {
+	if c.watchers[e.key.linkType().wildcard()].size() > 0 || c.aliasHeldLocked(e) {
 		return true
 	}
 	return e.glob != "" && c.watchers[c.globKey(e.key, e.glob)].size() > 0
 }
 
-// Versions returns, for the resources cached on stream s of typeURL, the
+// Versions returns, for the resources cached on link s of typeURL, the
 // name the origin sent each under and the origin's version of it: what a
 // delta stream sends as initial_resource_versions when it reconnects, so
 // the origin does not resend what the relay already holds.
 func (c *Cache) Versions(s LinkID, typeURL string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	es := c.byType[streamType{stream: s, typeURL: typeURL}]
+	es := c.byType[linkType{link: s, typeURL: typeURL}]
 	out := make(map[string]string, len(es))
 	for _, e := range es {
 		if e.state == StatePresent {
@@ -512,7 +512,7 @@ func (c *Cache) Versions(s LinkID, typeURL string) map[string]string {
 	return out
 }
 
-// ReleaseLink forgets everything cached for stream s when no client
+// ReleaseLink forgets everything cached for link s when no client
 // watches any key of it, and reports whether it did. Nothing is
 // unsubscribed: the caller is closing s's upstream link (an idle link).
 // A key watched later is a miss, subscribed anew.
@@ -524,20 +524,20 @@ func (c *Cache) ReleaseLink(s LinkID) bool {
 	}
 	var gone []*entry
 	for st, m := range c.byType {
-		if st.stream == s {
+		if st.link == s {
 			for _, e := range m {
 				gone = append(gone, e)
 			}
 		}
 	}
 	for st, m := range c.colls {
-		if st.stream == s {
+		if st.link == s {
 			for _, e := range m {
 				gone = append(gone, e)
 			}
 		}
 	}
-	delete(c.streamErr, s)
+	delete(c.linkErr, s)
 	for _, e := range gone {
 		e.subscribed = false // the link goes: nothing to unsubscribe
 		c.dropLocked(e)
@@ -546,22 +546,22 @@ func (c *Cache) ReleaseLink(s LinkID) bool {
 	return true
 }
 
-// Watched reports whether some client watches a key of stream s.
+// Watched reports whether some client watches a key of link s.
 func (c *Cache) Watched(s LinkID) bool { return c.WatchedKeys(s) > 0 }
 
-// WatchedKeys returns how many keys of stream s some client watches.
+// WatchedKeys returns how many keys of link s some client watches.
 func (c *Cache) WatchedKeys(s LinkID) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.watchedKeys[s]
 }
 
-// Cached reports whether the cache holds a present resource of stream s.
+// Cached reports whether the cache holds a present resource of link s.
 func (c *Cache) Cached(s LinkID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for st, n := range c.present {
-		if st.stream == s && n > 0 {
+		if st.link == s && n > 0 {
 			return true
 		}
 	}

@@ -1,5 +1,5 @@
 // Package cache is the shared cache between downstream sessions and
-// upstream streams: every resource once, by canonical key, with the bytes
+// upstream links: every resource once, by canonical key, with the bytes
 // exactly as the origin sent them, and who watches what.
 //
 // Words, as this package uses them:
@@ -9,7 +9,7 @@
 //     one stream toward an origin for each), a type URL and a
 //     canonical name. The name is one resource's, or a collection's.
 //   - collection: a key that stands for a set of resources: the legacy
-//     Wildcard (every resource of a type on one stream) or an xdstp glob
+//     Wildcard (every resource of a type on one link) or an xdstp glob
 //     ("xdstp://auth/type/dir/*"). Its members are the present resources
 //     it covers; it is pending until the origin answers it, then known
 //     (present, or absent when empty).

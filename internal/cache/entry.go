@@ -6,17 +6,17 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 )
 
-// streamType is one (stream, type) pair: the unit of FullState and of the
+// linkType is one (link, type) pair: the unit of FullState and of the
 // Wildcard collection.
-type streamType struct {
-	stream  LinkID
+type linkType struct {
+	link    LinkID
 	typeURL string
 }
 
-func (k Key) streamType() streamType { return streamType{stream: k.Link, typeURL: k.TypeURL} }
+func (k Key) linkType() linkType { return linkType{link: k.Link, typeURL: k.TypeURL} }
 
-func (st streamType) wildcard() Key {
-	return Key{Link: st.stream, TypeURL: st.typeURL, Name: Wildcard}
+func (st linkType) wildcard() Key {
+	return Key{Link: st.link, TypeURL: st.typeURL, Name: Wildcard}
 }
 
 // entry is what the cache knows of one Key. Every field is guarded by

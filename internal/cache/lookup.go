@@ -30,7 +30,7 @@ type KeyLookup struct {
 	// says nothing of a name).
 	State State
 	// Err is the key's error: the origin's (kept until cleared), or, for a
-	// pending key without one, its link's (SetStreamError). A present key
+	// pending key without one, its link's (SetLinkError). A present key
 	// may carry a transient error beside its revision; an absent one the
 	// origin's NOT_FOUND (nil: absent without an error sent).
 	Err *statuspb.Status
@@ -62,7 +62,7 @@ func (c *Cache) Lookup(w Watcher, k Key) KeyLookup {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return KeyLookup{State: StateAbsent}
 		}
-		return KeyLookup{State: StatePending, Err: c.streamErr[k.Link]}
+		return KeyLookup{State: StatePending, Err: c.linkErr[k.Link]}
 	}
 	if e.collection {
 		return KeyLookup{State: StatePending}
@@ -76,7 +76,7 @@ func (c *Cache) Lookup(w Watcher, k Key) KeyLookup {
 		return l
 	case StatePending:
 		if e.err == nil {
-			return KeyLookup{State: st, Err: c.streamErr[k.Link]}
+			return KeyLookup{State: st, Err: c.linkErr[k.Link]}
 		}
 		return KeyLookup{State: st, Err: e.err}
 	default:
@@ -117,7 +117,7 @@ func (c *Cache) LookupMembers(k Key) CollectionLookup {
 		l.Err = e.err
 	}
 	if l.Err == nil && l.State == StatePending {
-		l.Err = c.streamErr[k.Link]
+		l.Err = c.linkErr[k.Link]
 	}
 	return l
 }

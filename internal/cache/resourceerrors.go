@@ -14,7 +14,7 @@ import (
 //   - Any other code keeps the key's state (a cached revision is still
 //     served) and records the status beside it, until a revision (even
 //     the same bytes again), a removal or an answer clears it.
-//   - A stream no origin answers (SetStreamError, from the upstream link)
+//   - A link no origin answers (SetLinkError, from package upstream)
 //     gives its pending keys that have no error of their own the link's
 //     UNAVAILABLE; an answer clears it.
 
@@ -54,27 +54,27 @@ func (c *Cache) applyErrorLocked(a *applyRun, s LinkID, typeURL string, re Resou
 	a.change(k, !e.collection && e.state == StatePresent)
 }
 
-// SetStreamError records that no origin answers stream s (detail, an
+// SetLinkError records that no origin answers link s (detail, an
 // UNAVAILABLE status the relay makes), or that one does again (nil). The
 // first detail of an outage stands until it is cleared; setting it
-// notifies the watchers of the stream's pending keys that have no error of
+// notifies the watchers of the link's pending keys that have no error of
 // their own, as one change. Clearing notifies nobody: a client keeps an
 // error until it is sent the resource (TP3), which the origin's answer
 // brings.
-func (c *Cache) SetStreamError(s LinkID, detail *statuspb.Status) {
+func (c *Cache) SetLinkError(s LinkID, detail *statuspb.Status) {
 	c.mu.Lock()
-	if detail == nil || c.streamErr[s] != nil {
+	if detail == nil || c.linkErr[s] != nil {
 		if detail == nil {
-			delete(c.streamErr, s)
+			delete(c.linkErr, s)
 		}
 		c.mu.Unlock()
 		return
 	}
-	c.streamErr[s] = detail
+	c.linkErr[s] = detail
 	var nb noteBuilder
 	now := c.now()
 	for st, m := range c.byType {
-		if st.stream != s {
+		if st.link != s {
 			continue
 		}
 		for _, e := range m {
@@ -84,7 +84,7 @@ func (c *Cache) SetStreamError(s LinkID, detail *statuspb.Status) {
 		}
 	}
 	for st, m := range c.colls {
-		if st.stream != s {
+		if st.link != s {
 			continue
 		}
 		for _, e := range m {
