@@ -27,6 +27,12 @@
 //     tells it which of them changed (Notify) and when a change is whole
 //     (Flush), and the session reads current state back (Lookup,
 //     LookupMembers: lookup.go).
+//   - lookup (lookup.go): one read of a key, under one lock: everything a
+//     response is built from (revision, state, error, rollout) and, for
+//     the watcher reading it, whether the revision is withheld from it.
+//   - owed (refetch.go): a watcher that started watching a cached
+//     do_not_cache revision is owed a fresh copy from the origin; until it
+//     comes, that revision is withheld from it (KeyLookup.Withheld).
 //   - change set (ChangeSet): one origin change (one Apply) as every
 //     watcher of it sees it: announced as a whole, carrying its new
 //     revisions (Revisions), and timing the change until the last watcher

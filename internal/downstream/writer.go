@@ -18,7 +18,7 @@ type probe struct {
 	name       string // as the client asked
 	key        cache.Key
 	collection bool
-	// member: key is one member of collection name (looked up with Get),
+	// member: key is one member of collection name (looked up with Lookup),
 	// not the collection itself.
 	member bool
 	// Filled without the session lock.
