@@ -39,9 +39,9 @@ func TestNoFalseAbsenceOtherGlob(t *testing.T) {
 		{Name: a1, Version: "1", Resource: mustAny(t, &listenerv3.Listener{Name: a1})},
 	}})
 	o.next("ACK of n1", answers("n1"))
-	w.waitFor(t, "glob a answered", func() bool { _, st := r.c.Members(ga); return st == cache.StatePresent })
-	if ms, st := r.c.Members(gb); st != cache.StatePending || len(ms) != 0 {
-		t.Fatalf("glob b after glob a's answer: %d members %v, want pending (the origin said nothing of b)", len(ms), st)
+	w.waitFor(t, "glob a answered", func() bool { return r.c.LookupMembers(ga).State == cache.StatePresent })
+	if read := r.c.LookupMembers(gb); read.State != cache.StatePending || len(read.Members) != 0 {
+		t.Fatalf("glob b after glob a's answer: %d members %v, want pending (the origin said nothing of b)", len(read.Members), read.State)
 	}
 	if n := w.count(gb.Name); n != 0 {
 		t.Errorf("glob b watchers told %d times of b before its answer", n)
@@ -52,7 +52,7 @@ func TestNoFalseAbsenceOtherGlob(t *testing.T) {
 		{Name: b1, Version: "1", Resource: mustAny(t, &listenerv3.Listener{Name: b1})},
 	}})
 	o.next("ACK of n2", answers("n2"))
-	w.waitFor(t, "glob b answered", func() bool { ms, st := r.c.Members(gb); return st == cache.StatePresent && len(ms) == 1 })
+	w.waitFor(t, "glob b answered", func() bool { l := r.c.LookupMembers(gb); return l.State == cache.StatePresent && len(l.Members) == 1 })
 }
 
 // TestNoFalseAbsenceEarlierAnswerWildcard: over delta, a response that
@@ -76,7 +76,7 @@ func TestNoFalseAbsenceEarlierAnswerWildcard(t *testing.T) {
 	}})
 	o.next("ACK of n1", answers("n1"))
 	w.waitState(t, r.c, ldsKey(l1), cache.StatePresent)
-	if _, st := r.c.Members(g); st != cache.StatePending {
+	if st := r.c.LookupMembers(g).State; st != cache.StatePending {
 		t.Fatalf("emulated glob after the answer to l1 alone: %v, want pending", st)
 	}
 
@@ -86,7 +86,7 @@ func TestNoFalseAbsenceEarlierAnswerWildcard(t *testing.T) {
 		{Name: l2, Version: "1", Resource: mustAny(t, &listenerv3.Listener{Name: l2})},
 	}})
 	o.next("ACK of n2", answers("n2"))
-	w.waitFor(t, "emulated glob answered", func() bool { ms, st := r.c.Members(g); return st == cache.StatePresent && len(ms) == 2 })
+	w.waitFor(t, "emulated glob answered", func() bool { l := r.c.LookupMembers(g); return l.State == cache.StatePresent && len(l.Members) == 2 })
 }
 
 // TestNoFalseAbsenceSotWLaterName: a SotW Cluster response is full state
@@ -119,7 +119,7 @@ func TestNoFalseAbsenceSotWLaterName(t *testing.T) {
 	if !sotwAsks(resource.ClusterType, "c1", "c2")(again) {
 		t.Fatalf("asked again for %v, want [c1 c2]", again.GetResourceNames())
 	}
-	if _, st := r.c.Get(cdsKey("c2")); st != cache.StatePending {
+	if st := r.c.Lookup(nil, cdsKey("c2")).State; st != cache.StatePending {
 		t.Fatalf("c2 after an answer to a request without it: %v, want pending", st)
 	}
 	if n := w.count("c2"); n != 0 {
@@ -159,10 +159,10 @@ func TestNoFalseAbsenceOutsideWildcard(t *testing.T) {
 				o.sendSotW(&discoveryv3.DiscoveryResponse{TypeUrl: resource.ClusterType, VersionInfo: "v1", Nonce: "n1", Resources: []*anypb.Any{c1}})
 				o.nextSotW("ACK of n1", sotwAnswers("n1"))
 			}
-			w.waitFor(t, "wildcard known", func() bool { _, st := r.c.Members(all); return st == cache.StatePresent })
+			w.waitFor(t, "wildcard known", func() bool { return r.c.LookupMembers(all).State == cache.StatePresent })
 
 			r.c.Watch(w, nil, cdsKey("hidden"))
-			if _, st := r.c.Get(cdsKey("hidden")); st != cache.StatePending {
+			if st := r.c.Lookup(nil, cdsKey("hidden")).State; st != cache.StatePending {
 				t.Fatalf("named key the wildcard lacks: %v, want pending", st)
 			}
 			if tc.transport == xdstype.TransportDelta {

@@ -477,7 +477,8 @@ func (w *watcher) waitState(t testing.TB, c *cache.Cache, k cache.Key, want cach
 	t.Helper()
 	var got *cache.Resource
 	w.waitFor(t, k.Name+" "+want.String(), func() bool {
-		r, st := c.Get(k)
+		read := c.Lookup(nil, k)
+		r, st := read.Res, read.State
 		got = r
 		return st == want
 	})

@@ -125,7 +125,7 @@ func TestUpstreamOriginRestart(t *testing.T) {
 	want := mustAny(t, cluster("c1", 2))
 	for i, w := range ws {
 		w.waitFor(t, "c1 update", func() bool {
-			got, _ := r.c.Get(cdsKey("c1"))
+			got := r.c.Lookup(nil, cdsKey("c1")).Res
 			return w.count("c1") > counts[i] && got != nil && cmp.Diff(want, got.Body, protocmp.Transform()) == ""
 		})
 	}
@@ -166,7 +166,8 @@ func TestUpstreamOriginDown(t *testing.T) {
 	if got := metricValue(t, r, "xds_relay_cache_hits_total", "type", "envoy.config.cluster.v3.Cluster"); got != hits+1 {
 		t.Errorf("cache hits = %v, want %v", got, hits+1)
 	}
-	got, st := r.c.Get(cdsKey("c1"))
+	read := r.c.Lookup(nil, cdsKey("c1"))
+	got, st := read.Res, read.State
 	if st != cache.StatePresent {
 		t.Fatalf("Get state %v, want present", st)
 	}
@@ -208,7 +209,7 @@ func TestUpstreamLRUUnsubscribes(t *testing.T) {
 		t.Errorf("unsubscribed upstream (-want +got):\n%s", diff)
 	}
 	for i := range n {
-		_, st := r.c.Get(cdsKey(fmt.Sprintf("r-%d", i)))
+		st := r.c.Lookup(nil, cdsKey(fmt.Sprintf("r-%d", i))).State
 		wantSt := cache.StatePending
 		if i >= n-keep {
 			wantSt = cache.StatePresent
@@ -277,7 +278,8 @@ func TestUpstreamFailback(t *testing.T) {
 			from := func(o int64) func() bool {
 				want := mustAny(t, cluster("c1", o))
 				return func() bool {
-					res, st := r.c.Get(cdsKey("c1"))
+					read := r.c.Lookup(nil, cdsKey("c1"))
+					res, st := read.Res, read.State
 					if st != cache.StatePresent {
 						if seen {
 							t.Fatalf("c1 %v while moving between origins", st)
@@ -322,12 +324,12 @@ func TestUpstreamPendingSurvivesOutage(t *testing.T) {
 	o.stop()
 
 	r.c.Watch(w, nil, cdsKey("c9"))
-	if _, st := r.c.Get(cdsKey("c9")); st != cache.StatePending {
+	if st := r.c.Lookup(nil, cdsKey("c9")).State; st != cache.StatePending {
 		t.Fatalf("c9 with the origin down: %v, want pending", st)
 	}
 	o.restart()
 	w.waitState(t, r.c, cdsKey("c9"), cache.StatePresent)
-	if _, st := r.c.Get(cdsKey("c1")); st != cache.StatePresent {
+	if st := r.c.Lookup(nil, cdsKey("c1")).State; st != cache.StatePresent {
 		t.Errorf("c1 after the outage: %v, want present", st)
 	}
 }

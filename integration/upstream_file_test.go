@@ -50,13 +50,13 @@ func TestUpstreamFileSource(t *testing.T) {
 		w.waitState(t, r.c, cdsKey("c2"), cache.StatePresent)
 	})
 	t.Run("edit", func(t *testing.T) {
-		v1, _ := r.c.Get(cdsKey("c1"))
+		v1 := r.c.Lookup(nil, cdsKey("c1")).Res
 		writeFile(t, dir, "c1.yaml", clusterYAML("c1", "2s"))
 		w.waitFor(t, "c1 edited", func() bool {
-			got, _ := r.c.Get(cdsKey("c1"))
+			got := r.c.Lookup(nil, cdsKey("c1")).Res
 			return got != nil && cmp.Diff(mustAny(t, cluster("c1", 2)), got.Body, protocmp.Transform()) == ""
 		})
-		v2, _ := r.c.Get(cdsKey("c1"))
+		v2 := r.c.Lookup(nil, cdsKey("c1")).Res
 		if v1.Version == v2.Version {
 			t.Errorf("edit kept version %q", v1.Version)
 		}
@@ -67,7 +67,8 @@ func TestUpstreamFileSource(t *testing.T) {
 		// c3 arriving proves a scan after both bad writes finished.
 		writeFile(t, dir, "c3.yaml", clusterYAML("c3", "3s"))
 		w.waitState(t, r.c, cdsKey("c3"), cache.StatePresent)
-		got, st := r.c.Get(cdsKey("c1"))
+		read := r.c.Lookup(nil, cdsKey("c1"))
+		got, st := read.Res, read.State
 		if st != cache.StatePresent {
 			t.Fatalf("c1 after a malformed edit: %v, want its last good version", st)
 		}
@@ -83,7 +84,7 @@ func TestUpstreamFileSource(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.waitState(t, r.c, cdsKey("c2"), cache.StateAbsent)
-		if _, st := r.c.Get(cdsKey("c3")); st != cache.StatePresent {
+		if st := r.c.Lookup(nil, cdsKey("c3")).State; st != cache.StatePresent {
 			t.Errorf("c3 after deleting c2: %v", st)
 		}
 	})

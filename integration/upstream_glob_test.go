@@ -35,8 +35,8 @@ func TestUpstreamEmulatedGlob(t *testing.T) {
 	g := ldsKey(ldsPrefix + "dir/*")
 	w := newWatcher()
 	r.c.Watch(w, nil, g)
-	w.waitFor(t, "glob known", func() bool { _, st := r.c.Members(g); return st == cache.StatePresent })
-	ms, _ := r.c.Members(g)
+	w.waitFor(t, "glob known", func() bool { return r.c.LookupMembers(g).State == cache.StatePresent })
+	ms := r.c.LookupMembers(g).Members
 	if diff := cmp.Diff([]string{l1}, memberNames(ms)); diff != "" {
 		t.Errorf("dir/* members (-want +got):\n%s", diff)
 	}
@@ -46,8 +46,8 @@ func TestUpstreamEmulatedGlob(t *testing.T) {
 	gp := ldsKey(ldsPrefix + "dir/*?env=prod")
 	w2 := newWatcher()
 	r.c.Watch(w2, nil, gp)
-	w2.waitFor(t, "param glob known", func() bool { _, st := r.c.Members(gp); return st == cache.StatePresent })
-	ms, _ = r.c.Members(gp)
+	w2.waitFor(t, "param glob known", func() bool { return r.c.LookupMembers(gp).State == cache.StatePresent })
+	ms = r.c.LookupMembers(gp).Members
 	if diff := cmp.Diff([]string{l2}, memberNames(ms)); diff != "" {
 		t.Errorf("dir/*?env=prod members (-want +got):\n%s", diff)
 	}
@@ -58,7 +58,7 @@ func TestUpstreamEmulatedGlob(t *testing.T) {
 	o.set(resource.ListenerType, l4, listener(l4))
 	// Notify follows the cache update, so wait for both.
 	w.waitFor(t, "l1 removed, l4 added, both notified", func() bool {
-		ms, _ := r.c.Members(g)
+		ms := r.c.LookupMembers(g).Members
 		return cmp.Equal([]string{l4}, memberNames(ms)) && w.count(ldsKey(l1).Name) >= 2 && w.count(ldsKey(l4).Name) >= 1
 	})
 

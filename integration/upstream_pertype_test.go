@@ -45,7 +45,7 @@ func TestUpstreamPerType(t *testing.T) {
 			// An update reaches the cache over its type's stream.
 			o.set(resource.ClusterType, "c1", cluster("c1", 2))
 			w.waitFor(t, "c1 update", func() bool {
-				got, _ := r.c.Get(cdsKey("c1"))
+				got := r.c.Lookup(nil, cdsKey("c1")).Res
 				return got != nil && cmp.Diff(mustAny(t, cluster("c1", 2)), got.Body, protocmp.Transform()) == ""
 			})
 
@@ -55,7 +55,7 @@ func TestUpstreamPerType(t *testing.T) {
 			o.restart()
 			o.set(resource.ClusterType, "c1", cluster("c1", 3))
 			w.waitFor(t, "c1 update after the restart", func() bool {
-				got, _ := r.c.Get(cdsKey("c1"))
+				got := r.c.Lookup(nil, cdsKey("c1")).Res
 				return got != nil && cmp.Diff(mustAny(t, cluster("c1", 3)), got.Body, protocmp.Transform()) == ""
 			})
 			for _, typ := range []string{resource.ClusterType, resource.EndpointType, resource.ListenerType} {
@@ -71,7 +71,7 @@ func TestUpstreamPerType(t *testing.T) {
 			o.set(resource.ListenerType, "l2", listener("l2"))
 			r.c.Watch(w, node, key(resource.ListenerType, "l2"))
 			w.waitState(t, r.c, key(resource.ListenerType, "l2"), cache.StatePresent)
-			if got, _ := r.c.Get(cdsKey("c1")); got == nil {
+			if got := r.c.Lookup(nil, cdsKey("c1")).Res; got == nil {
 				t.Error("c1 lost after the secret stream was refused")
 			}
 			if got := metricValue(t, r, "xds_relay_upstream_refused_types_total", "authority", "origin", "type", xdstype.Label(resource.SecretType)); got < 1 {

@@ -196,7 +196,8 @@ func TestUpstreamNACKDuplicateNames(t *testing.T) {
 	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, `"c1"`) || !strings.Contains(msg, "more than once") {
 		t.Errorf("error_detail %q does not name the duplicate", msg)
 	}
-	got, st := r.c.Get(cdsKey("c1"))
+	read := r.c.Lookup(nil, cdsKey("c1"))
+	got, st := read.Res, read.State
 	if st != cache.StatePresent || got.OriginVersion != "1" {
 		t.Fatalf("after NACK: %v version %q, want present version 1", st, versionOf(got))
 	}
@@ -227,7 +228,7 @@ func TestUpstreamNativeGlob(t *testing.T) {
 	w := newWatcher()
 	r.c.Watch(w, nil, g)
 	o.next("glob subscription", subscribes(resource.ListenerType, g.Name))
-	if _, st := r.c.Members(g); st != cache.StatePending {
+	if st := r.c.LookupMembers(g).State; st != cache.StatePending {
 		t.Fatalf("glob before answer: %v, want pending", st)
 	}
 	l1, l2 := ldsPrefix+"dir/l1", ldsPrefix+"dir/l2"
@@ -237,7 +238,8 @@ func TestUpstreamNativeGlob(t *testing.T) {
 	}})
 	o.next("ACK of n1", answers("n1"))
 	w.waitFor(t, "members notified", func() bool { return w.count(ldsKey(l1).Name) > 0 && w.count(ldsKey(l2).Name) > 0 })
-	ms, st := r.c.Members(g)
+	read := r.c.LookupMembers(g)
+	ms, st := read.Members, read.State
 	if st != cache.StatePresent || len(ms) != 2 {
 		t.Fatalf("glob: %d members %v, want 2 present", len(ms), st)
 	}
@@ -248,8 +250,8 @@ func TestUpstreamNativeGlob(t *testing.T) {
 	o.send(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: resource.ListenerType, Nonce: "n2", RemovedResources: []string{empty.Name}})
 	o.next("ACK of n2", answers("n2"))
 	w.waitFor(t, "empty glob notified", func() bool { return w.count(empty.Name) > 0 })
-	if ms, st := r.c.Members(empty); st != cache.StateAbsent || len(ms) != 0 {
-		t.Errorf("empty glob: %d members %v, want 0 absent", len(ms), st)
+	if read := r.c.LookupMembers(empty); read.State != cache.StateAbsent || len(read.Members) != 0 {
+		t.Errorf("empty glob: %d members %v, want 0 absent", len(read.Members), read.State)
 	}
 }
 
@@ -280,7 +282,8 @@ func TestUpstreamHeartbeat(t *testing.T) {
 		t.Fatalf("heartbeat NACKed: %v", ack.GetErrorDetail())
 	}
 	w.waitNotified(t, "c1", 2)
-	got, st := r.c.Get(cdsKey("c1"))
+	read := r.c.Lookup(nil, cdsKey("c1"))
+	got, st := read.Res, read.State
 	if st != cache.StatePresent || got.OriginVersion != "1" || got.TTL.AsDuration() != 2*time.Hour {
 		t.Fatalf("after heartbeat: %v %+v, want present, version 1, TTL 2h", st, got)
 	}
@@ -317,7 +320,8 @@ func TestUpstreamSotWNACK(t *testing.T) {
 	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, resource.ListenerType) {
 		t.Errorf("error_detail %q does not say which type was wrong", msg)
 	}
-	got, st := r.c.Get(cdsKey("c1"))
+	read := r.c.Lookup(nil, cdsKey("c1"))
+	got, st := read.Res, read.State
 	if st != cache.StatePresent || got.OriginVersion != "v1" {
 		t.Errorf("after NACK: %v version %q, want present v1", st, versionOf(got))
 	}

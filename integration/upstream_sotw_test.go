@@ -48,7 +48,7 @@ func TestUpstreamSotW(t *testing.T) {
 	for _, w := range ws {
 		w.waitState(t, r.c, cdsKey("c2"), cache.StateAbsent)
 		w.waitFor(t, "c1 update", func() bool {
-			got, _ := r.c.Get(cdsKey("c1"))
+			got := r.c.Lookup(nil, cdsKey("c1")).Res
 			return got != nil && cmp.Diff(mustAny(t, cluster("c1", 2)), got.Body, protocmp.Transform()) == ""
 		})
 	}

@@ -76,7 +76,7 @@ func (c *Cache) touchLocked(a *applyRun, k Key) {
 
 // touchMemberLocked records the states of the collections e belongs to.
 func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
-	c.touchLocked(a, e.key.streamType().wildcard())
+	c.touchLocked(a, e.key.linkType().wildcard())
 	if e.glob != "" {
 		c.touchLocked(a, c.globKey(e.key, e.glob))
 	}
@@ -102,7 +102,7 @@ func (c *Cache) Apply(u Update) Applied {
 	}
 	a.cs = newChangeSet(u.TypeURL, arrived, c.m.fanout.WithLabelValues(xdstype.Label(u.TypeURL)))
 	a.rec = c.beginRecord(&u, arrived)
-	st := streamType{stream: u.Link, typeURL: u.TypeURL}
+	st := linkType{link: u.Link, typeURL: u.TypeURL}
 	var inUpdate map[string]struct{}
 	if u.FullState {
 		inUpdate = make(map[string]struct{}, len(u.Resources))
@@ -331,7 +331,7 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	c.setAbsentLocked(e)
 	a.change(e.key, wasPresent)
 	if !e.subscribed && c.watchers[e.key].size() == 0 {
-		// Only a collection brought it; nobody asked for it by name. Get
+		// Only a collection brought it; nobody asked for it by name. Lookup
 		// still reads it as absent while its known glob covers it.
 		c.dropLocked(e)
 		return
@@ -339,11 +339,11 @@ func (c *Cache) removeResourceLocked(a *applyRun, e *entry) {
 	c.reconcileLocked(e)
 }
 
-// applyFullStateLocked: the update held every resource of the stream and
+// applyFullStateLocked: the update held every resource of the link and
 // type, so anything else is absent and every collection is known; keep
 // lists what it does not touch (its resources, and what it leaves
 // unanswered).
-func (c *Cache) applyFullStateLocked(a *applyRun, st streamType, keep map[string]struct{}) {
+func (c *Cache) applyFullStateLocked(a *applyRun, st linkType, keep map[string]struct{}) {
 	var gone []*entry
 	for name, e := range c.byType[st] {
 		if _, ok := keep[name]; ok || e.state == StateAbsent {
@@ -370,7 +370,7 @@ func (c *Cache) setPresentLocked(e *entry, r *Resource, now time.Time) {
 	c.indexAliasesLocked(e, e.res, r) // e.res is nil unless present
 	if e.state != StatePresent {
 		e.state = StatePresent
-		st := e.key.streamType()
+		st := e.key.linkType()
 		c.present[st]++
 		c.totals.Resources++
 		c.m.resources.Inc()
@@ -396,7 +396,7 @@ func (c *Cache) setAbsentLocked(e *entry) {
 		c.indexAliasesLocked(e, e.res, nil)
 		c.totals.Resources--
 		c.m.resources.Dec()
-		st := e.key.streamType()
+		st := e.key.linkType()
 		if c.present[st]--; c.present[st] <= 0 {
 			delete(c.present, st)
 		}

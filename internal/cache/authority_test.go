@@ -34,15 +34,15 @@ func TestApplyRefusesOtherAuthority(t *testing.T) {
 				t.Errorf("notified (-want +got):\n%s", diff)
 			}
 			for _, k := range keys[2:] {
-				if r, st := f.c.Get(k); st != StatePending || r != nil {
-					t.Errorf("%s: %v %v, want pending: another authority's name is never stored", k.Name, st, r)
+				if read := f.c.Lookup(nil, k); read.State != StatePending || read.Res != nil {
+					t.Errorf("%s: %v %v, want pending: another authority's name is never stored", k.Name, read.State, read.Res)
 				}
 			}
 			// Neither a removal nor an error of b.example's name lands.
 			f.c.Apply(Update{Link: link, TypeURL: lds, Removed: []string{other},
 				Errors: []ResourceError{{Name: other, Detail: &statuspb.Status{Code: int32(codes.NotFound)}}}})
-			if _, st, err := f.c.Lookup(key(link, lds, other)); st != StatePending || err != nil {
-				t.Errorf("%s after a removal and an error: %v %v, want pending without error", other, st, err)
+			if read := f.c.Lookup(nil, key(link, lds, other)); read.State != StatePending || read.Err != nil {
+				t.Errorf("%s after a removal and an error: %v %v, want pending without error", other, read.State, read.Err)
 			}
 			if got := w.take(); len(got) != 0 {
 				t.Errorf("notified of %v", got)
@@ -65,7 +65,7 @@ func TestRestoreRefusesOtherAuthority(t *testing.T) {
 	if rr.Foreign != 2 || rr.Resources != 1 {
 		t.Errorf("restored %+v, want 1 resource and 2 foreign", rr)
 	}
-	if _, st := f.c.Get(key(link, lds, other)); st != StatePending {
+	if st := f.c.Lookup(nil, key(link, lds, other)).State; st != StatePending {
 		t.Errorf("%s restored: %v", other, st)
 	}
 }

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -81,7 +80,8 @@ type Options struct {
 //     A collection whose state changes (pending → known, empty ↔ not empty)
 //     notifies its watchers of the collection key (and, when it becomes known,
 //     of each member).
-//   - Get and Members read current state; writers build responses from them.
+//   - Lookup and LookupMembers read current state (lookup.go); writers
+//     build responses from them.
 //   - Nothing is dropped because the origin is unreachable: only LRU
 //     eviction of unwatched keys ever drops an entry.
 //
@@ -109,22 +109,22 @@ type Cache struct {
 	upstream     Subscriber // guarded by mu
 	// entries by key: resources and collections. guarded by mu
 	entries map[Key]*entry
-	// byType: resource entries (not collections) of one stream and type, by
+	// byType: resource entries (not collections) of one link and type, by
 	// canonical name; the members of its Wildcard are the present ones.
 	// guarded by mu
-	byType map[streamType]map[string]*entry
-	// colls: collection entries of one stream and type, by name.
+	byType map[linkType]map[string]*entry
+	// colls: collection entries of one link and type, by name.
 	// guarded by mu
-	colls map[streamType]map[string]*entry
-	// present counts the present resource entries of one stream and type.
+	colls map[linkType]map[string]*entry
+	// present counts the present resource entries of one link and type.
 	// guarded by mu
-	present map[streamType]int
+	present map[linkType]int
 	// globMembers: present resources by the glob key they belong to (kept
 	// whether or not the glob is watched, so a new glob watch is O(members)).
 	// guarded by mu
 	globMembers map[Key]map[string]*entry
 	// aliases: alias key → the resource entry whose current revision
-	// lists it (fields.go). guarded by mu
+	// lists it (aliases.go). guarded by mu
 	aliases map[Key]*entry
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
@@ -132,7 +132,7 @@ type Cache struct {
 	// recs: each watcher's record, where it stands in each set
 	// (watchers.go). guarded by mu
 	recs map[Watcher]*watcherRec
-	// watchedKeys counts the keys of watchers per stream (ReleaseLink).
+	// watchedKeys counts the keys of watchers per link (ReleaseLink).
 	// guarded by mu
 	watchedKeys map[LinkID]int
 	// lru orders unwatched keys, oldest first. guarded by mu
@@ -158,9 +158,9 @@ type Cache struct {
 	// progress, not yet in the metrics. guarded by mu
 	totals Stats
 	tally  hitTally
-	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
-	// no origin answers (SetStreamError). guarded by mu
-	streamErr map[LinkID]*statuspb.Status
+	// linkErr: the relay's UNAVAILABLE for the pending keys of a link
+	// no origin answers (SetLinkError). guarded by mu
+	linkErr map[LinkID]*statuspb.Status
 	// gen counts changes to what the cache holds (applies, expiries,
 	// drops): a snapshot is rewritten only when it moved. guarded by mu
 	gen uint64
@@ -210,15 +210,15 @@ func New(opts Options) *Cache {
 		refetchInterval: opts.RefetchInterval,
 		upstream:        opts.Upstream,
 		entries:         make(map[Key]*entry),
-		byType:          make(map[streamType]map[string]*entry),
-		present:         make(map[streamType]int),
-		colls:           make(map[streamType]map[string]*entry),
+		byType:          make(map[linkType]map[string]*entry),
+		present:         make(map[linkType]int),
+		colls:           make(map[linkType]map[string]*entry),
 		globMembers:     make(map[Key]map[string]*entry),
 		watchers:        make(map[Key]*watcherSet),
 		recs:            make(map[Watcher]*watcherRec),
 		aliases:         make(map[Key]*entry),
 		watchedKeys:     make(map[LinkID]int),
-		streamErr:       make(map[LinkID]*statuspb.Status),
+		linkErr:         make(map[LinkID]*statuspb.Status),
 		deferred:        make(map[deferralGroup]map[*entry]struct{}),
 		lru:             lru,
 	}
@@ -231,7 +231,7 @@ func (c *Cache) SetUpstream(u Subscriber) {
 	c.mu.Unlock()
 }
 
-// Watch registers w for keys; node is presented upstream if a stream must be
+// Watch registers w for keys; node is presented upstream if a link must be
 // opened. Keys must be canonical (see CanonicalName).
 func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 	if len(keys) == 0 {
@@ -344,62 +344,6 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 	c.flush()
 }
 
-// Get returns the current revision of a resource key and its state. The
-// *Resource is nil unless the state is StatePresent. A key the cache holds
-// nothing for reads as StateAbsent when its known glob covers it,
-// StatePending otherwise (a known Wildcard says nothing of a name).
-//
-// A key that is an alias of a present resource (fields.go) reads as that
-// resource, under its own Name, when it is not present itself.
-func (c *Cache) Get(k Key) (*Resource, State) {
-	r, st, _ := c.Lookup(k)
-	return r, st
-}
-
-// Members returns the current members of a collection key (glob or
-// Wildcard), sorted by name, and the collection's state: StatePending until
-// the origin answered it, then StatePresent, or StateAbsent when it is known
-// to be empty. Members may be non-empty while pending (resources cached
-// through other subscriptions).
-func (c *Cache) Members(k Key) ([]*Resource, State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.membersOfLocked(k)
-	return l.Members, l.State
-}
-
-// membersOfLocked is Members, with the errors of the members that carry
-// one and where the members held back or deferred stand, by the member's
-// revision (nil maps when none does); Err unset.
-func (c *Cache) membersOfLocked(k Key) CollectionLookup {
-	now := c.now()
-	var l CollectionLookup
-	for _, m := range c.membersLocked(k) {
-		if m.visibleState(now) != StatePresent {
-			continue
-		}
-		l.Members = append(l.Members, m.res)
-		if m.err != nil {
-			if l.MemberErrs == nil {
-				l.MemberErrs = make(map[*Resource]*statuspb.Status)
-			}
-			l.MemberErrs[m.res] = m.err
-		}
-		if m.hold != nil || m.deferral != nil {
-			if l.Rollouts == nil {
-				l.Rollouts = make(map[*Resource]Rollout)
-			}
-			l.Rollouts[m.res] = m.rolloutLocked() // rollout.go
-		}
-	}
-	sort.Slice(l.Members, func(i, j int) bool { return l.Members[i].Name < l.Members[j].Name })
-	l.State = StatePending
-	if e := c.entries[k]; e != nil && e.collection {
-		l.State = c.collectionStateLocked(e)
-	}
-	return l
-}
-
 // newEntryLocked creates the entry of a key a client watches for the first
 // time. A resource that its known glob would hold, but does not, is known
 // absent at once; one a known Wildcard lacks is pending (asked upstream).
@@ -407,7 +351,7 @@ func (c *Cache) newEntryLocked(k Key) *entry {
 	e := &entry{key: k, state: StatePending}
 	if isCollectionName(k.Name) {
 		e.collection = true
-		st := k.streamType()
+		st := k.linkType()
 		m := c.colls[st]
 		if m == nil {
 			m = make(map[string]*entry)
@@ -426,7 +370,7 @@ func (c *Cache) newEntryLocked(k Key) *entry {
 }
 
 func (c *Cache) addByTypeLocked(e *entry) {
-	st := e.key.streamType()
+	st := e.key.linkType()
 	m := c.byType[st]
 	if m == nil {
 		m = make(map[string]*entry)
@@ -437,7 +381,7 @@ func (c *Cache) addByTypeLocked(e *entry) {
 
 // removeCollectionLocked removes collection entry e from colls.
 func (c *Cache) removeCollectionLocked(e *entry) {
-	st := e.key.streamType()
+	st := e.key.linkType()
 	if m := c.colls[st]; m != nil {
 		delete(m, e.key.Name)
 		if len(m) == 0 {
@@ -465,11 +409,11 @@ func (c *Cache) globKey(k Key, glob string) Key {
 }
 
 // membersLocked returns the entries that are members of collection k: the
-// present resources of its glob, or every resource entry of its stream and
+// present resources of its glob, or every resource entry of its link and
 // type for Wildcard (callers filter on state). The map must not be modified.
 func (c *Cache) membersLocked(k Key) map[string]*entry {
 	if k.Name == Wildcard {
-		return c.byType[k.streamType()]
+		return c.byType[k.linkType()]
 	}
 	return c.globMembers[k]
 }
@@ -483,7 +427,7 @@ func (c *Cache) collectionStateLocked(e *entry) State {
 	}
 	n := 0
 	if e.key.Name == Wildcard {
-		n = c.present[e.key.streamType()]
+		n = c.present[e.key.linkType()]
 	} else {
 		n = len(c.globMembers[e.key])
 	}
@@ -541,20 +485,20 @@ func (c *Cache) heldLocked(e *entry) bool {
 	if e.collection || e.state != StatePresent {
 		return false
 	}
-	if c.watchers[e.key.streamType().wildcard()].size() > 0 || c.aliasHeldLocked(e) {
+	if c.watchers[e.key.linkType().wildcard()].size() > 0 || c.aliasHeldLocked(e) {
 		return true
 	}
 	return e.glob != "" && c.watchers[c.globKey(e.key, e.glob)].size() > 0
 }
 
-// Versions returns, for the resources cached on stream s of typeURL, the
+// Versions returns, for the resources cached on link s of typeURL, the
 // name the origin sent each under and the origin's version of it: what a
 // delta stream sends as initial_resource_versions when it reconnects, so
 // the origin does not resend what the relay already holds.
 func (c *Cache) Versions(s LinkID, typeURL string) map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	es := c.byType[streamType{stream: s, typeURL: typeURL}]
+	es := c.byType[linkType{link: s, typeURL: typeURL}]
 	out := make(map[string]string, len(es))
 	for _, e := range es {
 		if e.state == StatePresent {
@@ -568,7 +512,7 @@ func (c *Cache) Versions(s LinkID, typeURL string) map[string]string {
 	return out
 }
 
-// ReleaseLink forgets everything cached for stream s when no client
+// ReleaseLink forgets everything cached for link s when no client
 // watches any key of it, and reports whether it did. Nothing is
 // unsubscribed: the caller is closing s's upstream link (an idle link).
 // A key watched later is a miss, subscribed anew.
@@ -580,20 +524,20 @@ func (c *Cache) ReleaseLink(s LinkID) bool {
 	}
 	var gone []*entry
 	for st, m := range c.byType {
-		if st.stream == s {
+		if st.link == s {
 			for _, e := range m {
 				gone = append(gone, e)
 			}
 		}
 	}
 	for st, m := range c.colls {
-		if st.stream == s {
+		if st.link == s {
 			for _, e := range m {
 				gone = append(gone, e)
 			}
 		}
 	}
-	delete(c.streamErr, s)
+	delete(c.linkErr, s)
 	for _, e := range gone {
 		e.subscribed = false // the link goes: nothing to unsubscribe
 		c.dropLocked(e)
@@ -602,22 +546,22 @@ func (c *Cache) ReleaseLink(s LinkID) bool {
 	return true
 }
 
-// Watched reports whether some client watches a key of stream s.
+// Watched reports whether some client watches a key of link s.
 func (c *Cache) Watched(s LinkID) bool { return c.WatchedKeys(s) > 0 }
 
-// WatchedKeys returns how many keys of stream s some client watches.
+// WatchedKeys returns how many keys of link s some client watches.
 func (c *Cache) WatchedKeys(s LinkID) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.watchedKeys[s]
 }
 
-// Cached reports whether the cache holds a present resource of stream s.
+// Cached reports whether the cache holds a present resource of link s.
 func (c *Cache) Cached(s LinkID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for st, n := range c.present {
-		if st.stream == s && n > 0 {
+		if st.link == s && n > 0 {
 			return true
 		}
 	}

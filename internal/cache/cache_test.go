@@ -355,7 +355,8 @@ func TestApplyNotifiesOnChangeOnly(t *testing.T) {
 			if got := other.take(); len(got) != 0 {
 				t.Errorf("watcher of another key notified of %v", got)
 			}
-			got, st := f.c.Get(a)
+			read := f.c.Lookup(nil, a)
+			got, st := read.Res, read.State
 			if st != StatePresent {
 				t.Fatalf("Get state = %v, want present", st)
 			}
@@ -428,7 +429,8 @@ func TestGlobMembership(t *testing.T) {
 			if diff := cmp.Diff(want, w.take()); diff != "" {
 				t.Errorf("glob watcher notified (-want +got):\n%s", diff)
 			}
-			members, st := f.c.Members(g)
+			read := f.c.LookupMembers(g)
+			members, st := read.Members, read.State
 			if st != StatePresent {
 				t.Errorf("Members state = %v, want present", st)
 			}
@@ -451,7 +453,7 @@ func TestGlobMembership(t *testing.T) {
 			if diff := cmp.Diff(wantGone, got); diff != "" {
 				t.Errorf("after removal notified (-want +got):\n%s", diff)
 			}
-			if _, st := f.c.Members(g); st != StateAbsent {
+			if st := f.c.LookupMembers(g).State; st != StateAbsent {
 				t.Errorf("Members state after removal = %v, want absent", st)
 			}
 		})
@@ -478,13 +480,14 @@ func TestWildcard(t *testing.T) {
 	if diff := cmp.Diff([]string{"c1", "c2"}, w.take()); diff != "" {
 		t.Errorf("after full state without c1 (-want +got):\n%s", diff)
 	}
-	ms, st := f.c.Members(key(legacyStream, cds, Wildcard))
+	read := f.c.LookupMembers(key(legacyStream, cds, Wildcard))
+	ms, st := read.Members, read.State
 	if st != StatePresent || len(ms) != 1 || ms[0].Name != "c2" {
 		t.Errorf("Members = %v %v, want [c2] present", ms, st)
 	}
 	// c1 came only through the wildcard: the cache forgets it, and says
 	// nothing of it by name.
-	if _, st := f.c.Get(key(legacyStream, cds, "c1")); st != StatePending {
+	if st := f.c.Lookup(nil, key(legacyStream, cds, "c1")).State; st != StatePending {
 		t.Errorf("c1 state = %v, want pending (not known by name)", st)
 	}
 	// A named watch of a resource the known wildcard does not hold is asked
@@ -495,7 +498,7 @@ func TestWildcard(t *testing.T) {
 	if got := w2.take(); len(got) != 0 {
 		t.Errorf("named watch under known wildcard notified %v, want nothing until the origin answers", got)
 	}
-	if _, st := f.c.Get(key(legacyStream, cds, "nope")); st != StatePending {
+	if st := f.c.Lookup(nil, key(legacyStream, cds, "nope")).State; st != StatePending {
 		t.Errorf("nope state = %v, want pending", st)
 	}
 	if diff := cmp.Diff([]string{"+envoy.config.cluster.v3.Cluster nope"}, f.sub.take()); diff != "" {
@@ -551,7 +554,7 @@ func TestFullStateAndComplete(t *testing.T) {
 			f.c.Apply(tc.u)
 			got := map[string]State{}
 			for n := range tc.want {
-				_, got[n] = f.c.Get(key(legacyStream, lds, n))
+				got[n] = f.c.Lookup(nil, key(legacyStream, lds, n)).State
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("states (-want +got):\n%s", diff)
@@ -573,17 +576,17 @@ func TestTTL(t *testing.T) {
 	r.Arrived = f.now
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
 	f.now = f.now.Add(9 * time.Second)
-	if _, st := f.c.Get(a); st != StatePresent {
+	if st := f.c.Lookup(nil, a).State; st != StatePresent {
 		t.Fatalf("before TTL: state %v, want present", st)
 	}
 	// Heartbeat at 9s: lives until 19s.
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", Version: "1", Heartbeat: true, TTL: durationpb.New(10 * time.Second), Arrived: f.now}}})
 	f.now = f.now.Add(9 * time.Second)
-	if _, st := f.c.Get(a); st != StatePresent {
+	if st := f.c.Lookup(nil, a).State; st != StatePresent {
 		t.Fatalf("after heartbeat: state %v, want present", st)
 	}
 	f.now = f.now.Add(2 * time.Second)
-	if _, st := f.c.Get(a); st != StateAbsent {
+	if st := f.c.Lookup(nil, a).State; st != StateAbsent {
 		t.Fatalf("after TTL elapsed: state %v, want absent", st)
 	}
 	// The same revision again brings it back, and is a change.
@@ -595,7 +598,7 @@ func TestTTL(t *testing.T) {
 	if diff := cmp.Diff([]string{"a"}, w.take()); diff != "" {
 		t.Errorf("resend after expiry notified (-want +got):\n%s", diff)
 	}
-	if _, st := f.c.Get(a); st != StatePresent {
+	if st := f.c.Lookup(nil, a).State; st != StatePresent {
 		t.Errorf("after resend: state %v, want present", st)
 	}
 }
@@ -673,12 +676,12 @@ func TestLRUBounds(t *testing.T) {
 				t.Errorf("subscriber calls (-want +got):\n%s", diff)
 			}
 			for _, k := range pinnedKeys {
-				if _, st := f.c.Get(k); st != StatePresent {
+				if st := f.c.Lookup(nil, k).State; st != StatePresent {
 					t.Errorf("watched %s: state %v, want present (never evicted)", k.Name, st)
 				}
 			}
 			for i := range churn {
-				_, st := f.c.Get(key(legacyStream, lds, fmt.Sprintf("r-%d", i)))
+				st := f.c.Lookup(nil, key(legacyStream, lds, fmt.Sprintf("r-%d", i))).State
 				want := StatePending // evicted: unknown
 				if i >= churn-tc.wantKept {
 					want = StatePresent
@@ -712,7 +715,7 @@ func TestLRUWatchAgainLeavesLRU(t *testing.T) {
 		f.c.Watch(w, nil, k)
 		f.c.Unwatch(w, k)
 	}
-	if _, st := f.c.Get(a); st != StatePresent {
+	if st := f.c.Lookup(nil, a).State; st != StatePresent {
 		t.Errorf("re-watched key: state %v, want present", st)
 	}
 }
@@ -735,8 +738,8 @@ func TestLRUCollections(t *testing.T) {
 		f.c.Watch(w, nil, k)
 		f.c.Unwatch(w, k)
 	}
-	if ms, st := f.c.Members(g); len(ms) != 5 || st != StatePresent {
-		t.Fatalf("watched glob lost members: %d %v", len(ms), st)
+	if read := f.c.LookupMembers(g); len(read.Members) != 5 || read.State != StatePresent {
+		t.Fatalf("watched glob lost members: %d %v", len(read.Members), read.State)
 	}
 	f.sub.take()
 	f.c.Unwatch(w, g) // glob + 5 members unwatched: over the bound of 3
@@ -744,8 +747,8 @@ func TestLRUCollections(t *testing.T) {
 	if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener " + g.Name}, filter(ops, g.Name)); diff != "" {
 		t.Errorf("glob unsubscribed (-want +got):\n%s\nall ops: %v", diff, ops)
 	}
-	if ms, st := f.c.Members(g); len(ms) != 0 || st != StatePending {
-		t.Errorf("evicted glob: Members %d %v, want 0 pending", len(ms), st)
+	if read := f.c.LookupMembers(g); len(read.Members) != 0 || read.State != StatePending {
+		t.Errorf("evicted glob: Members %d %v, want 0 pending", len(read.Members), read.State)
 	}
 }
 
@@ -774,8 +777,8 @@ func TestConcurrentWatchApply(t *testing.T) {
 				k := key(legacyStream, lds, fmt.Sprintf("r-%d", (g*7+i)%50))
 				f.c.Watch(w, nil, k, key(legacyStream, lds, Wildcard))
 				f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res(k.Name, fmt.Sprint(i), i%5)}})
-				f.c.Get(k)
-				f.c.Members(key(legacyStream, lds, Wildcard))
+				f.c.Lookup(nil, k)
+				f.c.LookupMembers(key(legacyStream, lds, Wildcard))
 				f.c.Unwatch(w, k)
 				if i%50 == 0 {
 					f.c.Apply(Update{Link: legacyStream, TypeURL: lds, FullState: true})
@@ -966,7 +969,7 @@ func TestSetBounds(t *testing.T) {
 	if diff := cmp.Diff(want, f.sub.take()); diff != "" {
 		t.Errorf("subscriber calls after lowering to 3 (-want +got):\n%s", diff)
 	}
-	if _, st := f.c.Get(pk); st != StatePresent {
+	if st := f.c.Lookup(nil, pk).State; st != StatePresent {
 		t.Errorf("watched key: %v, want present", st)
 	}
 	f.c.SetBounds(-1, 2*heldBytes("r-9", "1", 10)+5) // bytes now tighter: keeps 2

@@ -86,13 +86,13 @@ func TestContentVersion(t *testing.T) {
 	f.c.Watch(w, nil, a)
 	body := res("a", "x", 16).Body
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "snap-1", Body: body}}})
-	first, _ := f.c.Get(a)
+	first := f.c.Lookup(nil, a).Res
 	w.take()
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "snap-2", Body: body}}})
 	if got := w.take(); len(got) != 0 {
 		t.Errorf("republish of the same bytes under a new version notified %v", got)
 	}
-	again, _ := f.c.Get(a)
+	again := f.c.Lookup(nil, a).Res
 	if again != first {
 		t.Errorf("republish replaced the cached revision")
 	}
@@ -104,7 +104,7 @@ func TestContentVersion(t *testing.T) {
 	other := LinkID{Authority: "other"}
 	f.c.Watch(w, nil, key(other, lds, "a"))
 	f.c.Apply(Update{Link: other, TypeURL: lds, Resources: []*Resource{{Name: "a", OriginVersion: "42", Body: body}}})
-	elsewhere, _ := f.c.Get(key(other, lds, "a"))
+	elsewhere := f.c.Lookup(nil, key(other, lds, "a")).Res
 	if first.Version == "" || elsewhere.Version != first.Version {
 		t.Errorf("versions of equal bytes: %q and %q, want equal and set", first.Version, elsewhere.Version)
 	}
@@ -182,14 +182,14 @@ func TestReleaseLink(t *testing.T) {
 	if ops := f.sub.take(); len(ops) != 0 {
 		t.Errorf("release unsubscribed %v; the link is closing, nothing to unsubscribe", ops)
 	}
-	if _, st := f.c.Get(a); st != StatePending {
+	if st := f.c.Lookup(nil, a).State; st != StatePending {
 		t.Errorf("a after release: %v, want pending (forgotten)", st)
 	}
 	f.c.Watch(w, nil, a)
 	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
 		t.Errorf("watch after release (-want +got):\n%s", diff)
 	}
-	if _, st := f.c.Get(other); st != StatePending {
+	if st := f.c.Lookup(nil, other).State; st != StatePending {
 		t.Errorf("another stream's key: %v", st)
 	}
 }

@@ -11,8 +11,8 @@ import (
 // Deferred removals (delivery.deletion_guard, as the cache keeps it). When
 // the RemovalGuard defers an origin change's removals (screen.go), each
 // present resource the change would make absent stays present with its
-// revision: watchers are told nothing, new watchers are served it (Get,
-// Members), and it counts as present everywhere. Its removal is deferred
+// revision: watchers are told nothing, new watchers are served it (Lookup,
+// LookupMembers), and it counts as present everywhere. Its removal is deferred
 // until one of:
 //
 //   - ReleaseDeferred (by hand, or package delivery's release_after): it
@@ -35,7 +35,7 @@ type deferral struct {
 
 // deferralGroup counts deferrals by link, type and reason.
 type deferralGroup struct {
-	st     streamType
+	st     linkType
 	reason string
 }
 
@@ -96,7 +96,7 @@ func (c *Cache) deferRemovalLocked(a *applyRun, e *entry) bool {
 		return false
 	}
 	e.deferral = &deferral{reason: a.deferReason, since: c.now()}
-	g := deferralGroup{st: e.key.streamType(), reason: a.deferReason}
+	g := deferralGroup{st: e.key.linkType(), reason: a.deferReason}
 	set := c.deferred[g]
 	if set == nil {
 		set = make(map[*entry]struct{})
@@ -115,7 +115,7 @@ func (c *Cache) endDeferralLocked(a *applyRun, e *entry) {
 		return
 	}
 	e.deferral = nil
-	g := deferralGroup{st: e.key.streamType(), reason: d.reason}
+	g := deferralGroup{st: e.key.linkType(), reason: d.reason}
 	if set := c.deferred[g]; set != nil {
 		delete(set, e)
 		if len(set) == 0 {
@@ -144,7 +144,7 @@ func (a *applyRun) noteDeferral(kind DeferralKind, k Key, reason string) {
 }
 
 // deferredOfLocked counts st's deferred resources, every reason.
-func (c *Cache) deferredOfLocked(st streamType) int {
+func (c *Cache) deferredOfLocked(st linkType) int {
 	n := 0
 	for g, set := range c.deferred {
 		if g.st == st {
@@ -161,7 +161,7 @@ func (c *Cache) DeferredCounts() []Deferral {
 	defer c.mu.Unlock()
 	out := make([]Deferral, 0, len(c.deferred))
 	for g, set := range c.deferred {
-		out = append(out, Deferral{Link: g.st.stream, TypeURL: g.st.typeURL, Reason: g.reason, Count: len(set)})
+		out = append(out, Deferral{Link: g.st.link, TypeURL: g.st.typeURL, Reason: g.reason, Count: len(set)})
 	}
 	return out
 }
@@ -193,7 +193,7 @@ func sortedDeferrals(ds []Deferral) []Deferral {
 // describeDeferred sums up one group's deferred entries, with all their
 // names, unsorted (sortedDeferrals cuts them).
 func describeDeferred(g deferralGroup, set map[*entry]struct{}) Deferral {
-	d := Deferral{Link: g.st.stream, TypeURL: g.st.typeURL, Reason: g.reason, Count: len(set)}
+	d := Deferral{Link: g.st.link, TypeURL: g.st.typeURL, Reason: g.reason, Count: len(set)}
 	names := make([]string, 0, len(set))
 	for e := range set {
 		since := e.deferral.since
@@ -231,8 +231,8 @@ type DeferralFilter struct {
 	DeferredBy time.Time
 }
 
-func (f DeferralFilter) matches(st streamType, d *deferral) bool {
-	return (f.Authority == "" || f.Authority == st.stream.Authority) &&
+func (f DeferralFilter) matches(st linkType, d *deferral) bool {
+	return (f.Authority == "" || f.Authority == st.link.Authority) &&
 		(f.TypeURL == "" || f.TypeURL == st.typeURL) &&
 		(f.DeferredBy.IsZero() || !d.since.After(f.DeferredBy))
 }
@@ -257,8 +257,8 @@ func (c *Cache) ReleaseDeferred(f DeferralFilter) []Deferral {
 
 // releasableLocked finds one link and type with deferred removals f
 // selects, and those entries, by reason.
-func (c *Cache) releasableLocked(f DeferralFilter) (streamType, map[deferralGroup]map[*entry]struct{}) {
-	var st streamType
+func (c *Cache) releasableLocked(f DeferralFilter) (linkType, map[deferralGroup]map[*entry]struct{}) {
+	var st linkType
 	var gone map[deferralGroup]map[*entry]struct{}
 	for g, set := range c.deferred {
 		if gone != nil && g.st != st {
@@ -282,7 +282,7 @@ func (c *Cache) releasableLocked(f DeferralFilter) (streamType, map[deferralGrou
 
 // releaseLocked removes gone, deferred entries of st by group, as one
 // change, and unlocks. It returns them by reason.
-func (c *Cache) releaseLocked(st streamType, gone map[deferralGroup]map[*entry]struct{}) []Deferral {
+func (c *Cache) releaseLocked(st linkType, gone map[deferralGroup]map[*entry]struct{}) []Deferral {
 	a := newApplyRun()
 	now := c.now()
 	out := make([]Deferral, 0, len(gone))

@@ -1,5 +1,5 @@
 // Package cache is the shared cache between downstream sessions and
-// upstream streams: every resource once, by canonical key, with the bytes
+// upstream links: every resource once, by canonical key, with the bytes
 // exactly as the origin sent them, and who watches what.
 //
 // Words, as this package uses them:
@@ -9,7 +9,7 @@
 //     one stream toward an origin for each), a type URL and a
 //     canonical name. The name is one resource's, or a collection's.
 //   - collection: a key that stands for a set of resources: the legacy
-//     Wildcard (every resource of a type on one stream) or an xdstp glob
+//     Wildcard (every resource of a type on one link) or an xdstp glob
 //     ("xdstp://auth/type/dir/*"). Its members are the present resources
 //     it covers; it is pending until the origin answers it, then known
 //     (present, or absent when empty).
@@ -22,10 +22,17 @@
 //     comes from its bytes and those fields (RevisionVersion), not from
 //     the origin.
 //   - alias: another name of a resource (Resource.Aliases); a watched
-//     alias key reads as the resource that lists it (fields.go).
+//     alias key reads as the resource that lists it (aliases.go).
 //   - watcher (Watcher): a downstream session. It watches keys; the cache
 //     tells it which of them changed (Notify) and when a change is whole
-//     (Flush), and the session reads current state back (Get, Members).
+//     (Flush), and the session reads current state back (Lookup,
+//     LookupMembers: lookup.go).
+//   - lookup (lookup.go): one read of a key, under one lock: everything a
+//     response is built from (revision, state, error, rollout) and, for
+//     the watcher reading it, whether the revision is withheld from it.
+//   - owed (refetch.go): a watcher that started watching a cached
+//     do_not_cache revision is owed a fresh copy from the origin; until it
+//     comes, that revision is withheld from it (KeyLookup.Withheld).
 //   - change set (ChangeSet): one origin change (one Apply) as every
 //     watcher of it sees it: announced as a whole, carrying its new
 //     revisions (Revisions), and timing the change until the last watcher

@@ -74,7 +74,8 @@ func TestEncodingsDroppedWhenUnwatched(t *testing.T) {
 	w := &fakeWatcher{}
 	f.c.Watch(w, nil, a)
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 3)}})
-	r, st := f.c.Get(a)
+	read := f.c.Lookup(nil, a)
+	r, st := read.Res, read.State
 	if st != StatePresent {
 		t.Fatalf("Get state = %v, want present", st)
 	}

@@ -6,17 +6,17 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 )
 
-// streamType is one (stream, type) pair: the unit of FullState and of the
+// linkType is one (link, type) pair: the unit of FullState and of the
 // Wildcard collection.
-type streamType struct {
-	stream  LinkID
+type linkType struct {
+	link    LinkID
 	typeURL string
 }
 
-func (k Key) streamType() streamType { return streamType{stream: k.Link, typeURL: k.TypeURL} }
+func (k Key) linkType() linkType { return linkType{link: k.Link, typeURL: k.TypeURL} }
 
-func (st streamType) wildcard() Key {
-	return Key{Link: st.stream, TypeURL: st.typeURL, Name: Wildcard}
+func (st linkType) wildcard() Key {
+	return Key{Link: st.link, TypeURL: st.typeURL, Name: Wildcard}
 }
 
 // entry is what the cache knows of one Key. Every field is guarded by
@@ -65,8 +65,8 @@ type entry struct {
 
 	// waiting: watchers owed a fresh copy of a do_not_cache revision (they
 	// started watching while it was cached), by the key each watches (e's
-	// own or an alias of it). It is withheld from them (Withheld) until the
-	// origin sends the resource again (fields.go).
+	// own or an alias of it). It is withheld from them (KeyLookup.Withheld)
+	// until the origin sends the resource again (refetch.go).
 	waiting map[Watcher]Key
 
 	// subscribed: the cache asked the Subscriber for this key and has not

@@ -255,18 +255,18 @@ func TestExpiryNotifies(t *testing.T) {
 				}
 			}
 			for _, k := range tc.wantAbsent {
-				if _, st := f.c.Get(k); st != StateAbsent {
+				if st := f.c.Lookup(nil, k).State; st != StateAbsent {
 					t.Errorf("%s: %v, want absent", k.Name, st)
 				}
 			}
 			for _, k := range tc.wantPresent {
-				if _, st := f.c.Get(k); st != StatePresent {
+				if st := f.c.Lookup(nil, k).State; st != StatePresent {
 					t.Errorf("%s: %v, want present", k.Name, st)
 				}
 			}
 			for _, k := range tc.wantEmpty {
-				if ms, st := f.c.Members(k); st != StateAbsent || len(ms) != 0 {
-					t.Errorf("%s: %d members %v, want known empty", k.Name, len(ms), st)
+				if read := f.c.LookupMembers(k); read.State != StateAbsent || len(read.Members) != 0 {
+					t.Errorf("%s: %d members %v, want known empty", k.Name, len(read.Members), read.State)
 				}
 			}
 			if got := testutil.ToFloat64(f.c.m.expirations.WithLabelValues(xdstype.Label(lds))); got != tc.wantExpirations {
@@ -295,7 +295,7 @@ func TestExpiryCloseStopsTimer(t *testing.T) {
 		t.Errorf("%d timers live after an Apply after Close, want 0", got)
 	}
 	f.now = f.now.Add(10 * time.Second)
-	if _, st := f.c.Get(a); st != StateAbsent {
+	if st := f.c.Lookup(nil, a).State; st != StateAbsent {
 		t.Errorf("after TTL, closed cache: %v, want absent", st)
 	}
 }
@@ -322,7 +322,7 @@ func TestExpiryRealTimer(t *testing.T) {
 	c.Watch(w, nil, a)
 	c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withTTL(res("a", "1", 1), time.Millisecond, time.Now())}})
 	xdstest.Await(t, "resource with a 1ms TTL expired", w.c, func() error {
-		if _, st := c.Get(a); st != StateAbsent {
+		if st := c.Lookup(nil, a).State; st != StateAbsent {
 			return fmt.Errorf("%v", st)
 		}
 		c.mu.Lock()
@@ -354,8 +354,8 @@ func TestExpiryConcurrent(t *testing.T) {
 					r = &Resource{Name: k.Name, Version: r.Version, Heartbeat: true, TTL: r.TTL, Arrived: r.Arrived}
 				}
 				c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{r}})
-				c.Get(k)
-				c.Members(key(legacyStream, lds, Wildcard))
+				c.Lookup(nil, k)
+				c.LookupMembers(key(legacyStream, lds, Wildcard))
 				c.Unwatch(w, k)
 			}
 			c.Unwatch(w, key(legacyStream, lds, Wildcard))

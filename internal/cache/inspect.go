@@ -95,7 +95,7 @@ type EntryInfo struct {
 	Watchers int  `json:"watchers"`
 	Held     bool `json:"held"`
 	// Error is the key's resource error as Lookup reads it (the origin's,
-	// or its stream's UNAVAILABLE while pending): "Code: message", the
+	// or its link's UNAVAILABLE while pending): "Code: message", the
 	// message cut at 256 bytes.
 	Error string `json:"error,omitempty"`
 }
@@ -155,7 +155,7 @@ func (c *Cache) Inspect(f Filter) Listing {
 		}
 		info := EntryInfo{Authority: k.Link.Authority, Group: k.Link.Group, TypeURL: k.TypeURL, Name: k.Name,
 			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.heldLocked(e)}
-		st := c.streamErr[k.Link]
+		st := c.linkErr[k.Link]
 		if e.collection {
 			info.State = c.collectionStateLocked(e).String()
 			if info.State != StatePending.String() {

@@ -19,8 +19,8 @@ func (c *Cache) reconcileLocked(e *entry) {
 	held := c.heldLocked(e)
 	if !held && e.state == StatePresent && e.res.DoNotCache() {
 		// The origin said not to cache it: kept only while watched
-		// (fields.go). Dropped like an eviction, and unsubscribed; when
-		// it was fetched is remembered (refetch.go).
+		// (refetch.go). Dropped like an eviction, and unsubscribed; when
+		// it was fetched is remembered.
 		c.recent.add(e.key, e.lastFetch, c.now(), c.refetchInterval)
 		c.evictLocked(e)
 		return
@@ -81,7 +81,7 @@ func (c *Cache) evictLocked(e *entry) {
 		if !wasPresent {
 			return
 		}
-		if w := c.entries[e.key.streamType().wildcard()]; w != nil {
+		if w := c.entries[e.key.linkType().wildcard()]; w != nil {
 			c.evictLocked(w)
 		}
 		if e.glob != "" {
@@ -105,7 +105,7 @@ func (c *Cache) evictLocked(e *entry) {
 
 // coveredLocked: a subscribed collection still in the cache holds m.
 func (c *Cache) coveredLocked(m *entry) bool {
-	if w := c.entries[m.key.streamType().wildcard()]; w != nil && w.subscribed {
+	if w := c.entries[m.key.linkType().wildcard()]; w != nil && w.subscribed {
 		return true
 	}
 	if m.glob == "" {
@@ -126,7 +126,7 @@ func (c *Cache) dropLocked(e *entry) {
 	}
 	if !e.collection {
 		c.setAbsentLocked(e)
-		st := e.key.streamType()
+		st := e.key.linkType()
 		if m := c.byType[st]; m != nil {
 			delete(m, e.key.Name)
 			if len(m) == 0 {

@@ -148,7 +148,7 @@ func (c *Cache) notesLocked(a *applyRun, now time.Time) noteBuilder {
 		if glob != "" {
 			globWatchers = c.watchers[c.globKey(k, glob)]
 		}
-		nb.addWatchers(k, c.watchers[k], globWatchers, c.watchers[k.streamType().wildcard()])
+		nb.addWatchers(k, c.watchers[k], globWatchers, c.watchers[k.linkType().wildcard()])
 	}
 	nb.notes = append(nb.notes, a.owed...)
 	var seen map[note]struct{}

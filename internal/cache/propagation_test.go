@@ -31,8 +31,8 @@ func TestApplyRecordsChanges(t *testing.T) {
 	if v.Resources != 2 || v.First != "a" || v.Version != "7" || v.Authority != legacyStream.Authority {
 		t.Errorf("change %+v, want 2 resources, first a, version 7, authority %s", v, legacyStream.Authority)
 	}
-	got, _ := f.c.Get(ka)
-	other, _ := f.c.Get(kb)
+	got := f.c.Lookup(nil, ka).Res
+	other := f.c.Lookup(nil, kb).Res
 	if got.Change == nil || got.Change != other.Change {
 		t.Fatalf("revisions point to %p and %p, want one record", got.Change, other.Change)
 	}
@@ -61,7 +61,7 @@ func TestApplyRecordsChanges(t *testing.T) {
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "8", 10)}})
 	first := got.Change
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{got}})
-	again, _ := f.c.Get(ka)
+	again := f.c.Lookup(nil, ka).Res
 	if again == got || again.Change == first || got.Change != first || again.Version != got.Version {
 		t.Errorf("re-applied revision: stored %p (change %p), published %p (change %p): want a copy with a new record", again, again.Change, got, got.Change)
 	}
@@ -72,7 +72,7 @@ func TestApplyWithoutLedger(t *testing.T) {
 	f := newFixture(t, unbounded)
 	k := key(legacyStream, lds, "a")
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 10)}})
-	if r, _ := f.c.Get(k); r.Change != nil {
+	if r := f.c.Lookup(nil, k).Res; r.Change != nil {
 		t.Errorf("revision points to a record %p without a ledger", r.Change)
 	}
 }

@@ -9,11 +9,20 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// Refetches of do_not_cache resources are rate-limited per key. A revision
-// the origin marked do_not_cache is never shared from cache with a later
-// watcher: the cache asks the origin again (fields.go). Without a bound, a
-// client reconnecting in a loop makes the origin send it once per stream.
-// So the cache asks the origin for such a key at most once per
+// Resources the origin marked cache_control.do_not_cache (a revision's
+// wrapper field, fields.go) are never shared from cache with a later
+// watcher. Such a revision is dropped as soon as nobody watches it (never
+// kept in the LRU, so never restored), never written to the snapshot, and
+// a new watcher of it while others watch it is owed a fresh copy
+// (oweFreshLocked, entry.waiting): the cache asks the origin again
+// (unsubscribe and subscribe the key, as the upstream's liveness probe
+// does) and the revision is withheld from that watcher (Lookup's
+// KeyLookup.Withheld, decided in the same read: lookup.go) until the
+// origin answers (answerOwedLocked).
+//
+// Those refetches are rate-limited per key. Without a bound, a client
+// reconnecting in a loop makes the origin send it once per stream. So the
+// cache asks the origin for such a key at most once per
 // Options.RefetchInterval (cache.refetch_interval, default 1s):
 //
 //   - a new watcher while others watch it (oweFreshLocked): if a fetch of
@@ -46,6 +55,54 @@ type heldFetch struct {
 	// subscribe: the key's subscription (a watcher after everyone left);
 	// else a refetch of its cached revision.
 	subscribe bool
+}
+
+// answerOwedLocked: the origin sent e's resource again (r). The watchers
+// owed a fresh copy of it are owed no more; when r is unchanged they are
+// told (nobody else is), otherwise the change tells everyone.
+func (c *Cache) answerOwedLocked(a *applyRun, e *entry, r *Resource) {
+	if len(e.waiting) == 0 {
+		return
+	}
+	if e.state == StatePresent && identical(e.res, r) {
+		for w, k := range e.waiting {
+			a.owed = append(a.owed, note{w: w, k: k})
+		}
+	}
+	e.waiting = nil
+}
+
+// oweFreshLocked: w starts watching k, which reads as e's do_not_cache
+// revision. w is owed a copy from the origin: the revision is withheld
+// from it (KeyLookup.Withheld) until the origin sends e again, and k is
+// asked of the origin again (unsubscribed and subscribed: the upstream has
+// the origin forget and resend it), at most once per refetch interval.
+// Reports whether w is now owed one.
+func (c *Cache) oweFreshLocked(w Watcher, k Key, e *entry, node *corev3.Node, now time.Time) bool {
+	if e == nil || !e.res.DoNotCache() {
+		return false
+	}
+	joined := len(e.waiting) > 0 // a fetch for earlier watchers is under way
+	if e.waiting == nil {
+		e.waiting = make(map[Watcher]Key)
+	}
+	e.waiting[w] = k
+	if r := c.recs[w]; r != nil {
+		r.owed = true // its Unwatch looks for what it is owed
+	}
+	if ke := c.entries[k]; ke != nil && ke.subscribed {
+		c.refetchLocked(ke, node, joined, now) // at most one per interval
+	}
+	return true
+}
+
+// forgetOwedLocked: w no longer watches k.
+func (c *Cache) forgetOwedLocked(w Watcher, k Key) {
+	for _, e := range []*entry{c.entries[k], c.aliases[k]} {
+		if e != nil && e.waiting[w] == k {
+			delete(e.waiting, w)
+		}
+	}
 }
 
 // subscribeKeyLocked subscribes key e for a new watcher (unless it is

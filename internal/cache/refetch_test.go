@@ -40,9 +40,9 @@ func TestRefetchRateLimited(t *testing.T) {
 	if d := f.timers.armed(t); d != 3*interval/4 {
 		t.Errorf("timer armed for %v, want %v (the interval after the last fetch)", d, 3*interval/4)
 	}
-	cached, _ := f.c.Get(a)
+	cached := f.c.Lookup(nil, a).Res
 	for _, w := range []*fakeWatcher{w2, w3} {
-		if !f.c.Withheld(w, a, cached) {
+		if !f.c.Lookup(w, a).Withheld(cached) {
 			t.Errorf("the cached revision is not withheld from a watcher waiting for the held-back refetch")
 		}
 	}
@@ -61,10 +61,10 @@ func TestRefetchRateLimited(t *testing.T) {
 		t.Errorf("while a refetch is in flight: subscriber calls %v, want none", got)
 	}
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{dnc("2")}})
-	fresh, _ := f.c.Get(a)
+	fresh := f.c.Lookup(nil, a).Res
 	for i, w := range []*fakeWatcher{w2, w3, w4} {
-		if got := w.take(); len(got) != 1 || f.c.Withheld(w, a, fresh) {
-			t.Errorf("watcher %d: told %v, withheld %v; want told of the fresh copy, not withheld", i+2, got, f.c.Withheld(w, a, fresh))
+		if got := w.take(); len(got) != 1 || f.c.Lookup(w, a).Withheld(fresh) {
+			t.Errorf("watcher %d: told %v, withheld %v; want told of the fresh copy, not withheld", i+2, got, f.c.Lookup(w, a).Withheld(fresh))
 		}
 	}
 	if refetches(f) != 1 || refetchesLimited(f) != 3 {
@@ -112,7 +112,7 @@ func TestResubscribeRateLimited(t *testing.T) {
 	if got := f.sub.take(); len(got) != 0 {
 		t.Errorf("back within the interval: subscriber calls %v, want none (held back)", got)
 	}
-	if _, st := f.c.Get(a); st != StatePending {
+	if st := f.c.Lookup(nil, a).State; st != StatePending {
 		t.Errorf("state %v, want pending (nothing served from cache)", st)
 	}
 	f.now = f.now.Add(interval)
@@ -133,5 +133,109 @@ func TestResubscribeRateLimited(t *testing.T) {
 	g.c.Watch(w2, nil, a)
 	if diff := cmp.Diff([]string{"+envoy.config.listener.v3.Listener a"}, g.sub.take()); diff != "" {
 		t.Errorf("refetch_interval 0 (-want +got):\n%s", diff)
+	}
+}
+
+func refetches(f *fixture) float64 {
+	return testutil.ToFloat64(f.c.m.refetches.WithLabelValues(xdstype.Label(lds)))
+}
+
+// TestDoNotCache: a revision the origin marked do_not_cache is not served
+// from cache to a later watcher: that watcher reads it as pending and the
+// key is asked of the origin again; the origin's answer (even unchanged)
+// is told to it only, a changed one to everyone. Once unwatched it is
+// dropped and unsubscribed, and it is never in a snapshot.
+func TestDoNotCache(t *testing.T) {
+	a := key(legacyStream, lds, "a")
+	rev := withFields(res("a", "1", 3), nil, nil, true)
+	for _, tc := range []struct {
+		name       string
+		answer     *Resource
+		wantFirst  []string // what the first watcher is told of the answer
+		wantNewest string   // origin version both read afterwards
+	}{
+		{name: "origin resends it unchanged", answer: withFields(res("a", "1", 3), nil, nil, true), wantNewest: "1"},
+		{name: "origin sends a new revision", answer: withFields(res("a", "2", 3), nil, nil, true), wantFirst: []string{"a"}, wantNewest: "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, unbounded)
+			w1, w2 := &fakeWatcher{}, &fakeWatcher{}
+			f.c.Watch(w1, nil, a)
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{rev}})
+			w1.take()
+			f.sub.take()
+			if es, _ := f.c.SnapshotEntries(); len(es) != 0 {
+				t.Errorf("snapshot entries %v, want none (do_not_cache)", es)
+			}
+
+			f.c.Watch(w2, nil, a)
+			if got := w2.take(); len(got) != 0 {
+				t.Errorf("late watcher told %v at once, want nothing before the origin answers", got)
+			}
+			if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener a", "+envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
+				t.Errorf("asked of the origin again (-want +got):\n%s", diff)
+			}
+			read := f.c.Lookup(nil, a)
+			cached, st := read.Res, read.State
+			if st != StatePresent {
+				t.Fatalf("Get: %v, want the cached revision present", st)
+			}
+			if !f.c.Lookup(w2, a).Withheld(cached) {
+				t.Errorf("cached revision not withheld from the late watcher")
+			}
+			if f.c.Lookup(w1, a).Withheld(cached) {
+				t.Errorf("cached revision withheld from the first watcher")
+			}
+			if hits(f, lds) != 0 || refetches(f) != 1 {
+				t.Errorf("hits %v refetches %v, want 0 1", hits(f, lds), refetches(f))
+			}
+
+			f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{tc.answer}})
+			if diff := cmp.Diff([]string{"a"}, w2.take()); diff != "" {
+				t.Errorf("late watcher told of the answer (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantFirst, w1.take()); diff != "" {
+				t.Errorf("first watcher told of the answer (-want +got):\n%s", diff)
+			}
+			read = f.c.Lookup(nil, a)
+			r, st := read.Res, read.State
+			if st != StatePresent || r.OriginVersion != tc.wantNewest {
+				t.Fatalf("Get after the answer: %v %v, want present at %s", r, st, tc.wantNewest)
+			}
+			for _, w := range []*fakeWatcher{w1, w2} {
+				if f.c.Lookup(w, a).Withheld(r) {
+					t.Errorf("the origin's answer withheld from a watcher")
+				}
+			}
+			if stale := r != cached; stale != f.c.Lookup(w1, a).Withheld(cached) {
+				t.Errorf("the earlier revision withheld %v, want %v (only when no longer current)", !stale, stale)
+			}
+
+			f.c.Unwatch(w1, a)
+			f.c.Unwatch(w2, a)
+			if st := f.c.Lookup(nil, a).State; st != StatePending {
+				t.Errorf("unwatched: %v, want dropped (never kept in the LRU)", st)
+			}
+			if diff := cmp.Diff([]string{"-envoy.config.listener.v3.Listener a"}, f.sub.take()); diff != "" {
+				t.Errorf("unwatched: subscriber calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDoNotCacheUnwatchedWhileOwed: a watcher that leaves before the
+// origin answered is not told.
+func TestDoNotCacheUnwatchedWhileOwed(t *testing.T) {
+	f := newFixture(t, unbounded)
+	a := key(legacyStream, lds, "a")
+	w1, w2 := &fakeWatcher{}, &fakeWatcher{}
+	f.c.Watch(w1, nil, a)
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	f.c.Watch(w2, nil, a)
+	f.c.Unwatch(w2, a)
+	w2.take()
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{withFields(res("a", "1", 3), nil, nil, true)}})
+	if got := w2.take(); len(got) != 0 {
+		t.Errorf("left watcher told %v", got)
 	}
 }

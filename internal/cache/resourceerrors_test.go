@@ -22,7 +22,8 @@ type lookedUp struct {
 }
 
 func lookup(c *Cache, k Key) lookedUp {
-	r, st, err := c.Lookup(k)
+	read := c.Lookup(nil, k)
+	r, st, err := read.Res, read.State, read.Err
 	l := lookedUp{State: st, Err: err}
 	if r != nil {
 		l.Version = r.OriginVersion
@@ -208,10 +209,10 @@ func TestResourceErrorsOnCollections(t *testing.T) {
 	}
 }
 
-// A stream no origin answers gives its pending keys the relay's
-// UNAVAILABLE, as one change; present keys and keys of other streams are
+// A link no origin answers gives its pending keys the relay's
+// UNAVAILABLE, as one change; present keys and keys of other links are
 // untouched, and clearing it takes it off.
-func TestStreamError(t *testing.T) {
+func TestLinkError(t *testing.T) {
 	f := newFixture(t, unbounded)
 	w := &fakeWatcher{}
 	other := LinkID{Authority: "other"}
@@ -223,8 +224,8 @@ func TestStreamError(t *testing.T) {
 	w.takeFlushes()
 
 	down := rpcStatus(codes.Unavailable, "no origin answers")
-	f.c.SetStreamError(legacyStream, down)
-	f.c.SetStreamError(xdstpStream, down)
+	f.c.SetLinkError(legacyStream, down)
+	f.c.SetLinkError(xdstpStream, down)
 	if diff := cmp.Diff([]string{"p", glob.Name}, w.take()); diff != "" {
 		t.Errorf("notified (-want +got):\n%s", diff)
 	}
@@ -246,7 +247,7 @@ func TestStreamError(t *testing.T) {
 		t.Errorf("glob error = %v, want %v", l.Err, down)
 	}
 	// The same outage again notifies nobody.
-	f.c.SetStreamError(legacyStream, rpcStatus(codes.Unavailable, "still down"))
+	f.c.SetLinkError(legacyStream, rpcStatus(codes.Unavailable, "still down"))
 	if got := w.take(); len(got) != 0 {
 		t.Errorf("notified again: %v", got)
 	}
@@ -257,7 +258,7 @@ func TestStreamError(t *testing.T) {
 		t.Errorf("p (-want +got):\n%s", diff)
 	}
 	w.take()
-	f.c.SetStreamError(legacyStream, nil)
+	f.c.SetLinkError(legacyStream, nil)
 	if got := w.take(); len(got) != 0 {
 		t.Errorf("clearing notified %v, want nobody", got)
 	}
@@ -301,7 +302,7 @@ func TestInspectShowsErrors(t *testing.T) {
 	f.c.Watch(w, nil, key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "p"))
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4), res("b", "1", 4)},
 		Errors: []ResourceError{{Name: "a", Detail: rpcStatus(codes.PermissionDenied, strings.Repeat("x", 300))}}})
-	f.c.SetStreamError(legacyStream, rpcStatus(codes.Unavailable, "no origin answers"))
+	f.c.SetLinkError(legacyStream, rpcStatus(codes.Unavailable, "no origin answers"))
 	got := map[string]string{}
 	for _, e := range f.c.Inspect(Filter{}).Entries {
 		got[e.Name] = e.Error

@@ -67,11 +67,11 @@ func TestRolloutKeepsLastAccepted(t *testing.T) {
 	f.c.Watch(&fakeWatcher{}, nil, k)
 	apply := func(version string) *Resource {
 		f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", version, 100)}})
-		r, _ := f.c.Get(k)
+		r := f.c.Lookup(nil, k).Res
 		return r
 	}
 	accepted := func() *Resource {
-		_, _, _, ro := f.c.LookupRollout(k)
+		ro := f.c.Lookup(nil, k).Rollout
 		return ro.Accepted
 	}
 	v1 := apply("1")
@@ -175,7 +175,7 @@ func TestRolloutHoldNotifies(t *testing.T) {
 	f.c.Watch(byName, nil, k)
 	f.c.Watch(byWildcard, nil, key(legacyStream, cds, Wildcard))
 	f.c.Apply(Update{Link: legacyStream, TypeURL: cds, FullState: true, Complete: []string{Wildcard}, Resources: clusters(0, 2, "1")})
-	v1, _ := f.c.Get(k)
+	v1 := f.c.Lookup(nil, k).Res
 	f.c.Settle([]Revision{{Key: k, Res: v1}})
 	g.mu.Lock()
 	g.hold = &Hold{Reason: HoldWave, Waves: wavesAdmit(false)}
@@ -186,7 +186,7 @@ func TestRolloutHoldNotifies(t *testing.T) {
 	if len(fl) == 0 || fl[len(fl)-1].cs == nil || fl[len(fl)-1].cs.Revisions() != nil {
 		t.Errorf("a change starting held: flushes %+v, want its set without Revisions (no fast path)", fl)
 	}
-	v2, _ := f.c.Get(k)
+	v2 := f.c.Lookup(nil, k).Res
 	byName.take()
 	byWildcard.take()
 
@@ -200,7 +200,8 @@ func TestRolloutHoldNotifies(t *testing.T) {
 	if got, want := byWildcard.take(), []string{"c0"}; !cmp.Equal(got, want) {
 		t.Errorf("the wildcard's watcher was told %v, want %v", got, want)
 	}
-	r, _, _, ro := f.c.LookupRollout(k)
+	read := f.c.Lookup(nil, k)
+	r, ro := read.Res, read.Rollout
 	if r != v2 || ro.Hold != breaker || ro.Accepted != v1 {
 		t.Errorf("LookupRollout: %v %+v, want v2 held by the breaker, v1 accepted", r, ro)
 	}
@@ -214,7 +215,7 @@ func TestRolloutHoldNotifies(t *testing.T) {
 	if got := byName.take(); !cmp.Equal(got, []string{"c0"}) {
 		t.Errorf("settling a held version told %v, want c0", got)
 	}
-	if _, _, _, ro := f.c.LookupRollout(k); ro.Hold != nil || ro.Accepted != nil {
+	if ro := f.c.Lookup(nil, k).Rollout; ro.Hold != nil || ro.Accepted != nil {
 		t.Errorf("settled: %+v, want no hold, nothing beside it", ro)
 	}
 }

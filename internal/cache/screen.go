@@ -166,7 +166,7 @@ func keysOf(m map[string]struct{}) []string {
 // leave unanswered or carry a transient error for; deferred ones are not
 // counted again.
 func (c *Cache) removalsLocked(u Update) Removals {
-	st := streamType{stream: u.Link, typeURL: u.TypeURL}
+	st := linkType{link: u.Link, typeURL: u.TypeURL}
 	p := Removals{Link: u.Link, TypeURL: u.TypeURL, Present: c.present[st] - c.deferredOfLocked(st)}
 	var gone map[string]struct{} // made for the first removal: most updates have none
 	add := func(e *entry) {
@@ -230,7 +230,7 @@ func fullStateKeeps(u Update) map[string]struct{} {
 
 // emptiedLocked names the known collections of st that have a present
 // member (not deferred) and would have none once gone is removed.
-func (c *Cache) emptiedLocked(st streamType, p Removals, gone map[string]struct{}) []string {
+func (c *Cache) emptiedLocked(st linkType, p Removals, gone map[string]struct{}) []string {
 	var out []string
 	for name, e := range c.colls[st] {
 		if e.state != StatePresent {

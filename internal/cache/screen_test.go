@@ -64,7 +64,7 @@ func TestValidatorSeesNewRevisionsOnly(t *testing.T) {
 	if len(got.Refused) != 1 || got.Refused[0].Name != "b" || !strings.Contains(got.Refused[0].Err.Error(), "Listener.Name") {
 		t.Errorf("Refused = %v, want b with the validator's error", got.Refused)
 	}
-	if r, _ := f.c.Get(key(legacyStream, lds, "b")); r.OriginVersion != "1" {
+	if r := f.c.Lookup(nil, key(legacyStream, lds, "b")).Res; r.OriginVersion != "1" {
 		t.Errorf("b = version %q, want the previous revision kept (1)", r.OriginVersion)
 	}
 	if n := w.take(); len(n) != 0 {
@@ -106,12 +106,12 @@ func TestRefusedInFullStateKeepsTheKey(t *testing.T) {
 	}
 	states := map[string]State{}
 	for _, n := range []string{"a", "b", "p"} {
-		_, states[n] = f.c.Get(key(legacyStream, cds, n))
+		states[n] = f.c.Lookup(nil, key(legacyStream, cds, n)).State
 	}
 	if diff := cmp.Diff(map[string]State{"a": StatePresent, "b": StatePresent, "p": StatePending}, states); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-	if r, _ := f.c.Get(key(legacyStream, cds, "a")); r.OriginVersion != "1" {
+	if r := f.c.Lookup(nil, key(legacyStream, cds, "a")).Res; r.OriginVersion != "1" {
 		t.Errorf("a = version %q, want 1 (kept)", r.OriginVersion)
 	}
 	if diff := cmp.Diff([]string{"b"}, w.take()); diff != "" {
@@ -192,7 +192,7 @@ func clusters(from, to int, version string) []*Resource {
 }
 
 func presentNames(f *fixture, st LinkID, typeURL string) int {
-	ms, _ := f.c.Members(key(st, typeURL, Wildcard))
+	ms := f.c.LookupMembers(key(st, typeURL, Wildcard)).Members
 	return len(ms)
 }
 

@@ -64,8 +64,9 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Errorf("restore (-want +got):\n%s", diff)
 	}
 	for _, k := range []Key{key(legacyStream, lds, "a"), key(legacyStream, lds, "b"), key(legacyStream, lds, "c"), key(xdstpStream, lds, "xdstp://auth/envoy.config.listener.v3.Listener/dir/x")} {
-		want, _ := f.c.Get(k)
-		got, st := g.c.Get(k)
+		want := f.c.Lookup(nil, k).Res
+		read := g.c.Lookup(nil, k)
+		got, st := read.Res, read.State
 		if st != StatePresent {
 			t.Errorf("%s: %v after restore", k.Name, st)
 			continue
@@ -92,7 +93,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// a's TTL lapses when it would have: 1 minute after it arrived.
 	g.now = f.now.Add(time.Minute)
-	if _, st := g.c.Get(key(legacyStream, lds, "a")); st != StateAbsent {
+	if st := g.c.Lookup(nil, key(legacyStream, lds, "a")).State; st != StateAbsent {
 		t.Errorf("a after its TTL: %v, want absent", st)
 	}
 }
@@ -115,10 +116,10 @@ func TestSnapshotRestoreExpiredAndBounds(t *testing.T) {
 		if diff := cmp.Diff(RestoreResult{Resources: 2, OverBounds: 4}, rr); diff != "" {
 			t.Errorf("restore (-want +got):\n%s", diff)
 		}
-		if _, st := g.c.Get(key(legacyStream, lds, "a")); st != StatePresent {
+		if st := g.c.Lookup(nil, key(legacyStream, lds, "a")).State; st != StatePresent {
 			t.Errorf("a: %v, want present (first in the snapshot)", st)
 		}
-		if _, st := g.c.Get(key(legacyStream, lds, "b")); st != StatePending {
+		if st := g.c.Lookup(nil, key(legacyStream, lds, "b")).State; st != StatePending {
 			t.Errorf("b: %v, want pending (not restored)", st)
 		}
 	})

@@ -8,19 +8,19 @@ import (
 // subOp is one Subscriber call decided under Cache.mu.
 type subOp struct {
 	subscribe bool
-	stream    LinkID
+	link      LinkID
 	typeURL   string
 	node      *corev3.Node
 	names     []string
 }
 
 // queueLocked appends a subscribe (or unsubscribe) of k to the outbox,
-// merging it into the previous call when that one is for the same stream,
+// merging it into the previous call when that one is for the same link,
 // type and direction.
 func (c *Cache) queueLocked(subscribe bool, k Key, node *corev3.Node) {
 	if n := len(c.outbox); n > 0 {
 		last := &c.outbox[n-1]
-		if last.subscribe == subscribe && last.stream == k.Link && last.typeURL == k.TypeURL {
+		if last.subscribe == subscribe && last.link == k.Link && last.typeURL == k.TypeURL {
 			last.names = append(last.names, k.Name)
 			if last.node == nil {
 				last.node = node
@@ -28,7 +28,7 @@ func (c *Cache) queueLocked(subscribe bool, k Key, node *corev3.Node) {
 			return
 		}
 	}
-	c.outbox = append(c.outbox, subOp{subscribe: subscribe, stream: k.Link, typeURL: k.TypeURL, node: node, names: []string{k.Name}})
+	c.outbox = append(c.outbox, subOp{subscribe: subscribe, link: k.Link, typeURL: k.TypeURL, node: node, names: []string{k.Name}})
 }
 
 // flush makes the queued Subscriber calls without holding mu, in the order
@@ -51,9 +51,9 @@ func (c *Cache) flush() {
 			case up == nil:
 				c.lg.Warn("no upstream set: subscription change dropped", zap.String("type_url", op.typeURL), zap.Int("names", len(op.names)))
 			case op.subscribe:
-				up.Subscribe(op.stream, op.node, op.typeURL, op.names)
+				up.Subscribe(op.link, op.node, op.typeURL, op.names)
 			default:
-				up.Unsubscribe(op.stream, op.typeURL, op.names)
+				up.Unsubscribe(op.link, op.typeURL, op.names)
 			}
 		}
 		c.mu.Lock()

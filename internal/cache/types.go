@@ -12,7 +12,7 @@ import (
 )
 
 // Wildcard is the Key.Name of the legacy wildcard collection: every resource
-// of a type on one upstream stream (SotW empty name list, delta "*").
+// of a type on one upstream link (SotW empty name list, delta "*").
 const Wildcard = "*"
 
 // LinkID names one upstream link (package upstream's word for what it
@@ -142,14 +142,14 @@ type Watcher interface {
 // without holding its locks; implementations must not block.
 //
 // names are canonical resource names, canonical glob URLs or Wildcard. node
-// is the Node to present to the origin when the stream must be opened (the
+// is the Node to present to the origin when the link must be opened (the
 // first watcher's; later calls may pass nil).
 type Subscriber interface {
 	Subscribe(s LinkID, node *corev3.Node, typeURL string, names []string)
 	Unsubscribe(s LinkID, typeURL string, names []string)
 }
 
-// Update is what the origin sent on one stream for one type, as the upstream
+// Update is what the origin sent on one link for one type, as the upstream
 // side hands it to Apply.
 type Update struct {
 	Link    LinkID
@@ -165,9 +165,9 @@ type Update struct {
 	// not in Resources becomes StateAbsent, and a collection among them
 	// becomes known with the members the cache holds.
 	Complete []string
-	// FullState says Resources is every resource of TypeURL on Stream (SotW
+	// FullState says Resources is every resource of TypeURL on Link (SotW
 	// Listener/Cluster, or a wildcard answer): anything else cached for the
-	// stream and type becomes StateAbsent, and every collection of it
+	// link and type becomes StateAbsent, and every collection of it
 	// becomes known, except what Unanswered lists.
 	FullState bool
 	// Unanswered lists canonical names and collections (glob URLs,
@@ -191,8 +191,8 @@ type Update struct {
 }
 
 // ResourceError is an error an origin sent for one key (xRFC TP3
-// resource_errors), or one the relay makes for a stream no origin answers
-// (SetStreamError).
+// resource_errors), or one the relay makes for a link no origin answers
+// (SetLinkError).
 type ResourceError struct {
 	// Name is canonical: a resource name, a glob URL or Wildcard.
 	Name string

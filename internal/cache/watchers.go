@@ -32,7 +32,7 @@ type watcherRec struct {
 	w    Watcher
 	few  []setPos
 	many map[*watcherSet]int32
-	// owed: w was owed a fresh copy of a do_not_cache revision (fields.go)
+	// owed: w was owed a fresh copy of a do_not_cache revision (refetch.go)
 	// since its record was made; only then does its Unwatch look for it.
 	owed bool
 }

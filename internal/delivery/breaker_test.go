@@ -50,7 +50,7 @@ func edsFixture(t *testing.T, edit func(*config.Config)) (*fixture, *fakeOrigins
 	k := cache.Key{Link: link, TypeURL: resource.EndpointType, Name: "cla"}
 	f.c.Watch(f.w, nil, k)
 	f.apply(t, resource.EndpointType, false, map[string]proto.Message{"cla": cla("cla", 8080)})
-	v1, _ := f.c.Get(k)
+	v1 := f.c.Lookup(nil, k).Res
 	f.c.Settle([]cache.Revision{{Key: k, Res: v1}})
 	f.w.take()
 	return f, o, k
@@ -76,7 +76,7 @@ func (f *fixture) trips() float64 {
 func TestBreakerTrips(t *testing.T) {
 	f, origins, k := edsFixture(t, nil)
 	f.apply(t, resource.EndpointType, false, map[string]proto.Message{"cla": cla("cla", 8081)})
-	v2, _ := f.c.Get(k)
+	v2 := f.c.Lookup(nil, k).Res
 	f.w.take()
 	for _, n := range []string{"a", "a", "b"} {
 		f.d.Nacked(nack(n, v2))
@@ -86,7 +86,7 @@ func TestBreakerTrips(t *testing.T) {
 	}
 	f.d.Nacked(nack("c", v2))
 	f.d.Nacked(nack("d", v2))
-	_, _, _, ro := f.c.LookupRollout(k)
+	ro := f.c.Lookup(nil, k).Rollout
 	if ro.Hold == nil || ro.Hold.Reason != cache.HoldBreaker || ro.Accepted == nil || ro.Accepted.Version == v2.Version {
 		t.Fatalf("after three clients: %+v, want held by the breaker beside the last accepted version", ro)
 	}
@@ -118,12 +118,12 @@ func TestBreakerTrips(t *testing.T) {
 	for _, n := range []string{"e", "f", "g"} {
 		f.d.Nacked(nack(n, v2))
 	}
-	if _, _, _, ro := f.c.LookupRollout(k); ro.Hold != nil || f.trips() != 1 {
+	if ro := f.c.Lookup(nil, k).Rollout; ro.Hold != nil || f.trips() != 1 {
 		t.Errorf("a released version tripped again: %+v, trips %v", ro, f.trips())
 	}
 
 	f.apply(t, resource.EndpointType, false, map[string]proto.Message{"cla": cla("cla", 8082)})
-	v3, _ := f.c.Get(k)
+	v3 := f.c.Lookup(nil, k).Res
 	relay := nack("relay-below", v3)
 	relay.Relay = true
 	f.d.Nacked(relay)
@@ -142,11 +142,11 @@ func TestBreakerTrips(t *testing.T) {
 func TestBreakerOff(t *testing.T) {
 	f, origins, k := edsFixture(t, func(c *config.Config) { c.Delivery.NackBreaker.Clients = 0 })
 	f.apply(t, resource.EndpointType, false, map[string]proto.Message{"cla": cla("cla", 8081)})
-	v2, _ := f.c.Get(k)
+	v2 := f.c.Lookup(nil, k).Res
 	for _, n := range []string{"a", "b", "c", "d"} {
 		f.d.Nacked(nack(n, v2))
 	}
-	if _, _, _, ro := f.c.LookupRollout(k); ro.Hold != nil || ro.Accepted != nil || f.trips() != 0 || len(origins.take()) != 0 {
+	if ro := f.c.Lookup(nil, k).Rollout; ro.Hold != nil || ro.Accepted != nil || f.trips() != 0 || len(origins.take()) != 0 {
 		t.Errorf("breaker off: %+v, trips %v", ro, f.trips())
 	}
 }
@@ -163,8 +163,8 @@ func TestBreakerReleaseInWaves(t *testing.T) {
 	ka, kb := cache.Key{Link: link, TypeURL: resource.EndpointType, Name: "a"}, cache.Key{Link: link, TypeURL: resource.EndpointType, Name: "b"}
 	f.c.Watch(f.w, nil, ka, kb)
 	f.apply(t, resource.EndpointType, false, map[string]proto.Message{"a": cla("a", 1), "b": cla("b", 1)})
-	ra, _ := f.c.Get(ka)
-	rb, _ := f.c.Get(kb)
+	ra := f.c.Lookup(nil, ka).Res
+	rb := f.c.Lookup(nil, kb).Res
 	f.d.Nacked(nack("canary-0", ra))
 	if _, h := f.c.Rolling(cache.Revision{Key: ka, Res: ra}); h == nil || h.Reason != cache.HoldBreaker {
 		t.Fatalf("a: hold %+v, want the breaker's", h)

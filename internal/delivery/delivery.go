@@ -82,7 +82,7 @@ type heldRemovals interface {
 	SetHold(revs []cache.Revision, h *cache.Hold) int
 	Settle(revs []cache.Revision) int
 	Rolling(rv cache.Revision) (bool, *cache.Hold)
-	LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout)
+	Lookup(w cache.Watcher, k cache.Key) cache.KeyLookup
 }
 
 // Fleet is what Delivery reads of the relay's clients (internal/downstream's

@@ -159,7 +159,7 @@ func TestValidate(t *testing.T) {
 	if n := f.w.take(); len(n) != 0 {
 		t.Errorf("watchers told of %v", n)
 	}
-	if r, _ := f.c.Get(k); !proto.Equal(mustUnmarshal(t, r.Body), cla("cla", 8080)) {
+	if r := f.c.Lookup(nil, k).Res; !proto.Equal(mustUnmarshal(t, r.Body), cla("cla", 8080)) {
 		t.Errorf("cached cla is not the last valid version")
 	}
 	if v := f.invalidCount(resource.EndpointType); v != 1 {

@@ -220,7 +220,7 @@ func (d *Delivery) countHolders(out []HeldVersion, keys []cache.Key) {
 	}
 	accepted := make([]string, len(keys))
 	for i, k := range keys {
-		if _, _, _, ro := d.held.LookupRollout(k); ro.Accepted != nil {
+		if ro := d.held.Lookup(nil, k).Rollout; ro.Accepted != nil {
 			accepted[i] = ro.Accepted.Version
 		}
 	}

@@ -8,7 +8,7 @@ import (
 // Names asked by alias, on delta streams (VHDS on demand: a client subscribes
 // "routeconfig/domain"; the origin answers with the virtual host under its
 // own name, the domain among its aliases). The cache reads an alias key
-// as the resource it is an alias of (cache/fields.go); the client is sent
+// as the resource it is an alias of (cache/aliases.go); the client is sent
 // that resource under its own name, with its aliases, which is how it
 // matches the answer to what it asked (spec: "Resource names"). The
 // session remembers which own name answers which alias subscription

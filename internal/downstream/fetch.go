@@ -189,7 +189,7 @@ func (s *Server) allAbsent(items []fetchItem) bool {
 		if it.res.Collection {
 			return false
 		}
-		if _, st := s.cache.Get(it.res.Key); st != cache.StateAbsent {
+		if s.cache.Lookup(nil, it.res.Key).State != cache.StateAbsent {
 			return false
 		}
 	}
@@ -303,11 +303,13 @@ func (s *Server) fetchLookups(w *fetchWatcher, items []fetchItem, unknown []resE
 			}
 			continue
 		}
-		r, st, err, ro := s.cache.LookupRollout(it.res.Key)
-		if r, _ = ro.Serve(r, w.viewer, nil); r == nil && st == cache.StatePresent {
+		l := s.cache.Lookup(w, it.res.Key)
+		st, err := l.State, l.Err
+		r, _ := l.Rollout.Serve(l.Res, w.viewer, nil)
+		if r == nil && st == cache.StatePresent {
 			st = cache.StatePending // held back, nothing older to serve (rollout.go)
 		}
-		if st == cache.StatePresent && (s.cache.Withheld(w, it.res.Key, r) || aliasOf(it.res.Key, r) != "") {
+		if st == cache.StatePresent && (l.Withheld(r) || aliasOf(it.res.Key, r) != "") {
 			// Not sent yet (a do_not_cache copy owed fresh), or another
 			// resource this name is an alias of: as over SotW streams,
 			// aliases are not answered (alias.go).

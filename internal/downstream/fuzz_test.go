@@ -175,7 +175,8 @@ func FuzzSessions(f *testing.F) {
 		// The reference client holds exactly the cache's a and b.
 		want := map[string]string{}
 		for _, n := range []string{a, b} {
-			r, st := e.cache.Get(key(edsType, n))
+			read := e.cache.Lookup(nil, key(edsType, n))
+			r, st := read.Res, read.State
 			if st != cache.StatePresent {
 				t.Fatalf("%s: %v in the cache", n, st)
 			}

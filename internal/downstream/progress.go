@@ -237,8 +237,9 @@ func (ss *session) lookupView(v *nameView) {
 	if v.unknown != nil || v.key == (cache.Key{}) {
 		return
 	}
-	v.res, v.state, v.err, v.ro = ss.srv.cache.LookupRollout(v.key)
-	v.withheld = v.res != nil && ss.srv.cache.Withheld(ss, v.key, v.res)
+	l := ss.srv.cache.Lookup(ss, v.key)
+	v.res, v.state, v.err, v.ro = l.Res, l.State, l.Err, l.Rollout
+	v.withheld = l.Withheld(v.res)
 }
 
 // collView is one collection (wildcard, glob) the stream subscribes to:

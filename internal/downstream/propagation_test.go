@@ -21,7 +21,7 @@ import (
 func (e *env) putStored(name, version string) *cache.Resource {
 	e.t.Helper()
 	e.put(edsType, name, version)
-	r, _ := e.cache.Get(key(edsType, name))
+	r := e.cache.Lookup(nil, key(edsType, name)).Res
 	return r
 }
 

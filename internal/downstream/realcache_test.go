@@ -55,7 +55,7 @@ type cacheHooks struct {
 	// beforeWatch, when set, makes Watch watch one key at a time and runs
 	// before each.
 	beforeWatch func(i int, k cache.Key)
-	// afterGet runs after every Get and Lookup.
+	// afterGet runs after every Lookup.
 	afterGet func(k cache.Key)
 }
 
@@ -135,27 +135,13 @@ func (c *testCache) Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
 	}
 }
 
-func (c *testCache) Get(k cache.Key) (*cache.Resource, cache.State) {
-	r, st := c.Cache.Get(k)
+// Lookup (what the writer reads a key with): afterGet runs after it.
+func (c *testCache) Lookup(w cache.Watcher, k cache.Key) cache.KeyLookup {
+	l := c.Cache.Lookup(w, k)
 	if h := c.getHooks(); h.afterGet != nil {
 		h.afterGet(k)
 	}
-	return r, st
-}
-
-// Lookup and LookupRollout (what the writer reads a key with): afterGet
-// runs after them too.
-func (c *testCache) Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status) {
-	r, st, err, _ := c.LookupRollout(k)
-	return r, st, err
-}
-
-func (c *testCache) LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout) {
-	r, st, err, ro := c.Cache.LookupRollout(k)
-	if h := c.getHooks(); h.afterGet != nil {
-		h.afterGet(k)
-	}
-	return r, st, err, ro
+	return l
 }
 
 // setError records the origin's error for k.

@@ -26,7 +26,7 @@ import (
 //   - the origin's errors, from the cache (cache.Lookup), whatever their
 //     code; a transient one beside the cached revision;
 //   - the relay's UNAVAILABLE for a pending name while no origin of its
-//     authority answers (cache.SetStreamError);
+//     authority answers (cache.SetLinkError);
 //   - NOT_FOUND for a name the client asked for that does not exist: the
 //     origin's status when it sent one, otherwise, over SotW (which has no
 //     removed_resources), the relay's own (relayNotFound). Over delta

@@ -136,8 +136,8 @@ func TestResourceErrorNotFound(t *testing.T) {
 			} else {
 				checkSotW(t, sotwWithErrors(typeURL, "2", errs), s.Recv())
 			}
-			if got, st := e.cache.Get(key(typeURL, n)); got != nil || st != cache.StateAbsent {
-				t.Errorf("cache: %v %v, want absent", got, st)
+			if read := e.cache.Lookup(nil, key(typeURL, n)); read.Res != nil || read.State != cache.StateAbsent {
+				t.Errorf("cache: %v %v, want absent", read.Res, read.State)
 			}
 		})
 	}
@@ -216,9 +216,9 @@ func TestResourceErrorStreamUnavailable(t *testing.T) {
 	checkSotW(t, sotwResp(edsType, "1", rok.Body), sr)
 	s.Send(sotwAck(sr, p, ok))
 	down := &statuspb.Status{Code: int32(codes.Unavailable), Message: "xds-relay: no origin answers"}
-	e.cache.SetStreamError(key(edsType, p).Link, down)
+	e.cache.SetLinkError(key(edsType, p).Link, down)
 	checkSotW(t, sotwWithErrors(edsType, "2", []*discoveryv3.ResourceError{resourceError(p, down)}), s.Recv())
-	e.cache.SetStreamError(key(edsType, p).Link, nil)
+	e.cache.SetLinkError(key(edsType, p).Link, nil)
 	s.None() // cleared: nothing to say until the resource comes
 	rp := e.put(edsType, p, "1")
 	checkSotW(t, sotwResp(edsType, "3", rp.Body), s.Recv())

@@ -10,7 +10,7 @@ import (
 // Safe delivery's rollouts as a session sees them (internal/cache,
 // rollout.go). A key's newest revision may be held back from some
 // clients: the NACK breaker tripped on it, or it rolls out in waves. The
-// writer reads each key once (LookupRollout, LookupMembers), then, under
+// writer reads each key once (Lookup, LookupMembers), then, under
 // the session's mutex, puts in place of a held revision the one this
 // client is sent (cache.Rollout.Serve: the last accepted, or what it
 // holds, or nothing) before the diff, which then sends what differs from

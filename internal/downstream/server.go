@@ -13,7 +13,6 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-relay/xds-relay/internal/access"
@@ -24,15 +23,12 @@ import (
 type Cache interface {
 	Watch(w cache.Watcher, node *corev3.Node, keys ...cache.Key)
 	Unwatch(w cache.Watcher, keys ...cache.Key)
-	Get(k cache.Key) (*cache.Resource, cache.State)
-	// Withheld: r, a do_not_cache revision Get returned for k, is not to
-	// be sent to w now (donotcache.go).
-	Withheld(w cache.Watcher, k cache.Key, r *cache.Resource) bool
-	Members(k cache.Key) ([]*cache.Resource, cache.State)
-	Lookup(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status)
-	// LookupRollout is Lookup with where the key's newest revision stands
-	// in its rollout (rollout.go); LookupMembers tells it of the members.
-	LookupRollout(k cache.Key) (*cache.Resource, cache.State, *statuspb.Status, cache.Rollout)
+	// Lookup reads a key for w, the watcher to be sent it: whether a
+	// do_not_cache revision is withheld from w is decided in the same
+	// read (KeyLookup.Withheld, donotcache.go), as is where the key's
+	// newest revision stands in its rollout (rollout.go). LookupMembers
+	// reads a collection (members are never withheld).
+	Lookup(w cache.Watcher, k cache.Key) cache.KeyLookup
 	LookupMembers(k cache.Key) cache.CollectionLookup
 }
 

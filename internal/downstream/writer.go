@@ -18,7 +18,7 @@ type probe struct {
 	name       string // as the client asked
 	key        cache.Key
 	collection bool
-	// member: key is one member of collection name (looked up with Get),
+	// member: key is one member of collection name (looked up with Lookup),
 	// not the collection itself.
 	member bool
 	// Filled without the session lock.
@@ -302,10 +302,11 @@ func (ss *session) lookup(w *work) {
 			l := ss.srv.cache.LookupMembers(p.key)
 			p.members, p.state, p.err, p.memberErrs, p.rollouts = l.Members, l.State, l.Err, l.MemberErrs, l.Rollouts
 		} else {
-			p.res, p.state, p.err, p.ro = ss.srv.cache.LookupRollout(p.key)
+			l := ss.srv.cache.Lookup(ss, p.key)
+			p.res, p.state, p.err, p.ro = l.Res, l.State, l.Err, l.Rollout
+			withholdOwed(p, l)
 		}
 	}
-	ss.withholdOwed(w)
 	w.sortProbes()
 }
 

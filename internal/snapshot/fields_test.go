@@ -37,7 +37,7 @@ func TestSnapshotFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := f.c.Get(a)
+	want := f.c.Lookup(nil, a).Res
 	if diff := cmp.Diff(want, snap.Entries[0].Res, protocmp.Transform()); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}

@@ -151,7 +151,8 @@ func TestSnapshotForeignAndVersion(t *testing.T) {
 
 func mustGet(t *testing.T, f *fixture, name string) *cache.Resource {
 	t.Helper()
-	r, st := f.c.Get(key(legacyStream, name))
+	read := f.c.Lookup(nil, key(legacyStream, name))
+	r, st := read.Res, read.State
 	if st != cache.StatePresent {
 		t.Fatalf("%s: %v", name, st)
 	}

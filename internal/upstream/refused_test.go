@@ -57,7 +57,7 @@ func TestRefusedSubscription(t *testing.T) {
 	if diff := cmp.Diff(want, ads.sent, protocmp.Transform(), protocmp.IgnoreFields(&discoveryv3.DeltaDiscoveryRequest{}, "node", "initial_resource_versions")); diff != "" {
 		t.Errorf("requests with %s refused (-want +got):\n%s", bad, diff)
 	}
-	if _, st := l.mgr.cache.Get(cache.Key{Link: l.id, TypeURL: eds, Name: bad}); st != cache.StateAbsent {
+	if st := l.mgr.cache.Lookup(nil, cache.Key{Link: l.id, TypeURL: eds, Name: bad}).State; st != cache.StateAbsent {
 		t.Errorf("refused name reads %v, want absent", st)
 	}
 }

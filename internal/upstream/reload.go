@@ -174,7 +174,7 @@ func (l *link) answerAbsent() {
 	l.status.unavailable = false
 	l.mu.Unlock()
 	// Its names are absent now, not waiting for an origin.
-	l.mgr.cache.SetStreamError(l.id, nil)
+	l.mgr.cache.SetLinkError(l.id, nil)
 	for _, u := range updates {
 		l.mgr.cache.Apply(u)
 	}

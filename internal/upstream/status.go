@@ -82,7 +82,7 @@ func (l *link) answered() {
 	l.status.unavailable = false
 	l.mu.Unlock()
 	if clearUnavailable {
-		l.mgr.cache.SetStreamError(l.id, nil)
+		l.mgr.cache.SetLinkError(l.id, nil)
 	}
 }
 
@@ -96,7 +96,7 @@ func (l *link) originAlive() {
 	l.status.unavailable = false
 	l.mu.Unlock()
 	if clearUnavailable {
-		l.mgr.cache.SetStreamError(l.id, nil)
+		l.mgr.cache.SetLinkError(l.id, nil)
 	}
 }
 
@@ -116,7 +116,7 @@ func (l *link) noOriginAnswers(err error) {
 	// The message names the authority only, not the group key, the
 	// origins' addresses or the transport's error text (logged here):
 	// every client of the link reads it.
-	l.mgr.cache.SetStreamError(l.id, &statuspb.Status{
+	l.mgr.cache.SetLinkError(l.id, &statuspb.Status{
 		Code:    int32(codes.Unavailable),
 		Message: "xds-relay: no origin of authority " + l.id.Authority + " answers; the resource is requested and will be sent once one does",
 	})
