@@ -6,7 +6,7 @@
 // Words, as this package uses them:
 //   - session: one client's gRPC stream (not an upstream connection).
 //   - writer: the goroutine that is a session's only caller of Send; its
-//     lifecycle (idle, running, rerun; held while a request is applied or
+//     lifecycle (idle, running, rerun; paused while a request is applied or
 //     a change announced; closed) is writerState.
 //   - round: what one writer pass looks at; a work is one type's part of
 //     it, its probes the subscriptions to look up in the cache.

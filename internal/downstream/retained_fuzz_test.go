@@ -206,7 +206,7 @@ func (e *env) measureRetainedBytes(t testing.TB, c *fuzzClient, sent int, within
 		}
 		ss := sessions[0]
 		ss.mu.Lock()
-		if handled >= sent && !ss.writer.heldLocked() && !ss.writer.running {
+		if handled >= sent && !ss.writer.pausedLocked() && !ss.writer.running {
 			n := retainedBytes(ss)
 			ss.mu.Unlock()
 			return n

@@ -198,10 +198,10 @@ func (ss *session) Flush(cs *cache.ChangeSet) {
 	}
 }
 
-// beginRequest holds the writer back while a request is applied.
+// beginRequest pauses the writer while a request is applied.
 func (ss *session) beginRequest() {
 	ss.mu.Lock()
-	ss.writer.holdLocked()
+	ss.writer.pauseLocked()
 	ss.mu.Unlock()
 }
 
@@ -209,7 +209,7 @@ func (ss *session) beginRequest() {
 // for everything the request and the cache's notifications left dirty.
 func (ss *session) endRequest(wake bool) {
 	ss.mu.Lock()
-	ss.writer.releaseLocked()
+	ss.writer.resumeLocked()
 	var start chan struct{}
 	if wake && ss.hasWorkLocked() {
 		start = ss.wakeLocked()

@@ -106,7 +106,7 @@ func (ss *session) loop(ctx context.Context, recv func() (any, error), handle fu
 	}
 }
 
-// apply handles request m (handle) with the writer held.
+// apply handles request m (handle) with the writer paused.
 //
 //go:noinline
 func (ss *session) apply(m any, handle func(any) error) error {

@@ -248,7 +248,7 @@ type outMsg struct {
 // The caller releases the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.writer.heldLocked() || ss.stopped.Load() {
+	if ss.writer.pausedLocked() || ss.stopped.Load() {
 		// A request is being applied, or a change announced: its
 		// endRequest or Flush wakes the writer. Stopped: the stream is
 		// ending.
