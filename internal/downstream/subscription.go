@@ -232,9 +232,9 @@ func (ts *typeState) forceLocked(name string) {
 	ts.force[name] = struct{}{}
 }
 
-// releaseLocked drops the tables a round emptied (after an initial sync,
+// dropEmptyLocked drops the tables a round emptied (after an initial sync,
 // the names it forced): an idle session keeps no table sized for a burst.
-func (ts *typeState) releaseLocked() {
+func (ts *typeState) dropEmptyLocked() {
 	if len(ts.force) == 0 {
 		ts.force = nil
 	}

@@ -285,7 +285,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	}
 	out := ss.responsesLocked(works)
 	for _, w := range works {
-		w.ts.releaseLocked()
+		w.ts.dropEmptyLocked()
 	}
 	ss.mu.Unlock()
 	logResponses(lg, out)
