@@ -222,7 +222,7 @@ func TestPropagationGRPCClientNacks(t *testing.T) {
 }
 
 // The client page's reasons end to end: waiting for the origin (a name the
-// origin does not have), held back by the gather window (a name the relay
+// origin does not have), kept back by the gather window (a name the relay
 // holds, subscribed with that one), not served (an unknown authority),
 // denied (a glob the access rules close), and sent but not answered.
 func TestPropagationClientReasons(t *testing.T) {

@@ -52,9 +52,9 @@ type diff struct {
 	fullLookup bool
 	// seq: the response this diff becomes (held.seq), set by its builder.
 	seq uint64
-	// hold: the type is gathering (gather.go); its awaited names are left
-	// for a later response, as are names that cannot be served.
-	hold *gathering
+	// gather: the type is gathering (gather.go); its awaited names are
+	// kept back for a later response, as are names that cannot be served.
+	gather *gathering
 	// srv is the Server the response is for; room the most one entry may
 	// take (Server.entryRoom), set by diffLocked.
 	srv  *Server
@@ -105,13 +105,13 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 		}
 	}
 	for i := range w.probes {
-		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.holdsBack(p.name) {
+		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.keepsBack(p.name) {
 			d.directOrAliasLocked(p, variant)
 		}
 	}
 	for i := range w.probes {
 		p := &w.probes[i]
-		if !p.collection || !stillSubscribedLocked(ts, p) || d.holdsBack(p.name) {
+		if !p.collection || !stillSubscribedLocked(ts, p) || d.keepsBack(p.name) {
 			continue
 		}
 		c := ts.colls[p.name]
@@ -129,7 +129,7 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 		}
 	}
 	d.forcedLocked()
-	if d.hold == nil {
+	if d.gather == nil {
 		d.unknownLocked()
 	}
 	return d

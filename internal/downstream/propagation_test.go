@@ -152,7 +152,7 @@ func TestReasonOfEveryReason(t *testing.T) {
 		{"the origin has not answered", nameView{state: cache.StatePending, status: ResourceStatus{State: ResourceRequested}}, propagation.WaitingForOrigin},
 		{"owed a do_not_cache revision afresh", nameView{h: old, holds: true, state: cache.StatePresent, res: rev, withheld: true,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.WaitingForOrigin},
-		{"held back by the gather window", nameView{state: cache.StatePresent, res: rev, gathering: true,
+		{"kept back by the gather window", nameView{state: cache.StatePresent, res: rev, gathering: true,
 			status: ResourceStatus{State: ResourceRequested}}, propagation.GatherWindow},
 		{"a newer version, the writer sending", nameView{h: old, holds: true, state: cache.StatePresent, res: rev, writerBusy: true,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.NotWritten},
@@ -322,7 +322,7 @@ func TestClientProgressNotWritten(t *testing.T) {
 	e.waitReason("slow", name, propagation.InSync)
 }
 
-// A request's names held back by the gather window: the one the relay
+// A request's names kept back by the gather window: the one the relay
 // holds waits for the one the origin has not answered.
 func TestClientProgressGather(t *testing.T) {
 	e, _, _ := gatherEnv(t)

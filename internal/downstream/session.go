@@ -77,7 +77,7 @@ type session struct {
 	// keep an old change's resources and encodings alive.
 	sets    []*cache.ChangeSet // guarded by mu
 	lastSet uint64             // guarded by mu
-	// awaiting: the keys of names the writer held back in its last round
+	// awaiting: the keys of names the writer kept back in its last round
 	// that were still pending (gather.go); noted: a key outside it was
 	// notified since. A Flush that brings only some of them wakes no
 	// writer. Guarded by mu.

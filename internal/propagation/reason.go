@@ -23,7 +23,7 @@ const (
 	// yet (a new subscription; an origin that does not answer; a
 	// do_not_cache resource the origin owes afresh).
 	WaitingForOrigin
-	// GatherWindow: held back by the gather window, to go out with the
+	// GatherWindow: kept back by the gather window, to go out with the
 	// other names its request subscribed once they arrive
 	// (downstream.gather_window).
 	GatherWindow
@@ -61,7 +61,7 @@ const (
 var reasonText = [reasonCount]struct{ code, words string }{
 	InSync:              {"in_sync", "in sync: the client ACKed the newest version the relay holds"},
 	WaitingForOrigin:    {"waiting_for_origin", "waiting for the origin: the relay has no version of it from the origin yet"},
-	GatherWindow:        {"gather_window", "held back by the gather window, to be sent with the other names its request subscribed"},
+	GatherWindow:        {"gather_window", "kept back by the gather window, to be sent with the other names its request subscribed"},
 	NotWritten:          {"not_written", "not yet written: the relay holds a newer version it has not sent this client yet (the client reads slowly, or it is about to be sent)"},
 	AwaitingAck:         {"awaiting_ack", "sent; the client has not answered the response yet"},
 	Nacked:              {"nacked", "NACKed: the client rejected the response that carried it, and runs the version it ACKed before"},
