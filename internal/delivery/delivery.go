@@ -92,7 +92,7 @@ type heldRemovals interface {
 // Server): who is connected, and what each holds of some keys.
 type Fleet interface {
 	Viewers() []cache.Viewer
-	Holdings(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool))
+	SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool))
 }
 
 // Origins is how the NACK breaker tells an origin (internal/upstream's

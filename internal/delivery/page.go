@@ -224,7 +224,7 @@ func (d *Delivery) countHolders(out []HeldVersion, keys []cache.Key) {
 			accepted[i] = ro.Accepted.Version
 		}
 	}
-	d.fleet.Holdings(keys, func(_ cache.Viewer, i int, version string, acked bool) {
+	d.fleet.SentVersions(keys, func(_ cache.Viewer, i int, version string, acked bool) {
 		which := "other"
 		switch {
 		case version == "":

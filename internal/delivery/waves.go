@@ -169,7 +169,7 @@ func (d *Delivery) progress(ro *rollout) []WaveProgress {
 		sent, acked bool
 	}
 	clients := make(map[string]*client)
-	d.fleet.Holdings(keys, func(v cache.Viewer, key int, version string, acked bool) {
+	d.fleet.SentVersions(keys, func(v cache.Viewer, key int, version string, acked bool) {
 		c := clients[v.NodeID]
 		if c == nil {
 			c = &client{wave: plan.waveOf(v), acked: true}

@@ -17,7 +17,7 @@ import (
 // read-only view Client Status Discovery (internal/csds) serves.
 //
 // It is derived from what a session keeps anyway, plus two numbers:
-//   - held.seq: the response that carried what the client holds of a name,
+//   - sentRev.seq: the response that carried what the client holds of a name,
 //     written in the same store that records the name as sent (the
 //     fan-out path does no other work for it). SotW: the type's
 //     version_info counter; delta: the stream's nonce counter.
@@ -238,7 +238,7 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
 		for name, h := range ts.sent.all() {
-			out = append(out, ss.heldStatusLocked(ts, name, h, pending[name]))
+			out = append(out, ss.sentStatusLocked(ts, name, h, pending[name]))
 		}
 		for name, sb := range ts.subs.all() {
 			if ts.sent.has(name) || sb.collection {
@@ -250,10 +250,10 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	return out
 }
 
-// heldStatusLocked is where name, held as h, stands with the client;
+// sentStatusLocked is where name, held as h, stands with the client;
 // pending: the writer owes it a newer state. What CSDS reports, and what
 // the propagation ledger's client view (progress.go) starts from.
-func (ss *session) heldStatusLocked(ts *typeState, name string, h held, pending bool) ResourceStatus {
+func (ss *session) sentStatusLocked(ts *typeState, name string, h sentRev, pending bool) ResourceStatus {
 	rs := ResourceStatus{TypeURL: ts.typeURL, Name: name, Absent: h.absent}
 	if h.res != nil {
 		rs.Updated = h.res.Arrived
@@ -345,7 +345,7 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 
 // nackOfLocked returns the client's NACK of the response that carried h,
 // what it holds of name; nil when it did not NACK it.
-func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
+func (ts *typeState) nackOfLocked(name string, h sentRev) *nackMark {
 	if ts.nacks == nil {
 		return nil
 	}
@@ -376,6 +376,6 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 
 // renoted is h for revision r of the same content the client was sent (or
 // declared): what it holds is unchanged, and so is where it stands.
-func (h held) renoted(r *cache.Resource) held {
-	return held{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
+func (h sentRev) renoted(r *cache.Resource) sentRev {
+	return sentRev{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
 }

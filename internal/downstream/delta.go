@@ -45,7 +45,7 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 		ts.explicit = true
 	}
 	for n, v := range declared {
-		ts.sent.set(n, declaredHeld(v))
+		ts.sent.set(n, declaredRev(v))
 	}
 	ts.declaredLeft = int32(len(declared)) // within max_names_per_stream
 	ss.mu.Unlock()

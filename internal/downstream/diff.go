@@ -50,7 +50,7 @@ type diff struct {
 	// fullLookup: a collection was listed in full.
 	present    map[string]*cache.Resource
 	fullLookup bool
-	// seq: the response this diff becomes (held.seq), set by its builder.
+	// seq: the response this diff becomes (sentRev.seq), set by its builder.
 	seq uint64
 	// gather: the type is gathering (gather.go); its awaited names are
 	// kept back for a later response, as are names that cannot be served.
@@ -140,7 +140,7 @@ func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
 	switch p.state {
 	case cache.StatePresent:
-		d.updateLocked(p.name, p.res, force || d.heldError(p.name, p.err))
+		d.updateLocked(p.name, p.res, force || d.sentError(p.name, p.err))
 		if p.err != nil {
 			d.errorLocked(p.name, p.name, p.err) // transient: beside the revision
 		}
@@ -162,7 +162,7 @@ func (d *diff) memberLocked(c *subExt, p *probe) {
 	case isMember:
 		d.notePresent(name, p.res)
 		_, force := d.ts.force[name]
-		d.updateLocked(name, p.res, force || d.heldError(name, p.err))
+		d.updateLocked(name, p.res, force || d.sentError(name, p.err))
 		if p.err != nil {
 			d.errorLocked(name, name, p.err)
 		}
@@ -182,7 +182,7 @@ func (d *diff) collectionLocked(c *subExt, p *probe, variant xdstype.Variant) {
 		d.notePresent(r.Name, r)
 		_, forceMember := ts.force[r.Name]
 		merr := p.memberErrs[r]
-		forceMember = forceMember || d.heldError(r.Name, merr)
+		forceMember = forceMember || d.sentError(r.Name, merr)
 		if force && (variant == xdstype.SotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
 			// A new subscription resends every member (the server sends
 			// every name subscribed; a glob's are its members: a relay
@@ -323,7 +323,7 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat, entry: e})
 	d.markDone(name, len(d.updates)-1)
 	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
-	d.ts.sent.set(name, sentHeld(r, d.seq).withPrev(prev))
+	d.ts.sent.set(name, sentRevOf(r, d.seq).withPrev(prev))
 	d.changed = true
 }
 
@@ -359,7 +359,7 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
 	prev := d.ts.replacedLocked(name, h, ok) // propagation.go
-	d.ts.sent.set(name, held{absent: true, seq: d.seq, err: detail}.withPrev(prev))
+	d.ts.sent.set(name, sentRev{absent: true, seq: d.seq, err: detail}.withPrev(prev))
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}
@@ -430,7 +430,7 @@ func stillSubscribedLocked(ts *typeState, p *probe) bool {
 }
 
 // changed reports whether the client holding h lacks r.
-func changed(h held, ok bool, r *cache.Resource) bool {
+func changed(h sentRev, ok bool, r *cache.Resource) bool {
 	if !ok || h.absent {
 		return true
 	}
@@ -445,7 +445,7 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 // refresh of r, not its body: r is a heartbeat, or a revision with the
 // version and the very body the client already has (the cache stores a
 // heartbeat as such a revision with the new TTL).
-func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
+func heartbeatOnly(h sentRev, ok bool, r *cache.Resource) bool {
 	if !ok || h.absent || h.version() != r.Version {
 		return false
 	}

@@ -18,7 +18,7 @@ import (
 // sent, the version it ACKed, the newest version the relay holds, and the
 // reason for any difference (propagation.Reason: reasonOf decides, and
 // every case has one). Its starting point is what CSDS reports of the
-// name (heldStatusLocked: the same records), so both always agree.
+// name (sentStatusLocked: the same records), so both always agree.
 //
 // Cost: the node's streams are found by id (Server.byNode), whatever the
 // number of clients; then one copy of each stream's state under its
@@ -91,8 +91,8 @@ type PendingProgress struct {
 type nameView struct {
 	typeURL, name string
 	key           cache.Key
-	status        ResourceStatus // as CSDS reports it (heldStatusLocked)
-	h             held
+	status        ResourceStatus // as CSDS reports it (sentStatusLocked)
+	h             sentRev
 	holds         bool         // the client holds something of the name (h)
 	acked         string       // the version it ACKed (ackedVersionLocked)
 	unknown       *unknownName // not served, or a denied glob
@@ -247,7 +247,7 @@ func (ss *session) lookupView(v *nameView) {
 type collView struct {
 	typeURL string
 	key     cache.Key
-	held    map[string]struct{} // member names the client holds
+	sent    map[string]struct{} // member names the client has
 	gather  bool
 }
 
@@ -265,7 +265,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 				gathering: ts.gather != nil && ts.gather.awaits(name)}
 			v.h, v.holds = ts.sent.get(heldAs)
 			if v.holds {
-				v.status = ss.heldStatusLocked(ts, heldAs, v.h, pending[heldAs])
+				v.status = ss.sentStatusLocked(ts, heldAs, v.h, pending[heldAs])
 				v.acked = ts.ackedVersionLocked(heldAs, v.h)
 			} else {
 				v.status = ResourceStatus{State: ResourceRequested, Pending: pending[name]}
@@ -276,7 +276,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 			switch {
 			case sb.collection:
 				c := ts.colls[name]
-				colls = append(colls, collView{typeURL: ts.typeURL, key: c.key, held: maps.Clone(c.members),
+				colls = append(colls, collView{typeURL: ts.typeURL, key: c.key, sent: maps.Clone(c.members),
 					gather: ts.gather != nil && ts.gather.awaits(name)})
 			case ts.viaOf(name, sb) != "":
 				add(name, ts.keyOf(name, sb), ts.viaOf(name, sb))
@@ -312,7 +312,7 @@ func (ss *session) unsentMembers(colls []collView) []nameView {
 	for _, c := range colls {
 		l := ss.srv.cache.LookupMembers(c.key)
 		for _, r := range l.Members {
-			if _, ok := c.held[r.Name]; ok {
+			if _, ok := c.sent[r.Name]; ok {
 				continue
 			}
 			canonical, err := cache.CanonicalName(r.Name)

@@ -137,9 +137,9 @@ func TestPropagationSuperseded(t *testing.T) {
 // without one, and none says "unknown".
 func TestReasonOfEveryReason(t *testing.T) {
 	rev := &cache.Resource{Name: "r", Version: "v2"}
-	sent := sentHeld(rev, 2)
+	sent := sentRevOf(rev, 2)
 	accepted := &cache.Resource{Name: "r", Version: "v1"}
-	old := sentHeld(&cache.Resource{Name: "r", Version: "v1"}, 1)
+	old := sentRevOf(&cache.Resource{Name: "r", Version: "v1"}, 1)
 	tests := []struct {
 		name string
 		v    nameView
@@ -147,7 +147,7 @@ func TestReasonOfEveryReason(t *testing.T) {
 	}{
 		{"holds the newest, ACKed", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.InSync},
-		{"told it does not exist, ACKed", nameView{h: held{absent: true, seq: 1}, holds: true, state: cache.StateAbsent,
+		{"told it does not exist, ACKed", nameView{h: sentRev{absent: true, seq: 1}, holds: true, state: cache.StateAbsent,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.InSync},
 		{"the origin has not answered", nameView{state: cache.StatePending, status: ResourceStatus{State: ResourceRequested}}, propagation.WaitingForOrigin},
 		{"owed a do_not_cache revision afresh", nameView{h: old, holds: true, state: cache.StatePresent, res: rev, withheld: true,
@@ -168,10 +168,10 @@ func TestReasonOfEveryReason(t *testing.T) {
 		{"a denied member", nameView{denied: true, state: cache.StatePresent, res: rev}, propagation.Denied},
 		{"an unknown authority", nameView{unknown: &unknownName{detail: unknownAuthority}}, propagation.NotServed},
 		{"a type not carried", nameView{unknown: &unknownName{detail: typeNotCarried}}, propagation.NotServed},
-		{"held by the breaker, sent back the last accepted", nameView{h: sentHeld(accepted, 3), holds: true,
+		{"held by the breaker, sent back the last accepted", nameView{h: sentRevOf(accepted, 3), holds: true,
 			state: cache.StatePresent, res: rev, ro: cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldBreaker}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByBreaker},
-		{"held by a wave not open", nameView{h: sentHeld(accepted, 1), holds: true, state: cache.StatePresent, res: rev,
+		{"held by a wave not open", nameView{h: sentRevOf(accepted, 1), holds: true, state: cache.StatePresent, res: rev,
 			ro:     cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldWave, Waves: closedWaves{}}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByWave},
 		{"a removal held by the deletion guard", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
@@ -358,7 +358,7 @@ func BenchmarkClientProgress(b *testing.B) {
 		ts := ss.typeLocked(edsType)
 		for j := range names {
 			ts.addLocked(keys[j].Name, keys[j], false)
-			ts.sent.set(keys[j].Name, sentHeld(rs[j], 1))
+			ts.sent.set(keys[j].Name, sentRevOf(rs[j], 1))
 		}
 		ts.answered = 1
 		ss.mu.Unlock()

@@ -90,10 +90,10 @@ func (d *diff) errorLocked(name, wire string, err *statuspb.Status) {
 	d.changed = true
 }
 
-// heldError reports whether the client holds an error for name that the
+// sentError reports whether the client holds an error for name that the
 // cache no longer has (err nil): then the resource is sent again, which
 // clears it on the client.
-func (d *diff) heldError(name string, err *statuspb.Status) bool {
+func (d *diff) sentError(name string, err *statuspb.Status) bool {
 	h, ok := d.ts.sent.get(name)
 	return ok && h.err != nil && err == nil
 }

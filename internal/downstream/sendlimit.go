@@ -103,7 +103,7 @@ func (s *Server) fullStateFits(typeURL string, size int) bool {
 // packLocked appends to out ts's responses carrying d's updates, and
 // removed and errs (in the first): one response when it fits the send
 // limit, else as many as it takes, each within it. A resource of a later
-// part is recorded as carried by that part's response (held.seq).
+// part is recorded as carried by that part's response (sentRev.seq).
 func (ss *session) packLocked(out []outMsg, ts *typeState, d *diff, removed []string, errs []*discoveryv3.ResourceError) []outMsg {
 	limit := ss.srv.sendLimit()
 	resp := newEncodedResponse(len(d.updates))
@@ -137,7 +137,7 @@ func (ss *session) packLocked(out []outMsg, ts *typeState, d *diff, removed []st
 	return append(out, m)
 }
 
-// seqLocked is the seq (held.seq) of ts's latest response: SotW its
+// seqLocked is the seq (sentRev.seq) of ts's latest response: SotW its
 // version_info, delta its nonce.
 func (ss *session) seqLocked(ts *typeState) uint64 {
 	if ss.variant == xdstype.SotW {

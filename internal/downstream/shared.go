@@ -54,7 +54,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	for _, r := range revs {
 		h, ok := ts.sent.get(r.Key.Name)
 		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
-		ts.sent.set(r.Key.Name, sentHeld(r.Res, seq).withPrev(prev))
+		ts.sent.set(r.Key.Name, sentRevOf(r.Res, seq).withPrev(prev))
 	}
 	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()
@@ -96,7 +96,7 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
 			return nil, nil, false // another spelling: its own envelope
 		}
-		if h, held := ts.sent.get(r.Key.Name); held && !h.absent && h.version() == r.Res.Version {
+		if h, ok := ts.sent.get(r.Key.Name); ok && !h.absent && h.version() == r.Res.Version {
 			return nil, nil, false // holds these bytes: a TTL change or nothing
 		}
 	}

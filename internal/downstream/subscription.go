@@ -41,13 +41,13 @@ type subExt struct {
 	via string
 }
 
-// held is what the client holds of one name: the revision last sent
+// sentRev is what the client has of one name: the revision last sent
 // (res), that it was told the name does not exist (absent), or only the
 // version it declared (initial_resource_versions: neither). Its fields
 // are ordered so that it takes 48 bytes, one version string among them:
 // the version it holds is res's, a declared one is the only one it keeps
 // (version, prevVersion).
-type held struct {
+type sentRev struct {
 	res *cache.Resource // nil when absent or only known by version
 	// seq: the response that carried it (configstatus.go); 0 when only
 	// the client's declared version is known.
@@ -67,16 +67,16 @@ type held struct {
 	absent  bool
 }
 
-// sentHeld is what a client holds once response seq carried r to it.
-func sentHeld(r *cache.Resource, seq uint64) held { return held{res: r, seq: seq} }
+// sentRevOf is what a client holds once response seq carried r to it.
+func sentRevOf(r *cache.Resource, seq uint64) sentRev { return sentRev{res: r, seq: seq} }
 
-// declaredHeld is what a client holds of a name it declared at version v
+// declaredRev is what a client holds of a name it declared at version v
 // (initial_resource_versions).
-func declaredHeld(v string) held { return held{vers: v} }
+func declaredRev(v string) sentRev { return sentRev{vers: v} }
 
 // version is the version the client holds ("" when none: it was told the
 // name does not exist, or holds nothing).
-func (h held) version() string {
+func (h sentRev) version() string {
 	switch {
 	case h.res != nil:
 		return h.res.Version
@@ -87,24 +87,24 @@ func (h held) version() string {
 }
 
 // prevVersion is what the client held of the name before this (withPrev).
-func (h held) prevVersion() string {
+func (h sentRev) prevVersion() string {
 	if h.res != nil || h.absent {
 		return h.vers
 	}
 	return "" // declared: nothing before
 }
 
-// prevHeld is a version a client held of a name before, and the response
+// prevSent is a version a client held of a name before, and the response
 // that carried it (0: it declared it); version "" when it was told the
 // name does not exist, or held nothing.
-type prevHeld struct {
+type prevSent struct {
 	version string
 	seq     uint64
 }
 
 // withPrev returns h, a revision sent or a removal, holding p as what the
 // client held before it.
-func (h held) withPrev(p prevHeld) held {
+func (h sentRev) withPrev(p prevSent) sentRev {
 	h.vers = p.version
 	h.prevGap = uint32(min(h.seq-min(p.seq, h.seq), math.MaxUint32))
 	return h
@@ -112,8 +112,8 @@ func (h held) withPrev(p prevHeld) held {
 
 // prev is what the client held before h (withPrev); a gap too long to
 // keep reads as the first response.
-func (h held) prev() prevHeld {
-	return prevHeld{version: h.prevVersion(), seq: h.seq - min(uint64(h.prevGap), h.seq)}
+func (h sentRev) prev() prevSent {
+	return prevSent{version: h.prevVersion(), seq: h.seq - min(uint64(h.prevGap), h.seq)}
 }
 
 // unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
@@ -146,7 +146,7 @@ type typeState struct {
 	// counts the subscriptions on each: one link, or several (onekey.go).
 	links linkSet
 	// sent: what the client holds, by the name it knows it under.
-	sent byName[held]
+	sent byName[sentRev]
 	// force: names to answer even if unchanged (newly subscribed; delta
 	// wildcard unsubscribe exception).
 	force map[string]struct{}
