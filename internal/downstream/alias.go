@@ -13,7 +13,7 @@ import (
 // matches the answer to what it asked (spec: "Resource names"). The
 // session remembers which own name answers which alias subscription
 // (sub.via, typeState.via): that name counts as subscribed, leaves when
-// the alias stops resolving to it (removed, if the client held it), and an
+// the alias stops resolving to it (removed, if the client had it), and an
 // unsubscription may name it instead of the alias. SotW streams, unary
 // Fetch and REST polls are not answered by alias (VHDS is delta only).
 

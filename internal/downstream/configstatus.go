@@ -17,7 +17,7 @@ import (
 // read-only view Client Status Discovery (internal/csds) serves.
 //
 // It is derived from what a session keeps anyway, plus two numbers:
-//   - sentRev.seq: the response that carried what the client holds of a name,
+//   - sentRev.seq: the response that carried what the client has of a name,
 //     written in the same store that records the name as sent (the
 //     fan-out path does no other work for it). SotW: the type's
 //     version_info counter; delta: the stream's nonce counter.
@@ -29,7 +29,7 @@ import (
 // names happens on a NACK only, never on the fan-out path.
 
 // ResourceState is where a name stands with one client: what it answered
-// about the response that carried what it holds.
+// about the response that carried what it has.
 type ResourceState uint8
 
 const (
@@ -74,7 +74,7 @@ type ResourceStatus struct {
 	State   ResourceState
 	// Pending: the client is owed a newer state of the name, which the
 	// writer has not sent yet (a newer revision, a forced resend), or
-	// the relay has yet to compare what the client declared it holds.
+	// the relay has yet to compare what the client declared it has.
 	Pending bool
 	// Absent: the client was told the name does not exist (delta's
 	// removed_resources).
@@ -250,7 +250,7 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	return out
 }
 
-// sentStatusLocked is where name, held as h, stands with the client;
+// sentStatusLocked is where name, sent as h, stands with the client;
 // pending: the writer owes it a newer state. What CSDS reports, and what
 // the propagation ledger's client view (progress.go) starts from.
 func (ss *session) sentStatusLocked(ts *typeState, name string, h sentRev, pending bool) ResourceStatus {
@@ -344,7 +344,7 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 }
 
 // nackOfLocked returns the client's NACK of the response that carried h,
-// what it holds of name; nil when it did not NACK it.
+// what it has of name; nil when it did not NACK it.
 func (ts *typeState) nackOfLocked(name string, h sentRev) *nackMark {
 	if ts.nacks == nil {
 		return nil
@@ -375,7 +375,7 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 }
 
 // renoted is h for revision r of the same content the client was sent (or
-// declared): what it holds is unchanged, and so is where it stands.
+// declared): what it has is unchanged, and so is where it stands.
 func (h sentRev) renoted(r *cache.Resource) sentRev {
 	return sentRev{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The response diff: what the fresh lookups of one type (a work's probes)
-// change for a client, compared with what it holds (typeState.sent). It is
+// change for a client, compared with what it has (typeState.sent). It is
 // computed once, here, for both variants; each turns it into its response
 // (sotwResponseLocked, deltaResponseLocked).
 
@@ -37,7 +37,7 @@ type diff struct {
 	// errors: resource errors to send (resourceerrors.go).
 	errors []resErr
 	// changed: the client's view changed, if only because something it
-	// held is gone (a SotW full-state response then lists what remains).
+	// had is gone (a SotW full-state response then lists what remains).
 	changed bool
 	// done: the names in updates (by index) and removed (-1): each goes
 	// out once. Kept once there are more than manyProbes; fewer are
@@ -84,8 +84,8 @@ func (d *diff) reset() {
 	*d = diff{updates: d.updates[:0], errors: d.errors[:0], spareDone: spare}
 }
 
-// diffLocked compares w's probes with what the client holds, records in
-// w.ts what it will hold once the response is sent (sent, force, unknown,
+// diffLocked compares w's probes with what the client has, records in
+// w.ts what it will have once the response is sent (sent, force, unknown,
 // collection members), and returns what changed. Names subscribed directly
 // come first, then collections and their members, then forced names no
 // longer subscribed (the delta wildcard unsubscribe rule), then names that
@@ -187,7 +187,7 @@ func (d *diff) collectionLocked(c *subExt, p *probe, variant xdstype.Variant) {
 			// A new subscription resends every member (the server sends
 			// every name subscribed; a glob's are its members: a relay
 			// below learns so that the glob is answered), but not, in
-			// delta, what a reconnecting client declared it holds, nor
+			// delta, what a reconnecting client declared it has, nor
 			// the legacy wildcard's.
 			forceMember = true
 		}
@@ -222,7 +222,7 @@ func declared(ts *typeState, name string) bool {
 // (initial_resource_versions) that are not there any more.
 func (d *diff) vanishedLocked(c *subExt) {
 	for n, h := range d.ts.sent.all() {
-		if h.res == nil && !h.absent && h.version() != "" && !d.ts.subscribedLocked(n) && c.holds(n) {
+		if h.res == nil && !h.absent && h.version() != "" && !d.ts.subscribedLocked(n) && c.covers(n) {
 			d.absentLocked(n, false, nil)
 			d.ts.sent.del(n)
 		}
@@ -291,7 +291,7 @@ func (d *diff) unknownLocked() {
 }
 
 // updateLocked notes r as the client's revision of name, and adds it to
-// the updates unless the client already holds it (force: add it anyway).
+// the updates unless the client already has it (force: add it anyway).
 // A name goes out once; if any of its notes is forced, with its body. A
 // revision too large to send is left out (tooLargeLocked).
 func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
@@ -328,8 +328,8 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 }
 
 // withBodyLocked makes u, a heartbeat, carry its body. One too large to
-// send stays a heartbeat: the client holds that body already (a heartbeat
-// has the version it holds).
+// send stays a heartbeat: the client has that body already (a heartbeat
+// has the version it has).
 func (d *diff) withBodyLocked(u *update) {
 	e := entryFor(d.variant, d.ts, u.name, u.res, false)
 	if e != nil && e.Len() > d.room {
@@ -339,7 +339,7 @@ func (d *diff) withBodyLocked(u *update) {
 }
 
 // tooLargeLocked leaves r out, its entry (size bytes) too large to send:
-// what the client holds of name stays as it was, and it is told why in
+// what the client has of name stays as it was, and it is told why in
 // resource_errors, once per revision (sendlimit.go).
 func (d *diff) tooLargeLocked(name string, r *cache.Resource, size int) {
 	d.errorLocked(name, name, d.srv.tooLarge(d.ts.typeURL, r, size))
@@ -367,7 +367,7 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 }
 
 // leaveLocked forgets name, a member that left its collection, unless the
-// client is still subscribed to it otherwise; a client that held it is
+// client is still subscribed to it otherwise; a client that had it is
 // told.
 func (d *diff) leaveLocked(name string) {
 	if d.ts.subscribedLocked(name) {
@@ -429,7 +429,7 @@ func stillSubscribedLocked(ts *typeState, p *probe) bool {
 	return ok && s.collection == p.collection && (p.member || ts.keyOf(p.name, s) == p.key)
 }
 
-// changed reports whether the client holding h lacks r.
+// changed reports whether the client having h lacks r.
 func changed(h sentRev, ok bool, r *cache.Resource) bool {
 	if !ok || h.absent {
 		return true
@@ -441,7 +441,7 @@ func changed(h sentRev, ok bool, r *cache.Resource) bool {
 	return h.version() != r.Version
 }
 
-// heartbeatOnly reports whether the client holding h needs only the TTL
+// heartbeatOnly reports whether the client having h needs only the TTL
 // refresh of r, not its body: r is a heartbeat, or a revision with the
 // version and the very body the client already has (the cache stores a
 // heartbeat as such a revision with the new TTL).

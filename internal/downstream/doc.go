@@ -11,10 +11,10 @@
 //   - round: what one writer pass looks at; a work is one type's part of
 //     it, its probes the subscriptions to look up in the cache.
 //   - subscribed: a name the client asked for, or a member of one of its
-//     collections (wildcard or glob); sent (held) is what it holds of a name.
+//     collections (wildcard or glob); sent (sentRev) is what it has of a name.
 //   - diff: what a type's probes change for the client compared with what
-//     it holds; each variant's response is built from it.
+//     it has; each variant's response is built from it.
 //   - served: the revision of a key a client is sent when the key's newest
 //     is held back from it by a rollout (the NACK breaker, a wave): the
-//     last accepted one, or what it holds (rollout.go).
+//     last accepted one, or what it has (rollout.go).
 package downstream

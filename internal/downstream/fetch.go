@@ -152,7 +152,7 @@ func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node,
 }
 
 // fetchComplete answers a fetch when all it asked for is known and is not
-// the version the client holds: NotFound when the origin says none of it
+// the version the client has: NotFound when the origin says none of it
 // exists, the response otherwise.
 func (s *Server) fetchComplete(typeURL string, items []fetchItem, resp *discoveryv3.DiscoveryResponse) (*discoveryv3.DiscoveryResponse, error) {
 	if len(resp.GetResources()) == 0 && s.allAbsent(items) {
@@ -165,7 +165,7 @@ func (s *Server) fetchComplete(typeURL string, items []fetchItem, resp *discover
 }
 
 // fetchExpired answers a fetch whose wait passed: ErrNotModified when the
-// client holds the current version, Unavailable when nothing is known and
+// client has the current version, Unavailable when nothing is known and
 // no origin answers, otherwise what is known (the rest is still pending).
 func (s *Server) fetchExpired(typeURL string, items []fetchItem, resp *discoveryv3.DiscoveryResponse, current bool) (*discoveryv3.DiscoveryResponse, error) {
 	if current {
@@ -233,12 +233,12 @@ type fetchItem struct {
 	res  Resolution
 }
 
-// fetchResponse builds a fetch's response from what the cache holds now
+// fetchResponse builds a fetch's response from what the cache has now
 // (wrap: what the client takes in the Resource wrapper, features.go); pending reports that some of
 // it is not known yet. Its version_info (and
 // nonce) is a hash of the names, versions and errors it lists.
 // Members fa does not let the client receive are left out.
-// resource_errors (resourceerrors.go) hold, under the names as asked, the
+// resource_errors (resourceerrors.go) have, under the names as asked, the
 // error of each name and collection asked for, NOT_FOUND for a name that
 // does not exist (the origin's status, or the relay's), and unknown.
 // A do_not_cache revision the cache withholds from w (the poll's watcher:
@@ -286,7 +286,7 @@ func (s *Server) fetchLookups(w *fetchWatcher, items []fetchItem, unknown []resE
 				errs = append(errs, resErr{name: it.name, detail: relayNotFound}) // a known empty glob
 			}
 			for _, m := range members {
-				r, _ := l.Rollouts[m].Serve(m, w.viewer, nil) // rollout.go: a poll holds nothing
+				r, _ := l.Rollouts[m].Serve(m, w.viewer, nil) // rollout.go: a poll has nothing
 				if r == nil {
 					continue
 				}

@@ -18,7 +18,7 @@ import (
 
 // Applying a request, the part both variants share: accept (node, type,
 // counts), resolve the names it asks for, record a NACK; the cache work it
-// implies (change) is done after unlocking. sotw.go and delta.go hold each
+// implies (change) is done after unlocking. sotw.go and delta.go keep each
 // variant's rules.
 
 // accept starts handling a request of either variant: it records the
@@ -66,7 +66,7 @@ func (ss *session) checkType(typeURL string) (string, error) {
 	return typeURL, nil
 }
 
-// seenPool holds the sets checkDuplicates fills, for lists of at most
+// seenPool has the sets checkDuplicates fills, for lists of at most
 // pooledSeen names (an Envoy's request; longer ones get their own).
 var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, pooledSeen) }}
 
@@ -309,7 +309,7 @@ type subscribing struct {
 	// renewUnknown: a name that cannot be served, asked again, is answered
 	// again (delta); over SotW a repeat of the list keeps its place.
 	renewUnknown bool
-	// declares: the variant lets a client declare the versions it holds
+	// declares: the variant lets a client declare the versions it has
 	// in the type's first request (delta's initial_resource_versions).
 	declares bool
 }
@@ -317,7 +317,7 @@ type subscribing struct {
 // subscribeRequested is the tail of applying a request, written once for
 // both variants. It resolves the names the request adds before changing
 // anything: a request that fails (a malformed name ends the stream) leaves
-// the session as it was, and the stream's teardown releases all it holds.
+// the session as it was, and the stream's teardown releases all it has.
 // Then, under one lock, it drops what the request leaves, subscribes each
 // name resolved and owes it a response, gathers those (answered together,
 // gather.go), and does the cache work after unlocking (the writer waits

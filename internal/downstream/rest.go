@@ -56,7 +56,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("unknown discovery path %q", r.URL.Path), http.StatusNotFound)
 		return
 	}
-	// A poll holds a place among max_streams from here, its body read
+	// A poll has a place among max_streams from here, its body read
 	// included (rest_listen's read timeout bounds that).
 	release, err := s.admitStream()
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 // writer reads each key once (LookupRollout, LookupMembers), then, under
 // the session's mutex, puts in place of a held revision the one this
 // client is sent (cache.Rollout.Serve: the last accepted, or what it
-// holds, or nothing) before the diff, which then sends what differs from
-// what the client holds: the last accepted version to a client that was
-// sent the held one (the rollback), nothing to one that holds it already.
+// has, or nothing) before the diff, which then sends what differs from
+// what the client has: the last accepted version to a client that was
+// sent the held one (the rollback), nothing to one that has it already.
 //
 // Each client NACK of a response that carried new revisions is reported
 // to the breaker (Options.Breaker) with those revisions, after the
@@ -145,11 +145,11 @@ type sentVersion struct {
 	acked   bool
 }
 
-// SentVersions calls f with what each open stream holds of each of keys: the
-// stream's client, the key's index, the version it holds ("": it was
+// SentVersions calls f with what each open stream has of each of keys: the
+// stream's client, the key's index, the version it has ("": it was
 // told the resource does not exist) and whether it ACKed the response
 // that carried it (a stream subscribing to a key by several names counts
-// once). What a stream holds is copied under its mutex, and f called
+// once). What a stream has is copied under its mutex, and f called
 // without it. Its cost is a walk of the streams, and per stream one
 // lookup per key.
 func (s *Server) SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool)) {
@@ -175,7 +175,7 @@ func (s *Server) SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, 
 	}
 }
 
-// sentNameLocked returns the name under which the client holds something
+// sentNameLocked returns the name under which the client has something
 // of key k: the key's own name, another name the client subscribed it
 // under, or a collection member's.
 func (ts *typeState) sentNameLocked(k cache.Key) (string, bool) {

@@ -28,7 +28,7 @@ import (
 //     the client keeps the state it has, and the next response of the type
 //     that fits brings it up to date.
 //   - One resource whose entry alone cannot fit (larger than entryRoom)
-//     is never sent: the client keeps what it holds of that name (an
+//     is never sent: the client keeps what it has of that name (an
 //     earlier revision, or nothing: the name stays pending), and is told
 //     why in resource_errors (tooLarge: RESOURCE_EXHAUSTED, once per
 //     revision); counted, logged once per revision. The rest of the
@@ -38,7 +38,7 @@ import (
 // max_name_length: 20 MiB at the defaults), not split.
 //
 // The fan-out fast path (shared.go) adds up the lengths of the entries it
-// already holds (known: each encoded once per revision); a response that
+// already has (known: each encoded once per revision); a response that
 // would not fit leaves it for the general path, which splits.
 
 // ownSlack bounds what a response's own part takes besides its type URL

@@ -20,13 +20,13 @@ import (
 // change's resources, each encoded once for every client
 // (cache.Resource.Encoding), and this client's nonce: no lookups, no diff.
 // Anything else (collections, removals, forced names, a client that
-// already holds a revision, several changes pending) takes the general
+// already has a revision, several changes pending) takes the general
 // path (collectLocked, then the variant's response builder).
 
 // sharedLocked builds this session's response from the shared encoding of
 // its one pending origin change, when that is exactly what it has to send;
 // ok is false otherwise and nothing was changed. On success the round
-// holds the change (done once the response is sent).
+// has the change (done once the response is sent).
 func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	cs, ts, ok := ss.sharedChangeLocked()
 	if !ok {
@@ -97,7 +97,7 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 			return nil, nil, false // another spelling: its own envelope
 		}
 		if h, ok := ts.sent.get(r.Key.Name); ok && !h.absent && h.version() == r.Res.Version {
-			return nil, nil, false // holds these bytes: a TTL change or nothing
+			return nil, nil, false // has these bytes: a TTL change or nothing
 		}
 	}
 	return cs, ts, true

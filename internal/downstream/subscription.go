@@ -45,7 +45,7 @@ type subExt struct {
 // (res), that it was told the name does not exist (absent), or only the
 // version it declared (initial_resource_versions: neither). Its fields
 // are ordered so that it takes 48 bytes, one version string among them:
-// the version it holds is res's, a declared one is the only one it keeps
+// the version it has is res's, a declared one is the only one it keeps
 // (version, prevVersion).
 type sentRev struct {
 	res *cache.Resource // nil when absent or only known by version
@@ -55,7 +55,7 @@ type sentRev struct {
 	// err is the resource error last sent for the name (the cache's
 	// status, compared by pointer), until the resource is sent again.
 	err *statuspb.Status
-	// vers: with res or absent, what the client held of the name before
+	// vers: with res or absent, what the client had of the name before
 	// this (prevVersion: the last version it was sent and did not NACK;
 	// "" when none, or it was told the name does not exist), and prevGap
 	// how many responses before seq the one that carried it was: once
@@ -67,15 +67,15 @@ type sentRev struct {
 	absent  bool
 }
 
-// sentRevOf is what a client holds once response seq carried r to it.
+// sentRevOf is what a client has once response seq carried r to it.
 func sentRevOf(r *cache.Resource, seq uint64) sentRev { return sentRev{res: r, seq: seq} }
 
-// declaredRev is what a client holds of a name it declared at version v
+// declaredRev is what a client has of a name it declared at version v
 // (initial_resource_versions).
 func declaredRev(v string) sentRev { return sentRev{vers: v} }
 
-// version is the version the client holds ("" when none: it was told the
-// name does not exist, or holds nothing).
+// version is the version the client has ("" when none: it was told the
+// name does not exist, or has nothing).
 func (h sentRev) version() string {
 	switch {
 	case h.res != nil:
@@ -86,7 +86,7 @@ func (h sentRev) version() string {
 	return h.vers
 }
 
-// prevVersion is what the client held of the name before this (withPrev).
+// prevVersion is what the client had of the name before this (withPrev).
 func (h sentRev) prevVersion() string {
 	if h.res != nil || h.absent {
 		return h.vers
@@ -94,23 +94,23 @@ func (h sentRev) prevVersion() string {
 	return "" // declared: nothing before
 }
 
-// prevSent is a version a client held of a name before, and the response
+// prevSent is a version a client had of a name before, and the response
 // that carried it (0: it declared it); version "" when it was told the
-// name does not exist, or held nothing.
+// name does not exist, or had nothing.
 type prevSent struct {
 	version string
 	seq     uint64
 }
 
-// withPrev returns h, a revision sent or a removal, holding p as what the
-// client held before it.
+// withPrev returns h, a revision sent or a removal, having p as what the
+// client had before it.
 func (h sentRev) withPrev(p prevSent) sentRev {
 	h.vers = p.version
 	h.prevGap = uint32(min(h.seq-min(p.seq, h.seq), math.MaxUint32))
 	return h
 }
 
-// prev is what the client held before h (withPrev); a gap too long to
+// prev is what the client had before h (withPrev); a gap too long to
 // keep reads as the first response.
 func (h sentRev) prev() prevSent {
 	return prevSent{version: h.prevVersion(), seq: h.seq - min(uint64(h.prevGap), h.seq)}
@@ -145,7 +145,7 @@ type typeState struct {
 	// links numbers the links of the subscriptions' keys (sub.link) and
 	// counts the subscriptions on each: one link, or several (onekey.go).
 	links linkSet
-	// sent: what the client holds, by the name it knows it under.
+	// sent: what the client has, by the name it knows it under.
 	sent byName[sentRev]
 	// force: names to answer even if unchanged (newly subscribed; delta
 	// wildcard unsubscribe exception).
@@ -465,7 +465,7 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 
 // subscribedLocked reports whether the client is subscribed to name: by a
 // direct subscription, or as a member of one of its collections (then what it
-// holds of name is kept; otherwise it is forgotten or removed).
+// has of name is kept; otherwise it is forgotten or removed).
 func (ts *typeState) subscribedLocked(name string) bool {
 	if s, ok := ts.subs.get(name); ok && !s.collection {
 		return true
@@ -500,10 +500,10 @@ func (c *subExt) contains(k cache.Key) bool {
 	return err == nil && c.glob.Matches(u)
 }
 
-// holds reports whether a name as a client spells it would be a member of
+// covers reports whether a name as a client spells it would be a member of
 // collection c: any legacy name for the wildcard (legacy names are
 // wildcard members of their group's stream), a matching xdstp URN for a glob.
-func (c *subExt) holds(name string) bool {
+func (c *subExt) covers(name string) bool {
 	if c.key.Name == cache.Wildcard {
 		return !xdsname.IsXDSTP(name)
 	}

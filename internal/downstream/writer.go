@@ -326,7 +326,7 @@ func (w *work) sortProbes() {
 	for _, i := range w.order {
 		sorted = append(sorted, w.probes[i])
 	}
-	clear(w.probes) // the spare holds no resources
+	clear(w.probes) // the spare keeps no resources
 	w.probes, w.spare = sorted, w.probes[:0]
 }
 
