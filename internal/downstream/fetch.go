@@ -41,11 +41,11 @@ func (w *fetchWatcher) Flush(*cache.ChangeSet) {
 // fetchRPC is fetch for the unary gRPC Fetch methods: not-modified becomes
 // FailedPrecondition (there is no response to send).
 func (s *Server) fetchRPC(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
-	release, err := s.admitStream() // a Fetch counts as a stream while it waits
+	leave, err := s.admitStream() // a Fetch counts as a stream while it waits
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer leave()
 	resp, err := s.fetch(ctx, req, typeURL, certIdentity(ctx))
 	if isErr(err, ErrNotModified) {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())

@@ -98,9 +98,9 @@ func (s *Server) overLimit(limit string, code codes.Code, format string, args ..
 	return status.Errorf(code, format, args...)
 }
 
-// admitStream takes a place among the MaxStreams client streams; release
+// admitStream takes a place among the MaxStreams client streams; leave
 // gives it back. ok is false when every place is taken.
-func (s *Server) admitStream() (release func(), err error) {
+func (s *Server) admitStream() (leave func(), err error) {
 	for {
 		n := s.openStreams.Load()
 		if n >= int64(s.limits().MaxStreams) {

@@ -127,7 +127,7 @@ func (w *sendWatch) fired() {
 		return // the Send returned meanwhile
 	}
 	ss.parked = true
-	sets := ss.releaseSetsLocked()
+	sets := ss.takeSetsLocked()
 	ss.mu.Unlock()
 	for _, cs := range sets {
 		cs.Done() // no response of this session waits for them any more
@@ -141,12 +141,12 @@ func (w *sendWatch) fired() {
 	ss.logger().Info("client not draining its stream: parked until it reads", zap.Duration("send_timeout", ss.srv.sendTimeout()))
 }
 
-// releaseSetsLocked takes the origin changes the session has: those of
+// takeSetsLocked takes the origin changes the session has: those of
 // the round being sent (their responses wait on a client that does not
 // read) and those noted since. Called by fired once it parked the
 // session: the writer, waiting in Send, leaves the round alone until it
 // has taken mu in unpark.
-func (ss *session) releaseSetsLocked() []*cache.ChangeSet {
+func (ss *session) takeSetsLocked() []*cache.ChangeSet {
 	var sets []*cache.ChangeSet
 	if rd := ss.sending; rd != nil {
 		sets = append(sets, rd.sets...)

@@ -107,11 +107,11 @@ const maxScratch = 1024
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// getScratch returns an empty scratch; release it when done.
+// getScratch returns an empty scratch; recycle it when done.
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
-// release empties sc, dropping what it refers to, and pools it.
-func (sc *scratch) release() {
+// recycle empties sc, dropping what it refers to, and pools it.
+func (sc *scratch) recycle() {
 	if cap(sc.resolved) > maxScratch || cap(sc.keys) > maxScratch {
 		return
 	}
@@ -317,14 +317,14 @@ type subscribing struct {
 // subscribeRequested is the tail of applying a request, written once for
 // both variants. It resolves the names the request adds before changing
 // anything: a request that fails (a malformed name ends the stream) leaves
-// the session as it was, and the stream's teardown releases all it has.
+// the session as it was, and the stream's teardown gives back all it has.
 // Then, under one lock, it drops what the request leaves, subscribes each
 // name resolved and owes it a response, gathers those (answered together,
 // gather.go), and does the cache work after unlocking (the writer waits
 // until the loop's endRequest).
 func (ss *session) subscribeRequested(sb subscribing) error {
 	sc := getScratch()
-	defer sc.release()
+	defer sc.recycle()
 	rs, err := ss.resolveAll(sb.typeURL, sb.add, sb.node, sc.resolved)
 	sc.resolved = rs
 	if err != nil {

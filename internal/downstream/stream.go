@@ -50,7 +50,7 @@ func (ss *session) end(ctx context.Context, err error) error {
 	if len(sc.keys) > 0 {
 		srv.cache.Unwatch(ss, sc.keys...)
 	}
-	sc.release()
+	sc.recycle()
 	srv.removeSession(ss)
 	srv.m.streams.WithLabelValues(string(ss.variant)).Dec()
 	srv.counts.stream(ss.variant, -1)
