@@ -561,7 +561,7 @@ type Upstream struct {
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleTimeout: an upstream link (an authority's, or an aggregation
 	// group's) whose keys no client has watched for this long is closed,
-	// its connection released and what it cached forgotten. Default 5m.
+	// its connection given back and what it cached forgotten. Default 5m.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// ConnectTimeout bounds connecting to one origin before the next is
 	// tried. Default 5s.

@@ -49,8 +49,8 @@ var notesPool = sync.Pool{New: func() any { return new([]note) }}
 // maxPooledNotes: a slice grown past this many notes is not pooled.
 const maxPooledNotes = 1024
 
-// releaseNotes returns nb's notes to the pool, emptied.
-func (nb *noteBuilder) releaseNotes() {
+// recycleNotes returns nb's notes to the pool, emptied.
+func (nb *noteBuilder) recycleNotes() {
 	if nb.pooled == nil || cap(nb.notes) > maxPooledNotes {
 		return
 	}
@@ -123,7 +123,7 @@ func (nb *noteBuilder) send() {
 		n.w.Flush(nb.cs)
 	}
 	nb.cs.Done() // the cache's own hold
-	nb.releaseNotes()
+	nb.recycleNotes()
 }
 
 // notesLocked turns an Apply's changes into notifications: the watchers of

@@ -54,7 +54,7 @@ type link struct {
 	// removed: type → names the cache unsubscribed since the run goroutine
 	// last synced; resub: of those, the names it subscribed again
 	// meanwhile. The desired set shows no change for them, yet the cache
-	// dropped what it held (it unsubscribes only what it evicts): the next
+	// dropped what it had (it unsubscribes only what it evicts): the next
 	// sync must have the origin send them again. guarded by mu
 	removed map[string]map[string]struct{}
 	resub   map[string]map[string]struct{}
