@@ -94,8 +94,8 @@ type EntryInfo struct {
 	Bytes         int    `json:"bytes"`
 	// Watchers: client sessions watching this key itself (a member of a
 	// watched glob or wildcard counts its watchers on the collection's
-	// key); Held: some client watches it, directly or through a
-	// collection (held keys are never evicted).
+	// key); Held (JSON "held", an interface kept as it was): some client
+	// watches it, directly or through a collection (never evicted).
 	Watchers int  `json:"watchers"`
 	Held     bool `json:"held"`
 	// Error is the key's resource error as Lookup reads it (the origin's,
@@ -158,7 +158,7 @@ func (c *Cache) Inspect(f Filter) Listing {
 			continue
 		}
 		info := EntryInfo{Authority: k.Link.Authority, Group: k.Link.Group, TypeURL: k.TypeURL, Name: k.Name,
-			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.heldLocked(e)}
+			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.watchedLocked(e)}
 		st := c.streamErr[k.Link]
 		if e.collection {
 			info.State = c.collectionStateLocked(e).String()

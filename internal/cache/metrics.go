@@ -20,7 +20,7 @@ type metrics struct {
 	// origin again for a new watcher (refetch.go).
 	refetches *prometheus.CounterVec
 	// refetchesLimited: label type; new watchers of a do_not_cache key
-	// that wait for a fetch in flight or held back by refetch_interval
+	// that wait for a fetch in flight or delayed by refetch_interval
 	// instead of causing one (refetch.go).
 	refetchesLimited *prometheus.CounterVec
 	// fanout: label type; origin change arrival → last watcher's send.

@@ -122,7 +122,7 @@ func (nb *noteBuilder) send() {
 	for _, n := range nb.notes {
 		n.w.Flush(nb.cs)
 	}
-	nb.cs.Done() // the cache's own hold
+	nb.cs.Done() // the cache's own count
 	nb.recycleNotes()
 }
 
