@@ -89,7 +89,7 @@ type heldRemovals interface {
 }
 
 // Fleet is what Delivery reads of the relay's clients (internal/downstream's
-// Server): who is connected, and what each holds of some keys.
+// Server): who is connected, and what each was sent of some keys.
 type Fleet interface {
 	Viewers() []cache.Viewer
 	SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool))
