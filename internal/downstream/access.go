@@ -57,7 +57,7 @@ import (
 func (s *Server) SetAccess(p *access.Policy) int {
 	s.access.Store(p)
 	ended := 0
-	for _, ss := range s.snapshotSessions() {
+	for _, ss := range s.listSessions() {
 		if err := ss.recheck(p); err != nil {
 			ss.fail(err)
 			ended++

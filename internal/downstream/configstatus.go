@@ -140,7 +140,7 @@ type StatusReport struct {
 // component called), the report is sorted and cut outside it. Unary Fetch
 // and REST-JSON polls are no connected clients and are not reported.
 func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
-	sessions := s.snapshotSessions()
+	sessions := s.listSessions()
 	sort.Slice(sessions, func(i, j int) bool { return sessions[i].id < sessions[j].id })
 	var rep StatusReport
 	budget, bytes := q.MaxResources, q.MaxBytes

@@ -154,7 +154,7 @@ type sentVersion struct {
 // lookup per key.
 func (s *Server) SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool)) {
 	var out []sentVersion
-	for _, ss := range s.snapshotSessions() {
+	for _, ss := range s.listSessions() {
 		out = out[:0]
 		ss.mu.Lock()
 		v := ss.viewer

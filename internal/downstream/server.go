@@ -316,7 +316,9 @@ func (s *Server) nodeSessions(id string) []*session {
 	return out
 }
 
-func (s *Server) snapshotSessions() []*session {
+// listSessions returns a copy of the list of open sessions, taken under
+// s.mu, for walking without it.
+func (s *Server) listSessions() []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*session, 0, len(s.sessions))

@@ -16,7 +16,7 @@ type Storm struct {
 	Completed bool          `json:"completed"`
 }
 
-// Status is a cheap snapshot of the fleet, for progress lines and for a
+// Status is a cheap copy of the fleet's counters, for progress lines and for a
 // harness that waits for a phase to finish.
 type Status struct {
 	Clients         int     `json:"clients"`
@@ -106,7 +106,7 @@ type Summary struct {
 	MaxMS         float64 `json:"max_ms"`
 }
 
-// Status returns a snapshot of the fleet's counters.
+// Status returns a copy of the fleet's counters.
 func (f *Fleet) Status() Status {
 	st := Status{
 		Clients:       len(f.clients),

@@ -263,7 +263,7 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 	answered := deltaAnswers(u, st.sent[t], st.answeredAt[t], st.awaiting[t])
 	st.noteAnswered(t, u)
 	if len(answered) > 0 {
-		_, wants := l.snapshot()
+		_, wants := l.copyWants()
 		for _, n := range answered {
 			delete(st.awaiting[t], n)
 			if n == cache.Wildcard {

@@ -391,7 +391,7 @@ func (l *link) fileAttempt(ctx context.Context, fs *fileSource) (bool, error) {
 }
 
 func (l *link) fileApply(fs *fileSource) error {
-	_, wants := l.snapshot()
+	_, wants := l.copyWants()
 	for t, w := range wants {
 		rs, ok, err := fs.resources(t)
 		if err != nil {

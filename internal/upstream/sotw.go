@@ -154,7 +154,7 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 		return l.sotwSend(ads, cur, nack)
 	}
 	cur.pace.acked()
-	_, wants := l.snapshot()
+	_, wants := l.copyWants()
 	reask := l.sotwAnswers(&u, t, wants[t], answers)
 	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
 	applied := l.mgr.cache.Apply(u)
