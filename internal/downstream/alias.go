@@ -107,13 +107,13 @@ func (ts *typeState) setViaLocked(name string, s *sub, via string) {
 // the resource named name, when the client unsubscribes that name without
 // being subscribed to it as such (spec: an unsubscription may name the
 // resource or its alias). Reports whether it did.
-func (ts *typeState) unsubscribeViaLocked(name string, ch *change) bool {
+func (ts *typeState) unsubscribeViaLocked(name string, ed *watchEdit) bool {
 	if ts.subs.has(name) || ts.via[name] == 0 {
 		return false
 	}
 	for n, s := range ts.subs.all() {
 		if ts.viaOf(n, s) == name {
-			ts.unsubscribeLocked(n, ch)
+			ts.unsubscribeLocked(n, ed)
 		}
 	}
 	return true

@@ -52,8 +52,8 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 
 	return ss.subscribeRequested(subscribing{
 		ts: ts, typeURL: typeURL, node: node, add: subscribe, first: first,
-		dropLocked: func(ch *change) bool {
-			ts.unsubscribeAllLocked(unsubscribe, ch)
+		dropLocked: func(ed *watchEdit) bool {
+			ts.unsubscribeAllLocked(unsubscribe, ed)
 			return len(unsubscribe) > 0
 		},
 		renewUnknown: true,
@@ -82,9 +82,9 @@ func (ss *session) checkDelta(typeURL string, req *discoveryv3.DeltaDiscoveryReq
 }
 
 // unsubscribeAllLocked drops the names a delta request unsubscribes.
-func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ch *change) {
+func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ed *watchEdit) {
 	for _, n := range unsubscribe {
-		ts.unsubscribeLocked(n, ch)
+		ts.unsubscribeLocked(n, ed)
 		ts.forgetUnknownLocked(n)
 	}
 	if ts.hasWildcardLocked() {

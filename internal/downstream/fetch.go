@@ -126,7 +126,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 // ends the fetch (statusFor), or that the access rules deny (checkFetch,
 // which may narrow id), returns its status, as do names whose upstream
 // links cannot open (admitFetch).
-func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node, fa *fetchAccess, id *access.Identity) (items []fetchItem, unknown []resErr, watch change, err error) {
+func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node, fa *fetchAccess, id *access.Identity) (items []fetchItem, unknown []resErr, watch watchEdit, err error) {
 	for _, n := range names {
 		r, err := s.resolve(typeURL, n, node)
 		if err != nil {
@@ -135,10 +135,10 @@ func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node,
 				unknown = append(unknown, resErr{name: n, detail: unknownStatus(err)})
 				continue
 			}
-			return nil, nil, change{}, s.statusFor(typeURL, n, node, err)
+			return nil, nil, watchEdit{}, s.statusFor(typeURL, n, node, err)
 		}
 		if skip, err := s.checkFetch(fa.pol, id, r, typeURL, n); err != nil {
-			return nil, nil, change{}, err
+			return nil, nil, watchEdit{}, err
 		} else if skip {
 			continue
 		}
@@ -146,7 +146,7 @@ func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node,
 		watch.add(r)
 	}
 	if err := s.admitFetch(items); err != nil {
-		return nil, nil, change{}, err // the upstream links they need (groups.go)
+		return nil, nil, watchEdit{}, err // the upstream links they need (groups.go)
 	}
 	return items, unknown, watch, nil
 }

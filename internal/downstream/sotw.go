@@ -59,8 +59,8 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 
 	return ss.subscribeRequested(subscribing{
 		ts: ts, typeURL: typeURL, node: node, add: added, first: first,
-		dropLocked: func(ch *change) bool {
-			return ts.keepOnlyLocked(names, ch) && fullStateTypes[typeURL]
+		dropLocked: func(ed *watchEdit) bool {
+			return ts.keepOnlyLocked(names, ed) && fullStateTypes[typeURL]
 		},
 	})
 }

@@ -411,22 +411,22 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	return key, last, true
 }
 
-// subscribeLocked subscribes r's name to its key, noting in ch a key this
+// subscribeLocked subscribes r's name to its key, noting in ed a key this
 // session newly watches.
-func (ts *typeState) subscribeLocked(r resolved, ch *change) {
+func (ts *typeState) subscribeLocked(r resolved, ed *watchEdit) {
 	if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
-		ch.add(r.res)
+		ed.add(r.res)
 	}
 }
 
-// unsubscribeLocked drops name, noting in ch a key no name of this session
+// unsubscribeLocked drops name, noting in ed a key no name of this session
 // maps to any more.
-func (ts *typeState) unsubscribeLocked(name string, ch *change) {
-	if ts.unsubscribeViaLocked(name, ch) {
+func (ts *typeState) unsubscribeLocked(name string, ed *watchEdit) {
+	if ts.unsubscribeViaLocked(name, ed) {
 		return
 	}
 	if key, last, ok := ts.removeLocked(name); ok && last {
-		ch.unwatch = append(ch.unwatch, key)
+		ed.unwatch = append(ed.unwatch, key)
 	}
 }
 
@@ -442,9 +442,9 @@ func (ts *typeState) unsubscribedLocked(names []string) []string {
 }
 
 // keepOnlyLocked unsubscribes every name not in names (a SotW list is the
-// whole subscription), noting in ch the keys to unwatch; it reports
+// whole subscription), noting in ed the keys to unwatch; it reports
 // whether any name was dropped.
-func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool) {
+func (ts *typeState) keepOnlyLocked(names []string, ed *watchEdit) (removedAny bool) {
 	want := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		want[n] = struct{}{}
@@ -452,7 +452,7 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 	for n := range ts.subs.all() {
 		if _, ok := want[n]; !ok {
 			removedAny = true
-			ts.unsubscribeLocked(n, ch)
+			ts.unsubscribeLocked(n, ed)
 		}
 	}
 	for n := range ts.unknown {
