@@ -39,7 +39,7 @@ type Config struct {
 	// readers (allow, allow_by_type) csds_listen requires this list and
 	// client certificates (downstream.tls.ca_file). Needs a restart to
 	// change. Default: empty (every caller that passes downstream.tls).
-	CSDSAllow []access.Rule `yaml:"csds_allow"`
+	CSDSAllow []access.AllowEntry `yaml:"csds_allow"`
 	// CSDSMaxStreamsPerCaller bounds the StreamClientStatus streams one
 	// caller (the verified client certificate's first URI SAN, else its
 	// first DNS SAN, else its IP address) holds open at once; one more is
@@ -147,12 +147,12 @@ type Authority struct {
 	// (docs/protocol.md, "Served variants and types").
 	Types []string `yaml:"types"`
 	// Allow lists who may subscribe to this authority's names (any entry
-	// matching allows; an entry is access.Rule: exactly one of uri_san,
+	// matching allows; an entry is access.AllowEntry: exactly one of uri_san,
 	// dns_san, node_id, node_cluster). Default: absent, every client may.
-	Allow []access.Rule `yaml:"allow"`
+	Allow []access.AllowEntry `yaml:"allow"`
 	// AllowByType: for each type URL listed, a list that replaces Allow
 	// (so Secrets can be narrower). Default none.
-	AllowByType map[string][]access.Rule `yaml:"allow_by_type"`
+	AllowByType map[string][]access.AllowEntry `yaml:"allow_by_type"`
 	// TLS secures connections to this authority's origins, replacing
 	// upstream.tls as a whole. Default: absent, upstream.tls applies.
 	TLS *ClientTLS `yaml:"tls"`

@@ -231,7 +231,7 @@ func TestPropagationClientReasons(t *testing.T) {
 	o.set(resource.ClusterType, c1, cluster(c1, 1))
 	r := startRelay(t, func(c *config.Config) {
 		c.Downstream.GatherWindow = time.Minute // held back for the whole test
-		c.Authorities[0].Allow = []access.Rule{{NodeCluster: "fleet"}}
+		c.Authorities[0].Allow = []access.AllowEntry{{NodeCluster: "fleet"}}
 	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 
