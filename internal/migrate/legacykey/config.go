@@ -25,7 +25,7 @@ type Fragment struct {
 }
 
 // FragmentRule (a legacy fragment's rule) contributes its result to its
-// fragment when its match holds.
+// fragment when its match is true.
 type FragmentRule struct {
 	Match  *MatchPredicate  `yaml:"match,omitempty"`
 	Result *ResultPredicate `yaml:"result,omitempty"`
