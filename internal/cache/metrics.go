@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "bytes",
-			Help: "Bytes the cached keys hold, as cache.max_bytes counts them: bodies, names, wrapper fields, resource errors and a fixed overhead per revision.",
+			Help: "Bytes the cached keys take, as cache.max_bytes counts them: bodies, names, wrapper fields, resource errors and a fixed overhead per revision.",
 		}),
 		evictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "evictions_total",

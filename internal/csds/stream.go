@@ -18,7 +18,7 @@ import (
 // built only once the previous answer's Send returned, from the newest
 // request. So a caller that sends without reading costs, per stream, one
 // request and at most one report waiting in Send besides the one gRPC
-// took (its transport holds a message until the caller reads it): never a
+// took (its transport keeps a message until the caller reads it): never a
 // queue, whatever the number of requests sent.
 
 // StreamClientStatus answers the newest request of the stream each time
@@ -74,7 +74,7 @@ type streamAnswers struct {
 	sent   bool // an answer was sent (the truncation note goes in the header once)
 }
 
-// drain answers what l holds, the newest request each time, until it is
+// drain answers what l has, the newest request each time, until it is
 // empty; done when the stream ends (err: how; nil once the caller ended
 // it).
 func (a *streamAnswers) drain(l *latest) (done bool, err error) {
