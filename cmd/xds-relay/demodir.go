@@ -19,8 +19,8 @@ const (
 )
 
 // makeDemoDir removes the directories of dead demos, then creates this
-// demo's, locked; release unlocks and removes it.
-func makeDemoDir() (dir string, release func(), err error) {
+// demo's, locked; cleanup unlocks and removes it.
+func makeDemoDir() (dir string, cleanup func(), err error) {
 	removeDeadDemoDirs(os.TempDir())
 	dir, err = os.MkdirTemp("", demoDirPrefix)
 	if err != nil {

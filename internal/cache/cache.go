@@ -86,7 +86,7 @@ type Options struct {
 //     eviction of unwatched keys ever drops an entry.
 //
 // Locking: mu guards every index. Watcher.Notify and Subscriber calls are
-// made after mu is released; Subscriber calls keep the order in which the
+// made after mu is unlocked; Subscriber calls keep the order in which the
 // cache decided them (see flush).
 type Cache struct {
 	lg        *zap.Logger                             // read-only after New

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// note is one Watcher.Notify call to make once the lock is released.
+// note is one Watcher.Notify call to make once the lock is unlocked.
 type note struct {
 	w Watcher
 	k Key

@@ -47,9 +47,9 @@ func newCallers(max int) *callers {
 	return &callers{max: max, open: make(map[string]int)}
 }
 
-// acquire takes a stream place for caller; release gives it back. A
+// acquire takes a stream place for caller; leave gives it back. A
 // caller at its bound gets ResourceExhausted (ErrTooManyStreams).
-func (c *callers) acquire(caller string) (release func(), err error) {
+func (c *callers) acquire(caller string) (leave func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.open[caller] >= c.max {

@@ -31,13 +31,13 @@ func (s *Server) StreamClientStatus(stream statusv3.ClientStatusDiscoveryService
 	if err != nil {
 		return err
 	}
-	release, err := s.callers.acquire(caller)
+	leave, err := s.callers.acquire(caller)
 	if err != nil {
 		s.m.streamsRefused.Inc()
 		s.lg.Debug("client status stream refused: too many from one caller")
 		return err
 	}
-	defer release()
+	defer leave()
 	l := &latest{wake: make(chan struct{}, 1)}
 	s.wg.Add(1)
 	go func() { // the pump: ends when Recv fails, at the latest once this handler returned

@@ -102,8 +102,8 @@ func (l *Ledger) Begin(authority, typeURL string, arrived time.Time) *Change {
 }
 
 // Add lists c, Described, among its authority's latest changes; the
-// oldest listed leaves the listing. The cache calls it after its lock is
-// released, before it announces the change.
+// oldest listed leaves the listing. The cache calls it after it unlocks,
+// before it announces the change.
 func (l *Ledger) Add(c *Change) {
 	if l == nil || c == nil {
 		return
