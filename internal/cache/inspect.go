@@ -128,7 +128,7 @@ func compareKeys(a, b Key) int {
 }
 
 // Inspect lists the keys f selects, sorted, at most f.Limit of them. The
-// lock is held to collect the matching keys (no sorting or formatting
+// lock is taken to collect the matching keys (no sorting or formatting
 // under it) and again to describe the ones returned; a key dropped in
 // between is left out.
 func (c *Cache) Inspect(f Filter) Listing {

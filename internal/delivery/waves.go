@@ -265,7 +265,7 @@ func (d *Delivery) openNext(ro *rollout, now time.Time) (all bool) {
 }
 
 // liveRevs is ro's live versions as the cache knows them. Call with
-// Delivery.mu held.
+// Delivery.mu locked.
 func liveRevs(ro *rollout) []cache.Revision {
 	revs := make([]cache.Revision, 0, len(ro.live))
 	for v := range ro.live {

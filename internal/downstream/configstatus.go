@@ -136,7 +136,7 @@ type StatusReport struct {
 }
 
 // ConfigStatus reports the connected client streams q selects: each
-// session's lock is held only to copy its state (no I/O, no other
+// session's lock is taken only to copy its state (no I/O, no other
 // component called), the report is sorted and cut outside it. Unary Fetch
 // and REST-JSON polls are no connected clients and are not reported.
 func (s *Server) ConfigStatus(q StatusQuery) StatusReport {

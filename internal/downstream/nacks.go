@@ -29,7 +29,7 @@ type NackInfo struct {
 }
 
 // nackRing keeps the latest RecentNacks NACKs. Its mutex is a leaf: add
-// is called with a session's mu held and takes no other lock.
+// is called with a session's mu locked and takes no other lock.
 type nackRing struct {
 	mu    sync.Mutex
 	ring  [RecentNacks]NackInfo // guarded by mu

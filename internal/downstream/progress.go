@@ -232,7 +232,7 @@ func (ss *session) pendingChangesLocked() []PendingProgress {
 	return out
 }
 
-// lookupView fills v from the cache (no session lock held).
+// lookupView fills v from the cache (no session lock taken).
 func (ss *session) lookupView(v *nameView) {
 	if v.unknown != nil || v.key == (cache.Key{}) {
 		return

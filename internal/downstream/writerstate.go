@@ -1,7 +1,7 @@
 package downstream
 
 // writerState is the lifecycle of a session's writer goroutine (writer.go).
-// Every method is called with the session's mu held.
+// Every method is called with the session's mu locked.
 //
 //	          wake                wake
 //	  idle ─────────▶ running ─────────▶ running + rerun
