@@ -14,7 +14,7 @@ const Path = "/debug/propagation"
 
 // ClientPath is where the relay serves one client's view (JSON,
 // ?node=ID): per resource, what it was sent and ACKed, the newest version
-// the relay holds, and why they differ.
+// the relay has, and why they differ.
 const ClientPath = "/debug/propagation/client"
 
 // A change's state, as ChangeView.State says it.
