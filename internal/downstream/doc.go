@@ -17,4 +17,12 @@
 //   - served: the revision of a key a client is sent when the key's newest
 //     is held back from it by a rollout (the NACK breaker, a wave): the
 //     last accepted one, or what it has (rollout.go).
+//   - kept back: names a gather waits on, left out of a response until
+//     they are all answered or the gather window passes (gather.go).
+//   - watchEdit: the cache work one request implies (keys to watch and
+//     unwatch), done after unlocking; a change is always an origin change.
+//   - hold, held, release: only package delivery's (a version or removal
+//     held back from clients, and letting it go); this package reads a
+//     hold (cache.Rollout.Hold) and never makes one. See the glossary in
+//     docs/architecture.md.
 package downstream
