@@ -17,7 +17,7 @@ import (
 //
 //   - park (the default): the stream stays. The session is parked: the
 //     origin changes its round and its pending list carry are marked done
-//     (so xds_relay_fanout_duration_seconds is not held up by it) and,
+//     (so xds_relay_fanout_duration_seconds is not delayed by it) and,
 //     until the Send returns, Flush takes no more of them; what changes
 //     meanwhile is only marked in the dirty set, one entry per subscribed
 //     key at most. When the client reads again, the Send returns, the

@@ -71,7 +71,7 @@ type tooLargeKey struct{}
 func (s *Server) tooLarge(typeURL string, r *cache.Resource, size int) *statuspb.Status {
 	s.m.oversize.WithLabelValues(typeLabel(typeURL), oversizeResource).Inc()
 	st, _ := r.Encoding(tooLargeKey{}, func() any {
-		s.lg.Warn("resource larger than downstream.max_send_msg_size: not sent; clients keep what they hold of it",
+		s.lg.Warn("resource larger than downstream.max_send_msg_size: not sent; clients keep what they have of it",
 			zap.String("type_url", typeURL), zap.String("name", clientText(r.Name)),
 			zap.Int("size", size), zap.Int("limit", s.sendLimit()))
 		return &statuspb.Status{Code: int32(codes.ResourceExhausted), Message: fmt.Sprintf(

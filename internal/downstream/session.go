@@ -165,7 +165,7 @@ func (ss *session) evaluatedLocked(k cache.Key) bool {
 
 // maxPendingSets bounds the origin changes a session waits to send before
 // they count as sent by it (for xds_relay_fanout_duration_seconds only): a
-// client that does not drain its stream stops holding up the measurement.
+// client that does not drain its stream stops delaying the measurement.
 const maxPendingSets = 16
 
 // Flush implements cache.Watcher: the change being announced is complete;

@@ -271,7 +271,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
 	// Loaded under mu: a policy SetAccess put in place before its recheck
 	// of this session is the one members are checked with here, and what
-	// was sent under the one before is what that recheck sees held.
+	// was sent under the one before is what that recheck sees sent.
 	pol := ss.srv.access.Load()
 	for _, w := range works {
 		ss.servedLocked(w) // rollout.go
