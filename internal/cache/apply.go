@@ -427,7 +427,7 @@ func ContentVersion(body *anypb.Any) string {
 // and fields (RevisionVersion), and what its fields hold measured (sized).
 // Revisions are immutable once handed over, so one whose Version differs
 // is replaced by a copy. Hashing happens before Apply locks: the work is
-// per origin change, not per client, and need not hold up readers.
+// per origin change, not per client, and need not block readers.
 func versioned(rs []*Resource) []*Resource {
 	var out []*Resource
 	for i, r := range rs {
