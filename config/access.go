@@ -22,7 +22,7 @@ func (c *Config) AccessOptions() access.Options {
 			aa.Allow = slices.Clone(a.Allow)
 		}
 		if len(a.AllowByType) > 0 {
-			aa.AllowByType = make(map[string][]access.Rule, len(a.AllowByType))
+			aa.AllowByType = make(map[string][]access.AllowEntry, len(a.AllowByType))
 			for t, rs := range a.AllowByType {
 				aa.AllowByType[t] = slices.Clone(rs)
 			}
@@ -66,12 +66,12 @@ func (v *validator) access() {
 	}
 }
 
-func (v *validator) allowList(path string, rs []access.Rule) {
+func (v *validator) allowList(path string, rs []access.AllowEntry) {
 	if len(rs) == 0 {
 		v.add(path, "empty list: it would deny every client; leave the key out to allow every client")
 	}
 	for j, r := range rs {
-		if err := access.CheckRule(r); err != nil {
+		if err := access.CheckEntry(r); err != nil {
 			v.add(joinIndex(path, j), "%v", err)
 		}
 	}

@@ -81,8 +81,8 @@ func TestAccessOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := access.Options{Authorities: map[string]access.Authority{"a": {
-		Allow:       []access.Rule{{NodeCluster: "prod-*"}},
-		AllowByType: map[string][]access.Rule{secretTypeURL: {{URISAN: "spiffe://x/gw"}}},
+		Allow:       []access.AllowEntry{{NodeCluster: "prod-*"}},
+		AllowByType: map[string][]access.AllowEntry{secretTypeURL: {{URISAN: "spiffe://x/gw"}}},
 	}}}
 	if diff := cmp.Diff(want, c.AccessOptions()); diff != "" {
 		t.Errorf("AccessOptions (-want +got):\n%s", diff)

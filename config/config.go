@@ -39,11 +39,11 @@ type Config struct {
 	// readers (allow, allow_by_type) csds_listen requires this list and
 	// client certificates (downstream.tls.ca_file). Needs a restart to
 	// change. Default: empty (every caller that passes downstream.tls).
-	CSDSAllow []access.Rule `yaml:"csds_allow"`
+	CSDSAllow []access.AllowEntry `yaml:"csds_allow"`
 	// CSDSMaxStreamsPerCaller bounds the StreamClientStatus streams one
 	// caller (the verified client certificate's first URI SAN, else its
-	// first DNS SAN, else its IP address) holds open at once; one more is
-	// refused with RESOURCE_EXHAUSTED. Each stream can hold up to two
+	// first DNS SAN, else its IP address) keeps open at once; one more is
+	// refused with RESOURCE_EXHAUSTED. Each stream can keep up to two
 	// reports of about 3 MiB while its caller does not read. Needs a
 	// restart to change. Default 4.
 	CSDSMaxStreamsPerCaller int `yaml:"csds_max_streams_per_caller"`
@@ -147,12 +147,12 @@ type Authority struct {
 	// (docs/protocol.md, "Served variants and types").
 	Types []string `yaml:"types"`
 	// Allow lists who may subscribe to this authority's names (any entry
-	// matching allows; an entry is access.Rule: exactly one of uri_san,
+	// matching allows; an entry is access.AllowEntry: exactly one of uri_san,
 	// dns_san, node_id, node_cluster). Default: absent, every client may.
-	Allow []access.Rule `yaml:"allow"`
+	Allow []access.AllowEntry `yaml:"allow"`
 	// AllowByType: for each type URL listed, a list that replaces Allow
 	// (so Secrets can be narrower). Default none.
-	AllowByType map[string][]access.Rule `yaml:"allow_by_type"`
+	AllowByType map[string][]access.AllowEntry `yaml:"allow_by_type"`
 	// TLS secures connections to this authority's origins, replacing
 	// upstream.tls as a whole. Default: absent, upstream.tls applies.
 	TLS *ClientTLS `yaml:"tls"`
@@ -180,7 +180,7 @@ type Cache struct {
 	// MaxResources bounds the number of unwatched resources kept; 0 keeps
 	// none. Default 100000.
 	MaxResources int `yaml:"max_resources"`
-	// MaxBytes bounds the bytes they hold: bodies, names, versions,
+	// MaxBytes bounds the bytes they take: bodies, names, versions,
 	// wrapper fields (metadata, aliases, cache control), TTLs, resource
 	// errors and a fixed overhead per revision (docs/limits.md, "What
 	// cache.max_bytes counts"); 0 keeps none. Default 256MiB.
@@ -246,12 +246,12 @@ type NackBreaker struct {
 	Clients int `yaml:"clients"`
 }
 
-// Wave is one entry of delivery.waves: the clients it holds, by share of
+// Wave is one entry of delivery.waves: the clients it has, by share of
 // the fleet (a stable hash of the node id) or by node cluster, and how
 // long it runs at least before the next wave opens.
 type Wave struct {
 	// Share of the connected fleet (above 0, at most 1), by a stable hash
-	// of the node id; a wave of a share holds at least one client.
+	// of the node id; a wave of a share has at least one client.
 	// Default: absent (then NodeClusters).
 	Share float64 `yaml:"share"`
 	// NodeClusters: the clients whose node cluster matches one of these
@@ -389,7 +389,7 @@ type Downstream struct {
 	// "park" keeps its stream and, once it reads again, sends it the
 	// newest state in one response per type; while parked it costs its
 	// HTTP/2 window and what it subscribes to, never a queue of changes,
-	// and holds up no one. "disconnect" ends its stream with
+	// and delays no one. "disconnect" ends its stream with
 	// ResourceExhausted (it reconnects). Default "park".
 	SlowClients string `yaml:"slow_clients"`
 	// FetchWait is how long a REST-JSON poll or unary Fetch waits for
@@ -403,10 +403,10 @@ type Downstream struct {
 	// response of that type waits until every name the request added is
 	// resolved (present or absent), so they arrive in one response, but
 	// at most this long; then what is known goes out and the rest as it
-	// comes. Changes to other names are never held back. 0 = no wait.
+	// comes. Changes to other names are never kept back. 0 = no wait.
 	// Default 2s. Needs a restart to change.
 	GatherWindow time.Duration `yaml:"gather_window"`
-	// Limits bound what one client can make the relay hold.
+	// Limits bound what one client can make the relay keep.
 	Limits Limits `yaml:"limits"`
 	// REST bounds the time of REST-JSON polls (rest_listen).
 	REST RESTPolling `yaml:"rest"`
@@ -561,7 +561,7 @@ type Upstream struct {
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleTimeout: an upstream link (an authority's, or an aggregation
 	// group's) whose keys no client has watched for this long is closed,
-	// its connection released and what it cached forgotten. Default 5m.
+	// its connection given back and what it cached forgotten. Default 5m.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// ConnectTimeout bounds connecting to one origin before the next is
 	// tried. Default 5s.

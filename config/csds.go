@@ -23,7 +23,7 @@ func (v *validator) csds() {
 func (v *validator) csdsAllow() {
 	c := v.c
 	for j, r := range c.CSDSAllow {
-		if err := access.CheckCertRule(r); err != nil {
+		if err := access.CheckCertEntry(r); err != nil {
 			v.add(joinIndex("csds_allow", j), "%v", err)
 		}
 	}

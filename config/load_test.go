@@ -52,8 +52,8 @@ func TestLoadExample(t *testing.T) {
 		{Name: "auth.example", Origins: []string{"127.0.0.1:19000", "127.0.0.1:19001"}, Transport: xdstype.TransportDelta, GlobCollections: GlobNative},
 		{Name: "legacy", Origins: []string{"127.0.0.1:19100"}, Transport: xdstype.TransportSotW, GlobCollections: GlobEmulated, PlainNames: new(true)},
 	}
-	want.Authorities[0].Allow = []access.Rule{{URISAN: "spiffe://fleet.example/ns/prod/*"}, {DNSSAN: "*.prod.example"}, {NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
-	want.Authorities[0].AllowByType = map[string][]access.Rule{secretTypeURL: {{URISAN: "spiffe://fleet.example/ns/prod/sa/gateway"}}}
+	want.Authorities[0].Allow = []access.AllowEntry{{URISAN: "spiffe://fleet.example/ns/prod/*"}, {DNSSAN: "*.prod.example"}, {NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
+	want.Authorities[0].AllowByType = map[string][]access.AllowEntry{secretTypeURL: {{URISAN: "spiffe://fleet.example/ns/prod/sa/gateway"}}}
 	// The rule schema is internal/aggregation's; here only their number.
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Config{}, "Aggregation")); diff != "" {
 		t.Errorf("example.yaml is not Default() plus its authorities and rules (-want +got):\n%s", diff)

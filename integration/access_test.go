@@ -133,11 +133,11 @@ func runAccessRelay(t *testing.T, p *accessPKI, o *gcpOrigin, edit func(*config.
 		cfg = c
 		c.Downstream.TLS = config.ServerTLS{CertFile: p.serverCert, KeyFile: p.srvKey, CAFile: p.caFile}
 		c.RESTListen = "127.0.0.1:0"
-		c.Authorities[0].Allow = []access.Rule{
+		c.Authorities[0].Allow = []access.AllowEntry{
 			{URISAN: "spiffe://fleet.example/ns/prod/*"},
 			{DNSSAN: "*.prod.example"},
 		}
-		c.Authorities[0].AllowByType = map[string][]access.Rule{
+		c.Authorities[0].AllowByType = map[string][]access.AllowEntry{
 			resource.SecretType: {{URISAN: spiffeProdGateway}},
 		}
 		if edit != nil {
@@ -310,7 +310,7 @@ func TestAccessNodeClaims(t *testing.T) {
   default: true
   result: {authority: ds.example, group: [{literal: all}]}
 `)
-		c.Authorities[0].Allow = []access.Rule{{NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
+		c.Authorities[0].Allow = []access.AllowEntry{{NodeCluster: "prod-*"}, {NodeID: "envoy-*"}}
 	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 
@@ -559,7 +559,7 @@ func TestAccessMembersOwnAuthority(t *testing.T) {
 	t.Run("reload", func(t *testing.T) {
 		next := *cfg
 		next.Authorities = slices.Clone(cfg.Authorities)
-		next.Authorities[0].Allow = []access.Rule{{URISAN: spiffeProdGateway}}
+		next.Authorities[0].Allow = []access.AllowEntry{{URISAN: spiffeProdGateway}}
 		if err := relay.ReloadConfig(&next); err != nil {
 			t.Fatal(err)
 		}
@@ -624,7 +624,7 @@ func TestAccessReloadEndsLongPolls(t *testing.T) {
 
 	next := *cfg
 	next.Authorities = slices.Clone(cfg.Authorities)
-	next.Authorities[0].Allow = []access.Rule{{URISAN: "spiffe://fleet.example/ns/prod/*"}}
+	next.Authorities[0].Allow = []access.AllowEntry{{URISAN: "spiffe://fleet.example/ns/prod/*"}}
 	if err := relay.ReloadConfig(&next); err != nil {
 		t.Fatal(err)
 	}

@@ -289,7 +289,7 @@ func TestCSDSWithClientCertificates(t *testing.T) {
 		cfg.Log.Level = config.LogInfo
 		cfg.CSDSListen = "127.0.0.1:0"
 		cfg.Downstream.TLS = config.ServerTLS{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}
-		cfg.CSDSAllow = []access.Rule{{URISAN: "spiffe://fleet.example/ops/*"}}
+		cfg.CSDSAllow = []access.AllowEntry{{URISAN: "spiffe://fleet.example/ops/*"}}
 	}, o.addr)
 	operator := clients.Issue("operator", x509.ExtKeyUsageClientAuth, xdstest.SANs{URIs: []string{"spiffe://fleet.example/ops/alice"}}).TLS
 	proxy := clients.Issue("proxy", x509.ExtKeyUsageClientAuth, xdstest.SANs{URIs: []string{"spiffe://fleet.example/ns/prod/envoy"}}).TLS

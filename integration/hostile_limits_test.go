@@ -111,7 +111,7 @@ func TestDeniedGlobsCountTowardTheLimit(t *testing.T) {
 	r := startRelay(t, func(cfg *config.Config) {
 		cfg.Log.Level = config.LogInfo
 		cfg.Downstream.Limits.MaxNamesPerStream = limit
-		cfg.Authorities[0].Allow = []access.Rule{{NodeID: "ds-*"}}
+		cfg.Authorities[0].Allow = []access.AllowEntry{{NodeID: "ds-*"}}
 	}, o.addr)
 	globs := func(b int) []string {
 		return namesOf(limit/2, func(i int) string { return dsCluster(fmt.Sprintf("dir-%d-%d/*", b, i)) })

@@ -59,7 +59,7 @@ func waitFleetHolds(t *testing.T, f *loadgen.Fleet, name string) loadgen.Summary
 	var s loadgen.Summary
 	xdstest.Poll(t, "every client holds "+name, func() error {
 		s = f.Summary()
-		i := slices.IndexFunc(s.Versions, func(v loadgen.HeldVersion) bool { return v.Type+" "+v.Name == name })
+		i := slices.IndexFunc(s.Versions, func(v loadgen.ClientVersion) bool { return v.Type+" "+v.Name == name })
 		if i < 0 || s.Versions[i].Clients != s.Clients {
 			return fmt.Errorf("versions %+v", s.Versions)
 		}
@@ -72,7 +72,7 @@ func waitFleetHolds(t *testing.T, f *loadgen.Fleet, name string) loadgen.Summary
 // a go-control-plane origin directly and through the relay, delta and
 // SotW. Each client asks for the wildcard of LDS and CDS, then RDS for
 // the route its listener names and EDS for its EDS cluster's service name
-// (never for a static cluster), and is synced once it holds them all; a
+// (never for a static cluster), and is synced once it has them all; a
 // listener re-pointed at another route makes every client follow it.
 func TestLoadgenEnvoyFleet(t *testing.T) {
 	for _, via := range []string{"origin", "relay"} {

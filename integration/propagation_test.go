@@ -223,7 +223,7 @@ func TestPropagationGRPCClientNacks(t *testing.T) {
 }
 
 // The client page's reasons end to end: waiting for the origin (a name the
-// origin does not have), held back by the gather window (a name the relay
+// origin does not have), kept back by the gather window (a name the relay
 // holds, subscribed with that one), not served (an unknown authority),
 // denied (a glob the access rules close), and sent but not answered.
 func TestPropagationClientReasons(t *testing.T) {
@@ -232,7 +232,7 @@ func TestPropagationClientReasons(t *testing.T) {
 	o.set(resource.ClusterType, c1, cluster(c1, 1))
 	r := startRelay(t, func(c *config.Config) {
 		c.Downstream.GatherWindow = time.Minute // held back for the whole test
-		c.Authorities[0].Allow = []access.Rule{{NodeCluster: "fleet"}}
+		c.Authorities[0].Allow = []access.AllowEntry{{NodeCluster: "fleet"}}
 	}, o.addr)
 	conn := dial(t, r.XDSAddr())
 

@@ -10,7 +10,7 @@ import (
 // The demo's temporary directory: its resources, config and bootstraps,
 // removed when the demo stops. A demo killed (SIGKILL, OOM) cannot remove
 // its own, so each demo, at start, removes those of demos no longer
-// running: a running demo holds an exclusive flock on its directory's
+// running: a running demo keeps an exclusive flock on its directory's
 // lock file as long as it lives, and the kernel drops it when the process
 // dies, however it dies.
 const (
@@ -19,8 +19,8 @@ const (
 )
 
 // makeDemoDir removes the directories of dead demos, then creates this
-// demo's, locked; release unlocks and removes it.
-func makeDemoDir() (dir string, release func(), err error) {
+// demo's, locked; cleanup unlocks and removes it.
+func makeDemoDir() (dir string, cleanup func(), err error) {
 	removeDeadDemoDirs(os.TempDir())
 	dir, err = os.MkdirTemp("", demoDirPrefix)
 	if err != nil {
@@ -57,7 +57,7 @@ func lockDemoDir(dir string) (*os.File, error) {
 }
 
 // removeDeadDemoDirs removes every demo directory in tmp whose lock file
-// nobody holds: its demo is dead. Directories without a lock file (being
+// nobody has locked: its demo is dead. Directories without a lock file (being
 // created, or not a demo's) are left alone; nothing here is worth failing
 // the demo for.
 func removeDeadDemoDirs(tmp string) {

@@ -175,11 +175,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	dir, release, err := makeDemoDir()
+	dir, cleanup, err := makeDemoDir()
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer cleanup()
 	// The flags are written into the demo's config file, which a reload
 	// re-reads.
 	cfg, err := config.DemoWith(dir, config.DemoAddrs{Listen: *listen, Admin: *admin, REST: *rest})

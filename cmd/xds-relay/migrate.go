@@ -54,7 +54,7 @@ const originPlaceholder = "ORIGIN-HOST:PORT"
 // earlier relay's aggregation rules file into this relay's config (the
 // authority, the node, the rules; with --bootstrap, the listeners and log
 // level too) and prints it, or refuses, naming each rule that cannot be
-// converted and why (exit 1). What the bootstrap holds that has no place
+// converted and why (exit 1). What the bootstrap sets that has no place
 // in this relay's config is listed on stderr with where it goes now. With
 // --verify it replays generated requests through both key builders and
 // lists every request they group differently (exit 1 when any).

@@ -54,16 +54,16 @@ const clusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 func TestPolicyAllowed(t *testing.T) {
 	p, err := New(Options{Authorities: map[string]Authority{
 		"auth.example": {
-			Allow: []Rule{
+			Allow: []AllowEntry{
 				{URISAN: "spiffe://fleet.example/ns/prod/*"},
 				{DNSSAN: "*.prod.example"},
 				{NodeCluster: "prod-*"},
 				{NodeID: "envoy-*"},
 			},
-			AllowByType: map[string][]Rule{secretType: {{URISAN: "spiffe://fleet.example/ns/prod/sa/gateway"}}},
+			AllowByType: map[string][]AllowEntry{secretType: {{URISAN: "spiffe://fleet.example/ns/prod/sa/gateway"}}},
 		},
 		"open.example":   {},
-		"closed.example": {Allow: []Rule{}},
+		"closed.example": {Allow: []AllowEntry{}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestPolicyAllowed(t *testing.T) {
 			t.Errorf("DeniesAny(%s, %+v) = %v, want %v", tc.name, tc.id, got, tc.want)
 		}
 	}
-	open, err := New(Options{Authorities: map[string]Authority{"auth.example": {Allow: []Rule{{NodeCluster: "prod-*"}}}}})
+	open, err := New(Options{Authorities: map[string]Authority{"auth.example": {Allow: []AllowEntry{{NodeCluster: "prod-*"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +131,9 @@ func TestNewRejectsBadRules(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"two matchers", Options{Authorities: map[string]Authority{"a": {Allow: []Rule{{URISAN: "x", DNSSAN: "y"}}}}}},
-		{"no matcher", Options{Authorities: map[string]Authority{"a": {Allow: []Rule{{}}}}}},
-		{"bad by type", Options{Authorities: map[string]Authority{"a": {AllowByType: map[string][]Rule{secretType: {{}}}}}}},
+		{"two matchers", Options{Authorities: map[string]Authority{"a": {Allow: []AllowEntry{{URISAN: "x", DNSSAN: "y"}}}}}},
+		{"no matcher", Options{Authorities: map[string]Authority{"a": {Allow: []AllowEntry{{}}}}}},
+		{"bad by type", Options{Authorities: map[string]Authority{"a": {AllowByType: map[string][]AllowEntry{secretType: {{}}}}}}},
 		{"template without placeholder", Options{NodeIdentity: "spiffe://fleet.example/*"}},
 		{"template with unknown placeholder", Options{NodeIdentity: "spiffe://fleet.example/{zone}"}},
 		{"template unclosed", Options{NodeIdentity: "spiffe://fleet.example/{cluster"}},
@@ -189,7 +189,7 @@ func TestCheckNode(t *testing.T) {
 // BenchmarkAllowed measures one uncached decision: a four-rule list where
 // the last rule matches.
 func BenchmarkAllowed(b *testing.B) {
-	p, err := New(Options{Authorities: map[string]Authority{"a": {Allow: []Rule{
+	p, err := New(Options{Authorities: map[string]Authority{"a": {Allow: []AllowEntry{
 		{URISAN: "spiffe://fleet.example/ns/prod/*"}, {DNSSAN: "*.prod.example"},
 		{NodeCluster: "prod-*"}, {NodeID: "envoy-*"},
 	}}}})

@@ -11,26 +11,26 @@ type Allowlist struct {
 }
 
 // NewAllowlist compiles rules, refusing node_id and node_cluster rules.
-func NewAllowlist(rules []Rule) (*Allowlist, error) {
+func NewAllowlist(rules []AllowEntry) (*Allowlist, error) {
 	for i, r := range rules {
-		if err := CheckCertRule(r); err != nil {
+		if err := CheckCertEntry(r); err != nil {
 			return nil, fmt.Errorf("%w: [%d]: %v", ErrInvalidPolicy, i, err)
 		}
 	}
-	ms, err := compileRules(rules)
+	ms, err := compileEntries(rules)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
 	}
 	return &Allowlist{ms: ms}, nil
 }
 
-// CheckCertRule is CheckRule for an Allowlist: exactly one of uri_san and
+// CheckCertEntry is CheckEntry for an Allowlist: exactly one of uri_san and
 // dns_san.
-func CheckCertRule(r Rule) error {
+func CheckCertEntry(r AllowEntry) error {
 	if r.NodeID != "" || r.NodeCluster != "" {
 		return fmt.Errorf("node_id and node_cluster are a caller's claim, not its certificate: use uri_san or dns_san")
 	}
-	return CheckRule(r)
+	return CheckEntry(r)
 }
 
 // Allows reports whether id's certificate matches one of the rules.

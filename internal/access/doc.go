@@ -8,8 +8,9 @@
 // Words, as this package uses them:
 //   - pattern: a glob where '*' matches any run of characters, '/'
 //     included; everything else is literal.
-//   - rule: one matcher (one kind, one pattern); a list of rules allows a
-//     client when any of them matches it.
+//   - allow entry (AllowEntry): one matcher (one kind, one pattern); a
+//     list of entries allows a client when any of them matches it (the
+//     access rules of an authority).
 //   - identity: what is known of a client: the SANs of its verified
 //     certificate (proof) and its node id and cluster (a claim).
 package access

@@ -5,12 +5,12 @@ import (
 	"sort"
 )
 
-// Rule is one matcher: exactly one of its fields is set, to a pattern (a
-// glob where '*' matches any run of characters, '/' included). It is also
-// one entry of an allow list in the config (authorities[].allow,
-// authorities[].allow_by_type), decoded by config as is; CheckRule checks
+// AllowEntry is one matcher: exactly one of its fields is set, to a
+// pattern (a glob where '*' matches any run of characters, '/' included).
+// It is also one entry of an allow list in the config (authorities[].allow,
+// authorities[].allow_by_type), decoded by config as is; CheckEntry checks
 // one.
-type Rule struct {
+type AllowEntry struct {
 	// URISAN matches a URI SAN (a SPIFFE ID, say) of the client's verified
 	// certificate (downstream.tls.ca_file).
 	URISAN string `yaml:"uri_san"`
@@ -27,8 +27,8 @@ type Rule struct {
 // Authority is the access rules of one authority. A nil Allow lets every
 // client subscribe; for a type in AllowByType, that list replaces Allow.
 type Authority struct {
-	Allow       []Rule
-	AllowByType map[string][]Rule
+	Allow       []AllowEntry
+	AllowByType map[string][]AllowEntry
 }
 
 // Options configure a Policy.
@@ -80,7 +80,7 @@ func New(opts Options) (*Policy, error) {
 		a := opts.Authorities[name]
 		ca := &authority{}
 		if a.Allow != nil {
-			ms, err := compileRules(a.Allow)
+			ms, err := compileEntries(a.Allow)
 			if err != nil {
 				return nil, fmt.Errorf("%w: authority %q: allow%v", ErrInvalidPolicy, name, err)
 			}
@@ -89,7 +89,7 @@ func New(opts Options) (*Policy, error) {
 		if len(a.AllowByType) > 0 {
 			ca.byType = make(map[string][]matcher, len(a.AllowByType))
 			for t, rules := range a.AllowByType {
-				ms, err := compileRules(rules)
+				ms, err := compileEntries(rules)
 				if err != nil {
 					return nil, fmt.Errorf("%w: authority %q: allow_by_type %s%v", ErrInvalidPolicy, name, t, err)
 				}
@@ -110,10 +110,10 @@ func New(opts Options) (*Policy, error) {
 	return p, nil
 }
 
-func compileRules(rules []Rule) ([]matcher, error) {
+func compileEntries(rules []AllowEntry) ([]matcher, error) {
 	ms := make([]matcher, 0, len(rules))
 	for i, r := range rules {
-		m, err := compileRule(r)
+		m, err := compileEntry(r)
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %v", i, err)
 		}
@@ -122,14 +122,14 @@ func compileRules(rules []Rule) ([]matcher, error) {
 	return ms, nil
 }
 
-// CheckRule reports what is wrong with r: not exactly one matcher, or an
+// CheckEntry reports what is wrong with r: not exactly one matcher, or an
 // empty pattern. The problem reads after the rule's path.
-func CheckRule(r Rule) error {
-	_, err := compileRule(r)
+func CheckEntry(r AllowEntry) error {
+	_, err := compileEntry(r)
 	return err
 }
 
-func compileRule(r Rule) (matcher, error) {
+func compileEntry(r AllowEntry) (matcher, error) {
 	var m matcher
 	set := 0
 	for k, v := range [...]string{kindURISAN: r.URISAN, kindDNSSAN: r.DNSSAN, kindNodeID: r.NodeID, kindNodeCluster: r.NodeCluster} {

@@ -19,7 +19,7 @@ type Rules struct {
 type compiledRule struct {
 	name      string
 	typeURLs  []string    // empty: any type
-	conds     []condition // all must hold
+	conds     []condition // all must be met
 	refuse    string      // the reason, for a rule whose result refuses
 	authority string
 	parts     []keyPart

@@ -12,8 +12,8 @@ import (
 type condKind uint8
 
 const (
-	condValue       condKind = iota // the field's value holds m
-	condPresent                     // a metadata path holds any value (want)
+	condValue       condKind = iota // the field's value matches m
+	condPresent                     // a metadata path has any value (want)
 	condHasMetadata                 // the node carries metadata (want)
 )
 

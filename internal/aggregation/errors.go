@@ -25,5 +25,5 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("%v %q: %s", ErrRefused, e.Rule, e.Reason)
 }
 
-// Unwrap makes errors.Is(err, ErrRefused) hold.
+// Unwrap makes errors.Is(err, ErrRefused) true.
 func (e *RefusedError) Unwrap() error { return ErrRefused }

@@ -53,7 +53,7 @@ func (cr *compiledRule) keyAndNode(vals []string) (string, *corev3.Node) {
 	return key, node
 }
 
-// add remembers g, unless the memo is full or holds its key already.
+// add remembers g, unless the memo is full or has its key already.
 func (gm *groupMemo) add(g memoGroup) {
 	gm.mu.Lock()
 	defer gm.mu.Unlock()

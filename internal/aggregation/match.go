@@ -41,21 +41,21 @@ func (r *Rules) Match(req Request) (Result, error) {
 		ErrNoMatch, req.TypeURL, req.Name, req.Node.GetId(), req.Node.GetCluster())
 }
 
-// matches reports whether every condition of the rule holds for req.
+// matches reports whether req meets every condition of the rule.
 func (cr *compiledRule) matches(req *Request) bool {
 	if len(cr.typeURLs) > 0 && !contains(cr.typeURLs, req.TypeURL) {
 		return false
 	}
 	for i := range cr.conds {
-		if !cr.conds[i].holds(req) {
+		if !cr.conds[i].met(req) {
 			return false
 		}
 	}
 	return true
 }
 
-// holds reports whether the condition holds for req.
-func (c *condition) holds(req *Request) bool {
+// met reports whether req meets the condition.
+func (c *condition) met(req *Request) bool {
 	switch c.kind {
 	case condPresent:
 		return (metadataLookup(req.Node.GetMetadata(), c.field.path) != nil) == c.want

@@ -27,13 +27,13 @@ type Rule struct {
 	// Default: false.
 	Default bool `yaml:"default,omitempty"`
 	// Match lists the conditions a request must meet; all present conditions
-	// must hold. A rule that is not the default needs at least one condition.
+	// must be met. A rule that is not the default needs at least one condition.
 	Match Match `yaml:"match,omitempty"`
 	// Result says where matching requests are served from. Required.
 	Result Target `yaml:"result,omitempty"`
 }
 
-// Match is the set of conditions of a rule. Absent conditions hold for
+// Match is the set of conditions of a rule. Absent conditions are met by
 // every request.
 type Match struct {
 	// TypeURLs restricts the rule to these resource types, written as full
@@ -59,7 +59,7 @@ type NodeMatch struct {
 	Cluster *StringMatcher `yaml:"cluster,omitempty"`
 	// Locality tests node.locality. Default: absent, any locality.
 	Locality *LocalityMatch `yaml:"locality,omitempty"`
-	// Metadata tests values in node.metadata; all entries must hold.
+	// Metadata tests values in node.metadata; all entries must be met.
 	// Default: empty, any metadata.
 	Metadata []MetadataMatch `yaml:"metadata,omitempty"`
 	// HasMetadata, when set, tests whether the client sent node.metadata
@@ -99,7 +99,7 @@ type MetadataMatch struct {
 	String *StringMatcher `yaml:"string,omitempty"`
 	// Bool matches a bool value equal to it; a string "true" is not a bool.
 	Bool *bool `yaml:"bool,omitempty"`
-	// Present, true, matches a path that holds any value (null, a list or
+	// Present, true, matches a path that has any value (null, a list or
 	// a struct included); false matches a path that is absent.
 	Present *bool `yaml:"present,omitempty"`
 }
@@ -144,7 +144,7 @@ type Target struct {
 	// Node, when set, is the Node the relay presents upstream on the
 	// group's stream. Default: absent: a Node built from the group key
 	// alone, the same whichever client of the group comes first: each node
-	// field the key takes a value from holds that value (the whole field
+	// field the key takes a value from has that value (the whole field
 	// for node_field, only the captured or rewritten text for a capture or
 	// a rewrite, metadata as a string at its path), with the relay's node
 	// id unless the key uses

@@ -9,7 +9,7 @@ import (
 
 // The upstream node of a group whose rule sets no node is a function of the
 // group key alone: every client of the group, whichever comes first, makes
-// the relay show the origin the same Node. It holds, for each node field the
+// the relay show the origin the same Node. It has, for each node field the
 // key takes a value from, that value:
 //
 //   - a field the key copies whole (a node_field part, or a capture of group

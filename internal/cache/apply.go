@@ -16,7 +16,7 @@ import (
 )
 
 // applyRun is the bookkeeping of one Apply: what changed, to notify once
-// the lock is released.
+// the lock is unlocked.
 type applyRun struct {
 	// cs is the origin change being applied (nil for an expiry sweep).
 	cs *ChangeSet
@@ -83,7 +83,7 @@ func (c *Cache) touchMemberLocked(a *applyRun, e *entry) {
 }
 
 // Apply stores what the origin sent and announces it to watchers as one
-// change (after releasing the lock). Each resource's Version is set here,
+// change (after unlocking). Each resource's Version is set here,
 // from its bytes. A revision with the cached bytes and TTL is not a change,
 // whatever the origin's version: it only refreshes the TTL and notifies
 // nobody. A heartbeat refreshes the TTL of the cached revision and
@@ -179,7 +179,7 @@ func (c *Cache) applyCompleteLocked(a *applyRun, k Key) {
 
 // finishUnlock ends a change made under mu (an Apply, an expiry): decides
 // whom to notify, enforces the bounds and re-arms the expiry timer, then
-// releases mu and makes the Subscriber calls and notifications.
+// unlocks mu and makes the Subscriber calls and notifications.
 func (c *Cache) finishUnlock(a *applyRun, now time.Time) {
 	// Shared only when no revision starts held back (rollout.go).
 	shared := a.cs != nil && len(a.revised) > 0 && len(a.revised) == len(a.order) && a.hold == nil
@@ -427,7 +427,7 @@ func ContentVersion(body *anypb.Any) string {
 // and fields (RevisionVersion), and what its fields hold measured (sized).
 // Revisions are immutable once handed over, so one whose Version differs
 // is replaced by a copy. Hashing happens before Apply locks: the work is
-// per origin change, not per client, and need not hold up readers.
+// per origin change, not per client, and need not block readers.
 func versioned(rs []*Resource) []*Resource {
 	var out []*Resource
 	for i, r := range rs {

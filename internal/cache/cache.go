@@ -86,7 +86,7 @@ type Options struct {
 //     eviction of unwatched keys ever drops an entry.
 //
 // Locking: mu guards every index. Watcher.Notify and Subscriber calls are
-// made after mu is released; Subscriber calls keep the order in which the
+// made after mu is unlocked; Subscriber calls keep the order in which the
 // cache decided them (see flush).
 type Cache struct {
 	lg        *zap.Logger                             // read-only after New
@@ -170,7 +170,7 @@ type Cache struct {
 	// refetchInterval: at most one fetch of a do_not_cache key per
 	// interval (refetch.go); 0: no limit. guarded by mu
 	refetchInterval time.Duration
-	// dueFetches: entries with a fetch held back (entry.fetch); recent:
+	// dueFetches: entries with a fetch delayed (entry.fetch); recent:
 	// the dropped do_not_cache keys' last fetches. guarded by mu
 	dueFetches map[*entry]struct{}
 	recent     recentFetches
@@ -257,12 +257,12 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		if e == nil {
 			e = c.newEntryLocked(k)
 		}
-		c.subscribeKeyLocked(e, node, now) // unless held back: refetch.go
+		c.subscribeKeyLocked(e, node, now) // unless delayed: refetch.go
 		if e.inLRU {
-			c.reconcileLocked(e) // held now: out of the LRU (else nothing to do)
+			c.reconcileLocked(e) // watched now: out of the LRU (else nothing to do)
 		}
 		if t := c.aliases[k]; t != nil {
-			c.reconcileLocked(t) // held through its alias now
+			c.reconcileLocked(t) // watched through its alias now
 		}
 		if !e.collection && c.watchServedLocked(&nb, w, k, e, node, now) {
 			continue // through an alias, or owed a fresh copy
@@ -279,7 +279,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			nb.add(w, k)
 		}
 	}
-	c.armLocked(now) // a fetch held back (refetch.go)
+	c.armLocked(now) // a fetch delayed (refetch.go)
 	c.flushCountsLocked()
 	c.mu.Unlock()
 	c.flush()
@@ -287,7 +287,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 }
 
 // watchCollectionLocked answers a new watch by w of collection e: its
-// members are held, and w is notified of each when the collection is
+// members are watched, and w is notified of each when the collection is
 // known (of the collection key itself when it is known empty).
 func (c *Cache) watchCollectionLocked(nb *noteBuilder, w Watcher, e *entry, now time.Time) {
 	st := c.collectionStateLocked(e)
@@ -476,9 +476,9 @@ type hitTally struct {
 	hits, misses int
 }
 
-// heldLocked: somebody watches e, directly or (for a present resource)
-// through its glob or its type's Wildcard. Held entries are never evicted.
-func (c *Cache) heldLocked(e *entry) bool {
+// watchedLocked: somebody watches e, directly or (for a present resource)
+// through its glob or its type's Wildcard. Watched entries are never evicted.
+func (c *Cache) watchedLocked(e *entry) bool {
 	if c.watchers[e.key].size() > 0 {
 		return true
 	}

@@ -46,7 +46,7 @@ type Revision struct {
 
 func newChangeSet(typeURL string, arrived time.Time, obs prometheus.Observer) *ChangeSet {
 	cs := &ChangeSet{seq: changeSeq.Add(1), typeURL: typeURL, arrived: arrived, obs: obs}
-	cs.pending.Store(1) // the cache's hold while it announces the set
+	cs.pending.Store(1) // the cache's own count while it announces the set
 	return cs
 }
 

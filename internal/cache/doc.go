@@ -50,15 +50,16 @@
 //     that the RemovalGuard deferred: the entry stays present, with its
 //     revision, for watchers old and new, until released
 //     (ReleaseDeferred), sent again by the origin, lapsed, evicted, or
-//     removed by an Unguarded update. ("Held", in this package, means
-//     watched: never evicted; package delivery calls a deferred removal a
-//     held removal.)
+//     removed by an Unguarded update. (Package delivery calls a deferred
+//     removal a held removal: the deletion guard's hold.)
 //   - rollout (rollout.go): a new revision the Gate (package delivery)
 //     watches until it settles: meanwhile its key keeps the last accepted
 //     revision beside it (at most two per key), and the revision may be
 //     held back (Hold: the NACK breaker's, or a wave's) from some clients,
-//     who are served the last accepted one (Rollout.Serve). ("Held back"
-//     is this; "held", as above, means watched.)
+//     who are served the last accepted one (Rollout.Serve). "Hold" and
+//     "held" mean this, or a deferred removal, and nothing else here: a
+//     key somebody watches is watched (never evicted), a do_not_cache
+//     fetch the refetch interval puts off is delayed.
 //   - snapshot entry (SnapshotEntry): one key as warm restart keeps it: a
 //     present revision with its origin version and TTL expiry, or a known
 //     collection. SnapshotEntries collects them, Restore puts them back

@@ -73,10 +73,10 @@ type entry struct {
 	// unsubscribed it. Only subscribed keys are unsubscribed on eviction.
 	subscribed bool
 	// lastFetch: when the cache last asked the origin for this key (its
-	// subscription, or a refetch); fetch: a fetch held back by the
+	// subscription, or a refetch); fetch: a fetch delayed by the
 	// refetch interval, nil: none (refetch.go).
 	lastFetch time.Time
-	fetch     *heldFetch
+	fetch     *delayedFetch
 	// inLRU: the key is in Cache.lru (nobody watches it).
 	inLRU bool
 	// lruBytes is what this entry adds to Cache.lruBytes while inLRU.

@@ -82,7 +82,7 @@ func (c *Cache) expireDueLocked(a *applyRun, now time.Time) {
 }
 
 // armLocked makes sure the timer fires no later than the earliest expiry
-// or held-back fetch (refetch.go).
+// or delayed fetch (refetch.go).
 // A timer already armed for that time or earlier is kept (firing early is
 // harmless: nothing is due, it re-arms), so refreshing TTLs re-arms
 // nothing. Nothing is armed once the cache is closed.

@@ -90,8 +90,8 @@ type EntryInfo struct {
 	Bytes         int    `json:"bytes"`
 	// Watchers: client sessions watching this key itself (a member of a
 	// watched glob or wildcard counts its watchers on the collection's
-	// key); Held: some client watches it, directly or through a
-	// collection (held keys are never evicted).
+	// key); Held (JSON "held", an interface kept as it was): some client
+	// watches it, directly or through a collection (never evicted).
 	Watchers int  `json:"watchers"`
 	Held     bool `json:"held"`
 	// Error is the key's resource error as Lookup reads it (the origin's,
@@ -124,7 +124,7 @@ func compareKeys(a, b Key) int {
 }
 
 // Inspect lists the keys f selects, sorted, at most f.Limit of them. The
-// lock is held to collect the matching keys (no sorting or formatting
+// lock is taken to collect the matching keys (no sorting or formatting
 // under it) and again to describe the ones returned; a key dropped in
 // between is left out.
 func (c *Cache) Inspect(f Filter) Listing {
@@ -154,7 +154,7 @@ func (c *Cache) Inspect(f Filter) Listing {
 			continue
 		}
 		info := EntryInfo{Authority: k.Link.Authority, Group: k.Link.Group, TypeURL: k.TypeURL, Name: k.Name,
-			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.heldLocked(e)}
+			Collection: e.collection, Watchers: c.watchers[k].size(), Held: c.watchedLocked(e)}
 		st := c.linkErr[k.Link]
 		if e.collection {
 			info.State = c.collectionStateLocked(e).String()

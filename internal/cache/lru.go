@@ -2,22 +2,22 @@ package cache
 
 import "go.uber.org/zap"
 
-// The LRU holds every key nobody watches (see heldLocked): resources kept
+// The LRU keeps every key nobody watches (see watchedLocked): resources kept
 // warm for clients that come back, and the collections and pending or absent
 // keys still subscribed upstream. simplelru only keeps the order; the cache
 // enforces Options.MaxResources (keys in the LRU) and Options.MaxBytes
 // (their resources' bytes) itself and evicts with RemoveOldest, so no evict
 // callback fires on Remove.
 
-// reconcileLocked puts e into the LRU when nobody holds it and takes it out
-// when somebody does (a do_not_cache revision nobody holds is dropped); for an entry already in the LRU it only updates the
+// reconcileLocked puts e into the LRU when nobody watches it and takes it out
+// when somebody does (a do_not_cache revision nobody watches is dropped); for an entry already in the LRU it only updates the
 // byte count (an origin update does not make a key recently used).
 func (c *Cache) reconcileLocked(e *entry) {
 	if c.entries[e.key] != e {
 		return
 	}
-	held := c.heldLocked(e)
-	if !held && e.state == StatePresent && e.res.DoNotCache() {
+	watched := c.watchedLocked(e)
+	if !watched && e.state == StatePresent && e.res.DoNotCache() {
 		// The origin said not to cache it: kept only while watched
 		// (refetch.go). Dropped like an eviction, and unsubscribed; when
 		// it was fetched is remembered.
@@ -26,16 +26,16 @@ func (c *Cache) reconcileLocked(e *entry) {
 		return
 	}
 	switch {
-	case held && e.inLRU:
+	case watched && e.inLRU:
 		c.lru.Remove(e.key)
 		c.lruBytes -= e.lruBytes
 		e.inLRU, e.lruBytes = false, 0
-	case !held && !e.inLRU:
+	case !watched && !e.inLRU:
 		e.res.dropEncodings()
 		c.lru.Add(e.key, e)
 		e.inLRU, e.lruBytes = true, e.size()
 		c.lruBytes += e.lruBytes
-	case !held && e.inLRU:
+	case !watched && e.inLRU:
 		s := e.size()
 		c.lruBytes += s - e.lruBytes
 		e.lruBytes = s

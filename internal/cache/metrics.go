@@ -20,7 +20,7 @@ type metrics struct {
 	// origin again for a new watcher (refetch.go).
 	refetches *prometheus.CounterVec
 	// refetchesLimited: label type; new watchers of a do_not_cache key
-	// that wait for a fetch in flight or held back by refetch_interval
+	// that wait for a fetch in flight or delayed by refetch_interval
 	// instead of causing one (refetch.go).
 	refetchesLimited *prometheus.CounterVec
 	// fanout: label type; origin change arrival → last watcher's send.
@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "bytes",
-			Help: "Bytes the cached keys hold, as cache.max_bytes counts them: bodies, names, wrapper fields, resource errors and a fixed overhead per revision.",
+			Help: "Bytes the cached keys take, as cache.max_bytes counts them: bodies, names, wrapper fields, resource errors and a fixed overhead per revision.",
 		}),
 		evictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "cache", Name: "evictions_total",

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// note is one Watcher.Notify call to make once the lock is released.
+// note is one Watcher.Notify call to make once the lock is unlocked.
 type note struct {
 	w Watcher
 	k Key
@@ -49,8 +49,8 @@ var notesPool = sync.Pool{New: func() any { return new([]note) }}
 // maxPooledNotes: a slice grown past this many notes is not pooled.
 const maxPooledNotes = 1024
 
-// releaseNotes returns nb's notes to the pool, emptied.
-func (nb *noteBuilder) releaseNotes() {
+// recycleNotes returns nb's notes to the pool, emptied.
+func (nb *noteBuilder) recycleNotes() {
 	if nb.pooled == nil || cap(nb.notes) > maxPooledNotes {
 		return
 	}
@@ -122,8 +122,8 @@ func (nb *noteBuilder) send() {
 	for _, n := range nb.notes {
 		n.w.Flush(nb.cs)
 	}
-	nb.cs.Done() // the cache's own hold
-	nb.releaseNotes()
+	nb.cs.Done() // the cache's own count
+	nb.recycleNotes()
 }
 
 // notesLocked turns an Apply's changes into notifications: the watchers of

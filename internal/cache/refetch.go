@@ -26,19 +26,19 @@ import (
 // Options.RefetchInterval (cache.refetch_interval, default 1s):
 //
 //   - a new watcher while others watch it (oweFreshLocked): if a fetch of
-//     it is in flight or held back, the watcher waits for that one; if the
-//     key was fetched less than the interval ago, the refetch is held back
+//     it is in flight or delayed, the watcher waits for that one; if the
+//     key was fetched less than the interval ago, the refetch is delayed
 //     until the interval has passed (the watcher waits for it); otherwise
 //     it is refetched at once;
 //   - a new watcher after everyone left (the revision was dropped at once,
 //     and unsubscribed): the cache remembers, for the interval, when it
 //     last fetched the key (recentFetches, at most maxRecentFetches keys),
-//     and holds the new subscription back until the interval has passed.
+//     and delays the new subscription until the interval has passed.
 //
 // Either way the watcher is never sent the cached revision: it waits for
 // the origin's next copy, which, if the origin sends it of its own accord
-// before the held-back fetch is due, is enough (the fetch is then not
-// made). A held-back fetch is made by the cache's timer (expiry.go arms it
+// before the delayed fetch is due, is enough (the fetch is then not
+// made). A delayed fetch is made by the cache's timer (expiry.go arms it
 // for the earliest TTL or fetch due). Watchers that wait instead of
 // causing a fetch are counted in xds_relay_cache_refetches_limited_total;
 // the fetches made, in xds_relay_cache_refetches_total.
@@ -48,8 +48,8 @@ import (
 // of it fetches it at once).
 const maxRecentFetches = 4096
 
-// heldFetch is a fetch of a key held back until due.
-type heldFetch struct {
+// delayedFetch is a fetch of a key delayed until due.
+type delayedFetch struct {
 	due  time.Time
 	node *corev3.Node // the node to present if the link must be opened
 	// subscribe: the key's subscription (a watcher after everyone left);
@@ -106,19 +106,19 @@ func (c *Cache) forgetOwedLocked(w Watcher, k Key) {
 }
 
 // subscribeKeyLocked subscribes key e for a new watcher (unless it is
-// subscribed or its subscription held back), or holds the subscription
-// back when e's do_not_cache revision was fetched less than the refetch
+// subscribed or its subscription delayed), or delays the subscription
+// when e's do_not_cache revision was fetched less than the refetch
 // interval ago.
 func (c *Cache) subscribeKeyLocked(e *entry, node *corev3.Node, now time.Time) {
 	switch {
 	case e.subscribed:
 		return
-	case e.fetch != nil: // its subscription is held back: it waits for it
+	case e.fetch != nil: // its subscription is delayed: it waits for it
 		c.m.refetchesLimited.WithLabelValues(xdstype.Label(e.key.TypeURL)).Inc()
 		return
 	}
 	if last, ok := c.recent.take(e.key, now, c.refetchInterval); ok && !e.collection {
-		c.holdFetchLocked(e, heldFetch{due: last.Add(c.refetchInterval), node: node, subscribe: true})
+		c.delayFetchLocked(e, delayedFetch{due: last.Add(c.refetchInterval), node: node, subscribe: true})
 		return
 	}
 	e.subscribed, e.lastFetch = true, now
@@ -129,14 +129,14 @@ func (c *Cache) subscribeKeyLocked(e *entry, node *corev3.Node, now time.Time) {
 // subscribe: the upstream has the origin forget and resend it) for a new
 // watcher owed a fresh copy, at most once per refetch interval. joined: a
 // fetch of the revision the watcher waits for is already in flight or
-// held back; the watcher waits for that one.
+// delayed; the watcher waits for that one.
 func (c *Cache) refetchLocked(ke *entry, node *corev3.Node, joined bool, now time.Time) {
 	due := ke.lastFetch.Add(c.refetchInterval)
 	switch {
 	case joined || ke.fetch != nil:
 		c.m.refetchesLimited.WithLabelValues(xdstype.Label(ke.key.TypeURL)).Inc()
 	case c.refetchInterval > 0 && now.Before(due):
-		c.holdFetchLocked(ke, heldFetch{due: due, node: node})
+		c.delayFetchLocked(ke, delayedFetch{due: due, node: node})
 	default:
 		c.fetchLocked(ke, node, false, now)
 	}
@@ -154,8 +154,8 @@ func (c *Cache) fetchLocked(e *entry, node *corev3.Node, subscribe bool, now tim
 	c.queueLocked(true, e.key, node)
 }
 
-// holdFetchLocked holds a fetch of e back until f.due (the timer makes it).
-func (c *Cache) holdFetchLocked(e *entry, f heldFetch) {
+// delayFetchLocked delays a fetch of e until f.due (the timer makes it).
+func (c *Cache) delayFetchLocked(e *entry, f delayedFetch) {
 	c.m.refetchesLimited.WithLabelValues(xdstype.Label(e.key.TypeURL)).Inc()
 	e.fetch = &f
 	if c.dueFetches == nil {
@@ -164,7 +164,7 @@ func (c *Cache) holdFetchLocked(e *entry, f heldFetch) {
 	c.dueFetches[e] = struct{}{}
 }
 
-// fetchDueLocked makes the held-back fetches due by now that someone still
+// fetchDueLocked makes the delayed fetches due by now that someone still
 // waits for: a subscription whose key is watched, a refetch whose revision
 // is still owed to a watcher (the origin did not send it meanwhile).
 func (c *Cache) fetchDueLocked(now time.Time) {
@@ -188,7 +188,7 @@ func (c *Cache) fetchDueLocked(now time.Time) {
 	}
 }
 
-// dropFetchLocked forgets e's held-back fetch.
+// dropFetchLocked forgets e's delayed fetch.
 func (c *Cache) dropFetchLocked(e *entry) {
 	if e.fetch != nil {
 		e.fetch = nil
@@ -196,7 +196,7 @@ func (c *Cache) dropFetchLocked(e *entry) {
 	}
 }
 
-// nextFetchLocked returns when the earliest held-back fetch is due.
+// nextFetchLocked returns when the earliest delayed fetch is due.
 func (c *Cache) nextFetchLocked() (time.Time, bool) {
 	var at time.Time
 	for e := range c.dueFetches {
@@ -219,7 +219,7 @@ func (c *Cache) SetRefetchInterval(d time.Duration) {
 // Guarded by Cache.mu.
 type recentFetches struct {
 	at    map[Key]time.Time
-	order []keyFetched // oldest first; may hold keys taken since
+	order []keyFetched // oldest first; may list keys taken since
 }
 
 type keyFetched struct {

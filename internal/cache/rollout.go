@@ -13,8 +13,8 @@ import (
 // them). With a Gate set, an Apply asks it, before the lock, whether the
 // update's new revisions roll out (Gate.Begin). A new revision that rolls
 // out keeps beside it the key's last accepted revision (entry.accepted),
-// until its rollout ends (Settle): then the key holds one revision again.
-// So a key holds at most two revisions, both counted in max_bytes
+// until its rollout ends (Settle): then the key keeps one revision again.
+// So a key keeps at most two revisions, both counted in max_bytes
 // (entry.size). While its rollout lasts, the newest revision may be held
 // back from some clients (Hold: the breaker tripped on it, or its wave has
 // not reached them); a read returns the newest revision with where it
@@ -29,7 +29,7 @@ import (
 // rollout ended is accepted whatever the record says); otherwise the key
 // keeps the last accepted revision it had (the next version starts
 // afresh). The origin sending the last accepted revision again brings
-// the key back to it: the same revision, so a client holding it is sent
+// the key back to it: the same revision, so a client that has it is sent
 // nothing, and no rollout.
 
 // HoldReason is why a key's newest revision is held back from a client.
@@ -137,23 +137,23 @@ type Rollout struct {
 }
 
 // Serve returns the revision of a key a client v is sent, the key's newest
-// revision being newest and the client holding held (nil: nothing, or
+// revision being newest and the client having has (nil: nothing, or
 // only a version it declared), and why it is not newest. Not held from
 // v: newest. Held: the last accepted revision; without one, newest for a
 // wave (a client is never kept waiting on one: there is nothing older)
-// and, for the breaker, what the client holds (nil: nothing is sent).
+// and, for the breaker, what the client has (nil: nothing is sent).
 // reason is HoldNone when newest is served.
-func (ro Rollout) Serve(newest *Resource, v Viewer, held *Resource) (r *Resource, reason HoldReason) {
+func (ro Rollout) Serve(newest *Resource, v Viewer, has *Resource) (r *Resource, reason HoldReason) {
 	h := ro.Hold
 	switch {
 	case newest == nil || h.Admits(v):
 		return newest, HoldNone
 	case ro.Accepted != nil:
 		return ro.Accepted, h.Reason
-	case h.Reason == HoldWave || (held != nil && held.Version == newest.Version):
+	case h.Reason == HoldWave || (has != nil && has.Version == newest.Version):
 		return newest, HoldNone
 	}
-	return held, h.Reason
+	return has, h.Reason
 }
 
 // Gate is safe delivery's say on an origin change's new revisions
@@ -227,7 +227,7 @@ func ackedOnce(r *Resource) bool {
 	return r.Change != nil && r.Change.Counts().Acked > 0
 }
 
-// endRolloutLocked forgets e's rollout: it holds one revision, or none.
+// endRolloutLocked forgets e's rollout: it keeps one revision, or none.
 func (e *entry) endRolloutLocked() {
 	e.accepted, e.rolling, e.hold = nil, false, nil
 }
@@ -288,7 +288,7 @@ func (c *Cache) Settle(revs []Revision) int {
 
 // changeRollouts applies f to the entry of each of revs still current
 // (currentLocked) and announces, as one change, those f reports a change
-// for clients of. It returns how many were current. What a snapshot holds
+// for clients of. It returns how many were current. What a snapshot keeps
 // does not change (Generation stays): only the revision kept beside the
 // newest, or who is served it.
 func (c *Cache) changeRollouts(revs []Revision, f func(e *entry) bool) int {

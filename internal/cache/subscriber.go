@@ -31,7 +31,7 @@ func (c *Cache) queueLocked(subscribe bool, k Key, node *corev3.Node) {
 	c.outbox = append(c.outbox, subOp{subscribe: subscribe, link: k.Link, typeURL: k.TypeURL, node: node, names: []string{k.Name}})
 }
 
-// flush makes the queued Subscriber calls without holding mu, in the order
+// flush makes the queued Subscriber calls with mu unlocked, in the order
 // they were decided: whichever goroutine finds the outbox idle drains it
 // (including what others queue meanwhile); the others return at once, since
 // Subscriber calls are asynchronous requests anyway.

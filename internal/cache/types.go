@@ -130,7 +130,7 @@ func (s State) String() string {
 // what a Watch finds or an expiry): a watcher that will send a response for
 // it calls cs.Take once and cs.Done after that send.
 //
-// Both are called without cache locks held, must not block and must not
+// Both are called with no cache lock taken, must not block and must not
 // call back into the cache: mark dirty, poke, return. Watchers are map
 // keys: use pointers.
 type Watcher interface {
@@ -139,7 +139,7 @@ type Watcher interface {
 }
 
 // Subscriber is the upstream side as the cache sees it. The cache calls it
-// without holding its locks; implementations must not block.
+// without taking its locks; implementations must not block.
 //
 // names are canonical resource names, canonical glob URLs or Wildcard. node
 // is the Node to present to the origin when the link must be opened (the

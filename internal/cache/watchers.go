@@ -5,7 +5,7 @@ package cache
 // remove). Guarded by Cache.mu like every index.
 //
 // Fan-out hands out the slice itself (share), to be read after the lock is
-// released; the next remove copies it first (copy on write), so a fan-out
+// unlocked; the next remove copies it first (copy on write), so a fan-out
 // costs no copy and no allocation however many watchers a key has. add
 // only appends, which never changes what a shared prefix holds.
 //

@@ -36,7 +36,7 @@ type Options struct {
 }
 
 // Watcher watches one config file; New starts watching, Run reports
-// changes until its context ends, Close releases the watch.
+// changes until its context ends, Close stops the watch.
 type Watcher struct {
 	path     string            // read-only after New; filepath.Clean'ed
 	onChange func()            // read-only after New

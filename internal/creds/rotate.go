@@ -23,7 +23,7 @@ type rotating[T any] struct {
 	statFailed func(err error, loaded bool) error
 	loadFailed func(error) error
 
-	mu     sync.Mutex  // guards the fields below; never held during I/O
+	mu     sync.Mutex  // guards the fields below; never locked during I/O
 	val    T           // guarded by mu
 	stamps []fileStamp // guarded by mu: the files' stamps when val was loaded
 }

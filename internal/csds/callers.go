@@ -13,8 +13,8 @@ import (
 
 // A caller is who opens CSDS streams: the verified client certificate's
 // first URI SAN, else its first DNS SAN (mutual TLS), else the remote IP
-// address. Each caller holds at most MaxStreamsPerCaller
-// StreamClientStatus streams at once: a stream can hold two reports of up
+// address. Each caller keeps at most MaxStreamsPerCaller
+// StreamClientStatus streams at once: a stream can keep two reports of up
 // to DefaultMaxBytes while its caller does not read (stream.go), so the
 // bound is what one caller can make the relay keep. One more stream is
 // refused with ResourceExhausted and counted; other callers are served.
@@ -47,13 +47,13 @@ func newCallers(max int) *callers {
 	return &callers{max: max, open: make(map[string]int)}
 }
 
-// acquire takes a stream place for caller; release gives it back. A
+// acquire takes a stream place for caller; leave gives it back. A
 // caller at its bound gets ResourceExhausted (ErrTooManyStreams).
-func (c *callers) acquire(caller string) (release func(), err error) {
+func (c *callers) acquire(caller string) (leave func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.open[caller] >= c.max {
-		return nil, status.Error(codes.ResourceExhausted, fmt.Sprintf("%v: %s holds %d open, the most csds_max_streams_per_caller allows",
+		return nil, status.Error(codes.ResourceExhausted, fmt.Sprintf("%v: %s has %d open, the most csds_max_streams_per_caller allows",
 			ErrTooManyStreams, caller, c.max))
 	}
 	c.open[caller]++

@@ -21,7 +21,7 @@
 //   - truncation note: TruncatedHeader, the metadata of a cut response.
 //   - caller: who opens CSDS streams: a verified client certificate's
 //     first URI SAN, else its first DNS SAN, else the remote IP address
-//     (callers.go); each holds at most MaxStreamsPerCaller streams.
+//     (callers.go); each keeps at most MaxStreamsPerCaller streams.
 //
 // Resource contents (generic_xds_configs.xds_config) are never included:
 // the CSDS listener is reachable by anyone who passes the downstream TLS,

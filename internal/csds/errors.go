@@ -11,7 +11,7 @@ var (
 	ErrClosed = errors.New("csds: shutting down")
 	// ErrStarted: Serve was called twice.
 	ErrStarted = errors.New("csds: already started")
-	// ErrTooManyStreams: a caller already holds the most client status
+	// ErrTooManyStreams: a caller already has the most client status
 	// streams it may (csds_max_streams_per_caller); answered with
 	// ResourceExhausted.
 	ErrTooManyStreams = errors.New("csds: too many client status streams from one caller")

@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "csds", Name: "streams_refused_total",
-			Help: "Client status streams refused (ResourceExhausted) because their caller already held csds_max_streams_per_caller open.",
+			Help: "Client status streams refused (ResourceExhausted) because their caller already had csds_max_streams_per_caller open.",
 		}),
 		replaced: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xds_relay", Subsystem: "csds", Name: "requests_replaced_total",

@@ -42,7 +42,7 @@ const (
 	// wait their turn (or their deadline).
 	maxBuilding = 2
 	// DefaultMaxStreamsPerCaller: StreamClientStatus streams one caller
-	// may hold open at once (config's csds_max_streams_per_caller default).
+	// may keep open at once (config's csds_max_streams_per_caller default).
 	DefaultMaxStreamsPerCaller = 4
 )
 
@@ -81,7 +81,7 @@ type Options struct {
 	// PermissionDenied. Nil: every caller the listener admits.
 	Allow *access.Allowlist
 	// MaxStreamsPerCaller bounds the StreamClientStatus streams one caller
-	// holds open (csds_max_streams_per_caller; see callers.go); 0:
+	// keeps open (csds_max_streams_per_caller; see callers.go); 0:
 	// DefaultMaxStreamsPerCaller.
 	MaxStreamsPerCaller int
 }

@@ -18,7 +18,7 @@ import (
 // built only once the previous answer's Send returned, from the newest
 // request. So a caller that sends without reading costs, per stream, one
 // request and at most one report waiting in Send besides the one gRPC
-// took (its transport holds a message until the caller reads it): never a
+// took (its transport keeps a message until the caller reads it): never a
 // queue, whatever the number of requests sent.
 
 // StreamClientStatus answers the newest request of the stream each time
@@ -31,13 +31,13 @@ func (s *Server) StreamClientStatus(stream statusv3.ClientStatusDiscoveryService
 	if err != nil {
 		return err
 	}
-	release, err := s.callers.acquire(caller)
+	leave, err := s.callers.acquire(caller)
 	if err != nil {
 		s.m.streamsRefused.Inc()
 		s.lg.Debug("client status stream refused: too many from one caller")
 		return err
 	}
-	defer release()
+	defer leave()
 	l := &latest{wake: make(chan struct{}, 1)}
 	s.wg.Add(1)
 	go func() { // the pump: ends when Recv fails, at the latest once this handler returned
@@ -74,7 +74,7 @@ type streamAnswers struct {
 	sent   bool // an answer was sent (the truncation note goes in the header once)
 }
 
-// drain answers what l holds, the newest request each time, until it is
+// drain answers what l has, the newest request each time, until it is
 // empty; done when the stream ends (err: how; nil once the caller ended
 // it).
 func (a *streamAnswers) drain(l *latest) (done bool, err error) {

@@ -21,7 +21,7 @@ import (
 // version is held from every client (cache.HoldBreaker): no further
 // client is sent it, and every client is served the last accepted
 // version (sent back to those that were sent the held one); without one,
-// a client keeps what it holds and a client that holds nothing is sent
+// a client keeps what it has and a client that has nothing is sent
 // nothing. The origin is NACKed once, with the clients' errors. The trip
 // lasts until released by hand, or until the origin sends another version
 // of the resource (it starts afresh), or the resource goes.

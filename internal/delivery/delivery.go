@@ -86,10 +86,10 @@ type heldRemovals interface {
 }
 
 // Fleet is what Delivery reads of the relay's clients (internal/downstream's
-// Server): who is connected, and what each holds of some keys.
+// Server): who is connected, and what each was sent of some keys.
 type Fleet interface {
 	Viewers() []cache.Viewer
-	Holdings(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool))
+	SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool))
 }
 
 // Origins is how the NACK breaker tells an origin (internal/upstream's

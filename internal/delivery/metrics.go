@@ -9,7 +9,7 @@ import (
 )
 
 // metrics are the delivery instruments. The held gauge is read from the
-// cache at each scrape (heldCollector), so it is what the cache holds.
+// cache at each scrape (heldCollector), so it is what the cache keeps held now.
 type metrics struct {
 	// invalid: labels authority, type.
 	invalid *prometheus.CounterVec

@@ -46,7 +46,7 @@ type HeldVersion struct {
 	Nackers    []NackerView `json:"nackers"`
 	RelayBelow bool         `json:"relay_below,omitempty"`
 	Nack       string       `json:"nack"`
-	// Holders: how many clients hold which version of the resource.
+	// Holders: how many clients have which version of the resource.
 	Holders []VersionHolders `json:"holders"`
 	Release string           `json:"release"`
 }
@@ -58,7 +58,7 @@ type NackerView struct {
 	Message string    `json:"message"`
 }
 
-// VersionHolders is how many clients (streams) hold one version of a
+// VersionHolders is how many clients (streams) have one version of a
 // resource, and how many of them ACKed it. Which: "held" (the version
 // held), "last_accepted" (the one clients are served instead), "absent"
 // (told it does not exist) or "other".
@@ -184,7 +184,7 @@ func settingsShown(a string, s config.Delivery) AuthoritySettings {
 }
 
 // heldVersionsPage lists the versions the breaker holds (the first
-// maxShownHeld, oldest first), with how many clients hold which version.
+// maxShownHeld, oldest first), with how many clients have which version.
 func (d *Delivery) heldVersionsPage(now time.Time) []HeldVersion {
 	d.mu.Lock()
 	vs := make([]*version, 0, len(d.trips))
@@ -213,7 +213,7 @@ func (d *Delivery) heldVersionsPage(now time.Time) []HeldVersion {
 }
 
 // countHolders fills each held version's Holders from what the clients
-// hold of keys (one per version, in order).
+// have of keys (one per version, in order).
 func (d *Delivery) countHolders(out []HeldVersion, keys []cache.Key) {
 	if d.fleet == nil || len(keys) == 0 {
 		return
@@ -224,7 +224,7 @@ func (d *Delivery) countHolders(out []HeldVersion, keys []cache.Key) {
 			accepted[i] = ro.Accepted.Version
 		}
 	}
-	d.fleet.Holdings(keys, func(_ cache.Viewer, i int, version string, acked bool) {
+	d.fleet.SentVersions(keys, func(_ cache.Viewer, i int, version string, acked bool) {
 		which := "other"
 		switch {
 		case version == "":

@@ -125,7 +125,7 @@ func (d *Delivery) noteChecked(k cache.Key, r *cache.Resource, err error) {
 
 // remember keeps k's refusal, within maxRefused keys (past it, any one is
 // forgotten) and for names of at most maxRememberedName bytes. Called
-// with mu held.
+// with mu locked.
 func (d *Delivery) remember(k cache.Key, ref refusal) {
 	if len(k.Name) > maxRememberedName {
 		return

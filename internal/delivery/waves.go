@@ -26,8 +26,8 @@ import (
 // hashes (cache.ViewerOf, stable across reconnects and relays) into its
 // slice of the hash range (the share waves' slices follow each other from
 // 0), and, when no connected client does, the client nearest above its
-// slice's start (a wave of a share holds at least one client). A client
-// belongs to the first wave that holds it.
+// slice's start (a wave of a share has at least one client). A client
+// belongs to the first wave that has it.
 
 // wavePlan is who is in which wave, for one rollout. Immutable.
 type wavePlan struct {
@@ -130,7 +130,7 @@ type openWaves struct {
 func (o *openWaves) Admits(v cache.Viewer) bool { return o.plan.waveOf(v) < o.open }
 
 // WaveProgress is one wave of a rollout: its clients that subscribe to
-// the rollout's resources, how many hold the new versions, how many
+// the rollout's resources, how many were sent the new versions, how many
 // ACKed them.
 type WaveProgress struct {
 	Wave    int `json:"wave"` // from 1
@@ -139,11 +139,11 @@ type WaveProgress struct {
 	Acked   int `json:"acked"`
 }
 
-// maxProgressKeys bounds the keys of a rollout whose holders are counted.
+// maxProgressKeys bounds the keys of a rollout whose clients are counted.
 const maxProgressKeys = 16
 
 // progress counts, per wave of ro (and everyone else, last), the clients
-// (nodes) that subscribe to ro's resources, hold its versions and ACKed
+// (nodes) that subscribe to ro's resources, were sent its versions and ACKed
 // them (the first maxProgressKeys keys looked at).
 func (d *Delivery) progress(ro *rollout) []WaveProgress {
 	d.mu.Lock()
@@ -169,7 +169,7 @@ func (d *Delivery) progress(ro *rollout) []WaveProgress {
 		sent, acked bool
 	}
 	clients := make(map[string]*client)
-	d.fleet.Holdings(keys, func(v cache.Viewer, key int, version string, acked bool) {
+	d.fleet.SentVersions(keys, func(v cache.Viewer, key int, version string, acked bool) {
 		c := clients[v.NodeID]
 		if c == nil {
 			c = &client{wave: plan.waveOf(v), acked: true}
@@ -265,7 +265,7 @@ func (d *Delivery) openNext(ro *rollout, now time.Time) (all bool) {
 }
 
 // liveRevs is ro's live versions as the cache knows them. Call with
-// Delivery.mu held.
+// Delivery.mu locked.
 func liveRevs(ro *rollout) []cache.Revision {
 	revs := make([]cache.Revision, 0, len(ro.live))
 	for v := range ro.live {

@@ -44,7 +44,7 @@ import (
 
 // SetAccess replaces the access policy (nil: every client may subscribe to
 // everything). Sessions look it up again for their next subscriptions,
-// and every open stream that holds a subscription the new policy denies,
+// and every open stream that has a subscription the new policy denies,
 // a resource whose authority now denies it, or whose node the new
 // policy's node check refuses, is ended with PermissionDenied (the client
 // reconnects and is answered as the new rules say); streams the change
@@ -57,7 +57,7 @@ import (
 func (s *Server) SetAccess(p *access.Policy) int {
 	s.access.Store(p)
 	ended := 0
-	for _, ss := range s.snapshotSessions() {
+	for _, ss := range s.listSessions() {
 		if err := ss.recheck(p); err != nil {
 			ss.fail(err)
 			ended++
@@ -76,8 +76,8 @@ func newAccessChanged() *chan struct{} {
 // accessChange returns a channel closed by the next SetAccess.
 func (s *Server) accessChange() <-chan struct{} { return *s.accessChanged.Load() }
 
-// recheck applies pol to what the session already holds: the status that
-// ends it when pol denies one of its subscriptions, a resource it holds or
+// recheck applies pol to what the session already has: the status that
+// ends it when pol denies one of its subscriptions, a resource it has or
 // its node, nil otherwise. A session it ends is stopped before the lock is
 // let go, so its writer starts no Send afterwards (sendAll).
 func (ss *session) recheck(pol *access.Policy) error {
@@ -103,7 +103,7 @@ func (ss *session) recheck(pol *access.Policy) error {
 }
 
 // deniedHeldLocked finds an (authority, type) pol denies the session that
-// it subscribes to, or holds a resource of through a collection or an
+// it subscribes to, or has a resource of through a collection or an
 // alias.
 func (ss *session) deniedHeldLocked(pol *access.Policy) (authority, typeURL string, denied bool) {
 	for _, ts := range ss.types.all() {
@@ -245,7 +245,7 @@ func (ss *session) memberAuthorityLocked(pol *access.Policy, typeURL, name strin
 }
 
 // checkMembersLocked leaves out of w's lookups the collection members pol
-// does not let the session receive, so they are neither sent nor held:
+// does not let the session receive, so they are neither sent nor kept:
 // the client learns nothing of them, not even that they exist. A name
 // answered by alias (alias.go) is a resource of another name, maybe of
 // another authority: it is checked by its own name as a member is, and
@@ -415,7 +415,7 @@ func (fa *fetchAccess) checkNode(s *Server) error {
 
 // recheck judges a waiting poll's names again under fa's policy (a reload
 // changed it): PermissionDenied when it denies the node or any name the
-// poll waits on, its collections included, as a stream holding them is
+// poll waits on, its collections included, as a stream having them is
 // ended.
 func (fa *fetchAccess) recheck(s *Server, items []fetchItem) error {
 	if err := fa.checkNode(s); err != nil {

@@ -27,7 +27,7 @@ func onlyCluster(pattern string, authorities ...string) *access.Policy {
 	}
 	auths := make(map[string]access.Authority)
 	for _, a := range authorities {
-		auths[a] = access.Authority{Allow: []access.Rule{{NodeCluster: pattern}}}
+		auths[a] = access.Authority{Allow: []access.AllowEntry{{NodeCluster: pattern}}}
 	}
 	p, err := access.New(access.Options{Authorities: auths})
 	if err != nil {
@@ -150,7 +150,7 @@ func BenchmarkMemberCheck(b *testing.B) {
 func TestAliasCheckedByItsOwnAuthority(t *testing.T) {
 	e := newEnv(t, 0)
 	pol, err := access.New(access.Options{Authorities: map[string]access.Authority{
-		"restricted.example": {Allow: []access.Rule{{NodeCluster: "prod-*"}}},
+		"restricted.example": {Allow: []access.AllowEntry{{NodeCluster: "prod-*"}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestSetAccessEndsAliasHolder(t *testing.T) {
 	e.syncDelta(c)
 
 	pol, err := access.New(access.Options{Authorities: map[string]access.Authority{
-		"restricted.example": {Allow: []access.Rule{{NodeCluster: "prod-*"}}},
+		"restricted.example": {Allow: []access.AllowEntry{{NodeCluster: "prod-*"}}},
 	}})
 	if err != nil {
 		t.Fatal(err)

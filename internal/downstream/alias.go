@@ -13,7 +13,7 @@ import (
 // matches the answer to what it asked (spec: "Resource names"). The
 // session remembers which own name answers which alias subscription
 // (sub.via, typeState.via): that name counts as subscribed, leaves when
-// the alias stops resolving to it (removed, if the client held it), and an
+// the alias stops resolving to it (removed, if the client had it), and an
 // unsubscription may name it instead of the alias. SotW streams, unary
 // Fetch and REST polls are not answered by alias (VHDS is delta only).
 
@@ -107,13 +107,13 @@ func (ts *typeState) setViaLocked(name string, s *sub, via string) {
 // the resource named name, when the client unsubscribes that name without
 // being subscribed to it as such (spec: an unsubscription may name the
 // resource or its alias). Reports whether it did.
-func (ts *typeState) unsubscribeViaLocked(name string, ch *change) bool {
+func (ts *typeState) unsubscribeViaLocked(name string, ed *watchEdit) bool {
 	if ts.subs.has(name) || ts.via[name] == 0 {
 		return false
 	}
 	for n, s := range ts.subs.all() {
 		if ts.viaOf(n, s) == name {
-			ts.unsubscribeLocked(n, ch)
+			ts.unsubscribeLocked(n, ed)
 		}
 	}
 	return true

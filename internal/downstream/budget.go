@@ -109,7 +109,7 @@ func (ss *session) freeAnswer(m any) bool {
 }
 
 // subscribesAlready reports whether names, a SotW request's, is the
-// subscription the stream holds on typeURL.
+// subscription the stream has on typeURL.
 func (ss *session) subscribesAlready(typeURL string, names []string) bool {
 	if typeURL == "" {
 		typeURL = ss.fixedType

@@ -51,7 +51,7 @@ func (s *Server) Clients() []ClientInfo {
 // clients returns the first max connected clients by id (all when max is
 // negative), and how many there are.
 func (s *Server) clients(max int) ([]ClientInfo, int) {
-	sessions := s.snapshotSessions()
+	sessions := s.listSessions()
 	sort.Slice(sessions, func(i, j int) bool { return sessions[i].id < sessions[j].id })
 	total := len(sessions)
 	if max >= 0 && total > max {

@@ -63,7 +63,7 @@ func (r *encodedResponse) bytes() []byte {
 // Codec returns the codec the grpc.Server carrying a Server must use
 // (grpc.ForceServerCodecV2(downstream.Codec())) when Options.SharedEncoding
 // is set: the proto codec for every message, and an encodedResponse sent
-// as the bytes it holds, without a copy or a re-encoding.
+// as the bytes it has, without a copy or a re-encoding.
 func Codec() encoding.CodecV2 {
 	return codec{proto: protoCodec}
 }
@@ -101,7 +101,7 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 // an empty message (about 200 bytes) per idle stream.
 type laterRequest struct{ data mem.BufferSlice }
 
-// decode decodes the request r holds into m, and lets go of its bytes;
+// decode decodes the request r has into m, and lets go of its bytes;
 // the error is the status gRPC's own Recv would end the stream with.
 func (r *laterRequest) decode(m any) error {
 	data := r.data

@@ -17,7 +17,7 @@ import (
 // read-only view Client Status Discovery (internal/csds) serves.
 //
 // It is derived from what a session keeps anyway, plus two numbers:
-//   - held.seq: the response that carried what the client holds of a name,
+//   - sentRev.seq: the response that carried what the client has of a name,
 //     written in the same store that records the name as sent (the
 //     fan-out path does no other work for it). SotW: the type's
 //     version_info counter; delta: the stream's nonce counter.
@@ -29,7 +29,7 @@ import (
 // names happens on a NACK only, never on the fan-out path.
 
 // ResourceState is where a name stands with one client: what it answered
-// about the response that carried what it holds.
+// about the response that carried what it has.
 type ResourceState uint8
 
 const (
@@ -74,7 +74,7 @@ type ResourceStatus struct {
 	State   ResourceState
 	// Pending: the client is owed a newer state of the name, which the
 	// writer has not sent yet (a newer revision, a forced resend), or
-	// the relay has yet to compare what the client declared it holds.
+	// the relay has yet to compare what the client declared it has.
 	Pending bool
 	// Absent: the client was told the name does not exist (delta's
 	// removed_resources).
@@ -136,11 +136,11 @@ type StatusReport struct {
 }
 
 // ConfigStatus reports the connected client streams q selects: each
-// session's lock is held only to copy its state (no I/O, no other
+// session's lock is taken only to copy its state (no I/O, no other
 // component called), the report is sorted and cut outside it. Unary Fetch
 // and REST-JSON polls are no connected clients and are not reported.
 func (s *Server) ConfigStatus(q StatusQuery) StatusReport {
-	sessions := s.snapshotSessions()
+	sessions := s.listSessions()
 	sort.Slice(sessions, func(i, j int) bool { return sessions[i].id < sessions[j].id })
 	var rep StatusReport
 	budget, bytes := q.MaxResources, q.MaxBytes
@@ -238,7 +238,7 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
 		for name, h := range ts.sent.all() {
-			out = append(out, ss.heldStatusLocked(ts, name, h, pending[name]))
+			out = append(out, ss.sentStatusLocked(ts, name, h, pending[name]))
 		}
 		for name, sb := range ts.subs.all() {
 			if ts.sent.has(name) || sb.collection {
@@ -250,10 +250,10 @@ func (ss *session) resourceStatus() []ResourceStatus {
 	return out
 }
 
-// heldStatusLocked is where name, held as h, stands with the client;
+// sentStatusLocked is where name, sent as h, stands with the client;
 // pending: the writer owes it a newer state. What CSDS reports, and what
 // the propagation ledger's client view (progress.go) starts from.
-func (ss *session) heldStatusLocked(ts *typeState, name string, h held, pending bool) ResourceStatus {
+func (ss *session) sentStatusLocked(ts *typeState, name string, h sentRev, pending bool) ResourceStatus {
 	rs := ResourceStatus{TypeURL: ts.typeURL, Name: name, Absent: h.absent}
 	if h.res != nil {
 		rs.Updated = h.res.Arrived
@@ -344,8 +344,8 @@ func (ss *session) answerLocked(ts *typeState, nonce, versionInfo string, detail
 }
 
 // nackOfLocked returns the client's NACK of the response that carried h,
-// what it holds of name; nil when it did not NACK it.
-func (ts *typeState) nackOfLocked(name string, h held) *nackMark {
+// what it has of name; nil when it did not NACK it.
+func (ts *typeState) nackOfLocked(name string, h sentRev) *nackMark {
 	if ts.nacks == nil {
 		return nil
 	}
@@ -375,7 +375,7 @@ func (ts *typeState) markNackLocked(m *nackMark) {
 }
 
 // renoted is h for revision r of the same content the client was sent (or
-// declared): what it holds is unchanged, and so is where it stands.
-func (h held) renoted(r *cache.Resource) held {
-	return held{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
+// declared): what it has is unchanged, and so is where it stands.
+func (h sentRev) renoted(r *cache.Resource) sentRev {
+	return sentRev{res: r, seq: h.seq, err: h.err, vers: h.prevVersion(), prevGap: h.prevGap}
 }

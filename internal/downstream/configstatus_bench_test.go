@@ -27,7 +27,7 @@ func BenchmarkConfigStatus(b *testing.B) {
 				for j := range 10 {
 					name := xdstp(edsType, fmt.Sprintf("r%d", j))
 					ts.addLocked(name, key(edsType, name), false)
-					ts.sent.set(name, sentHeld(r, 1))
+					ts.sent.set(name, sentRevOf(r, 1))
 				}
 				ts.answered = 1
 				e.srv.addSession(ss)

@@ -45,15 +45,15 @@ func (ss *session) handleDelta(req *discoveryv3.DeltaDiscoveryRequest) error {
 		ts.explicit = true
 	}
 	for n, v := range declared {
-		ts.sent.set(n, declaredHeld(v))
+		ts.sent.set(n, declaredRev(v))
 	}
 	ts.declaredLeft = int32(len(declared)) // within max_names_per_stream
 	ss.mu.Unlock()
 
 	return ss.subscribeRequested(subscribing{
 		ts: ts, typeURL: typeURL, node: node, add: subscribe, first: first,
-		dropLocked: func(ch *change) bool {
-			ts.unsubscribeAllLocked(unsubscribe, ch)
+		dropLocked: func(ed *watchEdit) bool {
+			ts.unsubscribeAllLocked(unsubscribe, ed)
 			return len(unsubscribe) > 0
 		},
 		renewUnknown: true,
@@ -82,9 +82,9 @@ func (ss *session) checkDelta(typeURL string, req *discoveryv3.DeltaDiscoveryReq
 }
 
 // unsubscribeAllLocked drops the names a delta request unsubscribes.
-func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ch *change) {
+func (ts *typeState) unsubscribeAllLocked(unsubscribe []string, ed *watchEdit) {
 	for _, n := range unsubscribe {
-		ts.unsubscribeLocked(n, ch)
+		ts.unsubscribeLocked(n, ed)
 		ts.forgetUnknownLocked(n)
 	}
 	if ts.hasWildcardLocked() {

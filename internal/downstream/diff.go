@@ -12,7 +12,7 @@ import (
 )
 
 // The response diff: what the fresh lookups of one type (a work's probes)
-// change for a client, compared with what it holds (typeState.sent). It is
+// change for a client, compared with what it has (typeState.sent). It is
 // computed once, here, for both variants; each turns it into its response
 // (sotwResponseLocked, deltaResponseLocked).
 
@@ -37,7 +37,7 @@ type diff struct {
 	// errors: resource errors to send (resourceerrors.go).
 	errors []resErr
 	// changed: the client's view changed, if only because something it
-	// held is gone (a SotW full-state response then lists what remains).
+	// had is gone (a SotW full-state response then lists what remains).
 	changed bool
 	// done: the names in updates (by index) and removed (-1): each goes
 	// out once. Kept once there are more than manyProbes; fewer are
@@ -50,11 +50,11 @@ type diff struct {
 	// fullLookup: a collection was listed in full.
 	present    map[string]*cache.Resource
 	fullLookup bool
-	// seq: the response this diff becomes (held.seq), set by its builder.
+	// seq: the response this diff becomes (sentRev.seq), set by its builder.
 	seq uint64
-	// hold: the type is gathering (gather.go); its awaited names are left
-	// for a later response, as are names that cannot be served.
-	hold *gathering
+	// gather: the type is gathering (gather.go); its awaited names are
+	// kept back for a later response, as are names that cannot be served.
+	gather *gathering
 	// srv is the Server the response is for; room the most one entry may
 	// take (Server.entryRoom), set by diffLocked.
 	srv  *Server
@@ -84,8 +84,8 @@ func (d *diff) reset() {
 	*d = diff{updates: d.updates[:0], errors: d.errors[:0], spareDone: spare}
 }
 
-// diffLocked compares w's probes with what the client holds, records in
-// w.ts what it will hold once the response is sent (sent, force, unknown,
+// diffLocked compares w's probes with what the client has, records in
+// w.ts what it will have once the response is sent (sent, force, unknown,
 // collection members), and returns what changed. Names subscribed directly
 // come first, then collections and their members, then forced names no
 // longer subscribed (the delta wildcard unsubscribe rule), then names that
@@ -105,13 +105,13 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 		}
 	}
 	for i := range w.probes {
-		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.holdsBack(p.name) {
+		if p := &w.probes[i]; !p.collection && stillSubscribedLocked(ts, p) && !d.keepsBack(p.name) {
 			d.directOrAliasLocked(p, variant)
 		}
 	}
 	for i := range w.probes {
 		p := &w.probes[i]
-		if !p.collection || !stillSubscribedLocked(ts, p) || d.holdsBack(p.name) {
+		if !p.collection || !stillSubscribedLocked(ts, p) || d.keepsBack(p.name) {
 			continue
 		}
 		c := ts.colls[p.name]
@@ -129,7 +129,7 @@ func (w *work) diffLocked(srv *Server, variant xdstype.Variant) *diff {
 		}
 	}
 	d.forcedLocked()
-	if d.hold == nil {
+	if d.gather == nil {
 		d.unknownLocked()
 	}
 	return d
@@ -140,7 +140,7 @@ func (d *diff) directLocked(p *probe) {
 	_, force := d.ts.force[p.name]
 	switch p.state {
 	case cache.StatePresent:
-		d.updateLocked(p.name, p.res, force || d.heldError(p.name, p.err))
+		d.updateLocked(p.name, p.res, force || d.sentError(p.name, p.err))
 		if p.err != nil {
 			d.errorLocked(p.name, p.name, p.err) // transient: beside the revision
 		}
@@ -162,7 +162,7 @@ func (d *diff) memberLocked(c *subExt, p *probe) {
 	case isMember:
 		d.notePresent(name, p.res)
 		_, force := d.ts.force[name]
-		d.updateLocked(name, p.res, force || d.heldError(name, p.err))
+		d.updateLocked(name, p.res, force || d.sentError(name, p.err))
 		if p.err != nil {
 			d.errorLocked(name, name, p.err)
 		}
@@ -182,12 +182,12 @@ func (d *diff) collectionLocked(c *subExt, p *probe, variant xdstype.Variant) {
 		d.notePresent(r.Name, r)
 		_, forceMember := ts.force[r.Name]
 		merr := p.memberErrs[r]
-		forceMember = forceMember || d.heldError(r.Name, merr)
+		forceMember = forceMember || d.sentError(r.Name, merr)
 		if force && (variant == xdstype.SotW || (p.name != cache.Wildcard && !declared(ts, r.Name))) {
 			// A new subscription resends every member (the server sends
 			// every name subscribed; a glob's are its members: a relay
 			// below learns so that the glob is answered), but not, in
-			// delta, what a reconnecting client declared it holds, nor
+			// delta, what a reconnecting client declared it has, nor
 			// the legacy wildcard's.
 			forceMember = true
 		}
@@ -222,7 +222,7 @@ func declared(ts *typeState, name string) bool {
 // (initial_resource_versions) that are not there any more.
 func (d *diff) vanishedLocked(c *subExt) {
 	for n, h := range d.ts.sent.all() {
-		if h.res == nil && !h.absent && h.version() != "" && !d.ts.subscribedLocked(n) && c.holds(n) {
+		if h.res == nil && !h.absent && h.version() != "" && !d.ts.subscribedLocked(n) && c.covers(n) {
 			d.absentLocked(n, false, nil)
 			d.ts.sent.del(n)
 		}
@@ -291,7 +291,7 @@ func (d *diff) unknownLocked() {
 }
 
 // updateLocked notes r as the client's revision of name, and adds it to
-// the updates unless the client already holds it (force: add it anyway).
+// the updates unless the client already has it (force: add it anyway).
 // A name goes out once; if any of its notes is forced, with its body. A
 // revision too large to send is left out (tooLargeLocked).
 func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
@@ -323,13 +323,13 @@ func (d *diff) updateLocked(name string, r *cache.Resource, force bool) {
 	d.updates = append(d.updates, update{name: name, res: r, heartbeat: heartbeat, entry: e})
 	d.markDone(name, len(d.updates)-1)
 	prev := d.ts.noteSentLocked(name, h, ok, r, d.seq, d.now()) // propagation.go
-	d.ts.sent.set(name, sentHeld(r, d.seq).withPrev(prev))
+	d.ts.sent.set(name, sentRevOf(r, d.seq).withPrev(prev))
 	d.changed = true
 }
 
 // withBodyLocked makes u, a heartbeat, carry its body. One too large to
-// send stays a heartbeat: the client holds that body already (a heartbeat
-// has the version it holds).
+// send stays a heartbeat: the client has that body already (a heartbeat
+// has the version it has).
 func (d *diff) withBodyLocked(u *update) {
 	e := entryFor(d.variant, d.ts, u.name, u.res, false)
 	if e != nil && e.Len() > d.room {
@@ -339,7 +339,7 @@ func (d *diff) withBodyLocked(u *update) {
 }
 
 // tooLargeLocked leaves r out, its entry (size bytes) too large to send:
-// what the client holds of name stays as it was, and it is told why in
+// what the client has of name stays as it was, and it is told why in
 // resource_errors, once per revision (sendlimit.go).
 func (d *diff) tooLargeLocked(name string, r *cache.Resource, size int) {
 	d.errorLocked(name, name, d.srv.tooLarge(d.ts.typeURL, r, size))
@@ -359,7 +359,7 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 	d.removed = append(d.removed, name)
 	d.markDone(name, -1)
 	prev := d.ts.replacedLocked(name, h, ok) // propagation.go
-	d.ts.sent.set(name, held{absent: true, seq: d.seq, err: detail}.withPrev(prev))
+	d.ts.sent.set(name, sentRev{absent: true, seq: d.seq, err: detail}.withPrev(prev))
 	if detail != nil {
 		d.errors = append(d.errors, resErr{name: name, detail: detail})
 	}
@@ -367,7 +367,7 @@ func (d *diff) absentLocked(name string, force bool, detail *statuspb.Status) {
 }
 
 // leaveLocked forgets name, a member that left its collection, unless the
-// client is still subscribed to it otherwise; a client that held it is
+// client is still subscribed to it otherwise; a client that had it is
 // told.
 func (d *diff) leaveLocked(name string) {
 	if d.ts.subscribedLocked(name) {
@@ -429,8 +429,8 @@ func stillSubscribedLocked(ts *typeState, p *probe) bool {
 	return ok && s.collection == p.collection && (p.member || ts.keyOf(p.name, s) == p.key)
 }
 
-// changed reports whether the client holding h lacks r.
-func changed(h held, ok bool, r *cache.Resource) bool {
+// changed reports whether the client having h lacks r.
+func changed(h sentRev, ok bool, r *cache.Resource) bool {
 	if !ok || h.absent {
 		return true
 	}
@@ -441,11 +441,11 @@ func changed(h held, ok bool, r *cache.Resource) bool {
 	return h.version() != r.Version
 }
 
-// heartbeatOnly reports whether the client holding h needs only the TTL
+// heartbeatOnly reports whether the client having h needs only the TTL
 // refresh of r, not its body: r is a heartbeat, or a revision with the
 // version and the very body the client already has (the cache stores a
 // heartbeat as such a revision with the new TTL).
-func heartbeatOnly(h held, ok bool, r *cache.Resource) bool {
+func heartbeatOnly(h sentRev, ok bool, r *cache.Resource) bool {
 	if !ok || h.absent || h.version() != r.Version {
 		return false
 	}

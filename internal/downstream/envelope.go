@@ -81,7 +81,7 @@ func sotwEnvelopeFor(wrappers *lru.Cache[wrapperKey, *anypb.Any], name string, r
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(env)
 	if err != nil {
-		return nil // cannot happen: env holds only well-formed fields
+		return nil // cannot happen: env has only well-formed fields
 	}
 	a := &anypb.Any{TypeUrl: xdstype.ResourceWrapperURL, Value: b}
 	if wrappers != nil {
@@ -165,7 +165,7 @@ func entryBuffer(b []byte) any {
 func appendMessage(b []byte, n protowire.Number, m proto.Message) []byte {
 	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
-		return nil // cannot happen: m holds only well-formed fields
+		return nil // cannot happen: m has only well-formed fields
 	}
 	b = protowire.AppendTag(b, n, protowire.BytesType)
 	return protowire.AppendBytes(b, body)

@@ -41,11 +41,11 @@ func (w *fetchWatcher) Flush(*cache.ChangeSet) {
 // fetchRPC is fetch for the unary gRPC Fetch methods: not-modified becomes
 // FailedPrecondition (there is no response to send).
 func (s *Server) fetchRPC(ctx context.Context, req *discoveryv3.DiscoveryRequest, typeURL string) (*discoveryv3.DiscoveryResponse, error) {
-	release, err := s.admitStream() // a Fetch counts as a stream while it waits
+	leave, err := s.admitStream() // a Fetch counts as a stream while it waits
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer leave()
 	resp, err := s.fetch(ctx, req, typeURL, certIdentity(ctx))
 	if isErr(err, ErrNotModified) {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
@@ -126,7 +126,7 @@ func (s *Server) fetch(ctx context.Context, req *discoveryv3.DiscoveryRequest, t
 // ends the fetch (statusFor), or that the access rules deny (checkFetch,
 // which may narrow id), returns its status, as do names whose upstream
 // links cannot open (admitFetch).
-func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node, fa *fetchAccess, id *access.Identity) (items []fetchItem, unknown []resErr, watch change, err error) {
+func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node, fa *fetchAccess, id *access.Identity) (items []fetchItem, unknown []resErr, watch watchEdit, err error) {
 	for _, n := range names {
 		r, err := s.resolve(typeURL, n, node)
 		if err != nil {
@@ -135,10 +135,10 @@ func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node,
 				unknown = append(unknown, resErr{name: n, detail: unknownStatus(err)})
 				continue
 			}
-			return nil, nil, change{}, s.statusFor(typeURL, n, node, err)
+			return nil, nil, watchEdit{}, s.statusFor(typeURL, n, node, err)
 		}
 		if skip, err := s.checkFetch(fa.pol, id, r, typeURL, n); err != nil {
-			return nil, nil, change{}, err
+			return nil, nil, watchEdit{}, err
 		} else if skip {
 			continue
 		}
@@ -146,13 +146,13 @@ func (s *Server) resolveFetch(typeURL string, names []string, node *corev3.Node,
 		watch.add(r)
 	}
 	if err := s.admitFetch(items); err != nil {
-		return nil, nil, change{}, err // the upstream links they need (groups.go)
+		return nil, nil, watchEdit{}, err // the upstream links they need (groups.go)
 	}
 	return items, unknown, watch, nil
 }
 
 // fetchComplete answers a fetch when all it asked for is known and is not
-// the version the client holds: NotFound when the origin says none of it
+// the version the client has: NotFound when the origin says none of it
 // exists, the response otherwise.
 func (s *Server) fetchComplete(typeURL string, items []fetchItem, resp *discoveryv3.DiscoveryResponse) (*discoveryv3.DiscoveryResponse, error) {
 	if len(resp.GetResources()) == 0 && s.allAbsent(items) {
@@ -165,7 +165,7 @@ func (s *Server) fetchComplete(typeURL string, items []fetchItem, resp *discover
 }
 
 // fetchExpired answers a fetch whose wait passed: ErrNotModified when the
-// client holds the current version, Unavailable when nothing is known and
+// client has the current version, Unavailable when nothing is known and
 // no origin answers, otherwise what is known (the rest is still pending).
 func (s *Server) fetchExpired(typeURL string, items []fetchItem, resp *discoveryv3.DiscoveryResponse, current bool) (*discoveryv3.DiscoveryResponse, error) {
 	if current {
@@ -233,12 +233,12 @@ type fetchItem struct {
 	res  Resolution
 }
 
-// fetchResponse builds a fetch's response from what the cache holds now
+// fetchResponse builds a fetch's response from what the cache has now
 // (wrap: what the client takes in the Resource wrapper, features.go); pending reports that some of
 // it is not known yet. Its version_info (and
 // nonce) is a hash of the names, versions and errors it lists.
 // Members fa does not let the client receive are left out.
-// resource_errors (resourceerrors.go) hold, under the names as asked, the
+// resource_errors (resourceerrors.go) have, under the names as asked, the
 // error of each name and collection asked for, NOT_FOUND for a name that
 // does not exist (the origin's status, or the relay's), and unknown.
 // A do_not_cache revision the cache withholds from w (the poll's watcher:
@@ -286,7 +286,7 @@ func (s *Server) fetchLookups(w *fetchWatcher, items []fetchItem, unknown []resE
 				errs = append(errs, resErr{name: it.name, detail: relayNotFound}) // a known empty glob
 			}
 			for _, m := range members {
-				r, _ := l.Rollouts[m].Serve(m, w.viewer, nil) // rollout.go: a poll holds nothing
+				r, _ := l.Rollouts[m].Serve(m, w.viewer, nil) // rollout.go: a poll has nothing
 				if r == nil {
 					continue
 				}

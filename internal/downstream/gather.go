@@ -11,7 +11,7 @@ import (
 //
 // A client that subscribes to many names at once (an Envoy's EDS request
 // for its clusters, a reconnect) gets them from an origin in one response.
-// A relay that does not hold them yet asks its origin, whose answer may
+// A relay that does not have them yet asks its origin, whose answer may
 // come in pieces: the upstream requests for a burst of clients each carry
 // only the names new to the relay, so one client's names are spread over
 // several of them, each answered on its own (one origin change, one Flush
@@ -19,20 +19,20 @@ import (
 //
 // So the names a request subscribes that the client is owed an answer
 // about (forced ones) are awaited together (typeState.gather): while one
-// of them is still pending in the cache, the writer holds all of them back
+// of them is still pending in the cache, the writer keeps all of them back
 // (they stay forced, so every round looks them up again) and sends
 // everything else of the type as usual; once none is pending (present,
 // absent, or with a resource error), they go out together, in one
 // response (several, each within max_send_msg_size, when they would not
 // fit in one: sendlimit.go). A name the origin is
-// slow to answer holds the others back for at most the window
-// (Options.GatherWindow), armed when the writer first holds them back:
+// slow to answer keeps the others back for at most the window
+// (Options.GatherWindow), armed when the writer first keeps them back:
 // then what is known goes out, and the rest as it comes. Names not
-// awaited are never held back. A request made during a gather adds its
+// awaited are never kept back. A request made during a gather adds its
 // names to it without extending the window.
 
 // gathering is one type's gather while it is on. Guarded by the session's
-// mu, like the typeState that holds it.
+// mu, like the typeState that has it.
 type gathering struct {
 	names []string    // the names awaited; sorted while sorted is set
 	stop  func() bool // stops the window's timer; nil until armed
@@ -65,7 +65,7 @@ func timeAfterFunc(d time.Duration, f func()) func() bool { return time.AfterFun
 // the slice is handed over) on ts together: it starts the type's gather,
 // or adds them to the one on. Names unsubscribed since leave it first, and
 // repeats once there are more than names subscribed, so what a gather
-// keeps stays within what the stream holds (max_names_per_stream),
+// keeps stays within what the stream subscribes (max_names_per_stream),
 // however many requests come while it is on.
 func (ss *session) gatherLocked(ts *typeState, names []string) {
 	if ss.srv.gatherWindow <= 0 || len(names) == 0 {
@@ -86,12 +86,12 @@ func (ss *session) gatherLocked(ts *typeState, names []string) {
 	}
 }
 
-// gatherRoundLocked sets what w's diff holds back in round rd, if its
+// gatherRoundLocked sets what w's diff keeps back in round rd, if its
 // type is gathering, and keeps the round's origin changes of that type for
-// the response that will carry them. The keys of the names it holds back
+// the response that will carry them. The keys of the names it keeps back
 // that are still pending become the session's awaiting.
 func (ss *session) gatherRoundLocked(rd *round, w *work) {
-	if w.diff.hold = ss.holdLocked(w); w.diff.hold == nil {
+	if w.diff.gather = ss.gatheringLocked(w); w.diff.gather == nil {
 		return
 	}
 	ss.keepSetsLocked(rd, w.ts.typeURL)
@@ -114,7 +114,7 @@ func (ss *session) gatherRoundLocked(rd *round, w *work) {
 	}
 }
 
-// awaitedLocked reports whether probe p of w, held back, is to be awaited:
+// awaitedLocked reports whether probe p of w, kept back, is to be awaited:
 // pending when this round looked it up, and not announced since. A
 // collection's answer is announced as its members (or itself, when
 // empty): keys not awaited, so they wake the writer. A key announced since
@@ -124,7 +124,7 @@ func (ss *session) gatherRoundLocked(rd *round, w *work) {
 // announcement wakes the writer to look again. Awaiting it would leave
 // the writer idle until the window passes, the answer already in.
 func (ss *session) awaitedLocked(w *work, p *probe) bool {
-	if p.collection || answered(p) || !w.diff.hold.awaits(p.name) {
+	if p.collection || answered(p) || !w.diff.gather.awaits(p.name) {
 		return false
 	}
 	if ss.dirty.has(p.key) {
@@ -134,11 +134,11 @@ func (ss *session) awaitedLocked(w *work, p *probe) bool {
 	return true
 }
 
-// While names are held back, the cache announces each piece of the
+// While names are kept back, the cache announces each piece of the
 // origin's answer to them as a change of its own. Waking the writer for
-// each would make it look them all up again to hold them back again: a
+// each would make it look them all up again to keep them back again: a
 // burst of clients would cost a round per client and piece. So the keys
-// held back and still pending are noted (awaiting) and a Flush that brings
+// kept back and still pending are noted (awaiting) and a Flush that brings
 // nothing else (notified keys all awaited, some still to come) wakes no
 // writer; the last of them, anything else, a request or the window does.
 // Every resolution of a pending name is announced to its watchers, so a
@@ -167,11 +167,11 @@ func (ss *session) quietLocked() bool {
 	return quiet
 }
 
-// holdLocked decides, from w's probes just looked up, whether w's type is
+// gatheringLocked decides, from w's probes just looked up, whether w's type is
 // still gathering: while an awaited name is pending, it returns the
-// gathering (the diff holds its names back) and arms the window if it is
+// gathering (the diff keeps its names back) and arms the window if it is
 // not yet; once none is, the gather ends (nil).
-func (ss *session) holdLocked(w *work) *gathering {
+func (ss *session) gatheringLocked(w *work) *gathering {
 	ts := w.ts
 	g := ts.gather
 	if g == nil {
@@ -218,7 +218,7 @@ func (ss *session) endGatherLocked(ts *typeState) {
 		g.stop()
 	}
 	ts.gather = nil
-	ss.awaiting, ss.noted = nil, false // recomputed by the next round that holds back
+	ss.awaiting, ss.noted = nil, false // recomputed by the next round that keeps back
 }
 
 // endGathersLocked ends every gather of the session (its stream ends).
@@ -229,7 +229,7 @@ func (ss *session) endGathersLocked() {
 }
 
 // keepSetsLocked hands the origin changes of typeURL that round rd took
-// back to the session when names of that type were held back: the
+// back to the session when names of that type were kept back: the
 // response that carries them is still to come
 // (xds_relay_fanout_duration_seconds).
 func (ss *session) keepSetsLocked(rd *round, typeURL string) {
@@ -252,6 +252,6 @@ func (ss *session) keepSetsLocked(rd *round, typeURL string) {
 // absent, or pending with a resource error (the client is sent the error).
 func answered(p *probe) bool { return p.state != cache.StatePending || p.err != nil }
 
-// holdsBack reports whether the diff holds name back (an awaited name
+// keepsBack reports whether the diff keeps name back (an awaited name
 // while the type is gathering).
-func (d *diff) holdsBack(name string) bool { return d.hold != nil && d.hold.awaits(name) }
+func (d *diff) keepsBack(name string) bool { return d.gather != nil && d.gather.awaits(name) }

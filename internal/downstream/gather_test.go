@@ -355,7 +355,7 @@ func TestGatherKeepsOnlyHeldNames(t *testing.T) {
 		held = names
 	}
 	e.syncDelta(c) // every request above is applied
-	ss := e.srv.snapshotSessions()[0]
+	ss := e.srv.listSessions()[0]
 	ss.mu.Lock()
 	g := ss.typeOf(edsType).gather
 	var kept []string
@@ -451,7 +451,7 @@ func TestGatherKeepsNoRepeats(t *testing.T) {
 	// A request of another type: once it is being applied, every request
 	// above was.
 	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: cdsType, ResourceNamesSubscribe: []string{"after"}})
-	ss := e.srv.snapshotSessions()[0]
+	ss := e.srv.listSessions()[0]
 	var kept, subs int
 	xdstest.Poll(t, "the last request applied", func() error {
 		ss.mu.Lock()

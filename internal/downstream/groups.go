@@ -10,7 +10,7 @@ import (
 
 // Upstream links (groups). Each name a client asks for is served on one
 // upstream link (cache.LinkID: its authority and aggregation group), and a
-// link is an origin stream held until it has been idle a while. A rule
+// link is an origin stream kept open until it has been idle a while. A rule
 // that groups by something a client chooses (the resource name, as
 // migrate-rules writes for the earlier relay's resource-name grouping)
 // would let one stream open a link per name. So before a request

@@ -54,7 +54,7 @@ func TestIdleStreamOneGoroutine(t *testing.T) {
 
 // writersIdle reports whether srv serves n sessions, none with a writer.
 func writersIdle(srv *Server, n int) error {
-	sessions := srv.snapshotSessions()
+	sessions := srv.listSessions()
 	if len(sessions) != n {
 		return fmt.Errorf("%d sessions, want %d", len(sessions), n)
 	}

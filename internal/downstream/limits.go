@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Limits bound what one client can make a Server hold: the config's
-// downstream.limits (which holds the defaults). Every field is required.
+// Limits bound what one client can make a Server have: the config's
+// downstream.limits (which has the defaults). Every field is required.
 // A stream that goes past one ends with a status naming the limit, and is
 // counted in xds_relay_downstream_limit_rejections_total{limit}.
 type Limits struct {
@@ -48,7 +48,7 @@ type Limits struct {
 //     denied (delta answers those as removed, and remembers that it did):
 //     MaxNamesPerStream, each at most MaxNameLength;
 //   - names declared in initial_resource_versions that are not subscribed
-//     (a wildcard or glob may still hold them): MaxNamesPerStream, with
+//     (a wildcard or glob may still have them): MaxNamesPerStream, with
 //     the above; each version at most MaxVersionLength;
 //   - a SotW ACK's version_info per type: MaxVersionLength; nonces are
 //     compared, never kept, and bounded alike;
@@ -98,9 +98,9 @@ func (s *Server) overLimit(limit string, code codes.Code, format string, args ..
 	return status.Errorf(code, format, args...)
 }
 
-// admitStream takes a place among the MaxStreams client streams; release
+// admitStream takes a place among the MaxStreams client streams; leave
 // gives it back. ok is false when every place is taken.
-func (s *Server) admitStream() (release func(), err error) {
+func (s *Server) admitStream() (leave func(), err error) {
 	for {
 		n := s.openStreams.Load()
 		if n >= int64(s.limits().MaxStreams) {
@@ -119,13 +119,13 @@ func (s *Server) admitStream() (release func(), err error) {
 func (s *Server) checkNames(field, typeURL string, names []string) error {
 	if len(names) > s.limits().MaxNamesPerStream {
 		return s.overLimit(limitNames, codes.ResourceExhausted,
-			"%s holds %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
+			"%s has %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
 			field, len(names), s.limits().MaxNamesPerStream)
 	}
 	for _, n := range names {
 		if len(n) > s.limits().MaxNameLength {
 			return s.overLimit(limitNameLength, codes.InvalidArgument,
-				"%s holds a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
+				"%s has a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
 				field, len(n), quoteShort(n), s.limits().MaxNameLength)
 		}
 	}
@@ -201,13 +201,13 @@ func (ss *session) checkNamesLocked(ts *typeState, replace bool, drop, add []str
 func (ss *session) checkInitialVersions(versions map[string]string) error {
 	if n := len(versions); n > ss.srv.limits().MaxNamesPerStream {
 		return ss.srv.overLimit(limitNames, codes.ResourceExhausted,
-			"initial_resource_versions holds %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
+			"initial_resource_versions has %d names, over the limit of %d (downstream.limits.max_names_per_stream)",
 			n, ss.srv.limits().MaxNamesPerStream)
 	}
 	for n, v := range versions {
 		if len(n) > ss.srv.limits().MaxNameLength {
 			return ss.srv.overLimit(limitNameLength, codes.InvalidArgument,
-				"initial_resource_versions holds a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
+				"initial_resource_versions has a name of %d bytes (%s), over the limit of %d (downstream.limits.max_name_length)",
 				len(n), quoteShort(n), ss.srv.limits().MaxNameLength)
 		}
 		if err := ss.srv.checkVersion("initial_resource_versions["+quoteShort(n)+"]", v); err != nil {

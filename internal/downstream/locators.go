@@ -16,6 +16,6 @@ func (s *Server) refuseLocators(typeURL, field string, n int) error {
 		return nil
 	}
 	s.m.requestErrors.WithLabelValues(typeLabel(typeURL), reasonDynamicParams).Inc()
-	return status.Errorf(codes.InvalidArgument, "%v: %s holds %d locators (type %s); name resources in the resource_names fields",
+	return status.Errorf(codes.InvalidArgument, "%v: %s has %d locators (type %s); name resources in the resource_names fields",
 		ErrDynamicParameters, field, n, quoteShort(typeURL))
 }

@@ -18,7 +18,7 @@ type NackInfo struct {
 	Variant string    `json:"variant"` // sotw or delta
 	TypeURL string    `json:"type_url"`
 	Nonce   string    `json:"nonce"`
-	// VersionInfo is the SotW version the client says it still holds.
+	// VersionInfo is the SotW version the client says it still has.
 	VersionInfo string `json:"version_info,omitempty"`
 	// ErrorCode and ErrorDetail are the client's error_detail status.
 	ErrorCode   int32  `json:"error_code"`
@@ -26,7 +26,7 @@ type NackInfo struct {
 }
 
 // nackRing keeps the latest RecentNacks NACKs. Its mutex is a leaf: add
-// is called with a session's mu held and takes no other lock.
+// is called with a session's mu locked and takes no other lock.
 type nackRing struct {
 	mu    sync.Mutex
 	ring  [RecentNacks]NackInfo // guarded by mu
@@ -60,7 +60,7 @@ func (s *Server) Nacks() ([]NackInfo, uint64) { return s.nacks.recent() }
 
 // NacksList is the JSON of /debug/nacks.
 type NacksList struct {
-	// Total counts every client NACK since start; Recent holds the latest
+	// Total counts every client NACK since start; Recent has the latest
 	// RecentNacks, newest first.
 	Total  uint64     `json:"total"`
 	Recent []NackInfo `json:"recent"`

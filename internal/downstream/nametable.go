@@ -16,15 +16,15 @@ const nameTableSize = 1 << 16
 
 // nameTable is the table sessions share requested names through: the
 // Server's copy of each name, so that thousands of sessions subscribed to
-// one name hold one string, not one each (a request's strings are fresh
+// one name share one string, not one each (a request's strings are fresh
 // copies from the wire); and, for an xdstp name, where it resolved to, so
 // that a reconnect storm does not parse and canonicalise every client's
 // names again. Safe for concurrent use: lookups share a read lock.
 //
-// It is bounded by generations: names go into cur; once cur holds half
+// It is bounded by generations: names go into cur; once cur has half
 // the bound, it becomes old (the one before is dropped) and a new cur
 // starts. A name found in old moves back into cur. So a name asked for
-// within the last two generations is kept, and the table never holds
+// within the last two generations is kept, and the table never has
 // more than nameTableSize names.
 type nameTable struct {
 	mu       sync.RWMutex
@@ -62,7 +62,7 @@ func (t *nameTable) get(name string) *nameInfo {
 	return ni
 }
 
-// put keeps ni (replacing what the table held of its name).
+// put keeps ni (replacing what the table had of its name).
 func (t *nameTable) put(ni *nameInfo) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -77,7 +77,7 @@ func (t *nameTable) put(ni *nameInfo) {
 // before (of the same type, since the resolver was last replaced) is
 // answered from the table, with no parsing; legacy names are resolved
 // every time (their rules may read the node). The resolution of a name
-// whose key is its own canonical name holds the shared string too.
+// whose key is its own canonical name has the shared string too.
 func (s *Server) resolveName(typeURL, name string, node *corev3.Node) (string, Resolution, error) {
 	box := s.resolverNow.Load()
 	if s.names == nil {

@@ -5,7 +5,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdsname"
 )
 
-// One key per name. A client holds one revision per name, so each name it
+// One key per name. A client has one revision per name, so each name it
 // sees must be fed by one cache key: the key the name resolves to for this
 // client (its home: an xdstp name's authority and canonical form; a plain
 // name's aggregation rule for the client's node). A name can also reach a
@@ -17,7 +17,7 @@ import (
 // authority's other link, or a plain name. Such a member or aliased
 // resource is left out of the client's lookups when the client is fed the
 // name from its home: subscribed to that key directly, or to a collection
-// on the home link that holds it. So the home copy is the only one the
+// on the home link that has it. So the home copy is the only one the
 // client is sent, and another link's copy never overwrites it, whatever
 // that link's wildcard or aliases say. A name whose home the client does
 // not watch is served from where the client found it, as before.
@@ -151,7 +151,7 @@ func (ss *session) shadowedLocked(ts *typeState, name string, from cache.LinkID)
 }
 
 // feedsLocked: the client is fed resource key k: subscribed to it, by
-// any spelling, or to a collection on its link that holds it.
+// any spelling, or to a collection on its link that has it.
 func (ts *typeState) feedsLocked(k cache.Key) bool {
 	if ts.watchesLocked(k, "") {
 		return true
@@ -167,7 +167,7 @@ func (ts *typeState) feedsLocked(k cache.Key) bool {
 // fetchShadowed is shadowedLocked for a unary Fetch or REST poll of items
 // (judged by fa): name, a member of a collection on link from, is left
 // out when the poll also asks for its home key, or for a collection on
-// the home link that holds it.
+// the home link that has it.
 func (s *Server) fetchShadowed(fa *fetchAccess, items []fetchItem, name string, from cache.LinkID) bool {
 	several := false
 	for _, it := range items {

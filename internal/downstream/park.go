@@ -16,8 +16,8 @@ import (
 // not drain its stream, and the policy (downstream.slow_clients) decides:
 //
 //   - park (the default): the stream stays. The session is parked: the
-//     origin changes its round and its pending list hold are marked done
-//     (so xds_relay_fanout_duration_seconds is not held up by it) and,
+//     origin changes its round and its pending list carry are marked done
+//     (so xds_relay_fanout_duration_seconds is not delayed by it) and,
 //     until the Send returns, Flush takes no more of them; what changes
 //     meanwhile is only marked in the dirty set, one entry per subscribed
 //     key at most. When the client reads again, the Send returns, the
@@ -25,7 +25,7 @@ import (
 //   - disconnect: the stream is ended with ResourceExhausted (fail) and
 //     counted; the client reconnects.
 //
-// What a parked stream holds, all bounded by its subscriptions and sizes,
+// What a parked stream has, all bounded by its subscriptions and sizes,
 // none by the number of changes: gRPC's write quota (64 KiB) plus the one
 // response queued past it (gRPC queues a message whole once the quota is
 // positive), the response its Send waits to queue (both reference the
@@ -127,7 +127,7 @@ func (w *sendWatch) fired() {
 		return // the Send returned meanwhile
 	}
 	ss.parked = true
-	sets := ss.releaseSetsLocked()
+	sets := ss.takeSetsLocked()
 	ss.mu.Unlock()
 	for _, cs := range sets {
 		cs.Done() // no response of this session waits for them any more
@@ -141,12 +141,12 @@ func (w *sendWatch) fired() {
 	ss.logger().Info("client not draining its stream: parked until it reads", zap.Duration("send_timeout", ss.srv.sendTimeout()))
 }
 
-// releaseSetsLocked takes the origin changes the session holds: those of
+// takeSetsLocked takes the origin changes the session has: those of
 // the round being sent (their responses wait on a client that does not
 // read) and those noted since. Called by fired once it parked the
 // session: the writer, waiting in Send, leaves the round alone until it
 // has taken mu in unpark.
-func (ss *session) releaseSetsLocked() []*cache.ChangeSet {
+func (ss *session) takeSetsLocked() []*cache.ChangeSet {
 	var sets []*cache.ChangeSet
 	if rd := ss.sending; rd != nil {
 		sets = append(sets, rd.sets...)

@@ -15,10 +15,10 @@ import (
 // "Why is this client behind?": ClientProgress, what the propagation
 // ledger's client page (/debug/propagation/client, internal/admin) shows for one node id.
 // For each resource each of its streams subscribes to: the version it was
-// sent, the version it ACKed, the newest version the relay holds, and the
+// sent, the version it ACKed, the newest version the relay has, and the
 // reason for any difference (propagation.Reason: reasonOf decides, and
 // every case has one). Its starting point is what CSDS reports of the
-// name (heldStatusLocked: the same records), so both always agree.
+// name (sentStatusLocked: the same records), so both always agree.
 //
 // Cost: the node's streams are found by id (Server.byNode), whatever the
 // number of clients; then one copy of each stream's state under its
@@ -60,7 +60,7 @@ type ResourceProgress struct {
 	Sent       string `json:"sent"`
 	SentAbsent bool   `json:"sent_absent,omitempty"`
 	Acked      string `json:"acked"`
-	// Newest: the newest version the relay holds ("" none); NewestState:
+	// Newest: the newest version the relay has ("" none); NewestState:
 	// present, absent (the origin says it does not exist) or pending.
 	Newest      string `json:"newest"`
 	NewestState string `json:"newest_state"`
@@ -91,9 +91,9 @@ type PendingProgress struct {
 type nameView struct {
 	typeURL, name string
 	key           cache.Key
-	status        ResourceStatus // as CSDS reports it (heldStatusLocked)
-	h             held
-	holds         bool         // the client holds something of the name (h)
+	status        ResourceStatus // as CSDS reports it (sentStatusLocked)
+	h             sentRev
+	hasSent       bool         // the client has something of the name (h)
 	acked         string       // the version it ACKed (ackedVersionLocked)
 	unknown       *unknownName // not served, or a denied glob
 	denied        bool         // a collection member the access rules deny
@@ -143,19 +143,19 @@ func (v *nameView) heldBack() cache.HoldReason {
 	if v.res == nil || v.ro.Hold == nil {
 		return cache.HoldNone
 	}
-	var holds *cache.Resource
-	if v.holds {
-		holds = v.h.res
+	var has *cache.Resource
+	if v.hasSent {
+		has = v.h.res
 	}
-	_, why := v.ro.Serve(v.res, v.viewer, holds)
+	_, why := v.ro.Serve(v.res, v.viewer, has)
 	return why
 }
 
 // hasNewest reports whether the client was sent the newest state the
-// relay holds of the name.
+// relay has of the name.
 func (v *nameView) hasNewest() bool {
 	switch {
-	case !v.holds:
+	case !v.hasSent:
 		return false
 	case v.state == cache.StateAbsent:
 		return v.h.absent
@@ -167,7 +167,7 @@ func (v *nameView) hasNewest() bool {
 func (v *nameView) progress() ResourceProgress {
 	p := ResourceProgress{Type: typeLabel(v.typeURL), TypeURL: v.typeURL, Name: v.name, State: v.status.State.String(),
 		NewestState: v.state.String()}
-	if v.holds {
+	if v.hasSent {
 		p.Sent, p.SentAbsent, p.Acked = v.h.version(), v.h.absent, v.acked
 	}
 	if v.state == cache.StatePresent && v.res != nil {
@@ -232,7 +232,7 @@ func (ss *session) pendingChangesLocked() []PendingProgress {
 	return out
 }
 
-// lookupView fills v from the cache (no session lock held).
+// lookupView fills v from the cache (no session lock taken).
 func (ss *session) lookupView(v *nameView) {
 	if v.unknown != nil || v.key == (cache.Key{}) {
 		return
@@ -243,17 +243,17 @@ func (ss *session) lookupView(v *nameView) {
 }
 
 // collView is one collection (wildcard, glob) the stream subscribes to:
-// its members the client holds are listed with the other names; those it
-// does not hold yet are found by listing the collection (unsentMembers).
+// its members the client has are listed with the other names; those it
+// does not have yet are found by listing the collection (unsentMembers).
 type collView struct {
 	typeURL string
 	key     cache.Key
-	held    map[string]struct{} // member names the client holds
+	sent    map[string]struct{} // member names the client has
 	gather  bool
 }
 
 // nameViewsLocked copies, per type, each name the stream subscribes to
-// (directly, by alias, or as a member it holds) or asked for and cannot
+// (directly, by alias, or as a member it has) or asked for and cannot
 // be served, and its collections.
 func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 	var views []nameView
@@ -261,13 +261,13 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 	busy := ss.writer.runningLocked()
 	for _, ts := range ss.types.all() {
 		pending := ss.pendingLocked(ts)
-		add := func(name string, key cache.Key, heldAs string) {
+		add := func(name string, key cache.Key, sentAs string) {
 			v := nameView{typeURL: ts.typeURL, name: name, key: key, writerBusy: busy, viewer: ss.viewer,
 				gathering: ts.gather != nil && ts.gather.awaits(name)}
-			v.h, v.holds = ts.sent.get(heldAs)
-			if v.holds {
-				v.status = ss.heldStatusLocked(ts, heldAs, v.h, pending[heldAs])
-				v.acked = ts.ackedVersionLocked(heldAs, v.h)
+			v.h, v.hasSent = ts.sent.get(sentAs)
+			if v.hasSent {
+				v.status = ss.sentStatusLocked(ts, sentAs, v.h, pending[sentAs])
+				v.acked = ts.ackedVersionLocked(sentAs, v.h)
 			} else {
 				v.status = ResourceStatus{State: ResourceRequested, Pending: pending[name]}
 			}
@@ -277,7 +277,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 			switch {
 			case sb.collection:
 				c := ts.colls[name]
-				colls = append(colls, collView{typeURL: ts.typeURL, key: c.key, held: maps.Clone(c.members),
+				colls = append(colls, collView{typeURL: ts.typeURL, key: c.key, sent: maps.Clone(c.members),
 					gather: ts.gather != nil && ts.gather.awaits(name)})
 			case ts.viaOf(name, sb) != "":
 				add(name, ts.keyOf(name, sb), ts.viaOf(name, sb))
@@ -305,7 +305,7 @@ func (ss *session) nameViewsLocked() ([]nameView, []collView) {
 	return views, colls
 }
 
-// unsentMembers lists the members of colls the client does not hold yet,
+// unsentMembers lists the members of colls the client does not have yet,
 // looked up without the session lock; a member the access rules deny the
 // client is marked so.
 func (ss *session) unsentMembers(colls []collView) []nameView {
@@ -313,7 +313,7 @@ func (ss *session) unsentMembers(colls []collView) []nameView {
 	for _, c := range colls {
 		l := ss.srv.cache.LookupMembers(c.key)
 		for _, r := range l.Members {
-			if _, ok := c.held[r.Name]; ok {
+			if _, ok := c.sent[r.Name]; ok {
 				continue
 			}
 			canonical, err := cache.CanonicalName(r.Name)

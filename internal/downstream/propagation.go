@@ -15,11 +15,11 @@ import (
 // The session's part of the propagation ledger (internal/propagation).
 // A revision points to the record of the origin change that brought it
 // (cache.Resource.Change). Per type, the session's Tracker (typeState.prop)
-// holds the changes sent that the client has not answered yet: a response
-// that carries a version the client did not hold notes its change
+// keeps the changes sent that the client has not answered yet: a response
+// that carries a version the client did not have notes its change
 // (noteSentLocked), an answer settles them (settleLocked), the stream's end
-// settles the rest as gone. What the client holds of a name also keeps
-// what it held before (held.prevVersion and prevGap: the version and
+// settles the rest as gone. What the client has of a name also keeps
+// what it had before (sentRev.prevVersion and prevGap: the version and
 // the response that carried it, in 20 bytes), so that a client sent a newer version, or one that NACKed
 // it, can be told what it runs, even when its ACK of the older one came
 // after the newer one was sent.
@@ -30,10 +30,10 @@ import (
 // more and the histograms' observations.
 
 // noteSentLocked notes that response seq carries r for name to the client,
-// which held h (ok: held anything): the version is new to it, so its change
-// is pending with the client; what it held gives way (replacedLocked).
-// It returns what the client held before (held.withPrev).
-func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resource, seq uint64, now time.Time) prevHeld {
+// which had h (ok: had anything): the version is new to it, so its change
+// is pending with the client; what it had gives way (replacedLocked).
+// It returns what the client had before (sentRev.withPrev).
+func (ts *typeState) noteSentLocked(name string, h sentRev, ok bool, r *cache.Resource, seq uint64, now time.Time) prevSent {
 	if ok && !h.absent && h.version() == r.Version {
 		return h.prev() // the same version again (forced, a heartbeat)
 	}
@@ -42,15 +42,15 @@ func (ts *typeState) noteSentLocked(name string, h held, ok bool, r *cache.Resou
 	return prev
 }
 
-// replacedLocked notes that what the client held of name (h, ok) gives way
+// replacedLocked notes that what the client had of name (h, ok) gives way
 // to another state (a new version, a removal) in a new response: an
 // unanswered revision of a change no longer counts for that change
-// (Tracker.Replaced). It returns what the client held before the new
-// state (held.withPrev): h, unless the client NACKed it (then what h's own
+// (Tracker.Replaced). It returns what the client had before the new
+// state (sentRev.withPrev): h, unless the client NACKed it (then what h's own
 // prev says).
-func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
+func (ts *typeState) replacedLocked(name string, h sentRev, ok bool) prevSent {
 	if !ok {
-		return prevHeld{}
+		return prevSent{}
 	}
 	if h.res != nil && h.res.Change != nil && h.seq > ts.answered {
 		ts.prop.Replaced(h.res.Change)
@@ -62,16 +62,16 @@ func (ts *typeState) replacedLocked(name string, h held, ok bool) prevHeld {
 		// Told it does not exist; or a version it only declared
 		// (initial_resource_versions): a string of the client's, which
 		// the relay does not keep past its answer.
-		return prevHeld{seq: h.seq}
+		return prevSent{seq: h.seq}
 	}
-	return prevHeld{version: h.version(), seq: h.seq}
+	return prevSent{version: h.version(), seq: h.seq}
 }
 
 // ackedVersionLocked is the version of name the client ACKed ("" when
-// none is known), holding h: h's own when it ACKed the response that
-// carried it (or declared it), else what it held before once it ACKed
+// none is known), having h: h's own when it ACKed the response that
+// carried it (or declared it), else what it had before once it ACKed
 // that (an ACK may come after a newer version was sent).
-func (ts *typeState) ackedVersionLocked(name string, h held) string {
+func (ts *typeState) ackedVersionLocked(name string, h sentRev) string {
 	switch {
 	case ts.ackedLocked(name, h) && !h.absent:
 		return h.version()
@@ -85,7 +85,7 @@ func (ts *typeState) ackedVersionLocked(name string, h held) string {
 
 // ackedLocked reports whether the client ACKed the response that carried
 // h (a declared version, known by version only, counts as ACKed).
-func (ts *typeState) ackedLocked(name string, h held) bool {
+func (ts *typeState) ackedLocked(name string, h sentRev) bool {
 	if h.seq == 0 {
 		return true
 	}
@@ -94,7 +94,9 @@ func (ts *typeState) ackedLocked(name string, h held) bool {
 
 // nackedLocked reports whether the client NACKed the response that
 // carried h (configstatus.go marks them).
-func (ts *typeState) nackedLocked(name string, h held) bool { return ts.nackOfLocked(name, h) != nil }
+func (ts *typeState) nackedLocked(name string, h sentRev) bool {
+	return ts.nackOfLocked(name, h) != nil
+}
 
 // settleLocked settles the changes the client's answer to response seq of
 // ts decides (Tracker.Answered): a NACK (detail) is attributed to the

@@ -137,44 +137,44 @@ func TestPropagationSuperseded(t *testing.T) {
 // without one, and none says "unknown".
 func TestReasonOfEveryReason(t *testing.T) {
 	rev := &cache.Resource{Name: "r", Version: "v2"}
-	sent := sentHeld(rev, 2)
+	sent := sentRevOf(rev, 2)
 	accepted := &cache.Resource{Name: "r", Version: "v1"}
-	old := sentHeld(&cache.Resource{Name: "r", Version: "v1"}, 1)
+	old := sentRevOf(&cache.Resource{Name: "r", Version: "v1"}, 1)
 	tests := []struct {
 		name string
 		v    nameView
 		want propagation.Reason
 	}{
-		{"holds the newest, ACKed", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
+		{"holds the newest, ACKed", nameView{h: sent, hasSent: true, state: cache.StatePresent, res: rev,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.InSync},
-		{"told it does not exist, ACKed", nameView{h: held{absent: true, seq: 1}, holds: true, state: cache.StateAbsent,
+		{"told it does not exist, ACKed", nameView{h: sentRev{absent: true, seq: 1}, hasSent: true, state: cache.StateAbsent,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.InSync},
 		{"the origin has not answered", nameView{state: cache.StatePending, status: ResourceStatus{State: ResourceRequested}}, propagation.WaitingForOrigin},
-		{"owed a do_not_cache revision afresh", nameView{h: old, holds: true, state: cache.StatePresent, res: rev, withheld: true,
+		{"owed a do_not_cache revision afresh", nameView{h: old, hasSent: true, state: cache.StatePresent, res: rev, withheld: true,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.WaitingForOrigin},
-		{"held back by the gather window", nameView{state: cache.StatePresent, res: rev, gathering: true,
+		{"kept back by the gather window", nameView{state: cache.StatePresent, res: rev, gathering: true,
 			status: ResourceStatus{State: ResourceRequested}}, propagation.GatherWindow},
-		{"a newer version, the writer sending", nameView{h: old, holds: true, state: cache.StatePresent, res: rev, writerBusy: true,
+		{"a newer version, the writer sending", nameView{h: old, hasSent: true, state: cache.StatePresent, res: rev, writerBusy: true,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.NotWritten},
-		{"a newer version, about to be written", nameView{h: old, holds: true, state: cache.StatePresent, res: rev,
+		{"a newer version, about to be written", nameView{h: old, hasSent: true, state: cache.StatePresent, res: rev,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.NotWritten},
-		{"removed, not told yet", nameView{h: sent, holds: true, state: cache.StateAbsent,
+		{"removed, not told yet", nameView{h: sent, hasSent: true, state: cache.StateAbsent,
 			status: ResourceStatus{State: ResourceAcked}}, propagation.NotWritten},
-		{"sent, not answered", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
+		{"sent, not answered", nameView{h: sent, hasSent: true, state: cache.StatePresent, res: rev,
 			status: ResourceStatus{State: ResourceSent}}, propagation.AwaitingAck},
-		{"NACKed", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
+		{"NACKed", nameView{h: sent, hasSent: true, state: cache.StatePresent, res: rev,
 			status: ResourceStatus{State: ResourceNacked, Nack: &NackState{Message: "bad"}}}, propagation.Nacked},
 		{"a denied glob", nameView{unknown: &unknownName{detail: relayNotFound}}, propagation.Denied},
 		{"a denied member", nameView{denied: true, state: cache.StatePresent, res: rev}, propagation.Denied},
 		{"an unknown authority", nameView{unknown: &unknownName{detail: unknownAuthority}}, propagation.NotServed},
 		{"a type not carried", nameView{unknown: &unknownName{detail: typeNotCarried}}, propagation.NotServed},
-		{"held by the breaker, sent back the last accepted", nameView{h: sentHeld(accepted, 3), holds: true,
+		{"held by the breaker, sent back the last accepted", nameView{h: sentRevOf(accepted, 3), hasSent: true,
 			state: cache.StatePresent, res: rev, ro: cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldBreaker}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByBreaker},
-		{"held by a wave not open", nameView{h: sentHeld(accepted, 1), holds: true, state: cache.StatePresent, res: rev,
+		{"held by a wave not open", nameView{h: sentRevOf(accepted, 1), hasSent: true, state: cache.StatePresent, res: rev,
 			ro:     cache.Rollout{Hold: &cache.Hold{Reason: cache.HoldWave, Waves: closedWaves{}}, Accepted: accepted},
 			status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByWave},
-		{"a removal held by the deletion guard", nameView{h: sent, holds: true, state: cache.StatePresent, res: rev,
+		{"a removal held by the deletion guard", nameView{h: sent, hasSent: true, state: cache.StatePresent, res: rev,
 			ro: cache.Rollout{Deferred: true}, status: ResourceStatus{State: ResourceAcked}}, propagation.HeldByDeletionGuard},
 	}
 	seen := map[propagation.Reason]bool{}
@@ -322,7 +322,7 @@ func TestClientProgressNotWritten(t *testing.T) {
 	e.waitReason("slow", name, propagation.InSync)
 }
 
-// A request's names held back by the gather window: the one the relay
+// A request's names kept back by the gather window: the one the relay
 // holds waits for the one the origin has not answered.
 func TestClientProgressGather(t *testing.T) {
 	e, _, _ := gatherEnv(t)
@@ -358,7 +358,7 @@ func BenchmarkClientProgress(b *testing.B) {
 		ts := ss.typeLocked(edsType)
 		for j := range names {
 			ts.addLocked(keys[j].Name, keys[j], false)
-			ts.sent.set(keys[j].Name, sentHeld(rs[j], 1))
+			ts.sent.set(keys[j].Name, sentRevOf(rs[j], 1))
 		}
 		ts.answered = 1
 		ss.mu.Unlock()

@@ -15,7 +15,7 @@ import (
 //     REST polls) use the new resolver; what a stream already subscribed
 //     stays on the key it resolved to.
 //   - SetLimits: checked on the next stream, request or name. A stream
-//     already past a lowered bound keeps what it holds; its next request
+//     already past a lowered bound keeps what it has; its next request
 //     that adds names is refused. Streams over a lowered max_streams stay;
 //     new ones are refused until enough have ended.
 //   - SetSendTimeout: the next Send of each stream.

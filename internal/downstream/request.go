@@ -18,7 +18,7 @@ import (
 
 // Applying a request, the part both variants share: accept (node, type,
 // counts), resolve the names it asks for, record a NACK; the cache work it
-// implies (change) is done after unlocking. sotw.go and delta.go hold each
+// implies (watchEdit) is done after unlocking. sotw.go and delta.go keep each
 // variant's rules.
 
 // accept starts handling a request of either variant: it records the
@@ -66,7 +66,7 @@ func (ss *session) checkType(typeURL string) (string, error) {
 	return typeURL, nil
 }
 
-// seenPool holds the sets checkDuplicates fills, for lists of at most
+// seenPool has the sets checkDuplicates fills, for lists of at most
 // pooledSeen names (an Envoy's request; longer ones get their own).
 var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, pooledSeen) }}
 
@@ -107,11 +107,11 @@ const maxScratch = 1024
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// getScratch returns an empty scratch; release it when done.
+// getScratch returns an empty scratch; recycle it when done.
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
-// release empties sc, dropping what it refers to, and pools it.
-func (sc *scratch) release() {
+// recycle empties sc, dropping what it refers to, and pools it.
+func (sc *scratch) recycle() {
 	if cap(sc.resolved) > maxScratch || cap(sc.keys) > maxScratch {
 		return
 	}
@@ -121,15 +121,16 @@ func (sc *scratch) release() {
 	scratchPool.Put(sc)
 }
 
-// change is the cache work a request implies, done after unlocking.
-type change struct {
+// watchEdit is the cache work a request implies (keys to watch and
+// unwatch), done after unlocking.
+type watchEdit struct {
 	watch   []cache.Key
 	unwatch []cache.Key
 	nodes   map[cache.LinkID]*corev3.Node // upstream nodes rules give, by stream
 }
 
 // add records a key to watch and the upstream node its rule gives, if any.
-func (c *change) add(r Resolution) {
+func (c *watchEdit) add(r Resolution) {
 	c.watch = append(c.watch, r.Key)
 	if r.Node != nil {
 		if c.nodes == nil {
@@ -139,7 +140,7 @@ func (c *change) add(r Resolution) {
 	}
 }
 
-func (c *change) apply(ss *session) {
+func (c *watchEdit) apply(ss *session) {
 	if len(c.unwatch) > 0 {
 		ss.srv.cache.Unwatch(ss, c.unwatch...)
 	}
@@ -305,11 +306,11 @@ type subscribing struct {
 	// dropLocked gives up what the request leaves (the variant's rule),
 	// under the lock; it reports whether that alone calls for evaluating
 	// every subscription of the type.
-	dropLocked func(ch *change) bool
+	dropLocked func(ed *watchEdit) bool
 	// renewUnknown: a name that cannot be served, asked again, is answered
 	// again (delta); over SotW a repeat of the list keeps its place.
 	renewUnknown bool
-	// declares: the variant lets a client declare the versions it holds
+	// declares: the variant lets a client declare the versions it has
 	// in the type's first request (delta's initial_resource_versions).
 	declares bool
 }
@@ -317,14 +318,14 @@ type subscribing struct {
 // subscribeRequested is the tail of applying a request, written once for
 // both variants. It resolves the names the request adds before changing
 // anything: a request that fails (a malformed name ends the stream) leaves
-// the session as it was, and the stream's teardown releases all it holds.
+// the session as it was, and the stream's teardown gives back all it has.
 // Then, under one lock, it drops what the request leaves, subscribes each
 // name resolved and owes it a response, gathers those (answered together,
 // gather.go), and does the cache work after unlocking (the writer waits
 // until the loop's endRequest).
 func (ss *session) subscribeRequested(sb subscribing) error {
 	sc := getScratch()
-	defer sc.release()
+	defer sc.recycle()
 	rs, err := ss.resolveAll(sb.typeURL, sb.add, sb.node, sc.resolved)
 	sc.resolved = rs
 	if err != nil {
@@ -334,12 +335,12 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 		return err // the upstream links they need (groups.go)
 	}
 
-	ch := change{watch: slices.Grow(sc.keys, len(rs))}
-	defer func() { sc.keys = ch.watch }()
+	ed := watchEdit{watch: slices.Grow(sc.keys, len(rs))}
+	defer func() { sc.keys = ed.watch }()
 	ts := sb.ts
 	ss.mu.Lock()
 	ts.reserveLocked(len(rs))
-	dropped := sb.dropLocked(&ch)
+	dropped := sb.dropLocked(&ed)
 	owed := make([]string, 0, len(rs))
 	for _, r := range rs {
 		if r.err != nil {
@@ -347,7 +348,7 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 			continue
 		}
 		delete(ts.unknown, r.name) // served now (a reload added its authority)
-		ts.subscribeLocked(r, &ch)
+		ts.subscribeLocked(r, &ed)
 		if ts.owedLocked(r.name, sb.first && sb.declares) {
 			ts.forceLocked(r.name)
 			owed = append(owed, r.name)
@@ -359,7 +360,7 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 	}
 	ss.mu.Unlock()
 
-	ch.apply(ss) // the writer waits until the loop's endRequest
+	ed.apply(ss) // the writer waits until the loop's endRequest
 	return nil
 }
 

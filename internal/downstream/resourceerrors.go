@@ -16,7 +16,7 @@ import (
 // A client is sent an error for a name it asked for, under the name as it
 // spelled it: a name subscribed directly, a collection (a glob, the
 // wildcard: "*" or, for the legacy wildcard, ""), or a member of one of
-// its collections that it holds. An error is part of the response of the
+// its collections that it has. An error is part of the response of the
 // change that brought it (diff.go), never a response of its own, and goes
 // out once: the client remembers it until it is sent the resource (TP3),
 // which the relay does as soon as the error is gone from the cache, even
@@ -65,7 +65,7 @@ type resErr struct {
 func isNotFound(st *statuspb.Status) bool { return codes.Code(st.GetCode()) == codes.NotFound }
 
 // notFoundLocked is the status a name the client asked for is told it
-// does not exist with: the origin's NOT_FOUND when the cache holds one;
+// does not exist with: the origin's NOT_FOUND when the cache has one;
 // otherwise relay over SotW, nil over delta (see above).
 func (d *diff) notFoundLocked(origin, relay *statuspb.Status) *statuspb.Status {
 	if origin != nil && isNotFound(origin) {
@@ -90,10 +90,10 @@ func (d *diff) errorLocked(name, wire string, err *statuspb.Status) {
 	d.changed = true
 }
 
-// heldError reports whether the client holds an error for name that the
+// sentError reports whether the client has an error for name that the
 // cache no longer has (err nil): then the resource is sent again, which
 // clears it on the client.
-func (d *diff) heldError(name string, err *statuspb.Status) bool {
+func (d *diff) sentError(name string, err *statuspb.Status) bool {
 	h, ok := d.ts.sent.get(name)
 	return ok && h.err != nil && err == nil
 }

@@ -56,14 +56,14 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("unknown discovery path %q", r.URL.Path), http.StatusNotFound)
 		return
 	}
-	// A poll holds a place among max_streams from here, its body read
+	// A poll has a place among max_streams from here, its body read
 	// included (rest_listen's read timeout bounds that).
-	release, err := s.admitStream()
+	leave, err := s.admitStream()
 	if err != nil {
 		http.Error(w, status.Convert(err).Message(), http.StatusServiceUnavailable)
 		return
 	}
-	defer release()
+	defer leave()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRESTBody+1))
 	if err != nil || len(body) > maxRESTBody {
 		http.Error(w, "request body unreadable or larger than 1 MiB", http.StatusBadRequest)

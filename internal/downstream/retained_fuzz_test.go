@@ -185,7 +185,7 @@ func (e *env) measureRetainedBytes(t testing.TB, c *fuzzClient, sent int, within
 		for _, typ := range retainedTypes {
 			handled += int(testutil.ToFloat64(e.srv.m.requests.WithLabelValues(typeLabel(typ))))
 		}
-		sessions := e.srv.snapshotSessions()
+		sessions := e.srv.listSessions()
 		if len(sessions) == 0 {
 			select {
 			case <-c.ended:
@@ -206,7 +206,7 @@ func (e *env) measureRetainedBytes(t testing.TB, c *fuzzClient, sent int, within
 		}
 		ss := sessions[0]
 		ss.mu.Lock()
-		if handled >= sent && !ss.writer.heldLocked() && !ss.writer.running {
+		if handled >= sent && !ss.writer.pausedLocked() && !ss.writer.running {
 			n := retainedBytes(ss)
 			ss.mu.Unlock()
 			return n

@@ -13,9 +13,9 @@ import (
 // writer reads each key once (Lookup, LookupMembers), then, under
 // the session's mutex, puts in place of a held revision the one this
 // client is sent (cache.Rollout.Serve: the last accepted, or what it
-// holds, or nothing) before the diff, which then sends what differs from
-// what the client holds: the last accepted version to a client that was
-// sent the held one (the rollback), nothing to one that holds it already.
+// has, or nothing) before the diff, which then sends what differs from
+// what the client has: the last accepted version to a client that was
+// sent the held one (the rollback), nothing to one that has it already.
 //
 // Each client NACK of a response that carried new revisions is reported
 // to the breaker (Options.Breaker) with those revisions, after the
@@ -92,7 +92,7 @@ func (ss *session) breakerNackLocked(ts *typeState, seq uint64, detail *rpcstatu
 	if named, ok := xdstype.BreakerVersions(detail); ok {
 		n.Relay = true
 		for name, v := range named {
-			if h, held := ts.sent.get(name); held && h.res != nil && h.version() == v {
+			if h, ok := ts.sent.get(name); ok && h.res != nil && h.version() == v {
 				n.Revisions = append(n.Revisions, h.res)
 			}
 		}
@@ -138,23 +138,23 @@ func (s *Server) Viewers() []cache.Viewer {
 	return out
 }
 
-// holding is what one client stream holds of one key (Holdings).
-type holding struct {
+// sentVersion is what one client stream was sent of one key (SentVersions).
+type sentVersion struct {
 	key     int
 	version string
 	acked   bool
 }
 
-// Holdings calls f with what each open stream holds of each of keys: the
-// stream's client, the key's index, the version it holds ("": it was
+// SentVersions calls f with what each open stream has of each of keys: the
+// stream's client, the key's index, the version it has ("": it was
 // told the resource does not exist) and whether it ACKed the response
 // that carried it (a stream subscribing to a key by several names counts
-// once). What a stream holds is copied under its mutex, and f called
+// once). What a stream has is copied under its mutex, and f called
 // without it. Its cost is a walk of the streams, and per stream one
 // lookup per key.
-func (s *Server) Holdings(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool)) {
-	var out []holding
-	for _, ss := range s.snapshotSessions() {
+func (s *Server) SentVersions(keys []cache.Key, f func(v cache.Viewer, key int, version string, acked bool)) {
+	var out []sentVersion
+	for _, ss := range s.listSessions() {
 		out = out[:0]
 		ss.mu.Lock()
 		v := ss.viewer
@@ -163,9 +163,9 @@ func (s *Server) Holdings(keys []cache.Key, f func(v cache.Viewer, key int, vers
 			if ts == nil {
 				continue
 			}
-			if name, ok := ts.heldNameLocked(k); ok {
+			if name, ok := ts.sentNameLocked(k); ok {
 				h, _ := ts.sent.get(name)
-				out = append(out, holding{key: i, version: h.version(), acked: ts.ackedLocked(name, h)})
+				out = append(out, sentVersion{key: i, version: h.version(), acked: ts.ackedLocked(name, h)})
 			}
 		}
 		ss.mu.Unlock()
@@ -175,10 +175,10 @@ func (s *Server) Holdings(keys []cache.Key, f func(v cache.Viewer, key int, vers
 	}
 }
 
-// heldNameLocked returns the name under which the client holds something
+// sentNameLocked returns the name under which the client has something
 // of key k: the key's own name, another name the client subscribed it
 // under, or a collection member's.
-func (ts *typeState) heldNameLocked(k cache.Key) (string, bool) {
+func (ts *typeState) sentNameLocked(k cache.Key) (string, bool) {
 	found := ""
 	ts.keyNamesLocked(k, func(name string, _ sub) {
 		if ts.sent.has(name) && found == "" {

@@ -28,7 +28,7 @@ import (
 //     the client keeps the state it has, and the next response of the type
 //     that fits brings it up to date.
 //   - One resource whose entry alone cannot fit (larger than entryRoom)
-//     is never sent: the client keeps what it holds of that name (an
+//     is never sent: the client keeps what it has of that name (an
 //     earlier revision, or nothing: the name stays pending), and is told
 //     why in resource_errors (tooLarge: RESOURCE_EXHAUSTED, once per
 //     revision); counted, logged once per revision. The rest of the
@@ -38,7 +38,7 @@ import (
 // max_name_length: 20 MiB at the defaults), not split.
 //
 // The fan-out fast path (shared.go) adds up the lengths of the entries it
-// already holds (known: each encoded once per revision); a response that
+// already has (known: each encoded once per revision); a response that
 // would not fit leaves it for the general path, which splits.
 
 // ownSlack bounds what a response's own part takes besides its type URL
@@ -71,7 +71,7 @@ type tooLargeKey struct{}
 func (s *Server) tooLarge(typeURL string, r *cache.Resource, size int) *statuspb.Status {
 	s.m.oversize.WithLabelValues(typeLabel(typeURL), oversizeResource).Inc()
 	st, _ := r.Encoding(tooLargeKey{}, func() any {
-		s.lg.Warn("resource larger than downstream.max_send_msg_size: not sent; clients keep what they hold of it",
+		s.lg.Warn("resource larger than downstream.max_send_msg_size: not sent; clients keep what they have of it",
 			zap.String("type_url", typeURL), zap.String("name", clientText(r.Name)),
 			zap.Int("size", size), zap.Int("limit", s.sendLimit()))
 		return &statuspb.Status{Code: int32(codes.ResourceExhausted), Message: fmt.Sprintf(
@@ -103,7 +103,7 @@ func (s *Server) fullStateFits(typeURL string, size int) bool {
 // packLocked appends to out ts's responses carrying d's updates, and
 // removed and errs (in the first): one response when it fits the send
 // limit, else as many as it takes, each within it. A resource of a later
-// part is recorded as carried by that part's response (held.seq).
+// part is recorded as carried by that part's response (sentRev.seq).
 func (ss *session) packLocked(out []outMsg, ts *typeState, d *diff, removed []string, errs []*discoveryv3.ResourceError) []outMsg {
 	limit := ss.srv.sendLimit()
 	resp := newEncodedResponse(len(d.updates))
@@ -137,7 +137,7 @@ func (ss *session) packLocked(out []outMsg, ts *typeState, d *diff, removed []st
 	return append(out, m)
 }
 
-// seqLocked is the seq (held.seq) of ts's latest response: SotW its
+// seqLocked is the seq (sentRev.seq) of ts's latest response: SotW its
 // version_info, delta its nonce.
 func (ss *session) seqLocked(ts *typeState) uint64 {
 	if ss.variant == xdstype.SotW {

@@ -49,7 +49,7 @@ type Options struct {
 	Resolver Resolver
 	// SendTimeout bounds one Send to a client; a client that does not drain
 	// its stream within it is disconnected with ResourceExhausted.
-	// Required: the config (downstream.send_timeout) holds its default.
+	// Required: the config (downstream.send_timeout) has its default.
 	// Whether such a client is parked or disconnected is SlowClients.
 	SendTimeout time.Duration
 	// SlowClients: what happens to a client whose Send waited SendTimeout
@@ -66,7 +66,7 @@ type Options struct {
 	OriginState func(cache.LinkID) error
 	Logger      *zap.Logger
 	Registry    prometheus.Registerer
-	// Limits bound what clients can make the Server hold. Required.
+	// Limits bound what clients can make the Server have. Required.
 	Limits Limits
 	// SharedEncoding: the grpc.Server the Server is registered on was
 	// built with grpc.ForceServerCodecV2(Codec()), so responses may carry
@@ -85,7 +85,7 @@ type Options struct {
 	// GatherWindow bounds how long a type's response waits for the names
 	// a request subscribed that the relay has not received yet, so they go
 	// out in one response (gather.go; config downstream.gather_window,
-	// which holds the default). 0: no wait, each response carries what is
+	// which has the default). 0: no wait, each response carries what is
 	// known when it is built.
 	GatherWindow time.Duration
 	// Links bounds the upstream links requests open (groups.go);
@@ -95,7 +95,7 @@ type Options struct {
 	Breaker NackReporter
 	// MaxSendMsgSize bounds one response to a client, in bytes: the
 	// grpc.Server's own send limit (config downstream.max_send_msg_size,
-	// which holds the default). A response that would be larger is sent as
+	// which has the default). A response that would be larger is sent as
 	// several, or not at all where the protocol forbids a split
 	// (sendlimit.go). 0: gRPC's default, math.MaxInt32.
 	MaxSendMsgSize int
@@ -312,7 +312,9 @@ func (s *Server) nodeSessions(id string) []*session {
 	return out
 }
 
-func (s *Server) snapshotSessions() []*session {
+// listSessions returns a copy of the list of open sessions, taken under
+// s.mu, for walking without it.
+func (s *Server) listSessions() []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*session, 0, len(s.sessions))

@@ -69,11 +69,11 @@ func (s *Server) serveDelta(st deltaStream, typeURL string) error {
 // request in loop's apply), as every byte of an idle stream's stack is
 // scanned at each collection, and adds to the heap the next one allows.
 func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string, handle func(*session, *Req) error) error {
-	ss, release, err := openSession(s, st, variant, typeURL)
+	ss, leave, err := openSession(s, st, variant, typeURL)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer leave()
 	recv := func() (any, error) { return st.Recv() }
 	if s.sharedEncoding { // Codec is gRPC's: it keeps a laterRequest's bytes
 		var later laterRequest
@@ -88,16 +88,16 @@ func serve[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], var
 	return ss.run(st.Context(), recv, func(m any) error { return handle(ss, m.(*Req)) })
 }
 
-// openSession admits a stream and makes its session; release gives back
+// openSession admits a stream and makes its session; leave gives back
 // its place among the streams admitted.
 //
 //go:noinline
-func openSession[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string) (ss *session, release func(), err error) {
+func openSession[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp], variant xdstype.Variant, typeURL string) (ss *session, leave func(), err error) {
 	sw := statusWriterOf(st.Context())
 	if sw == nil {
 		return nil, nil, s.noStatusWriter()
 	}
-	release, err = s.admitStream()
+	leave, err = s.admitStream()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -113,7 +113,7 @@ func openSession[Req, Resp any](s *Server, st grpc.BidiStreamingServer[Req, Resp
 		return st.Send(resp)
 	})
 	ss.stream = sw
-	return ss, release, nil
+	return ss, leave, nil
 }
 
 // noStatusWriter is the status of a stream whose context carries no

@@ -77,7 +77,7 @@ type session struct {
 	// keep an old change's resources and encodings alive.
 	sets    []*cache.ChangeSet // guarded by mu
 	lastSet uint64             // guarded by mu
-	// awaiting: the keys of names the writer held back in its last round
+	// awaiting: the keys of names the writer kept back in its last round
 	// that were still pending (gather.go); noted: a key outside it was
 	// notified since. A Flush that brings only some of them wakes no
 	// writer. Guarded by mu.
@@ -165,7 +165,7 @@ func (ss *session) evaluatedLocked(k cache.Key) bool {
 
 // maxPendingSets bounds the origin changes a session waits to send before
 // they count as sent by it (for xds_relay_fanout_duration_seconds only): a
-// client that does not drain its stream stops holding up the measurement.
+// client that does not drain its stream stops delaying the measurement.
 const maxPendingSets = 16
 
 // Flush implements cache.Watcher: the change being announced is complete;
@@ -198,10 +198,10 @@ func (ss *session) Flush(cs *cache.ChangeSet) {
 	}
 }
 
-// beginRequest holds the writer back while a request is applied.
+// beginRequest pauses the writer while a request is applied.
 func (ss *session) beginRequest() {
 	ss.mu.Lock()
-	ss.writer.holdLocked()
+	ss.writer.pauseLocked()
 	ss.mu.Unlock()
 }
 
@@ -209,7 +209,7 @@ func (ss *session) beginRequest() {
 // for everything the request and the cache's notifications left dirty.
 func (ss *session) endRequest(wake bool) {
 	ss.mu.Lock()
-	ss.writer.releaseLocked()
+	ss.writer.resumeLocked()
 	var start chan struct{}
 	if wake && ss.hasWorkLocked() {
 		start = ss.wakeLocked()

@@ -20,13 +20,13 @@ import (
 // change's resources, each encoded once for every client
 // (cache.Resource.Encoding), and this client's nonce: no lookups, no diff.
 // Anything else (collections, removals, forced names, a client that
-// already holds a revision, several changes pending) takes the general
+// already has a revision, several changes pending) takes the general
 // path (collectLocked, then the variant's response builder).
 
 // sharedLocked builds this session's response from the shared encoding of
 // its one pending origin change, when that is exactly what it has to send;
 // ok is false otherwise and nothing was changed. On success the round
-// holds the change (done once the response is sent).
+// has the change (done once the response is sent).
 func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	cs, ts, ok := ss.sharedChangeLocked()
 	if !ok {
@@ -54,7 +54,7 @@ func (ss *session) sharedLocked() (m outMsg, rd *round, ok bool) {
 	for _, r := range revs {
 		h, ok := ts.sent.get(r.Key.Name)
 		prev := ts.replacedLocked(r.Key.Name, h, ok) // propagation.go
-		ts.sent.set(r.Key.Name, sentHeld(r.Res, seq).withPrev(prev))
+		ts.sent.set(r.Key.Name, sentRevOf(r.Res, seq).withPrev(prev))
 	}
 	ts.prop.Sent(revs[0].Res.Change, seq, len(revs), time.Now()) // one change; nil-safe
 	ss.resetDirtyLocked()
@@ -96,8 +96,8 @@ func (ss *session) sharedChangeLocked() (cs *cache.ChangeSet, ts *typeState, ok 
 		if !ts.ownNameLocked(r.Key) || len(ts.byKey[r.Key]) > 0 {
 			return nil, nil, false // another spelling: its own envelope
 		}
-		if h, held := ts.sent.get(r.Key.Name); held && !h.absent && h.version() == r.Res.Version {
-			return nil, nil, false // holds these bytes: a TTL change or nothing
+		if h, ok := ts.sent.get(r.Key.Name); ok && !h.absent && h.version() == r.Res.Version {
+			return nil, nil, false // has these bytes: a TTL change or nothing
 		}
 	}
 	return cs, ts, true

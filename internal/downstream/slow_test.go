@@ -219,7 +219,7 @@ func TestSlowClientParked(t *testing.T) {
 // sessionWatching is the one open session that watches k.
 func sessionWatching(t *testing.T, e *env, k cache.Key) *session {
 	t.Helper()
-	for _, ss := range e.srv.snapshotSessions() {
+	for _, ss := range e.srv.listSessions() {
 		ss.mu.Lock()
 		keys := ss.keysLocked(nil)
 		ss.mu.Unlock()
@@ -297,7 +297,7 @@ func TestParkedClientRequestEndsStream(t *testing.T) {
 	// Ended while the client still does not read (reading would release
 	// the Send).
 	xdstest.Poll(t, "the parked stream ended", func() error {
-		if n := len(e.srv.snapshotSessions()); n != 1 {
+		if n := len(e.srv.listSessions()); n != 1 {
 			return fmt.Errorf("%d sessions open, want the reading client's only", n)
 		}
 		return nil

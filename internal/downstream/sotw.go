@@ -59,8 +59,8 @@ func (ss *session) handleSotW(req *discoveryv3.DiscoveryRequest) error {
 
 	return ss.subscribeRequested(subscribing{
 		ts: ts, typeURL: typeURL, node: node, add: added, first: first,
-		dropLocked: func(ch *change) bool {
-			return ts.keepOnlyLocked(names, ch) && fullStateTypes[typeURL]
+		dropLocked: func(ed *watchEdit) bool {
+			return ts.keepOnlyLocked(names, ed) && fullStateTypes[typeURL]
 		},
 	})
 }
@@ -81,7 +81,7 @@ func (ss *session) checkSotW(typeURL string, names []string, req *discoveryv3.Di
 
 // repeatedLocked applies an ACK (or a repeat) of the current subscription:
 // nothing to change, and nothing to allocate. A repeat without a version
-// after a response says the client holds nothing of the type (how a relay
+// after a response says the client has nothing of the type (how a relay
 // above asks again): answer with everything it subscribes to, as for a
 // new subscription.
 func (ts *typeState) repeatedLocked(req *discoveryv3.DiscoveryRequest) {
@@ -95,7 +95,7 @@ func (ts *typeState) repeatedLocked(req *discoveryv3.DiscoveryRequest) {
 
 // sotwResponsesLocked appends to out the response for one type built from
 // the diff: for full-state types every subscribed resource the client
-// holds (whenever anything changed, an omission included), unless that is
+// has (whenever anything changed, an omission included), unless that is
 // over the send limit; for the others the changed ones, in several
 // responses when they would not fit in one (sendlimit.go).
 func (ss *session) sotwResponsesLocked(out []outMsg, w *work) []outMsg {
@@ -125,7 +125,7 @@ func (ss *session) sotwResponsesLocked(out []outMsg, w *work) []outMsg {
 }
 
 // fullStateLocked lists, in a new response, every subscribed resource the
-// client holds of ts, by name; those in updates that are heartbeats go
+// client has of ts, by name; those in updates that are heartbeats go
 // without their body. size is what its entries take.
 func (ss *session) fullStateLocked(ts *typeState, updates []update) (resp *encodedResponse, size int) {
 	var heartbeat map[string]bool

@@ -50,7 +50,7 @@ func (ss *session) end(ctx context.Context, err error) error {
 	if len(sc.keys) > 0 {
 		srv.cache.Unwatch(ss, sc.keys...)
 	}
-	sc.release()
+	sc.recycle()
 	srv.removeSession(ss)
 	srv.m.streams.WithLabelValues(string(ss.variant)).Dec()
 	srv.counts.stream(ss.variant, -1)
@@ -106,7 +106,7 @@ func (ss *session) loop(ctx context.Context, recv func() (any, error), handle fu
 	}
 }
 
-// apply handles request m (handle) with the writer held.
+// apply handles request m (handle) with the writer paused.
 //
 //go:noinline
 func (ss *session) apply(m any, handle func(any) error) error {

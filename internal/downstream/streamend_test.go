@@ -35,7 +35,7 @@ func TestEndStream(t *testing.T) {
 		t.Errorf("stream ended with %v, want Unavailable: going away", st)
 	}
 	xdstest.Poll(t, "session ended", func() error {
-		if n := len(e.srv.snapshotSessions()); n != 0 {
+		if n := len(e.srv.listSessions()); n != 0 {
 			return fmt.Errorf("%d sessions", n)
 		}
 		return nil

@@ -41,13 +41,13 @@ type subExt struct {
 	via string
 }
 
-// held is what the client holds of one name: the revision last sent
+// sentRev is what the client has of one name: the revision last sent
 // (res), that it was told the name does not exist (absent), or only the
 // version it declared (initial_resource_versions: neither). Its fields
 // are ordered so that it takes 48 bytes, one version string among them:
-// the version it holds is res's, a declared one is the only one it keeps
+// the version it has is res's, a declared one is the only one it keeps
 // (version, prevVersion).
-type held struct {
+type sentRev struct {
 	res *cache.Resource // nil when absent or only known by version
 	// seq: the response that carried it (configstatus.go); 0 when only
 	// the client's declared version is known.
@@ -55,7 +55,7 @@ type held struct {
 	// err is the resource error last sent for the name (the cache's
 	// status, compared by pointer), until the resource is sent again.
 	err *statuspb.Status
-	// vers: with res or absent, what the client held of the name before
+	// vers: with res or absent, what the client had of the name before
 	// this (prevVersion: the last version it was sent and did not NACK;
 	// "" when none, or it was told the name does not exist), and prevGap
 	// how many responses before seq the one that carried it was: once
@@ -67,16 +67,16 @@ type held struct {
 	absent  bool
 }
 
-// sentHeld is what a client holds once response seq carried r to it.
-func sentHeld(r *cache.Resource, seq uint64) held { return held{res: r, seq: seq} }
+// sentRevOf is what a client has once response seq carried r to it.
+func sentRevOf(r *cache.Resource, seq uint64) sentRev { return sentRev{res: r, seq: seq} }
 
-// declaredHeld is what a client holds of a name it declared at version v
+// declaredRev is what a client has of a name it declared at version v
 // (initial_resource_versions).
-func declaredHeld(v string) held { return held{vers: v} }
+func declaredRev(v string) sentRev { return sentRev{vers: v} }
 
-// version is the version the client holds ("" when none: it was told the
-// name does not exist, or holds nothing).
-func (h held) version() string {
+// version is the version the client has ("" when none: it was told the
+// name does not exist, or has nothing).
+func (h sentRev) version() string {
 	switch {
 	case h.res != nil:
 		return h.res.Version
@@ -86,34 +86,34 @@ func (h held) version() string {
 	return h.vers
 }
 
-// prevVersion is what the client held of the name before this (withPrev).
-func (h held) prevVersion() string {
+// prevVersion is what the client had of the name before this (withPrev).
+func (h sentRev) prevVersion() string {
 	if h.res != nil || h.absent {
 		return h.vers
 	}
 	return "" // declared: nothing before
 }
 
-// prevHeld is a version a client held of a name before, and the response
+// prevSent is a version a client had of a name before, and the response
 // that carried it (0: it declared it); version "" when it was told the
-// name does not exist, or held nothing.
-type prevHeld struct {
+// name does not exist, or had nothing.
+type prevSent struct {
 	version string
 	seq     uint64
 }
 
-// withPrev returns h, a revision sent or a removal, holding p as what the
-// client held before it.
-func (h held) withPrev(p prevHeld) held {
+// withPrev returns h, a revision sent or a removal, having p as what the
+// client had before it.
+func (h sentRev) withPrev(p prevSent) sentRev {
 	h.vers = p.version
 	h.prevGap = uint32(min(h.seq-min(p.seq, h.seq), math.MaxUint32))
 	return h
 }
 
-// prev is what the client held before h (withPrev); a gap too long to
+// prev is what the client had before h (withPrev); a gap too long to
 // keep reads as the first response.
-func (h held) prev() prevHeld {
-	return prevHeld{version: h.prevVersion(), seq: h.seq - min(uint64(h.prevGap), h.seq)}
+func (h sentRev) prev() prevSent {
+	return prevSent{version: h.prevVersion(), seq: h.seq - min(uint64(h.prevGap), h.seq)}
 }
 
 // unknownName is a name that cannot be served: why (the NOT_FOUND a SotW
@@ -145,8 +145,8 @@ type typeState struct {
 	// links numbers the links of the subscriptions' keys (sub.link) and
 	// counts the subscriptions on each: one link, or several (onekey.go).
 	links linkSet
-	// sent: what the client holds, by the name it knows it under.
-	sent byName[held]
+	// sent: what the client has, by the name it knows it under.
+	sent byName[sentRev]
 	// force: names to answer even if unchanged (newly subscribed; delta
 	// wildcard unsubscribe exception).
 	force map[string]struct{}
@@ -232,9 +232,9 @@ func (ts *typeState) forceLocked(name string) {
 	ts.force[name] = struct{}{}
 }
 
-// releaseLocked drops the tables a round emptied (after an initial sync,
+// dropEmptyLocked drops the tables a round emptied (after an initial sync,
 // the names it forced): an idle session keeps no table sized for a burst.
-func (ts *typeState) releaseLocked() {
+func (ts *typeState) dropEmptyLocked() {
 	if len(ts.force) == 0 {
 		ts.force = nil
 	}
@@ -411,22 +411,22 @@ func (ts *typeState) removeLocked(name string) (key cache.Key, lastName bool, ok
 	return key, last, true
 }
 
-// subscribeLocked subscribes r's name to its key, noting in ch a key this
+// subscribeLocked subscribes r's name to its key, noting in ed a key this
 // session newly watches.
-func (ts *typeState) subscribeLocked(r resolved, ch *change) {
+func (ts *typeState) subscribeLocked(r resolved, ed *watchEdit) {
 	if ts.addLocked(r.name, r.res.Key, r.res.Collection) {
-		ch.add(r.res)
+		ed.add(r.res)
 	}
 }
 
-// unsubscribeLocked drops name, noting in ch a key no name of this session
+// unsubscribeLocked drops name, noting in ed a key no name of this session
 // maps to any more.
-func (ts *typeState) unsubscribeLocked(name string, ch *change) {
-	if ts.unsubscribeViaLocked(name, ch) {
+func (ts *typeState) unsubscribeLocked(name string, ed *watchEdit) {
+	if ts.unsubscribeViaLocked(name, ed) {
 		return
 	}
 	if key, last, ok := ts.removeLocked(name); ok && last {
-		ch.unwatch = append(ch.unwatch, key)
+		ed.unwatch = append(ed.unwatch, key)
 	}
 }
 
@@ -442,9 +442,9 @@ func (ts *typeState) unsubscribedLocked(names []string) []string {
 }
 
 // keepOnlyLocked unsubscribes every name not in names (a SotW list is the
-// whole subscription), noting in ch the keys to unwatch; it reports
+// whole subscription), noting in ed the keys to unwatch; it reports
 // whether any name was dropped.
-func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool) {
+func (ts *typeState) keepOnlyLocked(names []string, ed *watchEdit) (removedAny bool) {
 	want := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		want[n] = struct{}{}
@@ -452,7 +452,7 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 	for n := range ts.subs.all() {
 		if _, ok := want[n]; !ok {
 			removedAny = true
-			ts.unsubscribeLocked(n, ch)
+			ts.unsubscribeLocked(n, ed)
 		}
 	}
 	for n := range ts.unknown {
@@ -465,7 +465,7 @@ func (ts *typeState) keepOnlyLocked(names []string, ch *change) (removedAny bool
 
 // subscribedLocked reports whether the client is subscribed to name: by a
 // direct subscription, or as a member of one of its collections (then what it
-// holds of name is kept; otherwise it is forgotten or removed).
+// has of name is kept; otherwise it is forgotten or removed).
 func (ts *typeState) subscribedLocked(name string) bool {
 	if s, ok := ts.subs.get(name); ok && !s.collection {
 		return true
@@ -500,10 +500,10 @@ func (c *subExt) contains(k cache.Key) bool {
 	return err == nil && c.glob.Matches(u)
 }
 
-// holds reports whether a name as a client spells it would be a member of
+// covers reports whether a name as a client spells it would be a member of
 // collection c: any legacy name for the wildcard (legacy names are
 // wildcard members of their group's stream), a matching xdstp URN for a glob.
-func (c *subExt) holds(name string) bool {
+func (c *subExt) covers(name string) bool {
 	if c.key.Name == cache.Wildcard {
 		return !xdsname.IsXDSTP(name)
 	}

@@ -105,7 +105,7 @@ func (t *table[K, V]) del(k K) {
 	t.shrink()
 }
 
-// shrink gives back what a table that emptied out holds: the index once
+// shrink gives back what a table that emptied out has: the index once
 // a scan will do again, the slice once it is mostly empty.
 func (t *table[K, V]) shrink() {
 	n := len(t.entries)

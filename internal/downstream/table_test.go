@@ -70,10 +70,10 @@ func TestTableAsMap(t *testing.T) {
 // keeps neither its index nor its slice; reset keeps a small one's slice
 // for reuse, not a large one's.
 func TestTableGivesBack(t *testing.T) {
-	var tab byName[held]
+	var tab byName[sentRev]
 	tab.grow(4 * smallNames)
 	for i := range 4 * smallNames {
-		tab.set(fmt.Sprint(i), held{seq: uint64(i)})
+		tab.set(fmt.Sprint(i), sentRev{seq: uint64(i)})
 	}
 	if tab.index == nil {
 		t.Fatal("no index past smallNames")

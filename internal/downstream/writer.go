@@ -95,9 +95,9 @@ func (r *round) get(ts *typeState) *work {
 // active returns the works in use.
 func (r *round) active() []*work { return r.works[:r.n] }
 
-// release marks r's origin changes done (their responses are sent, or
+// finish marks r's origin changes done (their responses are sent, or
 // never will be), empties r and returns it to the pool.
-func (r *round) release() {
+func (r *round) finish() {
 	for _, cs := range r.sets {
 		cs.Done()
 	}
@@ -190,7 +190,7 @@ func (ss *session) writeLoop() {
 		err := ss.sendAll(msgs)
 		ss.sending = nil
 		if rd != nil {
-			rd.release()
+			rd.finish()
 		}
 		if err != nil {
 			if !isErr(err, errStreamDone) {
@@ -245,10 +245,10 @@ type outMsg struct {
 
 // build turns what changed into responses. The cache is read without the
 // session lock; the responses are built under it from the newest state.
-// The caller releases the round once the responses are sent.
+// The caller finishes the round once the responses are sent.
 func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
-	if ss.writer.heldLocked() || ss.stopped.Load() {
+	if ss.writer.pausedLocked() || ss.stopped.Load() {
 		// A request is being applied, or a change announced: its
 		// endRequest or Flush wakes the writer. Stopped: the stream is
 		// ending.
@@ -271,7 +271,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	ss.mu.Lock()
 	// Loaded under mu: a policy SetAccess put in place before its recheck
 	// of this session is the one members are checked with here, and what
-	// was sent under the one before is what that recheck sees held.
+	// was sent under the one before is what that recheck sees sent.
 	pol := ss.srv.access.Load()
 	for _, w := range works {
 		ss.servedLocked(w) // rollout.go
@@ -285,7 +285,7 @@ func (ss *session) build() ([]outMsg, *round) {
 	}
 	out := ss.responsesLocked(works)
 	for _, w := range works {
-		w.ts.releaseLocked()
+		w.ts.dropEmptyLocked()
 	}
 	ss.mu.Unlock()
 	logResponses(lg, out)
@@ -327,7 +327,7 @@ func (w *work) sortProbes() {
 	for _, i := range w.order {
 		sorted = append(sorted, w.probes[i])
 	}
-	clear(w.probes) // the spare holds no resources
+	clear(w.probes) // the spare keeps no resources
 	w.probes, w.spare = sorted, w.probes[:0]
 }
 
@@ -368,7 +368,7 @@ const smallDirty = 4
 func (ss *session) resetDirtyLocked() { ss.dirty.reset(smallDirty) }
 
 // collectLocked takes the dirty set and returns, per type, the
-// subscriptions to look up; the caller releases the round.
+// subscriptions to look up; the caller finishes the round.
 func (ss *session) collectLocked() *round {
 	dirty := ss.dirty
 	defer ss.resetDirtyLocked()

@@ -1,7 +1,7 @@
 package downstream
 
 // writerState is the lifecycle of a session's writer goroutine (writer.go).
-// Every method is called with the session's mu held.
+// Every method is called with the session's mu locked.
 //
 //	          wake                wake
 //	  idle ─────────▶ running ─────────▶ running + rerun
@@ -9,12 +9,12 @@ package downstream
 //	   │                │   └───────────────────┘
 //	   │                │   round done: another round
 //	   └────────────────┘
-//	   round done, no rerun (or held, or closed)
+//	   round done, no rerun (or paused, or closed)
 //
-//	held     while a request is applied (hold … release) or a change is
+//	paused   while a request is applied (pause … resume) or a change is
 //	         announced (announce … flush): wake starts no writer and a
 //	         running one neither builds nor runs another round; the
-//	         handler (release) or the cache (Flush) wakes it afterwards.
+//	         handler (resume) or the cache (Flush) wakes it afterwards.
 //	closed   the handler returned (close): nothing starts a writer again;
 //	         close hands the handler the running writer's end to wait on.
 //
@@ -36,13 +36,13 @@ type writerState struct {
 	announcing bool
 }
 
-// holdLocked holds the writer back while a request is applied.
-func (w *writerState) holdLocked() { w.handling++ }
+// pauseLocked pauses the writer while a request is applied.
+func (w *writerState) pauseLocked() { w.handling++ }
 
-// releaseLocked ends a holdLocked; the caller then wakes the writer.
-func (w *writerState) releaseLocked() { w.handling-- }
+// resumeLocked ends a pauseLocked; the caller then wakes the writer.
+func (w *writerState) resumeLocked() { w.handling-- }
 
-// announceLocked holds the writer back until the change's flushLocked.
+// announceLocked pauses the writer until the change's flushLocked.
 func (w *writerState) announceLocked() { w.announcing = true }
 
 // flushLocked ends an announcement and reports whether one was going on.
@@ -55,8 +55,8 @@ func (w *writerState) flushLocked() bool {
 // requestLocked reports whether a request is being applied.
 func (w *writerState) requestLocked() bool { return w.handling > 0 }
 
-// heldLocked reports whether the writer must leave the dirty set alone.
-func (w *writerState) heldLocked() bool { return w.handling > 0 || w.announcing }
+// pausedLocked reports whether the writer must leave the dirty set alone.
+func (w *writerState) pausedLocked() bool { return w.handling > 0 || w.announcing }
 
 // runningLocked reports whether a writer runs.
 func (w *writerState) runningLocked() bool { return w.running }
@@ -66,10 +66,10 @@ func (w *writerState) closedLocked() bool { return w.closed }
 
 // wakeLocked notes work for the writer. It returns the end channel of a
 // writer the caller must start (after unlocking), nil when none: one is
-// running (it runs another round), or the writer is held or closed (what
-// releases it wakes it).
+// running (it runs another round), or the writer is paused or closed (what
+// resumes it wakes it).
 func (w *writerState) wakeLocked() chan struct{} {
-	if w.closed || w.heldLocked() {
+	if w.closed || w.pausedLocked() {
 		return nil
 	}
 	if w.running {
@@ -88,10 +88,10 @@ func (w *writerState) roundLocked() { w.rerun = false }
 // nextRoundLocked is the writer's check after a round: whether to run
 // another (woken meanwhile and free to go); if not, it is idle again.
 func (w *writerState) nextRoundLocked() bool {
-	again := w.rerun && !w.closed && !w.heldLocked()
+	again := w.rerun && !w.closed && !w.pausedLocked()
 	w.rerun = false
 	if !again {
-		// Held: the release or Flush that frees it starts the next writer.
+		// Paused: the resume or Flush that frees it starts the next writer.
 		w.running = false
 		w.end = nil // the writer closes it; the next one has its own
 	}

@@ -18,7 +18,7 @@ import (
 // unsubscribes one of its names, then subscribes it again; SotW: lists its
 // names without one, then all of them), as a hostile or broken client
 // would. It reads every response (so it is no slow client) and answers
-// none but by its next change (SotW: which carries the latest nonce). A server that holds it back (a request budget) makes its sends
+// none but by its next change (SotW: which carries the latest nonce). A server that keeps it back (a request budget) makes its sends
 // wait on flow control: Requests then falls behind Rate.
 
 // ChurnStats is what the churning client did.
@@ -32,7 +32,7 @@ type ChurnStats struct {
 	Error    string  `json:"error,omitempty"`
 }
 
-// churnSlot holds the churning client while one runs.
+// churnSlot keeps the churning client while one runs.
 type churnSlot struct {
 	mu  sync.Mutex
 	cur *churner // guarded by mu

@@ -31,7 +31,7 @@ type client struct {
 	node *corev3.Node // read-only after New
 
 	rng *rand.Rand // owned by the run goroutine
-	// synced is set once the client holds all it subscribed to in this
+	// synced is set once the client has all it subscribed to in this
 	// generation. Owned by the run goroutine.
 	synced bool
 	// lastStamp maps a resource name to the newest push stamp already
@@ -62,11 +62,11 @@ type clientCounts struct {
 	streams   atomic.Int64 // streams opened: more than one after the first means it was cut off or failed
 	newest    atomic.Int64 // the newest push stamp received (Unix ns), 0 before one
 	// changes counts versions received while synced that replaced one the
-	// client held: updates, stamped or not.
+	// client had: updates, stamped or not.
 	changes atomic.Int64
 }
 
-// response counts one response of size bytes holding resources resources.
+// response counts one response of size bytes carrying resources resources.
 func (c *client) response(size, resources int) {
 	c.f.responseReceived(size)
 	c.counts.responses.Add(1)
@@ -88,7 +88,7 @@ func newClient(f *Fleet, id int) *client {
 	}
 }
 
-// subscribe starts a generation: the client holds nothing and asks for
+// subscribe starts a generation: the client has nothing and asks for
 // what its configuration says (an Envoy: the wildcard of CDS and LDS).
 func (c *client) subscribe() {
 	var types []*typeState
@@ -148,7 +148,7 @@ func (c *client) run(ctx context.Context, conn *grpc.ClientConn) {
 	}
 }
 
-// newStream forgets what the last stream sent (what the client holds
+// newStream forgets what the last stream sent (what the client has
 // stays).
 func (c *client) newStream() {
 	for _, ts := range c.types {
@@ -373,7 +373,7 @@ func (c *client) receive(ts *typeState, name, version string, body []byte, now t
 }
 
 // remove records that the server said name no longer exists (why): the
-// client drops what it held of it.
+// client drops what it had of it.
 func (c *client) remove(ts *typeState, name, why string) {
 	c.mu.Lock()
 	old, had := ts.have[name]
@@ -410,18 +410,18 @@ func (c *client) answered(ts *typeState) {
 	c.mu.Unlock()
 }
 
-// checkSynced marks the client synced once it holds everything it asked
+// checkSynced marks the client synced once it has everything it asked
 // for: every name, and an answer for each wildcard or glob.
 func (c *client) checkSynced() {
 	if c.synced {
 		return
 	}
 	for _, ts := range c.types {
-		if !ts.holds() {
+		if !ts.hasAll() {
 			return
 		}
 	}
-	// Stamps of what the client holds now are its initial state, not updates.
+	// Stamps of what the client has now are its initial state, not updates.
 	c.synced = true
 	c.f.clientSynced(time.Now())
 	c.f.cfg.Logger.Debug("client synced", zap.Int("client", c.id))

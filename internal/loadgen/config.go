@@ -231,7 +231,7 @@ func wildcardType(typeURL string) bool {
 }
 
 // subscription is what the clients subscribe to: the glob, or every name
-// some client's subscription holds.
+// some client's subscription has.
 func (c Config) subscription() []string {
 	if c.Glob != "" {
 		return []string{c.Glob}

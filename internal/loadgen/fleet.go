@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// maxRecvMsgSize bounds one response a client accepts (a SotW answer holds
+// maxRecvMsgSize bounds one response a client accepts (a SotW answer carries
 // every resource it subscribed to).
 const maxRecvMsgSize = 256 << 20
 
@@ -41,15 +41,15 @@ type Fleet struct {
 	// churn is the churning client while one runs (churn.go).
 	churn churnSlot
 
-	mu          sync.Mutex
-	started     time.Time                   // guarded by mu: when Run started
-	initialSync time.Duration               // guarded by mu: 0 until every client first synced
-	stormStart  time.Time                   // guarded by mu: zero unless a storm is under way
-	storms      []Storm                     // guarded by mu
-	versions    map[versionKey]*versionSeen // guarded by mu
-	holders     versionHolders              // guarded by mu
-	generation  int                         // guarded by mu: 0 at first, +1 per storm
-	// syncedCh holds, per generation, a channel closed once every client of
+	mu             sync.Mutex
+	started        time.Time                   // guarded by mu: when Run started
+	initialSync    time.Duration               // guarded by mu: 0 until every client first synced
+	stormStart     time.Time                   // guarded by mu: zero unless a storm is under way
+	storms         []Storm                     // guarded by mu
+	versions       map[versionKey]*versionSeen // guarded by mu
+	clientVersions clientVersions              // guarded by mu
+	generation     int                         // guarded by mu: 0 at first, +1 per storm
+	// syncedCh keeps, per generation, a channel closed once every client of
 	// that generation has synced. Guarded by mu.
 	syncedCh  map[int]chan struct{}
 	lastError string // guarded by mu

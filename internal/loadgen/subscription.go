@@ -7,7 +7,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
 
-// typeState is what one client asks for and holds of one resource type.
+// typeState is what one client asks for and has of one resource type.
 // The client's run goroutine is its only writer and reads it without a
 // lock. names, answered, have and why, which others read (what clients
 // lack), it writes under the client's mu; sent, accepted, nonce and refs
@@ -19,24 +19,24 @@ type typeState struct {
 	// (it may be shared with other clients).
 	names []string
 	// collection is set when the subscription is a wildcard (no names,
-	// of LDS or CDS, or "*") or a glob: the client holds it once a
-	// response of the type answered it, whatever it held.
+	// of LDS or CDS, or "*") or a glob: the client has it once a
+	// response of the type answered it, whatever it had.
 	collection bool
 	// sent is set once a request of the type went out on this stream.
 	sent bool
 	// answered is set by the first response of the type that said
 	// anything (a resource, a removal, an error; SotW: any response).
 	answered bool
-	// have maps each name held to its version.
+	// have maps each name it has to its version.
 	have map[string]string
-	// why maps a name the client asked for and does not hold to what the
+	// why maps a name the client asked for and does not have to what the
 	// server said of it last: a removal or a resource error. nil until the
 	// first.
 	why map[string]string
 	// accepted and nonce are the version and nonce of the last SotW
 	// response, for the next request of the type.
 	accepted, nonce string
-	// refs, for an Envoy's LDS and CDS, maps each resource held to the
+	// refs, for an Envoy's LDS and CDS, maps each resource it has to the
 	// names it makes the client ask for of the next type (a listener's
 	// route configurations, an EDS cluster's service name); nil otherwise.
 	refs map[string][]string
@@ -67,9 +67,9 @@ func (ts *typeState) asked(name string) bool {
 	return slices.Contains(ts.names, name)
 }
 
-// holds reports whether the client holds everything it asked for of the
+// hasAll reports whether the client has everything it asked for of the
 // type.
-func (ts *typeState) holds() bool {
+func (ts *typeState) hasAll() bool {
 	if ts.collection && !ts.answered {
 		return false
 	}
@@ -82,12 +82,12 @@ func (ts *typeState) holds() bool {
 }
 
 // fullState reports whether a SotW response of the type carries every
-// resource the client holds, so one it leaves out is removed (LDS, CDS).
+// resource the client has, so one it leaves out is removed (LDS, CDS).
 func (ts *typeState) fullState() bool {
 	return ts.typeURL == resourcev3.ListenerType || ts.typeURL == resourcev3.ClusterType
 }
 
-// note records why name, asked for, is not held.
+// note records why name, asked for, is missing.
 func (ts *typeState) note(name, why string) {
 	if !ts.asked(name) {
 		return

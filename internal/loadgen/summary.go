@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Storm is one reconnect storm: how long until every client held its
+// Storm is one reconnect storm: how long until every client had its
 // resources again (Completed), or until the next storm began (not Completed).
 type Storm struct {
 	Duration  time.Duration `json:"-"`
@@ -16,7 +16,7 @@ type Storm struct {
 	Completed bool          `json:"completed"`
 }
 
-// Status is a cheap snapshot of the fleet, for progress lines and for a
+// Status is a cheap copy of the fleet's counters, for progress lines and for a
 // harness that waits for a phase to finish.
 type Status struct {
 	Clients         int     `json:"clients"`
@@ -35,12 +35,12 @@ type Status struct {
 	Storms          []Storm `json:"storms"`
 	LastError       string  `json:"last_error,omitempty"`
 	// Newest is the resource version the fleet first received last, and
-	// how many clients hold it now: after an edit at the origin, the
+	// how many clients have it now: after an edit at the origin, the
 	// edited resource's new version, climbing to every client.
-	Newest *HeldVersion `json:"newest_version,omitempty"`
+	Newest *ClientVersion `json:"newest_version,omitempty"`
 }
 
-// SyncError is nil when every client holds every name it subscribed to
+// SyncError is nil when every client has every name it subscribed to
 // (in the current generation: after a reconnect storm, again); otherwise
 // it wraps ErrNotSynced, saying how many did not and the last stream
 // error. A run that ends with it measured nothing worth reporting.
@@ -55,7 +55,7 @@ func (s Status) SyncError() error {
 	if s.LastError != "" {
 		what += "; last stream error: " + s.LastError
 	}
-	return fmt.Errorf("%w: %s (a client is synced once it holds every name it subscribed to)", ErrNotSynced, what)
+	return fmt.Errorf("%w: %s (a client is synced once it has every name it subscribed to)", ErrNotSynced, what)
 }
 
 // SyncError is Status.SyncError, saying also what the clients lack and
@@ -90,9 +90,9 @@ type Summary struct {
 	NodeIDPrefix string `json:"node_id_prefix"`
 	VersionsSeen int    `json:"versions_seen"`
 	// Versions are the newest version of each name and how many clients
-	// hold it, by name.
-	Versions []HeldVersion `json:"versions"`
-	// Lacks are what clients asked for and do not hold at the end, by
+	// have it, by name.
+	Versions []ClientVersion `json:"versions"`
+	// Lacks are what clients asked for and do not have at the end, by
 	// type and reason (what the server said of it), most clients first.
 	Lacks []Lack `json:"lacks,omitempty"`
 	// LatencySource is "origin-stamp" (samples: receipt − push stamp, one
@@ -106,7 +106,7 @@ type Summary struct {
 	MaxMS         float64 `json:"max_ms"`
 }
 
-// Status returns a snapshot of the fleet's counters.
+// Status returns a copy of the fleet's counters.
 func (f *Fleet) Status() Status {
 	st := Status{
 		Clients:       len(f.clients),
@@ -130,7 +130,7 @@ func (f *Fleet) Status() Status {
 		st.Storms = append(st.Storms, s)
 	}
 	st.LastError = f.lastError
-	st.Newest = f.holders.newestLocked()
+	st.Newest = f.clientVersions.newestLocked()
 	return st
 }
 
@@ -158,7 +158,7 @@ func (f *Fleet) Summary() Summary {
 	}
 	f.mu.Lock()
 	s.VersionsSeen = len(f.versions)
-	s.Versions = f.holders.latestLocked()
+	s.Versions = f.clientVersions.latestLocked()
 	if len(samples) == 0 {
 		for _, v := range f.versions {
 			if v.updates > 0 {
@@ -274,7 +274,7 @@ func (s Summary) writeLacks(w io.Writer) error {
 // lists.
 const maxVersionLines = 10
 
-// writeVersions writes the newest version of each name and its holders.
+// writeVersions writes the newest version of each name and its clients.
 func (s Summary) writeVersions(w io.Writer) error {
 	for i, v := range s.Versions {
 		if i == maxVersionLines {

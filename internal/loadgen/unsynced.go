@@ -41,7 +41,7 @@ func (l Lack) String() string {
 	return fmt.Sprintf("%s %s%s: %s (%d clients, %d %s)", l.Type, strings.Join(l.Examples, ", "), more, l.Reason, l.Clients, l.Names, names)
 }
 
-// lacks sums up, over every client, what it asked for and does not hold
+// lacks sums up, over every client, what it asked for and does not have
 // now, by type and reason, most clients first; at most maxReasons.
 func (f *Fleet) lacks() []Lack {
 	by := make(map[[2]string]*Lack)
@@ -78,8 +78,8 @@ func (f *Fleet) lacks() []Lack {
 	return out[:min(len(out), maxReasons)]
 }
 
-// lacking calls fn for each thing the client asked for and does not hold
-// now: a wildcard or glob not answered yet, a name not held, with why.
+// lacking calls fn for each thing the client asked for and does not have
+// now: a wildcard or glob not answered yet, a name missing, with why.
 func (c *client) lacking(fn func(typeURL, name, reason string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -16,7 +16,7 @@ type ClientCounts struct {
 	// cut off (nor failed, nor reconnected in a storm).
 	Streams []int64 `json:"streams"`
 	// Newest is the newest push stamp each client received (Unix ns; 0
-	// before one): whether it holds the latest update.
+	// before one): whether it has the latest update.
 	Newest []int64 `json:"newest_stamp_ns"`
 }
 
@@ -39,7 +39,7 @@ func (f *Fleet) ClientCounts() ClientCounts {
 }
 
 // UpdateTally is what one or more updates did to the fleet, telling the
-// clients whose subscription holds a changed name (affected) from the
+// clients whose subscription has a changed name (affected) from the
 // others (unaffected). Add sums the tallies of several updates; per update
 // and client means divide by Affected.
 type UpdateTally struct {
@@ -50,7 +50,7 @@ type UpdateTally struct {
 	Affected   int `json:"affected"`
 	Unaffected int `json:"unaffected"`
 	// ChangedInWindows is, over the affected clients, the changed names
-	// their subscriptions hold: what they would receive if sent only what
+	// their subscriptions have: what they would receive if sent only what
 	// changed, each once.
 	ChangedInWindows int64 `json:"changed_in_windows"`
 	// What the affected clients received.
@@ -58,11 +58,11 @@ type UpdateTally struct {
 	AffectedResources int64 `json:"affected_resources"`
 	AffectedBytes     int64 `json:"affected_bytes"`
 	AffectedUpdated   int64 `json:"affected_updated"`
-	// Exact counts affected clients that received one response holding
+	// Exact counts affected clients that received one response carrying
 	// exactly the changed names of their subscription, each once.
 	Exact int `json:"exact"`
 	// What the unaffected clients received: 0 when nobody is told of a
-	// change to what it does not hold.
+	// change to what it does not have.
 	UnaffectedResponses int64 `json:"unaffected_responses"`
 	UnaffectedResources int64 `json:"unaffected_resources"`
 	UnaffectedBytes     int64 `json:"unaffected_bytes"`
@@ -86,7 +86,7 @@ func (t *UpdateTally) Add(o UpdateTally) {
 }
 
 // ChangedIn returns, per client, how many of changed its subscription
-// holds (a glob is never counted as holding a name).
+// has (a glob is never counted as having a name).
 func (c Config) ChangedIn(changed []string) []int {
 	c = c.withDefaults()
 	set := make(map[string]bool, len(changed))

@@ -121,7 +121,7 @@ func (g randomRules) config() *legacykey.Config {
 	for i := 1 + g.r.IntN(3); i > 0; i-- {
 		var f legacykey.Fragment
 		for j := 1 + g.r.IntN(3); j > 0; j-- {
-			f.Rules = append(f.Rules, legacykey.Rule{Match: g.match(2), Result: g.result()})
+			f.Rules = append(f.Rules, legacykey.FragmentRule{Match: g.match(2), Result: g.result()})
 		}
 		c.Fragments = append(c.Fragments, f)
 	}

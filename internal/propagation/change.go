@@ -18,7 +18,7 @@ import (
 // stream is counted once per time the change is pending with it (a
 // stream that receives more of the change while it has not answered is
 // still one). Its methods are safe for concurrent use; nil-safe where a
-// caller may hold no record (the ledger off, a revision restored from a
+// caller has no record (the ledger off, a revision restored from a
 // snapshot).
 type Change struct {
 	id        uint64    // read-only after Begin

@@ -17,7 +17,7 @@
 //   - change: one origin change, one cache Apply that brought new
 //     revisions; its record is a Change.
 //   - pending (with a stream): sent in a response the client has not
-//     answered yet; a Tracker holds a stream's pending changes of one type.
+//     answered yet; a Tracker keeps a stream's pending changes of one type.
 //   - settle: decide how a pending change ended for a stream: ACKed,
 //     NACKed, superseded (sent a newer state of all of it before the
 //     client answered), gone (the stream ended) or dropped (the client
@@ -27,5 +27,5 @@
 //   - listed: among the RecentChanges latest of its authority; a change
 //     that leaves the listing is retired (it still settles).
 //   - reason: why a client's version of a resource differs from the
-//     newest the relay holds (Reason), or InSync.
+//     newest the relay has (Reason), or InSync.
 package propagation

@@ -22,7 +22,7 @@ type latency struct {
 const (
 	linearMicros = 16 // below this, one bucket per microsecond
 	perDoubling  = 16 // buckets per doubling above it
-	topOctave    = 27 // 2^27 µs: the last bucket holds what is longer
+	topOctave    = 27 // 2^27 µs: the last bucket counts what is longer
 	numBuckets   = linearMicros + (topOctave-3)*perDoubling
 )
 
@@ -65,7 +65,7 @@ func (l *latency) observe(d time.Duration) {
 }
 
 // quantile returns the q-quantile (0 < q ≤ 1) of the samples, 0 when
-// there are none: the middle of the bucket that holds it, never above the
+// there are none: the middle of the bucket that counts it, never above the
 // largest sample.
 func (l *latency) quantile(q float64) time.Duration {
 	n := l.n.Load()

@@ -16,7 +16,7 @@ import (
 const RecentChanges = 64
 
 // DefaultReportAfter is Options.ReportAfter's default (config
-// propagation.report_after holds the relay's).
+// propagation.report_after has the relay's).
 const DefaultReportAfter = 30 * time.Second
 
 // Options configure a Ledger.
@@ -94,7 +94,7 @@ func (l *Ledger) SetAuthorities(names []string) {
 
 // Begin starts the record of an origin change of typeURL that arrived at
 // the relay on a link of authority. It takes no lock the caller could
-// hold (the cache calls it before its own) and lists nothing: Add does,
+// have locked (the cache calls it before its own) and lists nothing: Add does,
 // once the change brought new revisions. Nil on a nil Ledger (off).
 func (l *Ledger) Begin(authority, typeURL string, arrived time.Time) *Change {
 	if l == nil {
@@ -106,8 +106,8 @@ func (l *Ledger) Begin(authority, typeURL string, arrived time.Time) *Change {
 }
 
 // Add lists c, Described, among its authority's latest changes; the
-// oldest listed leaves the listing. The cache calls it after its lock is
-// released, before it announces the change.
+// oldest listed leaves the listing. The cache calls it after it unlocks,
+// before it announces the change.
 func (l *Ledger) Add(c *Change) {
 	if l == nil || c == nil {
 		return

@@ -7,7 +7,7 @@ import (
 )
 
 // Reason says, in words, why a client's version of one resource is not
-// the newest the relay holds, or that it is (InSync). Every case a
+// the newest the relay has, or that it is (InSync). Every case a
 // resource can be in has one: there is no "unknown" (downstream decides
 // which applies, and its test enumerates them against Reasons()).
 //
@@ -16,18 +16,18 @@ import (
 type Reason uint8
 
 const (
-	// InSync: the client ACKed the newest version the relay holds (or
+	// InSync: the client ACKed the newest version the relay has (or
 	// was told, and ACKed, that the resource does not exist).
 	InSync Reason = iota
 	// WaitingForOrigin: the relay has no answer from the origin for it
 	// yet (a new subscription; an origin that does not answer; a
 	// do_not_cache resource the origin owes afresh).
 	WaitingForOrigin
-	// GatherWindow: held back by the gather window, to go out with the
+	// GatherWindow: kept back by the gather window, to go out with the
 	// other names its request subscribed once they arrive
 	// (downstream.gather_window).
 	GatherWindow
-	// NotWritten: the relay holds a newer version that the client's
+	// NotWritten: the relay has a newer version that the client's
 	// writer has not sent yet: it is still sending earlier responses to a
 	// client that reads slowly, or is about to.
 	NotWritten
@@ -59,10 +59,10 @@ const (
 
 // reasonText: each reason's code (JSON, logs) and words.
 var reasonText = [reasonCount]struct{ code, words string }{
-	InSync:              {"in_sync", "in sync: the client ACKed the newest version the relay holds"},
+	InSync:              {"in_sync", "in sync: the client ACKed the newest version the relay has"},
 	WaitingForOrigin:    {"waiting_for_origin", "waiting for the origin: the relay has no version of it from the origin yet"},
-	GatherWindow:        {"gather_window", "held back by the gather window, to be sent with the other names its request subscribed"},
-	NotWritten:          {"not_written", "not yet written: the relay holds a newer version it has not sent this client yet (the client reads slowly, or it is about to be sent)"},
+	GatherWindow:        {"gather_window", "kept back by the gather window, to be sent with the other names its request subscribed"},
+	NotWritten:          {"not_written", "not yet written: the relay has a newer version it has not sent this client yet (the client reads slowly, or it is about to be sent)"},
 	AwaitingAck:         {"awaiting_ack", "sent; the client has not answered the response yet"},
 	Nacked:              {"nacked", "NACKed: the client rejected the response that carried it, and runs the version it ACKed before"},
 	Denied:              {"denied", "denied by the access rules"},

@@ -31,16 +31,16 @@ import "time"
 // A Tracker is guarded by its session's mutex; the Change methods it calls
 // take no lock but the change's own (a leaf) and do no I/O.
 type Tracker struct {
-	// few holds the oldest pending changes (nfew of them), in place: a
+	// few keeps the oldest pending changes (nfew of them), in place: a
 	// client that answers each change before the next two arrive never
-	// makes the Tracker allocate. more holds the others, oldest first;
+	// makes the Tracker allocate. more keeps the others, oldest first;
 	// nil when none.
 	few  [inlinePending]pending
 	nfew uint8
 	more []pending
 }
 
-// inlinePending is how many pending changes a Tracker holds without an
+// inlinePending is how many pending changes a Tracker keeps without an
 // allocation: a change sent while the ACK of the previous one is on its
 // way makes two.
 const inlinePending = 2
@@ -50,7 +50,7 @@ type pending struct {
 	ch     *Change
 	seq    uint64 // the latest response that carried some of it
 	sentAt int64  // unix ns, when that response was built
-	names  uint32 // what the stream was sent of it and still holds; 0: all replaced
+	names  uint32 // what the stream was sent of it and still has; 0: all replaced
 }
 
 // MaxPending bounds the changes a stream may leave unanswered on one type:
@@ -172,7 +172,7 @@ func (t *Tracker) find(ch *Change) *pending {
 }
 
 // settle removes each entry done reports settled, keeping the others in
-// order: few first (so a Tracker that empties holds no array), then more.
+// order: few first (so a Tracker that empties keeps no array), then more.
 func (t *Tracker) settle(done func(*pending) bool) {
 	n := t.len()
 	kept := 0

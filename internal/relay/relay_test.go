@@ -553,7 +553,7 @@ func TestNewFailureReleases(t *testing.T) {
 			c.Upstream.TLS = config.ClientTLS{Enabled: true, CAFile: garbage}
 		}, wantErr: "no PEM certificates"},
 		{name: "access rule without a matcher", edit: func(c *config.Config) {
-			c.Authorities[0].Allow = []access.Rule{{}}
+			c.Authorities[0].Allow = []access.AllowEntry{{}}
 		}, wantErr: "access:"},
 	}
 	for _, tt := range tests {

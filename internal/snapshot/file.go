@@ -11,7 +11,7 @@ import (
 
 // WriteFile replaces path with data atomically: a temporary file
 // in the same directory is written, synced and renamed over path, and the
-// directory is synced, so path holds either the old snapshot or the new
+// directory is synced, so path has either the old snapshot or the new
 // one, whole, even across a crash.
 func WriteFile(path string, data []byte) (err error) {
 	dir, base := filepath.Split(path)

@@ -13,7 +13,7 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// The snapshot format: what the cache held, on disk, so a restarted relay
+// The snapshot format: what the cache had, on disk, so a restarted relay
 // serves it at once (see snapshotter.go for when it is written and read).
 //
 //	header   magic "XDSRSNAP" (8 bytes) | format version (uint32, big endian)

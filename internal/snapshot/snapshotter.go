@@ -14,7 +14,7 @@ import (
 
 // Options configure a Snapshotter (config: cache.snapshot_*, FromConfig).
 type Options struct {
-	// Path of the snapshot file; its directory holds the temporary file of
+	// Path of the snapshot file; its directory has the temporary file of
 	// each write.
 	Path string
 	// Interval: a snapshot is written at most this often, and only when
@@ -74,7 +74,7 @@ type Snapshotter struct {
 	// started: Run began, so Final writes.
 	started atomic.Bool
 	// lastGen is the cache Generation the last snapshot written or loaded
-	// holds, under fingerprint lastFP; current says the file at path holds
+	// has, under fingerprint lastFP; current says the file at path has
 	// it. Owned by the writer (Load, then Run's goroutine, then Final).
 	lastGen uint64
 	lastFP  Fingerprint
@@ -106,7 +106,7 @@ func New(c *cache.Cache, opts Options) *Snapshotter {
 // it, whether or not the cache changed.
 func (s *Snapshotter) SetFingerprint(fp Fingerprint) { s.fp.Store(&fp) }
 
-// upToDate: the file at the path holds the cache as it is, under the
+// upToDate: the file at the path has the cache as it is, under the
 // running config's fingerprint.
 func (s *Snapshotter) upToDate() bool {
 	return s.current && s.c.Generation() == s.lastGen && *s.fp.Load() == s.lastFP
@@ -193,7 +193,7 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 	}
 }
 
-// Final writes the snapshot at shutdown, unless the file already holds the
+// Final writes the snapshot at shutdown, unless the file already has the
 // cache as it is, or Run never ran (a relay closed before it started).
 func (s *Snapshotter) Final() {
 	if !s.started.Load() || s.upToDate() {

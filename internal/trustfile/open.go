@@ -8,10 +8,10 @@ import (
 	"os"
 )
 
-// Rule says who, besides the relay's own user, may own and write a
+// Trust says who, besides the relay's own user, may own and write a
 // trusted file. Anyone else (another user owning it, anyone who may write
 // it) is never trusted.
-type Rule struct {
+type Trust struct {
 	// RootMayOwn: a file owned by root is trusted too (root may write
 	// anything anyway).
 	RootMayOwn bool
@@ -20,30 +20,30 @@ type Rule struct {
 }
 
 var (
-	// RelayWritten is the rule of a file the relay wrote itself (the
+	// RelayWritten is the trust of a file the relay wrote itself (the
 	// snapshot): its own user's, writable by nobody else.
-	RelayWritten = Rule{}
-	// OperatorWritten is the rule of a file an operator, config management
+	RelayWritten = Trust{}
+	// OperatorWritten is the trust of a file an operator, config management
 	// or the kubelet writes (the config): the relay's user's or root's
 	// (a ConfigMap volume's files are root's), writable by its owner and
 	// group (a umask of 002, the default of Debian, Ubuntu and Fedora
 	// users, makes every new file group-writable, for a group of one
 	// user), never by anyone else.
-	OperatorWritten = Rule{RootMayOwn: true, GroupMayWrite: true}
+	OperatorWritten = Trust{RootMayOwn: true, GroupMayWrite: true}
 )
 
 // Open opens path for reading without blocking (a FIFO or a device at the
-// path cannot hold the caller up) and checks the opened file (fstat) as
-// rule says (see trusted). A refused file is an error wrapping
+// path cannot block the caller) and checks the opened file (fstat) as
+// trust says (see trusted). A refused file is an error wrapping
 // ErrUntrusted; a missing one wraps fs.ErrNotExist.
-func Open(path string, rule Rule) (*os.File, os.FileInfo, error) {
+func Open(path string, trust Trust) (*os.File, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		err = trusted(fi, rule)
+		err = trusted(fi, trust)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -55,9 +55,9 @@ func Open(path string, rule Rule) (*os.File, os.FileInfo, error) {
 // Read reads the trusted file at path whole, refusing one larger than
 // maxBytes (maxBytes <= 0: no bound) with ErrTooLarge: by its size,
 // unread, or at maxBytes+1 bytes read when it grows meanwhile.
-func Read(path string, maxBytes int64, rule Rule) ([]byte, error) {
+func Read(path string, maxBytes int64, trust Trust) ([]byte, error) {
 	var data []byte
-	err := read(path, maxBytes, rule, func(r io.Reader) error {
+	err := read(path, maxBytes, trust, func(r io.Reader) error {
 		var err error
 		data, err = io.ReadAll(r)
 		return err
@@ -67,9 +67,9 @@ func Read(path string, maxBytes int64, rule Rule) ([]byte, error) {
 
 // Digest is the SHA-256 of the trusted file at path, read as Read does but
 // never held whole.
-func Digest(path string, maxBytes int64, rule Rule) ([sha256.Size]byte, error) {
+func Digest(path string, maxBytes int64, trust Trust) ([sha256.Size]byte, error) {
 	h := sha256.New()
-	err := read(path, maxBytes, rule, func(r io.Reader) error {
+	err := read(path, maxBytes, trust, func(r io.Reader) error {
 		_, err := io.Copy(h, r)
 		return err
 	})
@@ -84,8 +84,8 @@ func Digest(path string, maxBytes int64, rule Rule) ([sha256.Size]byte, error) {
 // read opens path (Open), refuses it when its size is over maxBytes, and
 // hands use a reader of at most maxBytes+1 bytes of it; more than maxBytes
 // read is ErrTooLarge.
-func read(path string, maxBytes int64, rule Rule, use func(r io.Reader) error) error {
-	f, fi, err := Open(path, rule)
+func read(path string, maxBytes int64, trust Trust, use func(r io.Reader) error) error {
+	f, fi, err := Open(path, trust)
 	if err != nil {
 		return err
 	}

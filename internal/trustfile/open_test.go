@@ -32,7 +32,7 @@ func TestRead(t *testing.T) {
 		name    string
 		path    string
 		max     int64
-		rule    Rule
+		rule    Trust
 		wantErr error  // nil: read
 		wantMsg string // in the error
 	}{
@@ -85,7 +85,7 @@ func TestOwner(t *testing.T) {
 	if err := os.Chown(p, 12345, 12345); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []Rule{RelayWritten, OperatorWritten} {
+	for _, r := range []Trust{RelayWritten, OperatorWritten} {
 		if _, err := Read(p, 0, r); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "owned by uid 12345") {
 			t.Errorf("rule %+v: Read of uid 12345's file = %v, want ErrUntrusted naming the owner", r, err)
 		}

@@ -12,7 +12,7 @@ const openNonblock = 0
 
 // trusted checks that an opened file is a regular file (owner and mode
 // are checked on unix only).
-func trusted(fi os.FileInfo, _ Rule) error {
+func trusted(fi os.FileInfo, _ Trust) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: not a regular file (%s)", ErrUntrusted, typeName(fi.Mode()))
 	}

@@ -13,9 +13,9 @@ import (
 const openNonblock = syscall.O_NONBLOCK
 
 // trusted checks an opened file's type, owner and mode: a regular file
-// owned by this process's user (or by root, when rule.RootMayOwn) that
-// nobody else may write (but its group, when rule.GroupMayWrite).
-func trusted(fi os.FileInfo, rule Rule) error {
+// owned by this process's user (or by root, when trust.RootMayOwn) that
+// nobody else may write (but its group, when trust.GroupMayWrite).
+func trusted(fi os.FileInfo, trust Trust) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: not a regular file (%s)", ErrUntrusted, typeName(fi.Mode()))
 	}
@@ -23,15 +23,15 @@ func trusted(fi os.FileInfo, rule Rule) error {
 		uid := os.Geteuid()
 		switch {
 		case int(st.Uid) == uid:
-		case rule.RootMayOwn && st.Uid == 0:
-		case rule.RootMayOwn:
+		case trust.RootMayOwn && st.Uid == 0:
+		case trust.RootMayOwn:
 			return fmt.Errorf("%w: owned by uid %d, neither this process's uid %d nor root", ErrUntrusted, st.Uid, uid)
 		default:
 			return fmt.Errorf("%w: owned by uid %d, not by this process's uid %d", ErrUntrusted, st.Uid, uid)
 		}
 	}
 	others := fs.FileMode(0o022)
-	if rule.GroupMayWrite {
+	if trust.GroupMayWrite {
 		others = 0o002
 	}
 	if perm := fi.Mode().Perm(); perm&others != 0 {

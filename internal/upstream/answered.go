@@ -10,7 +10,7 @@ import (
 // resource or a collection does not exist only when the origin said so for
 // that name (docs/reliability.md, "Absence only when the origin said so"):
 // a delta removed_resources, a glob's own answer, or a SotW full-state
-// response that answers a request which already held the name. A response
+// response that answers a request which already carried the name. A response
 // of a type is not, by itself, the answer to every subscription of that
 // type.
 
@@ -93,13 +93,13 @@ func deltaAnswers(u cache.Update, sent, answeredAt, awaiting map[string]int) []s
 // all of them is surely in the request it answers. owned by the link's
 // run goroutine
 type sotwAnswerable struct {
-	// names every request sent since the last response held; valid while
+	// names every request sent since the last response carried; valid while
 	// sentSince.
 	names     map[string]struct{}
 	sentSince bool
 }
 
-// sent records a request holding set.
+// sent records a request carrying set.
 func (a *sotwAnswerable) sent(set map[string]struct{}) {
 	if !a.sentSince {
 		a.names, a.sentSince = maps.Clone(set), true

@@ -57,11 +57,11 @@ type wildcardRequest[Req any] func(node *corev3.Node, typeURL string) *Req
 // counts in xds_relay_upstream_streams.
 func runAttempt[Req, Resp any](ctx context.Context, l *link, origin, transport string, open streamOpener[Req, Resp],
 	wildcard wildcardRequest[Req], newOps func(grpc.BidiStreamingClient[Req, Resp]) attemptOps[Resp]) (healthy bool, err error) {
-	conn, release, err := l.mgr.conns.get(origin, l.auth.creds)
+	conn, putConn, err := l.mgr.conns.get(origin, l.auth.creds)
 	if err != nil {
 		return false, fmt.Errorf("upstream %s: dial %s: %w", l.id.Authority, origin, err)
 	}
-	defer release()
+	defer putConn()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ads, err := open(conn, actx, l.auth.callOpts...)

@@ -14,7 +14,7 @@ import (
 // thousand. Authorities with different credentials (Authority.Credentials:
 // other CA, other client certificate) to the same address get a
 // connection each: a connection is only ever used with the TLS it was
-// made with. A connection is closed when its last user releases it.
+// made with. A connection is closed when its last user gives it back.
 type conns struct {
 	opts []grpc.DialOption // read-only after newConns
 	mu   sync.Mutex
@@ -48,7 +48,7 @@ func (c *conns) dialOptions(creds credentials.TransportCredentials) []grpc.DialO
 }
 
 // get returns the connection to origin with creds, creating it on first
-// use; release gives it back (call it once).
+// use; the func returned gives it back (call it once).
 func (c *conns) get(origin string, creds credentials.TransportCredentials) (*grpc.ClientConn, func(), error) {
 	key := connKey{origin: origin, creds: creds}
 	c.mu.Lock()
@@ -66,10 +66,11 @@ func (c *conns) get(origin string, creds credentials.TransportCredentials) (*grp
 	}
 	sc.refs++
 	var once sync.Once
-	return sc.cc, func() { once.Do(func() { c.release(key, sc) }) }, nil
+	return sc.cc, func() { once.Do(func() { c.put(key, sc) }) }, nil
 }
 
-func (c *conns) release(key connKey, sc *sharedConn) {
+// put gives back a use of sc, closing it after its last.
+func (c *conns) put(key connKey, sc *sharedConn) {
 	c.mu.Lock()
 	sc.refs--
 	last := sc.refs == 0

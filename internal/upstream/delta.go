@@ -27,7 +27,7 @@ type deltaState struct {
 	// sent: type → names subscribed upstream on this attempt → the seq of
 	// the request that subscribed them.
 	sent map[string]map[string]int
-	// answeredAt: type → names of sent that a response held (resource or
+	// answeredAt: type → names of sent that a response carried (resource or
 	// removal) → the seq of the last request sent when the first did.
 	answeredAt map[string]map[string]int
 	// awaiting: type → collections (globs, Wildcard) subscribed whose first
@@ -84,7 +84,7 @@ func (l *link) deltaAttempt(ctx context.Context, origin string) (bool, error) {
 
 // deltaSync sends the subscription diffs between what the cache wants and
 // what this attempt told the origin. The first request of a type carries
-// initial_resource_versions for what the cache holds on this link.
+// initial_resource_versions for what the cache has on this link.
 func (l *link) deltaSync(ads discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient, st *deltaState) error {
 	l.answerRefused()
 	if err := l.deltaHeldNacks(ads, st); err != nil { // heldnack.go
@@ -263,7 +263,7 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 	answered := deltaAnswers(u, st.sent[t], st.answeredAt[t], st.awaiting[t])
 	st.noteAnswered(t, u)
 	if len(answered) > 0 {
-		_, wants := l.snapshot()
+		_, wants := l.copyWants()
 		for _, n := range answered {
 			delete(st.awaiting[t], n)
 			if n == cache.Wildcard {
@@ -287,7 +287,7 @@ func (l *link) deltaHandle(ads discoveryv3.AggregatedDiscoveryService_DeltaAggre
 	return nil
 }
 
-// noteAnswered records the subscribed names response u held (answeredAt).
+// noteAnswered records the subscribed names response u carried (answeredAt).
 func (st *deltaState) noteAnswered(t string, u cache.Update) {
 	sent := st.sent[t]
 	at := st.answeredAt[t]

@@ -6,7 +6,7 @@
 // stream; nothing here is called a session):
 //
 //   - link (link.go): the relay's upstream for one cache.LinkID
-//     (authority + aggregation group). It holds the subscriptions the cache
+//     (authority + aggregation group). It has the subscriptions the cache
 //     wants on it and one run goroutine that carries them to the
 //     authority's origins, attempt after attempt. A link lives from its
 //     LinkID's first Subscribe until Manager.Close.

@@ -28,7 +28,7 @@ import (
 )
 
 // fileSource serves a directory of resource files as an origin: each
-// .yaml/.yml/.json file directly in the directory holds one typed resource
+// .yaml/.yml/.json file directly in the directory has one typed resource
 // (protojson with "@type") or a whole DiscoveryResponse. The directory is
 // the whole state. It is re-read on every change fsnotify reports; a file
 // that cannot be read or parsed is logged, counted and skipped, and its
@@ -214,7 +214,7 @@ func isSourceFile(de os.DirEntry) bool {
 	return !de.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") && !strings.HasPrefix(de.Name(), ".")
 }
 
-// readFile returns what the file at path holds now, given prev, what the
+// readFile returns what the file at path has now, given prev, what the
 // last scan parsed of it (nil: none): prev when its content is unchanged
 // or it cannot be read, its last good resources under the new content's
 // hash when that is bad (so it is reported once), nil when it is gone.
@@ -391,7 +391,7 @@ func (l *link) fileAttempt(ctx context.Context, fs *fileSource) (bool, error) {
 }
 
 func (l *link) fileApply(fs *fileSource) error {
-	_, wants := l.snapshot()
+	_, wants := l.copyWants()
 	for t, w := range wants {
 		rs, ok, err := fs.resources(t)
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 //     latest response) with the error_detail. go-control-plane ignores a
 //     request whose nonce is not the type's latest (it still runs its
 //     callbacks), and takes one that is as a NACK of the version it names:
-//     it opens a watch at that version, which is the one it holds, so it
+//     it opens a watch at that version, which is the one it has, so it
 //     sends nothing again; an origin that does answer with the same
 //     content sends the relay nothing new (the same revision is no change,
 //     the relay ACKs it and the breaker does not NACK again).

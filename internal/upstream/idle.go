@@ -12,9 +12,9 @@ import (
 // the cache's LRU, warm for clients that come back (a reconnect storm costs
 // the origin nothing). A link that no client has watched for IdleTimeout
 // (found so at two sweeps IdleTimeout apart) is closed: the cache forgets
-// what it held for it (ReleaseLink, which refuses if a client watches
+// what it cached for it (ReleaseLink, which refuses if a client watches
 // anything of it by then), its run goroutine ends and its connection is
-// released. A client that asks for one of its keys later is a miss that
+// given back. A client that asks for one of its keys later is a miss that
 // opens a new link. This is what bounds per-group links: aggregation
 // groups keyed on client fields (a node id) otherwise accumulate one link,
 // one stream and one connection per client that ever came.
@@ -59,6 +59,6 @@ func (m *Manager) closeIdle() {
 		l.cancel()
 		<-l.done
 		m.metrics.idleCloses.WithLabelValues(l.id.Authority).Inc()
-		l.lg.Info("upstream link idle: closed, its connection released", zap.Duration("idle_timeout", m.idle))
+		l.lg.Info("upstream link idle: closed, its connection given back", zap.Duration("idle_timeout", m.idle))
 	}
 }

@@ -54,7 +54,7 @@ type link struct {
 	// removed: type → names the cache unsubscribed since the run goroutine
 	// last synced; resub: of those, the names it subscribed again
 	// meanwhile. The desired set shows no change for them, yet the cache
-	// dropped what it held (it unsubscribes only what it evicts): the next
+	// dropped what it had (it unsubscribes only what it evicts): the next
 	// sync must have the origin send them again. guarded by mu
 	removed map[string]map[string]struct{}
 	resub   map[string]map[string]struct{}
@@ -175,7 +175,7 @@ func (l *link) wake() {
 	}
 }
 
-// want is a snapshot of what to subscribe upstream for one type.
+// want is a copy of what to subscribe upstream for one type.
 type want struct {
 	// names to subscribe upstream: desired names, with emulated globs
 	// replaced by one Wildcard.
@@ -186,14 +186,14 @@ type want struct {
 	wildcardDesired bool
 }
 
-// snapshot returns the node and, per type, what to subscribe upstream.
-func (l *link) snapshot() (*corev3.Node, map[string]*want) {
+// copyWants returns the node and, per type, a copy of what to subscribe upstream.
+func (l *link) copyWants() (*corev3.Node, map[string]*want) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.snapshotLocked()
+	return l.copyWantsLocked()
 }
 
-// syncView is takeResubscribe and snapshot under one lock, as a sync needs
+// syncView is takeResubscribe and copyWants under one lock, as a sync needs
 // them: taken apart, a name unsubscribed before the first and subscribed
 // again before the second would be in neither (its removal forgotten, its
 // return no change to the desired set), and the origin, never told to
@@ -202,11 +202,11 @@ func (l *link) syncView() (resub map[string][]string, node *corev3.Node, wants m
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	resub = l.takeResubscribeLocked()
-	node, wants = l.snapshotLocked()
+	node, wants = l.copyWantsLocked()
 	return resub, node, wants
 }
 
-func (l *link) snapshotLocked() (*corev3.Node, map[string]*want) {
+func (l *link) copyWantsLocked() (*corev3.Node, map[string]*want) {
 	out := make(map[string]*want, len(l.desired))
 	now := time.Now()
 	for t, set := range l.desired {

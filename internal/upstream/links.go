@@ -10,7 +10,7 @@ import "github.com/xds-relay/xds-relay/internal/cache"
 // names on a link that is not open, the downstream side asks ReserveLink
 // for a place for it among the authority's, under its limit
 // (downstream.limits.max_groups_per_authority, passed in: the downstream
-// Limits hold it, and a reload changes it there). A place is the link's
+// Limits keep it, and a reload changes it there). A place is the link's
 // from the reservation on: the Subscribe that follows opens the link in
 // it; a place whose Subscribe never comes is given back at the second idle
 // sweep, as a link is. A link closed as idle (idle.go), or whose authority

@@ -21,7 +21,7 @@ const maxRefusalDetail = 4096
 // is not cached): the response is NACKed, naming each refused resource and
 // why (the validation error names the field). nil when nothing was
 // refused: the answer is an ACK. The rest of the response was applied:
-// one bad resource does not hold up the others (docs/delivery.md).
+// one bad resource does not delay the others (docs/delivery.md).
 func (l *link) refusalNACK(t string, refused []cache.Refusal) *statuspb.Status {
 	if len(refused) == 0 {
 		return nil

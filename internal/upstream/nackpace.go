@@ -7,13 +7,13 @@ import (
 )
 
 // NACK pacing (SotW). A SotW NACK asks again at the last version accepted,
-// and a SotW origin answers it with what it holds: an origin whose state
+// and a SotW origin answers it with what it has: an origin whose state
 // the relay refuses (another authority's name in its wildcard, a
 // duplicate) would be NACKed as fast as it answers (go-control-plane: over
 // 20,000 NACKs a second of one type, measured). So consecutive NACKs of
 // one type on one SotW attempt are paced by the link's upstream.backoff:
 // the first goes at once, each next one after the next backoff wait (up
-// to backoff.max); an ACK starts over. A NACK held back is sent by the
+// to backoff.max); an ACK starts over. A NACK queued is sent by the
 // attempt's sync once due (a timer pokes the link); any request of the
 // type sent meanwhile (a changed name list) replaces it. Delta needs no
 // pacing: a delta origin does not resend what it sent.
@@ -21,10 +21,10 @@ import (
 // nackPace is one type's pacing on one SotW attempt. Owned by the link's
 // run goroutine.
 type nackPace struct {
-	b     *backoff                      // nil until a NACK since the last ACK
-	held  *discoveryv3.DiscoveryRequest // the NACK held back; nil: none
-	due   time.Time                     // when held is sent
-	timer *time.Timer                   // pokes the link at due
+	b      *backoff                      // nil until a NACK since the last ACK
+	queued *discoveryv3.DiscoveryRequest // the NACK queued; nil: none
+	due    time.Time                     // when queued is sent
+	timer  *time.Timer                   // pokes the link at due
 }
 
 // delay returns how long the NACK about to be sent waits: 0 for the first
@@ -37,36 +37,36 @@ func (p *nackPace) delay(cfg Backoff) time.Duration {
 	return p.b.wait()
 }
 
-// hold keeps nack until d from now and arranges for poke to run then.
-func (p *nackPace) hold(nack *discoveryv3.DiscoveryRequest, d time.Duration, poke func()) {
+// queue keeps nack until d from now and arranges for poke to run then.
+func (p *nackPace) queue(nack *discoveryv3.DiscoveryRequest, d time.Duration, poke func()) {
 	p.drop()
-	p.held, p.due = nack, time.Now().Add(d)
+	p.queued, p.due = nack, time.Now().Add(d)
 	p.timer = time.AfterFunc(d, poke) // poke only signals: never blocks
 }
 
-// takeDue returns the held NACK once it is due, and forgets it.
+// takeDue returns the queued NACK once it is due, and forgets it.
 func (p *nackPace) takeDue(now time.Time) *discoveryv3.DiscoveryRequest {
-	if p.held == nil || now.Before(p.due) {
+	if p.queued == nil || now.Before(p.due) {
 		return nil
 	}
-	n := p.held
+	n := p.queued
 	p.drop()
 	return n
 }
 
-// drop forgets a held NACK (a request of the type is sent instead).
+// drop forgets a queued NACK (a request of the type is sent instead).
 func (p *nackPace) drop() {
 	if p.timer != nil {
 		p.timer.Stop()
 		p.timer = nil
 	}
-	p.held = nil
+	p.queued = nil
 }
 
 // acked: an ACK was sent; the next NACK goes at once.
 func (p *nackPace) acked() { p.b = nil }
 
-// stopPacing stops the timers of an ended attempt's held NACKs.
+// stopPacing stops the timers of an ended attempt's queued NACKs.
 func stopPacing(types map[string]*sotwType) {
 	for _, t := range types {
 		t.pace.drop()

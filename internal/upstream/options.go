@@ -88,7 +88,7 @@ type Options struct {
 	// Required (> 0).
 	ResponseTimeout time.Duration
 	// IdleTimeout: a link whose keys no client watches for this long (to
-	// twice that) is closed, its connection released and what it cached
+	// twice that) is closed, its connection given back and what it cached
 	// forgotten (config upstream.idle_timeout). Required (> 0).
 	IdleTimeout time.Duration
 	// MaxRequestSize: a delta subscription request whose encoding would
@@ -107,7 +107,7 @@ type Options struct {
 }
 
 // validate reports every option New cannot run with. The numbers have no
-// defaults here: config holds them, and the relay passes its config.
+// defaults here: config has them, and the relay passes its config.
 func (o Options) validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {

@@ -44,7 +44,7 @@ type OriginCheck struct {
 	FileProblems []FileProblem `json:"file_problems,omitempty"`
 }
 
-// originChecks holds every authority's OriginChecks.
+// originChecks has every authority's OriginChecks.
 type originChecks struct {
 	mu sync.Mutex
 	by map[string][]OriginCheck // authority → its origins in order; guarded by mu

@@ -104,7 +104,7 @@ func (l *link) deltaProbe(ads discoveryv3.AggregatedDiscoveryService_DeltaAggreg
 // The goroutine ends when ctx (the attempt's) ends.
 func startLiveness[Req, Resp any](ctx context.Context, l *link, conn grpc.ClientConnInterface, open streamOpener[Req, Resp],
 	wildcard wildcardRequest[Req], probes *sync.WaitGroup) <-chan error {
-	node, wants := l.snapshot()
+	node, wants := l.copyWants()
 	var typeURL string
 	for _, t := range slices.Sorted(maps.Keys(wants)) {
 		if len(wants[t].names) > 0 {

@@ -16,10 +16,10 @@ import (
 //     streams go on untouched;
 //   - changed: each of its links ends its stream and starts over on the
 //     new settings, from the new first origin, keeping what the cache
-//     wants subscribed; what the cache holds stays served meanwhile and
+//     wants subscribed; what the cache has stays served meanwhile and
 //     the new origin's answers replace it (versions come from content, so
 //     clients are sent only what differs);
-//   - removed: its links close, and every name the cache holds or waits
+//   - removed: its links close, and every name the cache has or waits
 //     for on them is made absent, so clients watching one are told it does
 //     not exist (as a name of an unknown authority is answered); a later
 //     Subscribe for it is ignored like any unknown authority's;

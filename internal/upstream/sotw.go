@@ -24,7 +24,7 @@ type sotwType struct {
 	nonce string // nonce of the last response
 	// answerable: what the next response answers (answered.go).
 	answerable sotwAnswerable
-	// pace holds back repeated NACKs (nackpace.go).
+	// pace queues repeated NACKs (nackpace.go).
 	pace nackPace
 }
 
@@ -71,7 +71,7 @@ func sotwNames(set map[string]struct{}) []string {
 func (l *link) sotwSync(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, types map[string]*sotwType, nodeSent *bool) error {
 	// Names unsubscribed and subscribed again since the last sync: the
 	// list is unchanged, so ask again without a version, which makes the
-	// origin answer with what it holds (unchanged bytes notify no client).
+	// origin answer with what it has (unchanged bytes notify no client).
 	l.answerRefused()
 	now := time.Now()
 	for _, cur := range types {
@@ -148,13 +148,13 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 			ErrorDetail: l.rejected(t, r.GetNonce(), err),
 		}
 		if d := cur.pace.delay(l.mgr.backoff); d > 0 {
-			cur.pace.hold(nack, d, l.wake)
+			cur.pace.queue(nack, d, l.wake)
 			return nil
 		}
 		return l.sotwSend(ads, cur, nack)
 	}
 	cur.pace.acked()
-	_, wants := l.snapshot()
+	_, wants := l.copyWants()
 	reask := l.sotwAnswers(&u, t, wants[t], answers)
 	l.mgr.metrics.countResourceErrors(l.id.Authority, u)
 	applied := l.mgr.cache.Apply(u)
@@ -178,12 +178,12 @@ func (l *link) sotwHandle(ads discoveryv3.AggregatedDiscoveryService_StreamAggre
 
 // sotwAnswers fills in what the SotW response u of type t says beyond its
 // resources, given answers, the names of the request it answers
-// (answered.go): LDS and CDS answers hold every subscribed resource, and
+// (answered.go): LDS and CDS answers have every subscribed resource, and
 // an answer to the wildcard alone every resource of the type (FullState),
-// but only for the names that request held (Unanswered lists the others);
+// but only for the names that request carried (Unanswered lists the others);
 // the wildcard (with the globs emulated over it) is complete when that
-// request held it, and a native glob when it held the glob and the answer
-// is full state or holds a member of it. It reports whether a name the
+// request carried it, and a native glob when it carried the glob and the answer
+// is full state or carries a member of it. It reports whether a name the
 // answer could not speak for is missing from it (ask again).
 func (l *link) sotwAnswers(u *cache.Update, t string, w *want, answers map[string]struct{}) (reask bool) {
 	if w == nil {
@@ -241,9 +241,9 @@ func (l *link) sotwAnswers(u *cache.Update, t string, w *want, answers map[strin
 	return reask
 }
 
-// sotwSend sends req, a request of cur's type holding cur.set.
+// sotwSend sends req, a request of cur's type carrying cur.set.
 func (l *link) sotwSend(ads discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, cur *sotwType, req *discoveryv3.DiscoveryRequest) error {
-	cur.pace.drop() // a NACK held back is replaced
+	cur.pace.drop() // a NACK queued is replaced
 	if err := ads.Send(req); err != nil {
 		return fmt.Errorf("upstream %s: send sotw request: %w", l.id.Authority, err)
 	}

@@ -199,7 +199,7 @@ func (m *Manager) Links() []LinkStatus {
 }
 
 // Ready returns why some link cannot serve yet (for /readyz): it has no
-// evidence that its origin is alive and the cache holds nothing of it.
+// evidence that its origin is alive and the cache has nothing of it.
 // nil when every link has that evidence (aliveOrigin) or cached state to
 // serve; a link nobody asked for does not exist yet and does not count.
 func (m *Manager) Ready() error {

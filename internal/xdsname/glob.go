@@ -30,7 +30,7 @@ func (n Name) GlobOf() Name {
 
 // Matches reports whether the glob g contains urn: urn is a URN with g's
 // authority and type, directly in g's directory (not deeper), with exactly
-// g's context parameters. For a URN u, g.Matches(u) holds exactly when
+// g's context parameters. For a URN u, g.Matches(u) is true exactly when
 // g and u.GlobOf() have the same canonical form.
 func (g Name) Matches(urn Name) bool {
 	if !g.IsGlob() || !urn.IsURN() || g.Alt != "" || g.Entry != "" ||

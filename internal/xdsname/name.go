@@ -14,7 +14,7 @@ type Param struct{ Key, Value string }
 //
 //	xdstp://[{authority}]/{resource type}/{id/*}?{context parameters}{#processing directive,*}
 //
-// Every component is held decoded (no percent-escapes); String re-encodes.
+// Every component is kept decoded (no percent-escapes); String re-encodes.
 // A Name is a value: Parse builds it, nothing mutates it afterwards, and
 // names derived from it (GlobOf) may share its Params slice.
 type Name struct {

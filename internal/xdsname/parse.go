@@ -18,7 +18,7 @@ import (
 // a name, with these deliberate differences: the type and the id must be
 // non-empty, a context-parameter key may not be empty or repeated, processing
 // directives are checked, control characters are rejected, and an authority
-// may hold any percent-escape.
+// may have any percent-escape.
 func Parse(s string) (Name, error) {
 	if !IsXDSTP(s) {
 		return Name{}, ErrNotXDSTP

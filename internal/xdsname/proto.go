@@ -41,7 +41,7 @@ func FromResourceName(rn *xdscorev3.ResourceName) (Name, error) {
 	}
 	sort.Slice(n.Params, func(i, j int) bool { return n.Params[i].Key < n.Params[j].Key })
 	// The canonical string escapes every component, so Parse sees exactly
-	// what the proto says and applies every rule names are held to.
+	// what the proto says and applies every rule names are kept to.
 	parsed, err := Parse(n.String())
 	if err != nil {
 		return Name{}, fmt.Errorf("xds.core.v3.ResourceName: %w", err)

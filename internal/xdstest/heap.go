@@ -3,7 +3,7 @@ package xdstest
 import "runtime"
 
 // LiveHeap is the live heap after full collections: what a test measures
-// memory held with (before and after, never against a fixed figure alone).
+// memory kept with (before and after, never against a fixed figure alone).
 func LiveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()

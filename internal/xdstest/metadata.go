@@ -10,7 +10,7 @@ import (
 
 // Annotations is resource metadata of about n bytes, in 1 KiB strings, as
 // an origin that annotates its resources sends (the Resource wrapper's
-// metadata): what a test of the bytes a resource holds sends beside a
+// metadata): what a test of the bytes a resource takes sends beside a
 // small body.
 func Annotations(n int) *corev3.Metadata {
 	fields := make(map[string]*structpb.Value)

@@ -46,7 +46,7 @@ func BreakerDetail(st *statuspb.Status, versions map[string]string, clients int)
 	return st
 }
 
-// BreakerVersions returns the versions a relay's breaker NACK holds
+// BreakerVersions returns the versions a relay's breaker NACK carries
 // (name → version), and whether st is one.
 func BreakerVersions(st *statuspb.Status) (map[string]string, bool) {
 	for _, d := range st.GetDetails() {

@@ -1,4 +1,4 @@
-// Package xdstype holds what the relay knows about xDS resource types, in
+// Package xdstype is what the relay knows about xDS resource types, in
 // one place for every component:
 //   - ResourceWrapperURL, the type URL of the SotW TTL wrapper
 //     (envoy.service.discovery.v3.Resource);

@@ -21,11 +21,12 @@ type Config struct {
 
 // Fragment is one piece of the key.
 type Fragment struct {
-	Rules []Rule `yaml:"rules,omitempty"`
+	Rules []FragmentRule `yaml:"rules,omitempty"`
 }
 
-// Rule contributes its result to its fragment when its match holds.
-type Rule struct {
+// FragmentRule (a legacy fragment's rule) contributes its result to its
+// fragment when its match is true.
+type FragmentRule struct {
 	Match  *MatchPredicate  `yaml:"match,omitempty"`
 	Result *ResultPredicate `yaml:"result,omitempty"`
 }
@@ -334,7 +335,7 @@ func (v *validator) action(p string, a *ResultAction, required bool) {
 }
 
 // readable rewrites the decoder's errors, which name this package's Go
-// types ("field x not found in type legacykey.Rule"), in the file's own
+// types ("field x not found in type legacykey.FragmentRule"), in the file's own
 // terms: `line 5: unknown key "x"`, `line 4: a list where a string goes`.
 func readable(err error) error {
 	te, ok := err.(*yaml.TypeError)
