@@ -40,8 +40,8 @@ import (
 // This file is the relay-and-origin harness, the one every suite of this
 // package starts its parts with:
 //   - the origin: gcpOrigin, a real go-control-plane server on loopback
-//     (newGCPOrigin, newSnapshotOrigin), which records what it receives
-//     and sends;
+//     (newGCPOrigin, newSnapshotOrigin, newClusterSnapshotOrigin), which
+//     records what it receives and sends;
 //   - the relay: the process's own wiring (relaytest.Run, which runs
 //     internal/relay's New and Start as cmd/xds-relay does) on a config:
 //     startRelay (one authority, for the downstream suites' clients),
@@ -141,6 +141,21 @@ type oneSnapshot struct{}
 const snapshotKey = "all"
 
 func (oneSnapshot) ID(*corev3.Node) string { return snapshotKey }
+
+// newClusterSnapshotOrigin is a gcpOrigin over a SnapshotCache (not ADS:
+// each type answered on its own) with one snapshot per node cluster
+// (setSnapshotOf), as real origins answer legacy requests by the client's
+// Node.
+func newClusterSnapshotOrigin(t testing.TB) *gcpOrigin {
+	t.Helper()
+	snaps := cachev3.NewSnapshotCache(false, clusterHash{}, nil)
+	return serveOrigin(t, &gcpOrigin{snaps: snaps, xds: snaps}, nil)
+}
+
+// clusterHash maps a node to the snapshot of its cluster.
+type clusterHash struct{}
+
+func (clusterHash) ID(n *corev3.Node) string { return n.GetCluster() }
 
 // serveOrigin starts o (its caches set) on lis, or on loopback when lis is
 // nil, until the test ends.
@@ -373,6 +388,13 @@ func (o *gcpOrigin) del(typeURL, name string) {
 // snapshot version.
 func (o *gcpOrigin) setSnapshot(version string, rs map[resource.Type][]types.Resource) {
 	o.t.Helper()
+	o.setSnapshotOf(snapshotKey, version, rs)
+}
+
+// setSnapshotOf sets the snapshot of key (newClusterSnapshotOrigin: a node
+// cluster) to rs under version.
+func (o *gcpOrigin) setSnapshotOf(key, version string, rs map[resource.Type][]types.Resource) {
+	o.t.Helper()
 	if o.snaps == nil {
 		o.t.Fatal("setSnapshot on an origin without a SnapshotCache")
 	}
@@ -380,7 +402,7 @@ func (o *gcpOrigin) setSnapshot(version string, rs map[resource.Type][]types.Res
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	if err := o.snaps.SetSnapshot(context.Background(), snapshotKey, snap); err != nil {
+	if err := o.snaps.SetSnapshot(context.Background(), key, snap); err != nil {
 		o.t.Fatal(err)
 	}
 }
