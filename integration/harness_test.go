@@ -55,9 +55,10 @@ import (
 var errNotYet = errors.New("not yet")
 
 // gcpOrigin is a real go-control-plane origin on loopback: its server over
-// one LinearCache per type in a MuxCache (newGCPOrigin) or over one ADS
-// SnapshotCache (newSnapshotOrigin), with callbacks that record what it
-// receives and sends.
+// one LinearCache per type in a MuxCache (newGCPOrigin) or over a
+// SnapshotCache (newSnapshotOrigin: one snapshot for every node;
+// newClusterSnapshotOrigin: one per node cluster), with callbacks that
+// record what it receives and sends.
 type gcpOrigin struct {
 	t      testing.TB
 	addr   string
