@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
@@ -76,19 +77,19 @@ func TestAdminTrust(t *testing.T) {
 		{name: "rebound name reads clients", call: adminCall{method: "GET", path: "/debug/clients", host: "evil.example"}, wantCode: 403},
 		{name: "rebound name reads cache", call: adminCall{method: "GET", path: "/debug/cache", host: "evil.example:" + port}, wantCode: 403},
 		{name: "rebound name reads the status page", call: adminCall{method: "GET", path: "/", host: "evil.example:" + port}, wantCode: 403},
-		{name: "rebound name reloads", call: adminCall{method: "POST", path: relayproc.ReloadPath, host: "evil.example:" + port}, wantCode: 403},
+		{name: "rebound name reloads", call: adminCall{method: "POST", path: relayadmin.ReloadPath, host: "evil.example:" + port}, wantCode: 403},
 		{name: "a suffix of an allowed name", call: adminCall{method: "GET", path: "/debug/config", host: "x.relay.example"}, wantCode: 403},
 		{name: "IPv4 literal", call: adminCall{method: "GET", path: "/debug/config"}, wantCode: 200},
 		{name: "IPv6 literal", call: adminCall{method: "GET", path: "/debug/config", host: "[::1]:" + port}, wantCode: 200},
 		{name: "localhost", call: adminCall{method: "GET", path: "/debug/config", host: "LocalHost:" + port}, wantCode: 200},
 		{name: "allowed name", call: adminCall{method: "GET", path: "/debug/clients", host: "relay.example:" + port}, wantCode: 200},
-		{name: "cross-site reload", call: adminCall{method: "POST", path: relayproc.ReloadPath, header: crossSite}, wantCode: 403, wantBody: "cross-origin"},
-		{name: "reload from another origin, no Sec-Fetch-Site", call: adminCall{method: "POST", path: relayproc.ReloadPath, header: map[string]string{"Origin": "http://evil.example"}}, wantCode: 403},
-		{name: "reload from another port of the host", call: adminCall{method: "POST", path: relayproc.ReloadPath, header: map[string]string{"Origin": "http://127.0.0.1:1"}}, wantCode: 403},
-		{name: "cross-site log level", call: adminCall{method: "PUT", path: relayproc.LogLevelPath + "?level=debug", header: crossSite}, wantCode: 403},
-		{name: "log level by POST", call: adminCall{method: "POST", path: relayproc.LogLevelPath + "?level=debug"}, wantCode: 405, wantAll: "GET, PUT"},
-		{name: "reload by GET", call: adminCall{method: "GET", path: relayproc.ReloadPath}, wantCode: 405, wantAll: "POST"},
-		{name: "log level unchanged", call: adminCall{method: "GET", path: relayproc.LogLevelPath}, wantCode: 200, wantBody: "warn\n"},
+		{name: "cross-site reload", call: adminCall{method: "POST", path: relayadmin.ReloadPath, header: crossSite}, wantCode: 403, wantBody: "cross-origin"},
+		{name: "reload from another origin, no Sec-Fetch-Site", call: adminCall{method: "POST", path: relayadmin.ReloadPath, header: map[string]string{"Origin": "http://evil.example"}}, wantCode: 403},
+		{name: "reload from another port of the host", call: adminCall{method: "POST", path: relayadmin.ReloadPath, header: map[string]string{"Origin": "http://127.0.0.1:1"}}, wantCode: 403},
+		{name: "cross-site log level", call: adminCall{method: "PUT", path: relayadmin.LogLevelPath + "?level=debug", header: crossSite}, wantCode: 403},
+		{name: "log level by POST", call: adminCall{method: "POST", path: relayadmin.LogLevelPath + "?level=debug"}, wantCode: 405, wantAll: "GET, PUT"},
+		{name: "reload by GET", call: adminCall{method: "GET", path: relayadmin.ReloadPath}, wantCode: 405, wantAll: "POST"},
+		{name: "log level unchanged", call: adminCall{method: "GET", path: relayadmin.LogLevelPath}, wantCode: 200, wantBody: "warn\n"},
 	}
 	for _, s := range steps {
 		code, body, allow := s.call.do(t, r)
@@ -105,8 +106,8 @@ func TestAdminTrust(t *testing.T) {
 	// state; a reload applies a new admin_allowed_hosts.
 	replaceFile(t, path, cfgFile("other.example"))
 	for _, c := range []adminCall{
-		{method: "PUT", path: relayproc.LogLevelPath + "?level=debug", header: map[string]string{"Origin": own, "Sec-Fetch-Site": "same-origin"}},
-		{method: "POST", path: relayproc.ReloadPath, header: map[string]string{"Origin": own}},
+		{method: "PUT", path: relayadmin.LogLevelPath + "?level=debug", header: map[string]string{"Origin": own, "Sec-Fetch-Site": "same-origin"}},
+		{method: "POST", path: relayadmin.ReloadPath, header: map[string]string{"Origin": own}},
 	} {
 		if code, body, _ := c.do(t, r); code != 200 {
 			t.Errorf("%s %s from the admin's own origin = %d %q, want 200", c.method, c.path, code, body)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xds-relay/xds-relay/config"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/aggregation"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
@@ -197,7 +198,7 @@ func TestAggregationGroups(t *testing.T) {
 	}
 
 	// /debug/clients shows each client's group key.
-	groups := debugGroups(t, "http://"+r.AdminAddr()+downstream.ClientsPath)
+	groups := debugGroups(t, "http://"+r.AdminAddr()+relayadmin.ClientsPath)
 	wantGroups := map[string][]string{
 		"fe-1": {"cluster=frontend"}, "fe-2": {"cluster=frontend"}, "fe-3": {"cluster=frontend"},
 		"be-1": {"cluster=backend"}, "be-2": {"cluster=backend"},

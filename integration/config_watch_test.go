@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/configwatch"
-	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -73,7 +73,7 @@ func TestConfigWatch(t *testing.T) {
 			dir := t.TempDir()
 			path := l.setup(t, dir, body("warn", 100))
 			r, _ := fileRelay(t, path)
-			levelURL := "http://" + r.AdminAddr() + relayproc.LogLevelPath
+			levelURL := "http://" + r.AdminAddr() + relayadmin.LogLevelPath
 
 			l.replace(t, dir, path, body("debug", 100))
 			waitRelayMetric(t, r, "reload after the file changed", func(v float64) bool { return v == 1 },

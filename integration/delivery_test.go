@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-relay/xds-relay/config"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/propagation"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
@@ -319,14 +320,14 @@ func TestDeliveryMassDeletionHeld(t *testing.T) {
 // deliveryPage is r's /debug/delivery.
 func deliveryPage(t *testing.T, r *relayproc.Relay) delivery.Page {
 	t.Helper()
-	resp, err := http.Get("http://" + r.AdminAddr() + delivery.Path)
+	resp, err := http.Get("http://" + r.AdminAddr() + relayadmin.DeliveryPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var p delivery.Page
 	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
-		t.Fatalf("%s: %v", delivery.Path, err)
+		t.Fatalf("%s: %v", relayadmin.DeliveryPath, err)
 	}
 	return p
 }
@@ -335,7 +336,7 @@ func deliveryPage(t *testing.T, r *relayproc.Relay) delivery.Page {
 // origin would (Origin header; the redirect not followed): status, body.
 func releasePOST(t *testing.T, r *relayproc.Relay, form url.Values, origin string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+r.AdminAddr()+delivery.ReleasePath, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, "http://"+r.AdminAddr()+relayadmin.DeliveryReleasePath, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,8 +473,8 @@ func TestDeliveryStatusPageInChromium(t *testing.T) {
 		t.Errorf("held row %q, want [%s <group> Cluster <why: %s> <since> \"10: c-02, c-03, …\" Release]", h, dsAuthority, delivery.ReasonShare)
 	}
 	form := firstElement(byID(t, doc, "held-rows"), "form")
-	if form == nil || attr(form, "method") != "post" || attr(form, "action") != delivery.ReleasePath {
-		t.Fatalf("the release button is not a form posting to %s: %v", delivery.ReleasePath, form)
+	if form == nil || attr(form, "method") != "post" || attr(form, "action") != relayadmin.DeliveryReleasePath {
+		t.Fatalf("the release button is not a form posting to %s: %v", relayadmin.DeliveryReleasePath, form)
 	}
 	inputs := map[string]string{}
 	for in := firstElement(form, "input"); in != nil; in = nextElement(in, "input") {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/access"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
@@ -196,7 +197,7 @@ func TestSotWVersionAndDebugPageBounded(t *testing.T) {
 	names := namesOf(n, func(i int) string { return dsCluster(fmt.Sprintf("%04d-%s", i, strings.Repeat("x", 1950))) })
 	many := openSotW(t, conn)
 	many.Send(&discoveryv3.DiscoveryRequest{Node: testNodeDS, TypeUrl: resource.ClusterType, ResourceNames: names})
-	url := "http://" + r.AdminAddr() + downstream.ClientsPath
+	url := "http://" + r.AdminAddr() + relayadmin.ClientsPath
 	var raw []byte
 	// Re-poll the page: the subscription lands asynchronously.
 	xdstest.Poll(t, url+" shows the client of 500 names", func() error {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/access"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/downstream"
 	"github.com/xds-relay/xds-relay/internal/propagation"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
@@ -50,7 +51,7 @@ func edsChangeAfter(t *testing.T, r *relayproc.Relay, since time.Time, want prop
 	var got propagation.ChangeView
 	xdstest.Poll(t, fmt.Sprintf("an EDS change with %+v", want), func() error {
 		var p propagation.Page
-		adminJSON(t, r, propagation.Path+"?type=envoy.config.endpoint.v3.ClusterLoadAssignment&limit=1", &p)
+		adminJSON(t, r, relayadmin.PropagationPath+"?type=envoy.config.endpoint.v3.ClusterLoadAssignment&limit=1", &p)
 		if len(p.Changes) == 0 || p.Changes[0].Arrived.Before(since) {
 			return fmt.Errorf("no EDS change since %v: %+v", since, p.Changes)
 		}
@@ -66,7 +67,7 @@ func edsChangeAfter(t *testing.T, r *relayproc.Relay, since time.Time, want prop
 func clientPage(t *testing.T, r *relayproc.Relay, id string) map[string]downstream.ResourceProgress {
 	t.Helper()
 	var rep downstream.ProgressReport
-	adminJSON(t, r, propagation.ClientPath+"?node="+url.QueryEscape(id), &rep)
+	adminJSON(t, r, relayadmin.PropagationClientPath+"?node="+url.QueryEscape(id), &rep)
 	out := map[string]downstream.ResourceProgress{}
 	for _, s := range rep.Streams {
 		for _, p := range s.Resources {

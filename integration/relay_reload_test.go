@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-relay/xds-relay/config"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
@@ -64,7 +65,7 @@ func replaceFile(t *testing.T, path, content string) {
 // it answers 200.
 func postReload(t *testing.T, r *relayproc.Relay) {
 	t.Helper()
-	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayproc.ReloadPath, ""); code != http.StatusOK {
+	if code, body := adminDo(t, http.MethodPost, "http://"+r.AdminAddr()+relayadmin.ReloadPath, ""); code != http.StatusOK {
 		t.Fatalf("POST reload = %d %s, want 200", code, body)
 	}
 }
@@ -104,7 +105,7 @@ func TestReloadChangesOnlyWhatItAffects(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.yaml")
 	replaceFile(t, path, reloadConfig([][2]string{{"a.example", oA.addr}, {"b.example", oB1.addr}}, ""))
 	r, reg := fileRelay(t, path)
-	reload := "http://" + r.AdminAddr() + relayproc.ReloadPath
+	reload := "http://" + r.AdminAddr() + relayadmin.ReloadPath
 
 	conn := dial(t, r.XDSAddr())
 	ca := newADSClient(t, conn, "delta", "client-a", "c", nil)
@@ -186,7 +187,7 @@ func TestLogLevelAtRunTime(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.yaml")
 	replaceFile(t, path, reloadConfig([][2]string{{"a.example", o.addr}}, "log: {level: warn}\n"))
 	r, _ := fileRelay(t, path)
-	url := "http://" + r.AdminAddr() + relayproc.LogLevelPath
+	url := "http://" + r.AdminAddr() + relayadmin.LogLevelPath
 	steps := []struct {
 		method, query, body string
 		wantCode            int

@@ -12,6 +12,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-relay/xds-relay/config"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
@@ -38,7 +39,7 @@ func TestStalledOriginFailedOver(t *testing.T) {
 
 	// /debug/upstreams says so: the origin in use, open; the stall's error
 	// cleared once the second origin answered (counted above, and logged).
-	resp, err := http.Get("http://" + r.AdminAddr() + upstream.UpstreamsPath)
+	resp, err := http.Get("http://" + r.AdminAddr() + relayadmin.UpstreamsPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-relay/xds-relay/config"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
@@ -146,7 +147,7 @@ func upstreamLink(t *testing.T, r *relayproc.Relay, authority string, cond func(
 	t.Helper()
 	var found upstream.LinkStatus
 	xdstest.Poll(t, "/debug/upstreams: a link of "+authority+" as expected", func() error { // a page to re-read: no event to wait on
-		resp, err := http.Get("http://" + r.AdminAddr() + upstream.UpstreamsPath)
+		resp, err := http.Get("http://" + r.AdminAddr() + relayadmin.UpstreamsPath)
 		if err != nil {
 			t.Fatal(err)
 		}

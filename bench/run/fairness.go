@@ -303,7 +303,7 @@ func (r *fairRun) latency(from, to loadgen.ClientCounts, exclude bool) (loadgen.
 // relayFigure is the sum of the relay's metric name (relayed), -1 direct
 // or when it cannot be read.
 func (r *fairRun) relayFigure(name string) float64 {
-	if r.sc.Mode != "relayed" {
+	if !relayedMode(r.sc.Mode) {
 		return -1
 	}
 	v, err := metricSum(r.relayAdmin, name)

@@ -173,7 +173,7 @@ func (r *fairRun) churnPhase(ctx context.Context, from loadgen.ClientCounts) err
 		return err
 	}
 	c.RelayThrottled, c.RelayChurnPerSec = -1, -1
-	if r.sc.Mode == "relayed" {
+	if relayedMode(r.sc.Mode) {
 		// The relay's requests over the churn, less the fleet's (its ACKs).
 		c.RelayThrottled = r.relayFigure("xds_relay_downstream_requests_throttled_total") - throttled0
 		handled := r.relayFigure("xds_relay_downstream_requests_total") - requests0 - float64(st1.Acks+st1.Nacks-st0.Acks-st0.Nacks)

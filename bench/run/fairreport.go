@@ -93,7 +93,7 @@ const fairnessRatio = 1.10
 // client disconnected.
 func (c *targetCheck) fairness() {
 	for _, f := range c.r.Fairness {
-		if f.Mode != "relayed" {
+		if f.Mode != modeRelayed {
 			continue
 		}
 		ok := f.Error == ""

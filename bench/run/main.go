@@ -121,7 +121,7 @@ func parseFlags(args []string) (*benchFlags, error) {
 	var (
 		clients   = fs.String("clients", "1000,10000", "comma-separated client counts N")
 		variants  = fs.String("variants", "delta,sotw", "comma-separated variants")
-		modes     = fs.String("modes", "direct,relayed", "comma-separated modes")
+		modes     = fs.String("modes", "direct,relayed", "comma-separated modes: direct (clients of the origin), relayed (of the relay at its defaults), bare (of the relay with the propagation ledger and safe delivery off: what the defaults cost, in the same run)")
 		workloads = fs.String("workloads", "one,all,envoy", "comma-separated workloads: one (each update changes one resource), all (each update changes every resource), envoy (each client its own window of many resources, each update a few percent of them; at the largest --clients only)")
 		resources = fs.Int("resources", 10, "resources every client subscribes to (workloads one and all)")
 		envoyRes  = fs.Int("envoy-resources", 1000, "resources the origin holds (workload envoy)")

@@ -95,7 +95,8 @@ func writeMarkdown(w io.Writer, r Results) {
 	writeMemory(w, r)
 	writeEnvoy(w, r)
 	writeInitialSync(w, r)
-	writeLedger(w, r) // ledger.go
+	writeLedger(w, r)       // ledger.go
+	writeDefaultsCost(w, r) // defaults.go
 	writeFairness(w, r)
 	writeTargets(w, targetN(r), r.Targets)
 	writeMicro(w, r)
@@ -229,7 +230,7 @@ func writeInitialSync(w io.Writer, r Results) {
 			continue
 		}
 		expired := "-"
-		if s.GatherExpired >= 0 && s.Mode == "relayed" {
+		if s.GatherExpired >= 0 && relayedMode(s.Mode) {
 			expired = strconv.FormatFloat(s.GatherExpired, 'f', 0, 64)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.2f | %s | %d | %.2f | %.0f | %s |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
@@ -274,6 +275,7 @@ func writeChart(path string, r Results) error {
 	colors := map[string]color.Color{
 		"direct":  color.RGBA{R: 200, G: 60, B: 40, A: 255},
 		"relayed": color.RGBA{R: 30, G: 100, B: 200, A: 255},
+		modeBare:  color.RGBA{R: 40, G: 160, B: 80, A: 255},
 	}
 	type series struct{ mode, variant, workload string }
 	// Workload envoy runs at one N: a point, named with its names.

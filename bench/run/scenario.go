@@ -44,7 +44,7 @@ func connsFor(n int) int { return max(1, n/100) }
 // Scenario is one (mode, variant, workload, N) run and everything it
 // measured.
 type Scenario struct {
-	Mode     string `json:"mode"` // direct | relayed
+	Mode     string `json:"mode"` // direct | relayed | bare (modeDirect…)
 	Variant  string `json:"variant"`
 	Workload string `json:"workload"` // one | all | envoy: what each client wants, what each update changes
 	Names    string `json:"names"`    // xdstp | plain
@@ -340,11 +340,12 @@ func (r *scenarioRun) startServing(ctx context.Context) error {
 		return err
 	}
 	r.origin, r.serving, r.target, r.servingAdmin = origin, origin, r.originXDS, r.originAdmin
-	if sc.Mode != "relayed" {
+	if !relayedMode(sc.Mode) {
 		return nil
 	}
+	off := e.featuresOff(sc.Mode)
 	cfgPath := filepath.Join(e.logDir, r.tag+"-relay.yaml")
-	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, cmp.Or(r.sendTimeout, 60*time.Second), featuresOff{ledger: e.ledgerOff, delivery: e.deliveryOff})), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(relayConfig(r.relayXDS, r.relayAdmin, e.authority, r.originXDS, sc.Clients, cmp.Or(r.sendTimeout, 60*time.Second), off)), 0o644); err != nil {
 		return fmt.Errorf("relay config: %w", err)
 	}
 	relay, err := start(e.logDir, r.tag+"-relay", e.pin.Relay, e.relayBin, "serve", "--config", cfgPath)
@@ -465,7 +466,7 @@ func (r *scenarioRun) syncPhase(ctx context.Context) error {
 // returns its top ("" when none is taken). Waiting keeps the profile off
 // the next phase, whose own profile could not start meanwhile.
 func (r *scenarioRun) phaseProfile(phase string) func() string {
-	if r.sc.Mode != "relayed" || !r.e.profilePhases {
+	if !relayedMode(r.sc.Mode) || !r.e.profilePhases {
 		return func() string { return "" }
 	}
 	done := make(chan string, 1)
@@ -502,7 +503,7 @@ func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
 	}
 	sc.idlePerStream()
 	sc.GatherExpired = -1
-	if sc.Mode == "relayed" {
+	if relayedMode(sc.Mode) {
 		if n, err := metricSum(r.relayAdmin, "xds_relay_downstream_gather_expired_total"); err == nil {
 			sc.GatherExpired = n
 		}
@@ -514,7 +515,7 @@ func (r *scenarioRun) measureIdle() (loadgen.ClientCounts, originStats, error) {
 	sc.InitialResponsesPerClient, sc.InitialMaxResponses = meanMax(counts.Responses)
 	sc.InitialResourcesPerClient, _ = meanMax(counts.Resources)
 	sc.InitialBytesPerClient, _ = meanMax(counts.Bytes)
-	if sc.Mode == "relayed" && r.e.profileUpdates {
+	if relayedMode(sc.Mode) && r.e.profileUpdates {
 		sc.RelayHeapTop = r.e.relayHeapTop(r.relayAdmin, r.tag)
 	}
 	return counts, idle, nil
@@ -590,7 +591,7 @@ func (r *scenarioRun) updatePhase(ctx context.Context, counts loadgen.ClientCoun
 	}
 	wall0 := time.Now()
 	profDone := make(chan string, 1)
-	if sc.Mode == "relayed" && e.profileUpdates {
+	if relayedMode(sc.Mode) && e.profileUpdates {
 		go func() {
 			profDone <- e.profileRelay(r.relayAdmin, r.tag, profileSeconds(e.updates, sc.Clients, changedPerClient(sc)))
 		}()
@@ -830,5 +831,28 @@ delivery:
 }
 
 // featuresOff are the relay features a run turns off to measure what they
-// cost (--propagation=false, --delivery=false).
+// cost (--propagation=false, --delivery=false, or mode bare).
 type featuresOff struct{ ledger, delivery bool }
+
+// The modes: clients of the origin (direct), of a relay at its defaults
+// (relayed), or of a relay with the propagation ledger and safe delivery
+// off (bare): --modes direct,relayed,bare measures what those defaults
+// cost in the same run, each workload's three rows side by side.
+const (
+	modeDirect  = "direct"
+	modeRelayed = "relayed"
+	modeBare    = "bare"
+)
+
+// featuresOff returns what the relay of a scenario of mode runs without:
+// everything measured in mode bare, else what --propagation and
+// --delivery say.
+func (e *env) featuresOff(mode string) featuresOff {
+	if mode == modeBare {
+		return featuresOff{ledger: true, delivery: true}
+	}
+	return featuresOff{ledger: e.ledgerOff, delivery: e.deliveryOff}
+}
+
+// relayedMode reports whether clients of mode talk to a relay.
+func relayedMode(mode string) bool { return mode == modeRelayed || mode == modeBare }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xds-relay/xds-relay/config"
-	"github.com/xds-relay/xds-relay/internal/relay"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin" // "admin" names the --admin flag here, and a test helper
 )
 
 // reloadTimeout bounds `xds-relay reload`: connecting, the reload itself
@@ -36,7 +36,7 @@ func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+relay.ReloadPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+relayadmin.ReloadPath, nil)
 	if err != nil {
 		return usageError{fmt.Sprintf("--admin %q: %v", *admin, err)}
 	}

@@ -129,6 +129,9 @@ type Cache struct {
 	// watchers by exact key: resource keys, glob keys and Wildcard keys.
 	// guarded by mu
 	watchers map[Key]*watcherSet
+	// recs: each watcher's record, where it stands in each set
+	// (watchers.go). guarded by mu
+	recs map[Watcher]*watcherRec
 	// watchedKeys counts the keys of watchers per stream (ReleaseLink).
 	// guarded by mu
 	watchedKeys map[LinkID]int
@@ -151,8 +154,10 @@ type Cache struct {
 	// closed: Close was called; no timer is armed any more. guarded by mu
 	closed bool
 	// totals mirrors the size gauges and hit/miss counters for Stats
-	// (inspect.go). guarded by mu
+	// (inspect.go); tally is the hits and misses of the Watch call in
+	// progress, not yet in the metrics. guarded by mu
 	totals Stats
+	tally  hitTally
 	// streamErr: the relay's UNAVAILABLE for the pending keys of a stream
 	// no origin answers (SetStreamError). guarded by mu
 	streamErr map[LinkID]*statuspb.Status
@@ -210,6 +215,7 @@ func New(opts Options) *Cache {
 		colls:           make(map[streamType]map[string]*entry),
 		globMembers:     make(map[Key]map[string]*entry),
 		watchers:        make(map[Key]*watcherSet),
+		recs:            make(map[Watcher]*watcherRec),
 		aliases:         make(map[Key]*entry),
 		watchedKeys:     make(map[LinkID]int),
 		streamErr:       make(map[LinkID]*statuspb.Status),
@@ -228,12 +234,16 @@ func (c *Cache) SetUpstream(u Subscriber) {
 // Watch registers w for keys; node is presented upstream if a stream must be
 // opened. Keys must be canonical (see CanonicalName).
 func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
-	var nb noteBuilder
+	if len(keys) == 0 {
+		return
+	}
+	nb := noteBuilder{hint: len(keys)}
 	c.mu.Lock()
 	now := c.now()
+	rec := c.watcherRecLocked(w, len(keys))
 	for _, k := range keys {
 		ws := c.watchers[k]
-		if ws.has(w) {
+		if ws.has(rec) {
 			continue
 		}
 		if ws == nil {
@@ -241,14 +251,16 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			c.watchers[k] = ws
 			c.watchedKeys[k.Link]++
 		}
-		ws.add(w)
+		ws.add(rec)
 
 		e := c.entries[k]
 		if e == nil {
 			e = c.newEntryLocked(k)
 		}
 		c.subscribeKeyLocked(e, node, now) // unless held back: refetch.go
-		c.reconcileLocked(e)
+		if e.inLRU {
+			c.reconcileLocked(e) // held now: out of the LRU (else nothing to do)
+		}
 		if t := c.aliases[k]; t != nil {
 			c.reconcileLocked(t) // held through its alias now
 		}
@@ -256,17 +268,7 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 			continue // through an alias, or owed a fresh copy
 		}
 		if e.collection {
-			st := c.collectionStateLocked(e)
-			c.countLocked(k, st != StatePending)
-			for _, m := range c.membersLocked(k) {
-				c.reconcileLocked(m)
-				if st != StatePending && m.visibleState(now) == StatePresent {
-					nb.add(w, m.key)
-				}
-			}
-			if st == StateAbsent {
-				nb.add(w, k)
-			}
+			c.watchCollectionLocked(&nb, w, e, now)
 			continue
 		}
 		// A pending key with the origin's error is answered too.
@@ -278,22 +280,43 @@ func (c *Cache) Watch(w Watcher, node *corev3.Node, keys ...Key) {
 		}
 	}
 	c.armLocked(now) // a fetch held back (refetch.go)
+	c.flushCountsLocked()
 	c.mu.Unlock()
 	c.flush()
 	nb.send()
+}
+
+// watchCollectionLocked answers a new watch by w of collection e: its
+// members are held, and w is notified of each when the collection is
+// known (of the collection key itself when it is known empty).
+func (c *Cache) watchCollectionLocked(nb *noteBuilder, w Watcher, e *entry, now time.Time) {
+	st := c.collectionStateLocked(e)
+	c.countLocked(e.key, st != StatePending)
+	for _, m := range c.membersLocked(e.key) {
+		c.reconcileLocked(m)
+		if st != StatePending && m.visibleState(now) == StatePresent {
+			nb.add(w, m.key)
+		}
+	}
+	if st == StateAbsent {
+		nb.add(w, e.key)
+	}
 }
 
 // Unwatch removes w from keys. Keys nobody watches any more stay cached
 // (and subscribed) in the LRU until evicted.
 func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 	c.mu.Lock()
+	rec := c.recs[w]
 	for _, k := range keys {
 		ws := c.watchers[k]
-		if !ws.has(w) {
+		if !ws.has(rec) {
 			continue
 		}
-		ws.remove(w)
-		c.forgetOwedLocked(w, k)
+		ws.remove(rec)
+		if rec.owed {
+			c.forgetOwedLocked(w, k)
+		}
 		if ws.size() > 0 {
 			continue
 		}
@@ -315,6 +338,7 @@ func (c *Cache) Unwatch(w Watcher, keys ...Key) {
 			}
 		}
 	}
+	c.dropRecLocked(rec)
 	c.enforceBoundsLocked()
 	c.mu.Unlock()
 	c.flush()
@@ -469,15 +493,43 @@ func (c *Cache) collectionStateLocked(e *entry) State {
 	return StateAbsent
 }
 
-// countLocked records a cache hit or miss for a newly watched key.
+// countLocked records a cache hit or miss for a newly watched key: in
+// totals at once, in the metrics by the Watch call's tally
+// (flushCountsLocked), so a call of many keys looks its counters up once
+// per type, not once per key.
 func (c *Cache) countLocked(k Key, hit bool) {
+	t := &c.tally
+	if t.typeURL != k.TypeURL {
+		c.flushCountsLocked()
+		t.typeURL = k.TypeURL
+	}
 	if hit {
 		c.totals.Hits++
-		c.m.hits.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
+		t.hits++
 	} else {
 		c.totals.Misses++
-		c.m.misses.WithLabelValues(xdstype.Label(k.TypeURL)).Inc()
+		t.misses++
 	}
+}
+
+// flushCountsLocked adds the tally to the hit and miss metrics; Watch
+// calls it before it unlocks.
+func (c *Cache) flushCountsLocked() {
+	t := &c.tally
+	if t.hits > 0 {
+		c.m.hits.WithLabelValues(xdstype.Label(t.typeURL)).Add(float64(t.hits))
+	}
+	if t.misses > 0 {
+		c.m.misses.WithLabelValues(xdstype.Label(t.typeURL)).Add(float64(t.misses))
+	}
+	*t = hitTally{}
+}
+
+// hitTally is what countLocked has counted of one type and not yet added
+// to the metrics.
+type hitTally struct {
+	typeURL      string
+	hits, misses int
 }
 
 // heldLocked: somebody watches e, directly or (for a present resource)

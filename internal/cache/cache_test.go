@@ -281,6 +281,35 @@ func TestWatchHitMissAndSubscribe(t *testing.T) {
 	}
 }
 
+// TestWatchCountsByType: one Watch call of keys of several types, hits
+// and misses interleaved, counts each key under its own type (the metrics
+// are added once per run of one type, then at the call's end).
+func TestWatchCountsByType(t *testing.T) {
+	f := newFixture(t, unbounded)
+	cached := []Key{key(legacyStream, lds, "l1"), key(legacyStream, cds, "c1"), key(legacyStream, cds, "c2")}
+	w1 := &fakeWatcher{}
+	f.c.Watch(w1, nil, cached...)
+	for _, k := range cached {
+		f.c.Apply(Update{Link: legacyStream, TypeURL: k.TypeURL, Resources: []*Resource{res(k.Name, "1", 3)}})
+	}
+	f.c.Watch(&fakeWatcher{}, nil,
+		cached[0], key(legacyStream, lds, "l2"), cached[1], key(legacyStream, cds, "c3"), cached[2], key(legacyStream, lds, "l3"))
+	for _, tc := range []struct {
+		typeURL              string
+		wantHits, wantMisses float64
+	}{{lds, 1, 1 + 2}, {cds, 2, 2 + 1}} {
+		if got := hits(f, tc.typeURL); got != tc.wantHits {
+			t.Errorf("%s: hits = %v, want %v", tc.typeURL, got, tc.wantHits)
+		}
+		if got := misses(f, tc.typeURL); got != tc.wantMisses {
+			t.Errorf("%s: misses = %v, want %v", tc.typeURL, got, tc.wantMisses)
+		}
+	}
+	if st := f.c.Stats(); st.Hits != 3 || st.Misses != 6 {
+		t.Errorf("Stats hits %d misses %d, want 3 and 6", st.Hits, st.Misses)
+	}
+}
+
 func TestApplyNotifiesOnChangeOnly(t *testing.T) {
 	a := key(legacyStream, lds, "a")
 	for _, tc := range []struct {
@@ -816,28 +845,86 @@ func (*nopWatcher) Flush(*ChangeSet) {}
 // TestWatcherSetCopyOnWrite: a list handed out for fan-out is not changed
 // by later removes (they copy first), nor by adds (they only append).
 func TestWatcherSetCopyOnWrite(t *testing.T) {
-	ws := make([]*fakeWatcher, 4)
+	c := New(Options{})
+	ws := make([]*watcherRec, 4)
 	s := &watcherSet{}
 	for i := range ws {
-		ws[i] = &fakeWatcher{}
+		ws[i] = c.watcherRecLocked(&fakeWatcher{}, 1)
 		s.add(ws[i])
 	}
 	shared := s.share()
 	s.remove(ws[0])
-	s.add(&fakeWatcher{})
+	s.add(c.watcherRecLocked(&fakeWatcher{}, 1))
 	s.remove(ws[2])
 	for i, w := range shared {
-		if w != Watcher(ws[i]) {
+		if w != ws[i].w {
 			t.Errorf("shared[%d] changed after remove/add", i)
 		}
 	}
 	if s.size() != 3 || s.has(ws[0]) || s.has(ws[2]) || !s.has(ws[1]) || !s.has(ws[3]) {
 		t.Errorf("set after changes: size %d", s.size())
 	}
-	for w, i := range s.idx {
-		if s.list[i] != w {
-			t.Errorf("index of %p is %d, list holds %p there", w, i, s.list[i])
+	for i, r := range s.recs {
+		if at, ok := r.pos(s); s.list[i] != r.w || !ok || at != int32(i) {
+			t.Errorf("list[%d] is %p, its record says %p at %d", i, s.list[i], r.w, at)
 		}
+	}
+}
+
+// TestWatcherRecords: a watcher's record (its positions in the sets it is
+// in: a list while few, a map past fewSets) stays right through watches
+// and unwatches in any order, and is dropped once it watches nothing, so
+// a cache whose clients all left holds no record of them.
+func TestWatcherRecords(t *testing.T) {
+	f := newFixture(t, unbounded)
+	keys := make([]Key, fewSets+8)
+	for i := range keys {
+		keys[i] = key(legacyStream, lds, fmt.Sprintf("r-%d", i))
+	}
+	// In 40 sets (a map), 32 (a list), then 24, 16 and 8.
+	ws := make([]*fakeWatcher, 5)
+	for i := range ws {
+		ws[i] = &fakeWatcher{}
+		f.c.Watch(ws[i], nil, keys[8*i:]...)
+		f.c.Watch(ws[i], nil, keys[8*i]) // again: nothing changes
+	}
+	f.c.Watch(ws[1], nil, keys[:4]...) // past fewSets one call later: a map
+	f.c.Unwatch(ws[2], keys[17], keys[30], keys[39])
+	f.c.Unwatch(ws[0], keys...)
+	f.c.Unwatch(ws[3], keys[39])
+	check := func() {
+		t.Helper()
+		f.c.mu.Lock()
+		defer f.c.mu.Unlock()
+		held := 0
+		for k, s := range f.c.watchers {
+			for i, r := range s.recs {
+				if at, ok := r.pos(s); s.list[i] != r.w || !ok || at != int32(i) || f.c.recs[r.w] != r {
+					t.Errorf("%s: watcher %d's record is out of step", k.Name, i)
+				}
+			}
+			held += s.size()
+		}
+		n := 0
+		for _, r := range f.c.recs {
+			n += r.sets()
+		}
+		if n != held {
+			t.Errorf("records hold %d positions, the sets %d watchers", n, held)
+		}
+	}
+	check()
+	if got := f.c.Stats().WatchedKeys; got != fewSets+4 { // r-4 to r-7 were ws[0]'s alone
+		t.Errorf("watched keys %d, want %d", got, fewSets+4)
+	}
+	for _, w := range ws {
+		f.c.Unwatch(w, keys...)
+	}
+	check()
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	if len(f.c.recs) != 0 || len(f.c.watchers) != 0 {
+		t.Errorf("after every watcher left: %d records, %d watched keys", len(f.c.recs), len(f.c.watchers))
 	}
 }
 
@@ -894,5 +981,32 @@ func TestSetBounds(t *testing.T) {
 	f.c.Unwatch(w, k)
 	if got := f.sub.take(); len(got) != 1 || got[0] != "+envoy.config.listener.v3.Listener later" {
 		t.Errorf("after raising: subscriber calls %v, want only the subscribe", got)
+	}
+}
+
+// BenchmarkWatch measures one client's Watch of 20 cached keys, each
+// watched by 200 others (the envoy workload at N = 10000), and its
+// Unwatch when it leaves: the cache's part of a reconnect storm.
+func BenchmarkWatch(b *testing.B) {
+	f := newFixture(b, unbounded)
+	const pool, names, others = 1000, 20, 200
+	keys := make([]Key, pool)
+	rs := make([]*Resource, pool)
+	for i := range keys {
+		keys[i] = key(legacyStream, lds, fmt.Sprintf("r-%04d", i))
+		rs[i] = res(keys[i].Name, "1", 100)
+	}
+	for range others {
+		w := &nopWatcher{}
+		f.c.Watch(w, nil, keys...)
+	}
+	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: rs})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		w := &nopWatcher{}
+		start := (i * 7) % (pool - names)
+		f.c.Watch(w, nil, keys[start:start+names]...)
+		f.c.Unwatch(w, keys[start:start+names]...)
 	}
 }

@@ -29,10 +29,15 @@ type encoding struct {
 // made once and shared, never written to. Lookups take no lock. build may run more than
 // once when callers race; one result is kept. Past maxEncodings keys,
 // build runs on every call and nothing more is kept.
-func (r *Resource) Encoding(key any, build func() any) any {
+func (r *Resource) Encoding(key any, build func() any) any { return EncodingOf(r, key, build) }
+
+// EncodingOf is r.Encoding with a key of type K, compared as a K: a
+// lookup does not box the key into an interface (an allocation per
+// client and revision sent, on the fan-out's path); only a key kept is.
+func EncodingOf[K comparable](r *Resource, key K, build func() any) any {
 	raw := r.Encoded.v.Load()
 	cur, _ := raw.(*encodings)
-	if v, ok := cur.find(key); ok {
+	if v, ok := find(cur, key); ok {
 		return v
 	}
 	v := build()
@@ -50,7 +55,7 @@ func (r *Resource) Encoding(key any, build func() any) any {
 		}
 		raw = r.Encoded.v.Load()
 		cur, _ = raw.(*encodings)
-		if kept, ok := cur.find(key); ok {
+		if kept, ok := find(cur, key); ok {
 			return kept
 		}
 	}
@@ -66,12 +71,13 @@ func (r *Resource) dropEncodings() {
 	}
 }
 
-func (e *encodings) find(key any) (any, bool) {
+// find returns the encoding of e kept under key (a K equal to it).
+func find[K comparable](e *encodings, key K) (any, bool) {
 	if e == nil {
 		return nil, false
 	}
 	for _, x := range e.entries {
-		if x.key == key {
+		if k, ok := x.key.(K); ok && k == key {
 			return x.v, true
 		}
 	}

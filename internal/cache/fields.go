@@ -212,6 +212,9 @@ func (c *Cache) oweFreshLocked(w Watcher, k Key, e *entry, node *corev3.Node, no
 		e.waiting = make(map[Watcher]Key)
 	}
 	e.waiting[w] = k
+	if r := c.recs[w]; r != nil {
+		r.owed = true // its Unwatch looks for what it is owed
+	}
 	if ke := c.entries[k]; ke != nil && ke.subscribed {
 		c.refetchLocked(ke, node, joined, now) // at most one per interval: refetch.go
 	}

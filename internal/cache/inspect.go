@@ -11,10 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// CachePath is where the admin listener serves Inspect's listing as JSON
-// (query: ParseFilter's; internal/relay serves it).
-const CachePath = "/debug/cache"
-
 // Bounds of a listing: how many entries one answer carries by default and
 // at most, and the longest filter value accepted.
 const (

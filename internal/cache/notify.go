@@ -1,6 +1,10 @@
 package cache
 
-import "time"
+import (
+	"slices"
+	"sync"
+	"time"
+)
 
 // note is one Watcher.Notify call to make once the lock is released.
 type note struct {
@@ -23,9 +27,38 @@ type noteBuilder struct {
 	// cs is the origin change announced (nil: a Watch's initial state, an
 	// expiry).
 	cs *ChangeSet
+	// hint: how many notes to make room for at the first (a Watch's
+	// keys), so that they are not grown one by one; such notes come from
+	// notesPool (pooled: the slice they came in).
+	hint   int
+	pooled *[]note
 }
 
-func (nb *noteBuilder) add(w Watcher, k Key) { nb.notes = append(nb.notes, note{w: w, k: k}) }
+func (nb *noteBuilder) add(w Watcher, k Key) {
+	if nb.notes == nil && nb.hint > 0 {
+		nb.pooled = notesPool.Get().(*[]note)
+		nb.notes = slices.Grow(*nb.pooled, nb.hint)
+	}
+	nb.notes = append(nb.notes, note{w: w, k: k})
+}
+
+// notesPool holds the note slices of Watch calls (a new client's names),
+// so that a burst of them does not allocate one each; send returns them.
+var notesPool = sync.Pool{New: func() any { return new([]note) }}
+
+// maxPooledNotes: a slice grown past this many notes is not pooled.
+const maxPooledNotes = 1024
+
+// releaseNotes returns nb's notes to the pool, emptied.
+func (nb *noteBuilder) releaseNotes() {
+	if nb.pooled == nil || cap(nb.notes) > maxPooledNotes {
+		return
+	}
+	clear(nb.notes)
+	*nb.pooled = nb.notes[:0]
+	notesPool.Put(nb.pooled)
+	nb.notes, nb.pooled = nil, nil
+}
 
 // addWatchers notifies every watcher in sets of k, once each even when a
 // watcher is in several sets (e.g. it watches k and k's glob).
@@ -90,6 +123,7 @@ func (nb *noteBuilder) send() {
 		n.w.Flush(nb.cs)
 	}
 	nb.cs.Done() // the cache's own hold
+	nb.releaseNotes()
 }
 
 // notesLocked turns an Apply's changes into notifications: the watchers of

@@ -69,7 +69,8 @@ func (c *Cache) Lookup(k Key) (*Resource, State, *statuspb.Status) {
 func (c *Cache) LookupRollout(k Key) (*Resource, State, *statuspb.Status, Rollout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.servingLocked(k, c.now())
+	now := c.now()
+	e := c.servingLocked(k, now)
 	if e == nil {
 		if !isCollectionName(k.Name) && c.coveredByKnownLocked(k, globOf(k.Name)) {
 			return nil, StateAbsent, nil, Rollout{}
@@ -79,7 +80,7 @@ func (c *Cache) LookupRollout(k Key) (*Resource, State, *statuspb.Status, Rollou
 	if e.collection {
 		return nil, StatePending, nil, Rollout{}
 	}
-	switch st := e.visibleState(c.now()); st {
+	switch st := e.visibleState(now); st {
 	case StatePresent:
 		return e.res, st, e.err, e.rolloutLocked()
 	case StatePending:

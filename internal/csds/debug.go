@@ -11,11 +11,8 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// DebugPath is where the admin listener serves the same report as JSON,
-// counted per client and type (no names): what an operator reads first.
-const DebugPath = "/debug/csds"
-
-// Summary is the JSON of DebugPath.
+// Summary is the report counted per client and type (no names), what an
+// operator reads first: internal/admin serves it as /debug/csds.
 type Summary struct {
 	// Matched counts the connected client streams selected (?node_id=,
 	// else all); Clients lists the first of them, by stream id, within
@@ -105,7 +102,7 @@ func summarize(c downstream.ClientStatus) ClientSummary {
 	return cs
 }
 
-// Debug is what DebugPath shows: the client streams of node id nodeID
+// Debug is what /debug/csds shows: the client streams of node id nodeID
 // ("": all), counted, and note, the value of TruncatedHeader when the
 // answer was cut ("" when not). An error: no report could be built now
 // (the relay answers 503).

@@ -6,7 +6,9 @@
 //
 // It is a client of internal/downstream (downstream.Server.ConfigStatus, a
 // read-only copy of each session's state taken under that session's mutex,
-// one session at a time); internal/relay wires it in.
+// one session at a time); internal/relay wires it in, binds its
+// csds_listen listener and hands it to Serve (the package binds nothing),
+// and internal/admin serves Debug's report as /debug/csds.
 //
 // Words, as this package uses them:
 //   - client: one connected xDS stream (SotW or delta, ADS or per-type);

@@ -9,7 +9,7 @@ var (
 	ErrBadRequest = errors.New("csds: bad request")
 	// ErrClosed: the relay is shutting down; answered with Unavailable.
 	ErrClosed = errors.New("csds: shutting down")
-	// ErrStarted: Start was called twice.
+	// ErrStarted: Serve was called twice.
 	ErrStarted = errors.New("csds: already started")
 	// ErrTooManyStreams: a caller already holds the most client status
 	// streams it may (csds_max_streams_per_caller); answered with

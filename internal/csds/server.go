@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -63,11 +62,10 @@ type Source interface {
 type Options struct {
 	// Source is required.
 	Source Source
-	// Listen is the gRPC address (csds_listen); "" serves no listener
-	// (the service and /debug/csds still work).
-	Listen string
 	// ServerOptions are the listener's gRPC options (the downstream TLS,
-	// keepalive and message limits).
+	// keepalive and message limits). The listener itself is bound by the
+	// relay (csds_listen) and handed to Serve; without one, Debug and Page
+	// still work.
 	ServerOptions []grpc.ServerOption
 	// MaxClients, MaxResources and MaxBytes bound each response; 0:
 	// the defaults.
@@ -110,8 +108,7 @@ type Server struct {
 	// callers counts each caller's open streams (callers.go).
 	callers *callers
 
-	listen string            // read-only after New
-	gs     *grpc.Server      // read-only after New; nil when listen is ""
+	gs     *grpc.Server      // read-only after New
 	onFail func(error)       // read-only after New
 	allow  *access.Allowlist // read-only after New; nil: open
 	mu     sync.Mutex        // guards lis, state
@@ -128,7 +125,7 @@ const (
 	stateClosed
 )
 
-// New builds a Server; nothing is bound until Start.
+// New builds a Server; nothing is served until Serve.
 func New(o Options) (*Server, error) {
 	if o.Source == nil {
 		return nil, errors.New("csds: no source")
@@ -158,19 +155,15 @@ func New(o Options) (*Server, error) {
 		slots:        make(chan struct{}, maxBuilding),
 		closing:      make(chan struct{}),
 		callers:      newCallers(o.MaxStreamsPerCaller),
-		listen:       o.Listen,
 		onFail:       o.OnFail,
 		allow:        o.Allow,
 	}
-	if o.Listen != "" {
-		s.gs = grpc.NewServer(o.ServerOptions...)
-		statusv3.RegisterClientStatusDiscoveryServiceServer(s.gs, s)
-		// Server reflection, so that generic clients (grpcurl) can call
-		// the service by name without its .proto files: it lists the
-		// services of this listener and their schemas, nothing of the
-		// clients.
-		reflection.Register(s.gs)
-	}
+	s.gs = grpc.NewServer(o.ServerOptions...)
+	statusv3.RegisterClientStatusDiscoveryServiceServer(s.gs, s)
+	// Server reflection, so that generic clients (grpcurl) can call the
+	// service by name without its .proto files: it lists the services of
+	// this listener and their schemas, nothing of the clients.
+	reflection.Register(s.gs)
 	return s, nil
 }
 
@@ -232,21 +225,10 @@ func (s *Server) note(listed, matched, cut int) string {
 		listed, matched, cut, s.maxClients, s.maxResources, s.maxBytes)
 }
 
-// Start binds the listener (none when Listen is "") and serves it until
-// Close. A busy address fails here: "csds_listen 127.0.0.1:1: ...".
-func (s *Server) Start(ctx context.Context) error {
-	if s.gs == nil {
-		return nil
-	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", s.listen)
-	if err != nil {
-		var sysErr *os.SyscallError
-		if errors.As(err, &sysErr) {
-			err = sysErr.Err // "address already in use", as the relay's other listeners say
-		}
-		return fmt.Errorf("csds_listen %s: %w", s.listen, err)
-	}
+// Serve serves l, the csds_listen listener the relay bound, until Close.
+// After Close (or a second Serve) it closes l and returns ErrClosed (or
+// ErrStarted).
+func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	if s.state != stateNew {
 		st := s.state
@@ -274,8 +256,8 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Addr is the bound address ("" before Start, or when there is no
-// listener).
+// Addr is the address Serve serves ("" before Serve, or when there is
+// no listener).
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -293,18 +275,16 @@ func (s *Server) Close(ctx context.Context) {
 	s.mu.Lock()
 	s.state = stateClosed
 	s.mu.Unlock()
-	if s.gs != nil {
-		stopped := make(chan struct{})
-		go func() {
-			s.gs.GracefulStop()
-			close(stopped)
-		}()
-		select {
-		case <-stopped:
-		case <-ctx.Done():
-			s.gs.Stop()
-			<-stopped
-		}
+	stopped := make(chan struct{})
+	go func() {
+		s.gs.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.gs.Stop()
+		<-stopped
 	}
 	s.wg.Wait()
 }

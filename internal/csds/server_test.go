@@ -3,6 +3,8 @@ package csds
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -84,16 +86,19 @@ func wantFleet() []*statusv3.ClientConfig {
 	}
 }
 
-// start serves src on 127.0.0.1:0 and returns a client of it.
+// start serves src on a listener bound on 127.0.0.1:0 (as the relay
+// binds csds_listen) and returns a client of it.
 func start(t *testing.T, src Source, maxClients int) (*Server, statusv3.ClientStatusDiscoveryServiceClient) {
 	t.Helper()
-	s, err := New(Options{Source: src, Listen: "127.0.0.1:0", MaxClients: maxClients})
+	s, err := New(Options{Source: src, MaxClients: maxClients})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(lis); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
@@ -398,5 +403,30 @@ func TestReflection(t *testing.T) {
 	}
 	if m := d.(protoreflect.ServiceDescriptor).Methods().ByName("FetchClientStatus"); m == nil {
 		t.Errorf("%s has no FetchClientStatus in the descriptors sent", service)
+	}
+}
+
+// TestServeAfterClose: a listener handed over after Close (the relay's
+// Start racing its Close) is refused and closed, so its address is free.
+func TestServeAfterClose(t *testing.T) {
+	s, err := New(Options{Source: fakeSource{fleet()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close(context.Background())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(lis); !errors.Is(err, ErrClosed) {
+		t.Errorf("Serve after Close = %v, want ErrClosed", err)
+	}
+	again, err := net.Listen("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatalf("the refused listener %s is still bound: %v", lis.Addr(), err)
+	}
+	_ = again.Close()
+	if got := s.Addr(); got != "" {
+		t.Errorf("Addr after a refused Serve = %q, want \"\"", got)
 	}
 }

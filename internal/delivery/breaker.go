@@ -110,7 +110,7 @@ func (d *Delivery) tripped(vs []*version) {
 			d.held.SetHold(revs, &cache.Hold{Reason: cache.HoldBreaker, Since: d.now()})
 			for _, v := range tvs {
 				d.m.breakerTrips.WithLabelValues(link.Authority, xdstype.Label(typeURL)).Inc()
-				d.lg.Warn("version held by the NACK breaker: clients NACKed it; no further client is sent it, clients are sent the last accepted version ("+ReleasePath+" releases it)",
+				d.lg.Warn("version held by the NACK breaker: clients NACKed it; no further client is sent it, clients are sent the last accepted version ("+d.releasePath+" releases it)",
 					append(v.fields(), zap.Int("clients", len(v.trip.nackers)), zap.Bool("relay_below", v.trip.relay),
 						zap.String("nack", firstNack(v.trip)))...)
 			}

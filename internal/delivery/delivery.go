@@ -13,15 +13,6 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// Admin endpoints (served by internal/relay).
-const (
-	// Path: GET, the delivery page (Page) as JSON.
-	Path = "/debug/delivery"
-	// ReleasePath: POST, release held removals (Release); authority and
-	// type, in the query or a form body, narrow what is released.
-	ReleasePath = "/debug/delivery/release"
-)
-
 // Options configure a Delivery.
 type Options struct {
 	// Config is the running config: its delivery section and each
@@ -33,6 +24,10 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Now is the clock; nil: time.Now. For tests.
 	Now func() time.Time
+	// ReleasePath is where the admin listener serves Release
+	// (internal/admin's DeliveryReleasePath): the page's release actions
+	// and the hold log lines name it.
+	ReleasePath string
 }
 
 // Delivery decides, for every origin change, what the relay's clients
@@ -41,9 +36,11 @@ type Options struct {
 // downstream's NackReporter (breaker.go), and releases what it holds
 // (release.go).
 type Delivery struct {
-	lg  *zap.Logger      // read-only after New
-	m   *metrics         // read-only after New
-	now func() time.Time // read-only after New
+	lg *zap.Logger // read-only after New
+	// releasePath is Options.ReleasePath; read-only after New.
+	releasePath string
+	m           *metrics         // read-only after New
+	now         func() time.Time // read-only after New
 	// settings are the running config's, per authority (SetConfig).
 	settings atomic.Pointer[settings]
 	// held is the cache, whose deferred removals are the held removals;
@@ -113,14 +110,15 @@ func New(opts Options) *Delivery {
 		now = time.Now
 	}
 	d := &Delivery{
-		lg:       lg.Named("delivery"),
-		now:      now,
-		wake:     make(chan struct{}, 1),
-		refused:  make(map[cache.Key]refusal),
-		rollouts: make(map[*rollout]struct{}),
-		versions: make(map[versionID]*version),
-		byKey:    make(map[cache.Key]*version),
-		trips:    make(map[*version]struct{}),
+		lg:          lg.Named("delivery"),
+		releasePath: opts.ReleasePath,
+		now:         now,
+		wake:        make(chan struct{}, 1),
+		refused:     make(map[cache.Key]refusal),
+		rollouts:    make(map[*rollout]struct{}),
+		versions:    make(map[versionID]*version),
+		byKey:       make(map[cache.Key]*version),
+		trips:       make(map[*version]struct{}),
 	}
 	s := settingsOf(opts.Config)
 	d.settings.Store(s)

@@ -76,7 +76,7 @@ func newFixture(t *testing.T, edit func(*config.Config)) *fixture {
 	}
 	core, logs := observer.New(zap.DebugLevel)
 	f := &fixture{reg: prometheus.NewRegistry(), logs: logs, w: newWatcher()}
-	f.d = New(Options{Config: cfg, Logger: zap.New(core), Registry: f.reg})
+	f.d = New(Options{Config: cfg, Logger: zap.New(core), Registry: f.reg, ReleasePath: "/debug/delivery/release"})
 	f.c = cache.New(cache.Options{MaxResources: -1, MaxBytes: -1, Validator: f.d, Guard: f.d, Gate: f.d, Upstream: nopSubscriber{}})
 	t.Cleanup(f.c.Close)
 	f.d.SetCache(f.c)

@@ -8,8 +8,8 @@
 // (cache.Validator, cache.RemovalGuard: Delivery implements both), and
 // keeps held resources present (cache's deferred removals). internal/relay
 // wires it in: New before the cache, SetCache once the cache exists, Run
-// as one of the relay's goroutines (release_after), its pages on the
-// admin listener, SetConfig on every reload.
+// as one of the relay's goroutines (release_after), SetConfig on every
+// reload; internal/admin serves its pages on the admin listener.
 //
 // Words, as this package uses them:
 //

@@ -64,7 +64,7 @@ func (d *Delivery) Deferred(events []cache.DeferralEvent) {
 		switch ev.Kind {
 		case cache.DeferralStarted:
 			r := ev.Removals
-			d.lg.Warn("origin removals held: clients keep the resources until released ("+ReleasePath+") or the origin sends them again",
+			d.lg.Warn("origin removals held: clients keep the resources until released ("+d.releasePath+") or the origin sends them again",
 				append(fields, zap.Int("present", r.Present), zap.Int("removed", r.Removed), zap.Strings("emptied", r.Emptied),
 					zap.Duration("release_after", d.settings.Load().of(ev.Link.Authority).DeletionGuard.ReleaseAfter))...)
 		case cache.DeferralReturned:

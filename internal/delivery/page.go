@@ -150,7 +150,7 @@ func (d *Delivery) Page() Page {
 		}
 		row := HeldRemoval{Authority: h.Link.Authority, Group: h.Link.Group, Type: h.TypeURL, Reason: h.Reason,
 			Resources: h.Count, Names: names, Since: h.Since, AgeS: now.Sub(h.Since).Seconds(),
-			Release: "POST " + ReleaseURL(h.Link.Authority, h.TypeURL)}
+			Release: "POST " + d.releaseURL(h.Link.Authority, h.TypeURL)}
 		if after := s.of(h.Link.Authority).DeletionGuard.ReleaseAfter; after > 0 {
 			at := h.Since.Add(after)
 			row.ReleaseAt = &at
@@ -200,7 +200,7 @@ func (d *Delivery) heldVersionsPage(now time.Time) []HeldVersion {
 			Name: truncate(v.key.Name, maxShownName), Version: v.res.Version, OriginVersion: truncate(v.res.OriginVersion, maxShownName),
 			Reason: ReasonBreaker, Since: v.trip.since, AgeS: now.Sub(v.trip.since).Seconds(), RelayBelow: v.trip.relay,
 			Nack: firstNack(v.trip), Nackers: make([]NackerView, 0, len(v.trip.nackers)), Holders: []VersionHolders{},
-			Release: "POST " + ReleaseURL(v.key.Link.Authority, v.key.TypeURL)}
+			Release: "POST " + d.releaseURL(v.key.Link.Authority, v.key.TypeURL)}
 		for _, n := range v.trip.nackers {
 			h.Nackers = append(h.Nackers, NackerView{Node: truncate(n.node, maxShownName), At: n.at, Message: n.message})
 		}
@@ -265,7 +265,7 @@ func (d *Delivery) rolloutsPage(now time.Time) []RolloutView {
 		revs := liveRevs(ro)
 		out = append(out, RolloutView{Authority: ro.link.Authority, Group: ro.link.Group, Type: ro.typeURL, Versions: len(revs),
 			Names: revNames(revs), Arrived: ro.arrived, AgeS: now.Sub(ro.arrived).Seconds(), Open: ro.open, Waves: len(ro.waves.waves),
-			Stalled: ro.stalled, Release: "POST " + ReleaseURL(ro.link.Authority, ro.typeURL)})
+			Stalled: ro.stalled, Release: "POST " + d.releaseURL(ro.link.Authority, ro.typeURL)})
 	}
 	d.mu.Unlock()
 	for i, ro := range ros {
@@ -274,9 +274,9 @@ func (d *Delivery) rolloutsPage(now time.Time) []RolloutView {
 	return out
 }
 
-// ReleaseURL is the path and query that release authority's held
+// releaseURL is the path and query that release authority's held
 // removals of typeURL ("" for either: all).
-func ReleaseURL(authority, typeURL string) string {
+func (d *Delivery) releaseURL(authority, typeURL string) string {
 	q := url.Values{}
 	if authority != "" {
 		q.Set("authority", authority)
@@ -285,7 +285,7 @@ func ReleaseURL(authority, typeURL string) string {
 		q.Set("type", typeURL)
 	}
 	if len(q) == 0 {
-		return ReleasePath
+		return d.releasePath
 	}
-	return ReleasePath + "?" + q.Encode()
+	return d.releasePath + "?" + q.Encode()
 }

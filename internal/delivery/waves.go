@@ -290,6 +290,6 @@ func (d *Delivery) stall(ro *rollout, w int) {
 	ro.stalled = true
 	n := len(ro.live)
 	d.mu.Unlock()
-	d.lg.Warn("rollout stopped: a wave's clients did not ACK within max_wait; the later waves keep the last accepted version until released ("+ReleasePath+")",
+	d.lg.Warn("rollout stopped: a wave's clients did not ACK within max_wait; the later waves keep the last accepted version until released ("+d.releasePath+")",
 		zap.String("authority", ro.link.Authority), zap.String("type_url", ro.typeURL), zap.Int("wave", w+1), zap.Int("versions", n))
 }

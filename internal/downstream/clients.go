@@ -5,21 +5,15 @@ import (
 	"sort"
 )
 
-// ClientsPath is where the debug list of connected clients is served.
-const ClientsPath = "/debug/clients"
-
 // What /debug/clients shows is cut, so that its size does not grow with
 // what clients send: every string a client chose is cut as clientText
 // cuts it (its first maxClientText bytes, then "…(N bytes)"); a type shows
 // its first maxNamesShown names in order and MoreNames counts the rest;
-// the page lists the first maxClientsShown clients by id, and its header
-// ClientsCutHeader then says how many there are.
+// the page lists the first maxClientsShown clients by id, and ClientsPage
+// then says how many there are (internal/admin's ClientsCutHeader).
 const (
 	maxNamesShown   = 100
 	maxClientsShown = 1000
-	// ClientsCutHeader is set on a /debug/clients page that does not list
-	// every client: "<shown> of <total>".
-	ClientsCutHeader = "X-Xds-Relay-Clients-Cut"
 )
 
 // ClientInfo describes one connected client stream (GET /debug/clients).
@@ -110,7 +104,7 @@ func (ss *session) describe() ClientInfo {
 	return ci
 }
 
-// ClientsPage is what ClientsPath shows: the first maxClientsShown
+// ClientsPage is what /debug/clients shows (internal/admin serves it): the first maxClientsShown
 // connected clients by id, and cut, the value of ClientsCutHeader ("<shown>
 // of <total>") when that is not every client, "" when it is.
 func (s *Server) ClientsPage() (clients []ClientInfo, cut string) {

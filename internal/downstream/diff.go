@@ -40,8 +40,11 @@ type diff struct {
 	// held is gone (a SotW full-state response then lists what remains).
 	changed bool
 	// done: the names in updates (by index) and removed (-1): each goes
-	// out once. Kept once there are more than manyProbes; fewer are scanned.
-	done map[string]int
+	// out once. Kept once there are more than manyProbes; fewer are
+	// scanned. spareDone is an emptied one kept for that, from round to
+	// round.
+	done      map[string]int
+	spareDone map[string]int
 	// present: collection members found this time, by name, collected
 	// only while a forced name is no longer subscribed (see forcedLocked);
 	// fullLookup: a collection was listed in full.
@@ -73,7 +76,12 @@ func (d *diff) now() time.Time {
 func (d *diff) reset() {
 	clear(d.updates)
 	clear(d.errors)
-	*d = diff{updates: d.updates[:0], errors: d.errors[:0]}
+	spare := d.spareDone
+	if d.done != nil {
+		clear(d.done)
+		spare = d.done
+	}
+	*d = diff{updates: d.updates[:0], errors: d.errors[:0], spareDone: spare}
 }
 
 // diffLocked compares w's probes with what the client holds, records in
@@ -403,7 +411,9 @@ func (d *diff) markDone(name string, i int) {
 	if len(d.updates)+len(d.removed) <= manyProbes {
 		return
 	}
-	d.done = make(map[string]int, 2*(len(d.updates)+len(d.removed)))
+	if d.done, d.spareDone = d.spareDone, nil; d.done == nil {
+		d.done = make(map[string]int, 2*(len(d.updates)+len(d.removed)))
+	}
 	for i := range d.updates {
 		d.done[d.updates[i].name] = i
 	}

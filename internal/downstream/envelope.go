@@ -113,7 +113,7 @@ var (
 // per revision and name and shared by every client sent it; nil when
 // there is nothing to send.
 func deltaEntry(name string, r *cache.Resource, heartbeat bool) mem.Buffer {
-	b, _ := r.Encoding(entryKey{variant: xdstype.Delta, name: name, heartbeat: heartbeat}, func() any {
+	b, _ := cache.EncodingOf(r, entryKey{variant: xdstype.Delta, name: name, heartbeat: heartbeat}, func() any {
 		env := deltaEnvelope(name, r, heartbeat)
 		if env == nil {
 			return nil
@@ -132,7 +132,7 @@ func sotwEntry(name string, r *cache.Resource, heartbeat bool, wrap sotwWrap) me
 	if sotwWrapped(r, heartbeat, wrap) {
 		k.name, k.heartbeat, k.wrapped = name, heartbeat, true
 	}
-	b, _ := r.Encoding(k, func() any {
+	b, _ := cache.EncodingOf(r, k, func() any {
 		a := sotwEnvelopeFor(nil, name, r, heartbeat, wrap)
 		if a == nil {
 			return nil

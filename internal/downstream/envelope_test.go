@@ -3,6 +3,7 @@ package downstream
 import (
 	"testing"
 
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -33,6 +34,31 @@ func TestSotWEnvelopeShared(t *testing.T) {
 			}
 			if (a == r.Body) != tc.sameAsRes {
 				t.Fatalf("envelope is the body: %v, want %v", a == r.Body, tc.sameAsRes)
+			}
+		})
+	}
+}
+
+// A revision's response entry, once made, is handed to each further
+// client without an allocation: the fan-out's per-client share is the
+// client's own fields, not a lookup of the shared ones.
+func TestEntryLookupNoAllocation(t *testing.T) {
+	r := res(edsType, "r", "1")
+	for _, tc := range []struct {
+		name  string
+		entry func() mem.Buffer
+	}{
+		{"delta", func() mem.Buffer { return deltaEntry(r.Name, r, false) }},
+		{"sotw", func() mem.Buffer { return sotwEntry(r.Name, r, false, wrapNone) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := tc.entry()
+			if allocs := testing.AllocsPerRun(100, func() {
+				if &tc.entry().ReadOnlyData()[0] != &first.ReadOnlyData()[0] {
+					t.Fatal("a second client got another entry")
+				}
+			}); allocs != 0 {
+				t.Errorf("%v allocations per lookup of a kept entry, want 0", allocs)
 			}
 		})
 	}

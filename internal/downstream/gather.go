@@ -34,39 +34,56 @@ import (
 // gathering is one type's gather while it is on. Guarded by the session's
 // mu, like the typeState that holds it.
 type gathering struct {
-	names []string    // the names awaited, sorted
+	names []string    // the names awaited; sorted while sorted is set
 	stop  func() bool // stops the window's timer; nil until armed
+	// sorted: names are sorted and without repeats. A request's names
+	// are sorted only once the writer asks of one (awaits): one whose
+	// names are all cached is never asked, and never sorts them.
+	sorted bool
 }
 
 // awaits reports whether name is one of the names awaited.
 func (g *gathering) awaits(name string) bool {
+	g.sort()
 	_, ok := slices.BinarySearch(g.names, name)
 	return ok
+}
+
+// sort sorts the names awaited and drops repeats, unless they are sorted.
+func (g *gathering) sort() {
+	if !g.sorted {
+		slices.Sort(g.names)
+		g.names = slices.Compact(g.names)
+		g.sorted = true
+	}
 }
 
 // timeAfterFunc is time.AfterFunc as Server.afterFunc.
 func timeAfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// gatherLocked awaits names (subscribed by one request, owed an answer) on
-// ts together: it starts the type's gather, or adds them to the one on.
-// Names unsubscribed since leave it first, so what a gather keeps stays
-// within what the stream holds (max_names_per_stream), however many
-// requests come while it is on.
+// gatherLocked awaits names (subscribed by one request, owed an answer;
+// the slice is handed over) on ts together: it starts the type's gather,
+// or adds them to the one on. Names unsubscribed since leave it first, and
+// repeats once there are more than names subscribed, so what a gather
+// keeps stays within what the stream holds (max_names_per_stream),
+// however many requests come while it is on.
 func (ss *session) gatherLocked(ts *typeState, names []string) {
 	if ss.srv.gatherWindow <= 0 || len(names) == 0 {
 		return
 	}
 	g := ts.gather
 	if g == nil {
-		g = &gathering{}
-		ts.gather = g
+		ts.gather = &gathering{names: names} // the caller's, handed over
+		return
 	}
 	g.names = slices.DeleteFunc(g.names, func(n string) bool {
 		return !ts.subs.has(n)
 	})
 	g.names = append(g.names, names...)
-	slices.Sort(g.names)
-	g.names = slices.Compact(g.names)
+	g.sorted = false
+	if len(g.names) > ts.subs.len() {
+		g.sort() // names asked again: dropping repeats keeps it within subs
+	}
 }
 
 // gatherRoundLocked sets what w's diff holds back in round rd, if its

@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -416,4 +417,57 @@ func TestGatherAnsweredDuringRound(t *testing.T) {
 	if got := testutil.ToFloat64(e.srv.m.gatherExpired.WithLabelValues(typeLabel(edsType))); got != 0 {
 		t.Errorf("xds_relay_downstream_gather_expired_total = %v, want 0", got)
 	}
+}
+
+// TestGatherKeepsNoRepeats: a client that asks again and again for names
+// still pending, while its writer is held up in Send (so it never looks at
+// the gather), makes the gather keep each name once: what it keeps stays
+// within the names the stream holds.
+func TestGatherKeepsNoRepeats(t *testing.T) {
+	e, _, _ := gatherEnv(t)
+	atSend, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var first atomic.Bool
+	e.srv.sendHook = func(string) {
+		if first.CompareAndSwap(false, true) {
+			close(atSend)
+			<-release
+		}
+	}
+	cached := e.put(edsType, xdstp(edsType, "cached"), "1")
+	c := e.delta()
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode, TypeUrl: edsType, ResourceNamesSubscribe: []string{cached.Name}})
+	select {
+	case <-atSend:
+	case <-time.After(xdstest.WaitTimeout):
+		t.Fatal("the writer never reached Send")
+	}
+	pending, _ := eds("p", 5)
+	const requests = 20
+	for range requests {
+		c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: edsType, ResourceNamesSubscribe: pending})
+	}
+	// A request of another type: once it is being applied, every request
+	// above was.
+	c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: cdsType, ResourceNamesSubscribe: []string{"after"}})
+	ss := e.srv.snapshotSessions()[0]
+	var kept, subs int
+	xdstest.Poll(t, "the last request applied", func() error {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if !ss.types.has(cdsType) {
+			return errors.New("not yet")
+		}
+		ts, _ := ss.types.get(edsType)
+		kept, subs = 0, ts.subs.len()
+		if ts.gather != nil {
+			kept = len(ts.gather.names)
+		}
+		return nil
+	})
+	if kept > subs {
+		t.Errorf("the gather keeps %d names after %d requests for the same %d; want at most the %d subscribed", kept, requests, len(pending), subs)
+	}
+	once.Do(func() { close(release) })
 }

@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// NacksPath is where the recent client NACKs are served (JSON).
-const NacksPath = "/debug/nacks"
-
 // RecentNacks is how many of the latest client NACKs the relay keeps: a
 // fixed ring, whatever the fleet sends.
 const RecentNacks = 50
@@ -69,7 +66,7 @@ type NacksList struct {
 	Recent []NackInfo `json:"recent"`
 }
 
-// NacksPage is what NacksPath shows: the recent NACKs and their total.
+// NacksPage is what /debug/nacks shows (internal/admin serves it): the recent NACKs and their total.
 func (s *Server) NacksPage() NacksList {
 	recent, total := s.Nacks()
 	return NacksList{Total: total, Recent: recent}

@@ -13,7 +13,7 @@ import (
 )
 
 // "Why is this client behind?": ClientProgress, what the propagation
-// ledger's client page (propagation.ClientPath) shows for one node id.
+// ledger's client page (/debug/propagation/client, internal/admin) shows for one node id.
 // For each resource each of its streams subscribes to: the version it was
 // sent, the version it ACKed, the newest version the relay holds, and the
 // reason for any difference (propagation.Reason: reasonOf decides, and
@@ -28,7 +28,7 @@ import (
 // all of the node's streams; the rest are counted (ResourcesCut).
 const MaxProgressResources = 10000
 
-// ProgressReport is the JSON of propagation.ClientPath: the open streams
+// ProgressReport is the JSON of /debug/propagation/client: the open streams
 // of one node id.
 type ProgressReport struct {
 	Node    string           `json:"node"`
@@ -78,7 +78,7 @@ type ResourceProgress struct {
 // PendingProgress is one change pending with a stream.
 type PendingProgress struct {
 	Type      string    `json:"type"`
-	Change    uint64    `json:"change"` // its id on propagation.Path
+	Change    uint64    `json:"change"` // its id on /debug/propagation
 	Version   string    `json:"version"`
 	First     string    `json:"first"`
 	Arrived   time.Time `json:"arrived"`

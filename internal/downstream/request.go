@@ -1,6 +1,8 @@
 package downstream
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -64,12 +66,24 @@ func (ss *session) checkType(typeURL string) (string, error) {
 	return typeURL, nil
 }
 
+// seenPool holds the sets checkDuplicates fills, for lists of at most
+// pooledSeen names (an Envoy's request; longer ones get their own).
+var seenPool = sync.Pool{New: func() any { return make(map[string]struct{}, pooledSeen) }}
+
+const pooledSeen = 64
+
 // checkDuplicates returns InvalidArgument when a list names one resource twice.
 func checkDuplicates(field, typeURL string, names []string) error {
 	if len(names) < 2 {
 		return nil
 	}
-	seen := make(map[string]struct{}, len(names))
+	var seen map[string]struct{}
+	if len(names) <= pooledSeen {
+		seen = seenPool.Get().(map[string]struct{})
+		defer func() { clear(seen); seenPool.Put(seen) }()
+	} else {
+		seen = make(map[string]struct{}, len(names))
+	}
 	for _, n := range names {
 		if _, ok := seen[n]; ok {
 			return status.Errorf(codes.InvalidArgument, "%v: %s lists %s twice (type %s)", ErrDuplicateName, field, quoteShort(n), typeURL)
@@ -77,6 +91,34 @@ func checkDuplicates(field, typeURL string, names []string) error {
 		seen[n] = struct{}{}
 	}
 	return nil
+}
+
+// scratch is what applying a request (or ending a stream) needs only
+// while it does: the names resolved, the keys to watch or unwatch. Pooled,
+// so a burst of new streams does not allocate them per stream.
+type scratch struct {
+	resolved []resolved
+	keys     []cache.Key
+}
+
+// maxScratch: a scratch grown past this many names (a request of many)
+// is left to the garbage collector rather than kept in the pool.
+const maxScratch = 1024
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// getScratch returns an empty scratch; release it when done.
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// release empties sc, dropping what it refers to, and pools it.
+func (sc *scratch) release() {
+	if cap(sc.resolved) > maxScratch || cap(sc.keys) > maxScratch {
+		return
+	}
+	clear(sc.resolved)
+	clear(sc.keys)
+	sc.resolved, sc.keys = sc.resolved[:0], sc.keys[:0]
+	scratchPool.Put(sc)
 }
 
 // change is the cache work a request implies, done after unlocking.
@@ -160,14 +202,13 @@ type resolved struct {
 	err  error
 }
 
-// resolveAll resolves names; a malformed name or a legacy name no rule
+// resolveAll resolves names, appended to out; a malformed name or a legacy name no rule
 // matches ends the stream with a status naming it; an unknown authority
 // is returned for the caller to answer per variant.
-func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node) ([]resolved, error) {
-	out := make([]resolved, 0, len(names))
+func (ss *session) resolveAll(typeURL string, names []string, node *corev3.Node, out []resolved) ([]resolved, error) {
+	out = slices.Grow(out, len(names))
 	for _, n := range names {
-		n = ss.srv.intern(n)
-		r, err := ss.srv.resolve(typeURL, n, node)
+		n, r, err := ss.srv.resolveName(typeURL, n, node)
 		if err != nil {
 			if st := ss.srv.statusFor(typeURL, n, node, err); st != nil {
 				return nil, st
@@ -282,7 +323,10 @@ type subscribing struct {
 // gather.go), and does the cache work after unlocking (the writer waits
 // until the loop's endRequest).
 func (ss *session) subscribeRequested(sb subscribing) error {
-	rs, err := ss.resolveAll(sb.typeURL, sb.add, sb.node)
+	sc := getScratch()
+	defer sc.release()
+	rs, err := ss.resolveAll(sb.typeURL, sb.add, sb.node, sc.resolved)
+	sc.resolved = rs
 	if err != nil {
 		return err
 	}
@@ -290,12 +334,13 @@ func (ss *session) subscribeRequested(sb subscribing) error {
 		return err // the upstream links they need (groups.go)
 	}
 
-	ch := change{watch: make([]cache.Key, 0, len(rs))}
+	ch := change{watch: slices.Grow(sc.keys, len(rs))}
+	defer func() { sc.keys = ch.watch }()
 	ts := sb.ts
 	ss.mu.Lock()
 	ts.reserveLocked(len(rs))
 	dropped := sb.dropLocked(&ch)
-	var owed []string
+	owed := make([]string, 0, len(rs))
 	for _, r := range rs {
 		if r.err != nil {
 			ts.noteUnknownLocked(r, sb.renewUnknown)

@@ -29,7 +29,9 @@ type Resolution struct {
 // Resolver maps a requested name ("*" for the wildcard) of typeURL, as
 // node asked for it, to a cache key. Errors wrap ErrMalformedName,
 // ErrUnknownAuthority or ErrNoRule, or are aggregation.ErrRefused (a rule
-// refuses the request).
+// refuses the request). An xdstp name's resolution must not depend on
+// node: the Server keeps it for every client that asks for the name
+// (nametable.go), until the resolver is replaced.
 type Resolver interface {
 	Resolve(typeURL, name string, node *corev3.Node) (Resolution, error)
 }

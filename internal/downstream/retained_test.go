@@ -16,8 +16,10 @@ import (
 // reaches, each counted once (strings by their bytes, maps by their entries
 // plus Go's bucket overhead). It leaves out what is not the client's: the
 // Server, resources and change sets (the origin's, shared by every client),
-// the access policy, loggers, gRPC's stream and the session's channels and
-// timer. Called
+// the access policy, loggers, gRPC's stream, the session's channels and
+// timer, and other sessions (the streams of the same node are chained
+// through session.sameNode; another's writer changes its state without
+// this one's lock). Called
 // with ss.mu held.
 func retainedBytes(ss *session) int64 {
 	w := sizeWalk{seen: make(map[uintptr]bool)}
@@ -33,6 +35,7 @@ const mapEntryOverhead = 8
 // for its client.
 var notTheClients = map[reflect.Type]bool{
 	reflect.TypeOf(&Server{}):          true,
+	reflect.TypeOf(&session{}):         true,
 	reflect.TypeOf(&cache.Resource{}):  true,
 	reflect.TypeOf(&cache.ChangeSet{}): true,
 	reflect.TypeOf(&access.Policy{}):   true,

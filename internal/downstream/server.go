@@ -154,9 +154,10 @@ type Server struct {
 	// wrappers shares SotW TTL wrappers across clients; safe for
 	// concurrent use.
 	wrappers *lru.Cache[wrapperKey, *anypb.Any]
-	// names shares requested name strings across sessions (nametable.go);
-	// safe for concurrent use.
-	names *lru.Cache[string, string]
+	// names shares requested name strings, and xdstp names'
+	// resolutions, across sessions (nametable.go); safe for concurrent
+	// use.
+	names *nameTable
 	// access is the policy in use (access.go); replaced by SetAccess,
 	// which then closes accessChanged's channel and puts a new one: long
 	// polls wait on it.

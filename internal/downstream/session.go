@@ -138,12 +138,29 @@ func newSession(srv *Server, variant xdstype.Variant, fixedType, peer string, ce
 // origin change brings goes out in one response.
 func (ss *session) Notify(k cache.Key) {
 	ss.mu.Lock()
-	ss.dirty.set(k, struct{}{})
+	if !ss.evaluatedLocked(k) {
+		ss.dirty.set(k, struct{}{})
+	}
 	if ss.awaiting != nil {
 		ss.noteAwaitedLocked(k) // gather.go
 	}
 	ss.writer.announceLocked()
 	ss.mu.Unlock()
+}
+
+// evaluatedLocked reports whether the writer's next round looks up every
+// subscription of k's type anyway (evalAll: a request changed them), so k
+// need not be marked dirty: the Watch of a new stream's names notifies
+// each one it finds cached, and that round covers them all. Only a request
+// sets evalAll, and its end wakes the writer, so the round is sure to
+// come; checked only while a request is applied, so a fan-out's Notify
+// pays nothing for it.
+func (ss *session) evaluatedLocked(k cache.Key) bool {
+	if !ss.writer.requestLocked() {
+		return false
+	}
+	ts, _ := ss.types.get(k.TypeURL)
+	return ts != nil && ts.evalAll
 }
 
 // maxPendingSets bounds the origin changes a session waits to send before
@@ -321,9 +338,14 @@ func (ss *session) nextNonceLocked() string {
 	return strconv.FormatUint(ss.nonce, 10)
 }
 
-// keysLocked returns every key the session watches.
-func (ss *session) keysLocked() []cache.Key {
-	var keys []cache.Key
+// keysLocked appends every key the session watches to keys, grown once
+// (at most one key per name).
+func (ss *session) keysLocked(keys []cache.Key) []cache.Key {
+	n := 0
+	for _, ts := range ss.types.all() {
+		n += ts.subs.len()
+	}
+	keys = slices.Grow(keys, n)
 	for _, ts := range ss.types.all() {
 		ts.eachKeyLocked(func(k cache.Key) { keys = append(keys, k) })
 	}

@@ -221,7 +221,7 @@ func sessionWatching(t *testing.T, e *env, k cache.Key) *session {
 	t.Helper()
 	for _, ss := range e.srv.snapshotSessions() {
 		ss.mu.Lock()
-		keys := ss.keysLocked()
+		keys := ss.keysLocked(nil)
 		ss.mu.Unlock()
 		for _, sk := range keys {
 			if sk == k {

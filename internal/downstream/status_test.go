@@ -91,12 +91,12 @@ func TestRecentNacks(t *testing.T) {
 		t.Errorf("order: second %q, oldest kept %q", recent[1].ErrorDetail, recent[RecentNacks-1].ErrorDetail)
 	}
 
-	// As /debug/nacks shows it (the relay serves NacksPage as JSON).
+	// As /debug/nacks shows it (internal/admin serves NacksPage as JSON).
 	body, err := json.Marshal(e.srv.NacksPage())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(body), `"total":55`) || !strings.Contains(string(body), "bad endpoint 53") {
-		t.Errorf("%s: body starts %.300q", NacksPath, body)
+		t.Errorf("/debug/nacks: body starts %.300q", body)
 	}
 }

@@ -42,13 +42,15 @@ func (ss *session) end(ctx context.Context, err error) error {
 	ss.stopWriter(ss.endStatus(ctx, err))
 	err = ss.endStatus(ctx, err)
 
+	sc := getScratch()
 	ss.mu.Lock()
-	keys := ss.keysLocked()
+	sc.keys = ss.keysLocked(sc.keys)
 	ss.endPropagationLocked() // what it was sent and did not answer is gone
 	ss.mu.Unlock()
-	if len(keys) > 0 {
-		srv.cache.Unwatch(ss, keys...)
+	if len(sc.keys) > 0 {
+		srv.cache.Unwatch(ss, sc.keys...)
 	}
+	sc.release()
 	srv.removeSession(ss)
 	srv.m.streams.WithLabelValues(string(ss.variant)).Dec()
 	srv.counts.stream(ss.variant, -1)

@@ -45,6 +45,9 @@ type work struct {
 	// are listed whole, so no probe is checked against the others.
 	all  bool
 	diff diff // what the probes change (diff.go)
+	// order and spare are sortProbes' scratch, kept with the pooled work.
+	order []int32
+	spare []probe
 }
 
 // reset empties w for reuse, dropping its references to resources.
@@ -303,9 +306,28 @@ func (ss *session) lookup(w *work) {
 		}
 	}
 	ss.withholdOwed(w)
-	if len(w.probes) > 1 {
-		slices.SortFunc(w.probes, func(a, b probe) int { return strings.Compare(a.name, b.name) })
+	w.sortProbes()
+}
+
+// sortProbes orders w's probes by name, the order a response lists them
+// in. A probe is large (about 150 bytes): the sort moves their indexes,
+// and each probe moves once, into the work's spare buffer.
+func (w *work) sortProbes() {
+	n := len(w.probes)
+	if n < 2 {
+		return
 	}
+	w.order = w.order[:0]
+	for i := range n {
+		w.order = append(w.order, int32(i))
+	}
+	slices.SortFunc(w.order, func(a, b int32) int { return strings.Compare(w.probes[a].name, w.probes[b].name) })
+	sorted := slices.Grow(w.spare[:0], n)
+	for _, i := range w.order {
+		sorted = append(sorted, w.probes[i])
+	}
+	clear(w.probes) // the spare holds no resources
+	w.probes, w.spare = sorted, w.probes[:0]
 }
 
 // responsesLocked builds the variant's responses of each work that has

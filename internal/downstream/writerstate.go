@@ -52,6 +52,9 @@ func (w *writerState) flushLocked() bool {
 	return was
 }
 
+// requestLocked reports whether a request is being applied.
+func (w *writerState) requestLocked() bool { return w.handling > 0 }
+
 // heldLocked reports whether the writer must leave the dirty set alone.
 func (w *writerState) heldLocked() bool { return w.handling > 0 || w.announcing }
 

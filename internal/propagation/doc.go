@@ -9,7 +9,8 @@
 // new revisions (Ledger.Begin, Change.Describe, Ledger.Add) and points
 // each of those revisions to it (cache.Resource.Change), internal/downstream
 // settles records from what each client answers (a Tracker per stream and
-// type), and internal/relay serves the pages and runs the log loop (Run).
+// type), internal/admin serves the pages, and internal/relay runs the log
+// loop (Run) and names the page the log points to (Options.PagePath).
 // The ledger is on by default (config propagation.enabled).
 //
 // Words, as this package uses them:

@@ -34,6 +34,9 @@ type Options struct {
 	ScanEvery time.Duration
 	// Now is the clock; nil: time.Now. For tests.
 	Now func() time.Time
+	// PagePath is where the admin listener serves Page (internal/admin's
+	// PropagationPath), named by the log line that points there.
+	PagePath string
 }
 
 // Ledger keeps the records of the latest origin changes, per authority,
@@ -46,6 +49,7 @@ type Ledger struct {
 	now         func() time.Time // read-only after New
 	reportAfter time.Duration    // read-only after New
 	scanEvery   time.Duration    // read-only after New
+	pagePath    string           // read-only after New
 
 	mu          sync.Mutex
 	byAuthority map[string]*recent // guarded by mu
@@ -74,7 +78,7 @@ func New(opts Options) *Ledger {
 		opts.Now = time.Now
 	}
 	l := &Ledger{lg: opts.Logger.Named("propagation"), m: newMetrics(opts.Registry), now: opts.Now,
-		reportAfter: opts.ReportAfter, scanEvery: opts.ScanEvery, byAuthority: make(map[string]*recent)}
+		reportAfter: opts.ReportAfter, scanEvery: opts.ScanEvery, pagePath: opts.PagePath, byAuthority: make(map[string]*recent)}
 	l.SetAuthorities(opts.Authorities)
 	return l
 }

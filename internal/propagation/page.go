@@ -9,14 +9,6 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
-// Path is where the relay serves the ledger's changes (JSON).
-const Path = "/debug/propagation"
-
-// ClientPath is where the relay serves one client's view (JSON,
-// ?node=ID): per resource, what it was sent and ACKed, the newest version
-// the relay holds, and why they differ.
-const ClientPath = "/debug/propagation/client"
-
 // A change's state, as ChangeView.State says it.
 const (
 	// StateConverging: some client stream has not settled it yet, or the

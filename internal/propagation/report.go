@@ -53,7 +53,7 @@ func (l *Ledger) scan(now time.Time) {
 		l.logChange(c.view(now, false), settled)
 	}
 	if more > 0 {
-		l.lg.Info("more changes settled or overdue; see "+Path, zap.Int("changes", more))
+		l.lg.Info("more changes settled or overdue; see "+l.pagePath, zap.Int("changes", more))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/access"
+	"github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/delivery"
@@ -21,7 +22,8 @@ import (
 )
 
 // buildComponents builds the cache, the upstream as its Subscriber and the
-// downstream server, and plugs them into the relay's seams.
+// downstream server, plugs them into the relay's seams, and hands them to
+// the admin pages (internal/admin).
 func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer) error {
 	dl := r.buildDelivery(cfg, lg, reg)   // delivery.go
 	ledger := r.buildLedger(cfg, lg, reg) // propagation.go; nil when off
@@ -38,10 +40,9 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	if err := r.buildCSDS(cfg, lg, reg, ds); err != nil { // csds.go
 		return err
 	}
-	r.addStatusPages(c, up, ds, r.csds, dl, ledger)
-	r.addPropagationPages(ledger, ds)
 	r.reloadComponents(c, up, ds, ledger) // reloadhooks.go
 	r.addDelivery(dl, c, ds, up)          // after the hooks above: reads what they applied
+	r.admin.AddPages(admin.Sources{Config: r.config, Cache: c, Upstream: up, Clients: ds, CSDS: r.csds, Delivery: dl, Ledger: ledger})
 	return nil
 }
 
@@ -75,7 +76,7 @@ func (r *Relay) buildCache(cfg *config.Config, lg *zap.Logger, reg prometheus.Re
 }
 
 // buildUpstream builds the upstream, the cache's Subscriber, and plugs it
-// into the relay's seams: readiness, its admin page, Close.
+// into the relay's seams: readiness, Close.
 func (r *Relay) buildUpstream(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache) (*upstream.Manager, error) {
 	dial, err := upstreamDialOptions(cfg.Upstream)
 	if err != nil {
@@ -108,14 +109,13 @@ func (r *Relay) buildUpstream(cfg *config.Config, lg *zap.Logger, reg prometheus
 	}
 	c.SetUpstream(up)
 	r.readyCheck(up.Ready)
-	r.admin.handle(upstream.UpstreamsPath, "upstream links: authority, group, origin in use, state, last error, subscriptions, age of the last response (JSON)", upstreamsPage(up))
 	r.onStop(up.Close)
 	return up, nil
 }
 
 // buildDownstream builds the downstream server on c and up, registers it
 // on the relay's gRPC server and plugs it into the relay's seams: REST,
-// its admin page, Close.
+// Close.
 func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg prometheus.Registerer, c *cache.Cache, up *upstream.Manager,
 	breaker downstream.NackReporter) (*downstream.Server, error) {
 	res, err := newResolver(cfg) // reloadhooks.go, as a reload builds it
@@ -152,7 +152,6 @@ func (r *Relay) buildDownstream(cfg *config.Config, lg *zap.Logger, reg promethe
 	ds.Register(r.grpc)
 	r.onStop(ds.Wait)
 	r.rest.handler = ds.RESTHandler() // rest_listen (rest.go); the admin listener serves no configuration
-	r.admin.handle(downstream.ClientsPath, "connected xDS clients: node, variant, group keys, subscriptions (JSON)", clientsPage(ds))
 	return ds, nil
 }
 

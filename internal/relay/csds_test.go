@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/csds"
 )
 
@@ -16,10 +17,10 @@ func TestCSDSListenOff(t *testing.T) {
 	if got := r.CSDSAddr(); got != "" {
 		t.Errorf("CSDSAddr with csds_listen off = %q, want \"\"", got)
 	}
-	code, body := get(t, "http://"+r.AdminAddr()+csds.DebugPath)
+	code, body := get(t, "http://"+r.AdminAddr()+admin.CSDSPath)
 	var sum csds.Summary
 	if err := json.Unmarshal([]byte(body), &sum); code != http.StatusOK || err != nil || sum.Matched != 0 || sum.MaxClients != csds.DefaultMaxClients {
-		t.Errorf("GET %s = %d %v: %s", csds.DebugPath, code, err, body)
+		t.Errorf("GET %s = %d %v: %s", admin.CSDSPath, code, err, body)
 	}
 }
 

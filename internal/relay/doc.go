@@ -14,18 +14,16 @@
 //   - grpc.go: the downstream gRPC server's options (keepalive, message
 //     sizes, TLS from internal/creds); upstreamauth.go: each authority's
 //     upstream TLS and bearer token; rest.go: REST-JSON polling on
-//     rest_listen, and pprof; csds.go: Client Status Discovery on
-//     csds_listen and /debug/csds.
+//     rest_listen; csds.go: Client Status Discovery, its csds_listen
+//     listener bound by Start like every other and handed to it.
 //   - drain.go: every stream registered so Close can end them in waves.
 //   - reload.go, reloadhooks.go, configwatch.go: Reload (SIGHUP, POST
 //     /debug/reload, config_watch) validates a new config and applies it
 //     through the hooks that claim its fields; any other change is refused.
-//   - admin.go, adminguard.go, operations.go: the admin HTTP server
-//     (/metrics, /healthz, /readyz, /debug/), what it trusts (Host and
-//     Origin checks), and its state-changing endpoints (reload, log level).
-//   - adminjson.go: the components' debug pages (/debug/cache, upstreams,
-//     clients, nacks, csds), served as JSON by one writer; status.go,
-//     statuspage.go: the status page (/), /debug/status, /debug/config.
+//   - the admin listener: relay binds and serves it; every route and
+//     page on it is internal/admin's (New with the relay's readiness,
+//     reload and log level; AddPages with the components, in
+//     buildComponents).
 //   - logging.go: NewLogger, zap from the log section; metrics.go:
 //     NewRegistry and the process-level series; errors.go: the sentinels.
 package relay

@@ -27,9 +27,3 @@ type ListenError struct {
 func (e *ListenError) Error() string { return fmt.Sprintf("%s %s: %v", e.Key, e.Addr, e.Err) }
 
 func (e *ListenError) Unwrap() error { return e.Err }
-
-// The propagation pages' refusals (400).
-var (
-	errNoNode   = errors.New("?node= (a node id) is required")
-	errBadLimit = errors.New("?limit= must be a number, 0 or more")
-)

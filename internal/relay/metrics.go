@@ -31,8 +31,6 @@ func NewRegistry(version string) *prometheus.Registry {
 type metrics struct {
 	// ready is 1 while the relay serves and passes its readiness checks.
 	ready prometheus.Gauge
-	// adminRequests counts admin HTTP requests by endpoint and status code.
-	adminRequests *prometheus.CounterVec
 	// reloads counts config reloads by result: ok, invalid (refused: does
 	// not validate, or changes a field that needs a restart), untrusted
 	// and too_large (the file itself refused, unparsed: not a regular
@@ -51,11 +49,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:      "ready",
 			Help:      "1 while the relay is serving, 0 while starting or shutting down.",
 		}),
-		adminRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "xds_relay",
-			Name:      "admin_requests_total",
-			Help:      "Admin HTTP requests by endpoint and status code.",
-		}, []string{"handler", "code"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "xds_relay",
 			Name:      "config_reloads_total",
@@ -71,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.reloads.WithLabelValues(result)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ready, m.adminRequests, m.reloads, m.lastReloadSuccess)
+		reg.MustRegister(m.ready, m.reloads, m.lastReloadSuccess)
 	}
 	return m
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xds-relay/xds-relay/config"
+	"github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/csds"
@@ -34,7 +34,7 @@ type Relay struct {
 	m      *metrics                      // read-only after New
 	grpc   *grpc.Server                  // read-only after New; services registered in New
 	health *health.Server                // read-only after New
-	admin  *admin                        // read-only after New
+	admin  *admin.Server                 // read-only after New
 	http   *http.Server                  // read-only after New
 	runs   []func(context.Context) error // read-only after New; see goRun
 	checks []func() error                // read-only after New; see readyCheck
@@ -109,18 +109,14 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 	r.onStop(r.streams.endAll) // released last: ends any stream left
 	r.grpc = grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(r.drainStreams))...)
 	r.onStop(r.grpc.Stop) // after every component's stop (a no-op once Close stopped it)
-	r.admin = newAdmin(reg, r.m, lg.Named("admin"), r.readiness, func() []string { return r.config().AdminAllowedHosts })
-	if cfg.AdminPprof {
-		r.admin.pprof()
-	}
+	r.admin = r.newAdmin(cfg, lg, reg)
 	r.http = &http.Server{
-		Handler:           r.admin.mux,
-		ReadHeaderTimeout: adminReadHeaderTimeout,
+		Handler:           r.admin,
+		ReadHeaderTimeout: admin.ReadHeaderTimeout,
 		ErrorLog:          zap.NewStdLog(lg.Named("admin")),
 	}
 	r.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(r.grpc, r.health)
-	r.handleOperations()
 
 	// --- components ---------------------------------------------------
 	// Cache, upstream and downstream are built here, in dependency order
@@ -128,8 +124,8 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 	// from cfg and lg (each names its own logger: "cache", "upstream",
 	// "downstream"), registering their metrics on reg. The seams:
 	//   - r.grpc: register the xDS services on it (downstream).
-	//   - r.admin.handle(pattern, description, handler): admin endpoints,
-	//     e.g. REST-JSON polling or a /debug/ page (listed on /debug/).
+	//   - internal/admin: every admin route and page; buildComponents
+	//     hands it the components (admin.Sources) once they are built.
 	//   - r.goRun(fn): a long-running loop (upstream streams); its context
 	//     ends when Close begins, and Close waits for it to return.
 	//   - r.onStop(fn): called by Close after the servers have stopped, in
@@ -144,6 +140,19 @@ func (r *Relay) build(cfg *config.Config, lg *zap.Logger, reg *prometheus.Regist
 		return err
 	}
 	return r.watchConfig(cfg, lg)
+}
+
+// newAdmin builds the admin listener's handler (internal/admin) with the
+// relay's own operations: readiness, the Host allow list, reload and the
+// log level. buildComponents adds the components' pages.
+func (r *Relay) newAdmin(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) *admin.Server {
+	o := admin.Options{Registry: reg, Logger: lg, Ready: r.readiness, Pprof: cfg.AdminPprof,
+		AllowedHosts: func() []string { return r.config().AdminAllowedHosts },
+		Reload:       r.Reload, ReloadRefused: ErrReloadInvalid}
+	if r.levelOK {
+		o.Level = &r.level
+	}
+	return admin.New(o)
 }
 
 // goRun makes fn run from Start until Close; Close cancels its context and
@@ -198,46 +207,43 @@ func (r *Relay) Start(ctx context.Context) error {
 }
 
 // startListeners are the listeners Start binds; rest is nil without
-// rest_listen.
+// rest_listen, csds without csds_listen.
 type startListeners struct {
-	xds, admin, rest net.Listener
+	xds, admin, rest, csds net.Listener
 }
 
-// bind binds the downstream, admin and REST listeners and starts the CSDS
-// server, in that order. bound are what it bound, to let go of in reverse
-// on every way out of Start that does not serve; on an error it has let
-// go of them already.
-func (r *Relay) bind(ctx context.Context) (ls startListeners, bound releases, err error) {
+// bind binds the downstream, admin, REST and CSDS listeners, in that
+// order, each through listen (one error message for all). bound are what
+// it bound, to let go of in reverse on every way out of Start that does
+// not serve; on an error it has let go of them already.
+func (r *Relay) bind(ctx context.Context) (startListeners, releases, error) {
 	cfg := r.config()
-	xdsLis, err := listen(ctx, "listen", cfg.Listen)
-	if err != nil {
-		return ls, nil, err
-	}
-	bound.add(func() { _ = xdsLis.Close() })
-	adminLis, err := listen(ctx, "admin", cfg.Admin)
-	if err != nil {
-		bound.release()
-		return ls, nil, err
-	}
-	bound.add(func() { _ = adminLis.Close() })
-	restLis, err := r.listenREST(ctx)
-	if err != nil {
-		bound.release()
-		return ls, nil, err
-	}
-	if restLis != nil {
-		bound.add(func() { _ = restLis.Close() })
-	}
-	if err := r.csds.Start(ctx); err != nil { // binds csds_listen and serves it (csds.go)
-		bound.release()
-		var errno syscall.Errno
-		if errors.As(err, &errno) { // the bind failed, as ListenError says
-			err = &ListenError{Key: "csds_listen", Addr: cfg.CSDSListen, Err: errno}
+	var ls startListeners
+	var bound releases
+	keep := func(l net.Listener, err error) (net.Listener, error) {
+		if err != nil {
+			bound.release()
+			return nil, err
 		}
+		if l != nil {
+			bound.add(func() { _ = l.Close() })
+		}
+		return l, nil
+	}
+	var err error
+	if ls.xds, err = keep(listen(ctx, "listen", cfg.Listen)); err != nil {
 		return ls, nil, err
 	}
-	bound.add(func() { r.csds.Close(ctx) })
-	return startListeners{xds: xdsLis, admin: adminLis, rest: restLis}, bound, nil
+	if ls.admin, err = keep(listen(ctx, "admin", cfg.Admin)); err != nil {
+		return ls, nil, err
+	}
+	if ls.rest, err = keep(r.listenREST(ctx)); err != nil { // rest.go
+		return ls, nil, err
+	}
+	if ls.csds, err = keep(r.listenCSDS(ctx)); err != nil { // csds.go
+		return ls, nil, err
+	}
+	return ls, bound, nil
 }
 
 // serve starts the goRun loops on runCtx and the servers on ls, each in a
@@ -270,6 +276,9 @@ func (r *Relay) serve(runCtx context.Context, ls startListeners) {
 			defer r.wg.Done()
 			r.serveREST(ls.rest)
 		}()
+	}
+	if ls.csds != nil {
+		r.serveCSDS(ls.csds) // its goroutine is the CSDS server's own (csds.go)
 	}
 }
 

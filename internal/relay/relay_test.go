@@ -31,45 +31,6 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
-func TestAdminEndpoints(t *testing.T) {
-	r := startRelay(t, testConfig(t))
-	base := "http://" + r.AdminAddr()
-	tests := []struct {
-		name     string
-		path     string
-		wantCode int
-		wantBody []string // substrings
-	}{
-		{name: "healthz", path: "/healthz", wantCode: http.StatusOK, wantBody: []string{"ok\n"}},
-		{name: "readyz", path: "/readyz", wantCode: http.StatusOK, wantBody: []string{"ready\n"}},
-		{name: "metrics", path: "/metrics", wantCode: http.StatusOK, wantBody: []string{"xds_relay_ready 1", "# TYPE xds_relay_admin_requests_total counter"}},
-		{name: "debug index", path: "/debug/", wantCode: http.StatusOK, wantBody: []string{
-			`<a href="/metrics">`, `<a href="/healthz">`, `<a href="/readyz">`}},
-		{name: "pprof is opt-in (admin_pprof)", path: "/debug/pprof/", wantCode: http.StatusNotFound},
-		{name: "no REST-JSON polling on admin", path: "/v3/discovery:clusters", wantCode: http.StatusNotFound},
-		{name: "unknown debug page", path: "/debug/nope", wantCode: http.StatusNotFound},
-		{name: "unknown page", path: "/nope", wantCode: http.StatusNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, body := get(t, base+tt.path)
-			if code != tt.wantCode {
-				t.Errorf("GET %s = %d, want %d; body:\n%s", tt.path, code, tt.wantCode, body)
-			}
-			for _, want := range tt.wantBody {
-				if !strings.Contains(body, want) {
-					t.Errorf("GET %s body lacks %q:\n%s", tt.path, want, body)
-				}
-			}
-		})
-	}
-	// The requests above were counted, by endpoint.
-	_, body := get(t, base+"/metrics")
-	if want := `xds_relay_admin_requests_total{code="200",handler="healthz"} 1`; !strings.Contains(body, want) {
-		t.Errorf("/metrics lacks %q", want)
-	}
-}
-
 func TestGRPCHealthOnListener(t *testing.T) {
 	r := startRelay(t, testConfig(t))
 	conn := dial(t, r.XDSAddr(), insecure.NewCredentials())
@@ -243,7 +204,7 @@ func TestReadyz(t *testing.T) {
 	r.readyCheck(func() error { return checkErr })
 	readyz := func() (int, string) {
 		rec := httptest.NewRecorder()
-		r.admin.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/readyz", nil))
+		r.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/readyz", nil))
 		return rec.Code, rec.Body.String()
 	}
 	steps := []struct {

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/creds"
 )
 
@@ -41,7 +41,7 @@ func (r *Relay) buildREST(lg *zap.Logger) error {
 	rt := r.config().Downstream.REST
 	r.rest.srv = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: min(adminReadHeaderTimeout, rt.ReadTimeout),
+		ReadHeaderTimeout: min(admin.ReadHeaderTimeout, rt.ReadTimeout),
 		// A poll that stalls its body, its response or an idle keep-alive
 		// connection holds a goroutine and a socket: each is bounded.
 		ReadTimeout:  rt.ReadTimeout,
@@ -101,13 +101,4 @@ func (r *Relay) RESTAddr() string {
 		return ""
 	}
 	return r.rest.lis.Addr().String()
-}
-
-// pprof serves Go runtime profiles on the admin listener (admin_pprof).
-func (a *admin) pprof() {
-	a.handle("/debug/pprof/", "Go runtime profiles (pprof)", http.HandlerFunc(pprof.Index))
-	a.handle("/debug/pprof/cmdline", "", http.HandlerFunc(pprof.Cmdline))
-	a.handle("/debug/pprof/profile", "", http.HandlerFunc(pprof.Profile))
-	a.handle("/debug/pprof/symbol", "", http.HandlerFunc(pprof.Symbol))
-	a.handle("/debug/pprof/trace", "", http.HandlerFunc(pprof.Trace))
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/xds-relay/xds-relay/internal/cache"
 )
 
-// UpstreamsPath is where the JSON state of every upstream link is served.
-const UpstreamsPath = "/debug/upstreams"
-
 // LinkStatus is what /debug/upstreams shows of one link.
 type LinkStatus struct {
 	Authority string `json:"authority"`
@@ -180,7 +177,7 @@ func (m *Manager) Status() []LinkStatus {
 	return out
 }
 
-// Links is what UpstreamsPath shows: Status, with an "unused" row (its
+// Links is what /debug/upstreams shows (internal/admin serves it): Status, with an "unused" row (its
 // origin checks) for each authority that has no link yet, by authority.
 func (m *Manager) Links() []LinkStatus {
 	out := m.Status()

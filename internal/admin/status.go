@@ -1,11 +1,10 @@
-package relay
+package admin
 
 import (
 	"maps"
 	"slices"
 	"time"
 
-	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/delivery"
@@ -14,9 +13,6 @@ import (
 	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
-
-// StatusPath is the JSON of everything the status page (/) shows.
-const StatusPath = "/debug/status"
 
 // maxStatusLinks bounds the upstream links the status page lists one by
 // one; every link is counted in its authority's row (an aggregation group
@@ -83,18 +79,11 @@ type CacheStatus struct {
 	HitRatio float64 `json:"hit_ratio"`
 }
 
-// statusSources is where the status data comes from; built in
-// buildComponents.
+// statusSources is where the status data comes from; built by AddPages.
 type statusSources struct {
-	started  time.Time             // read-only after New
-	cache    *cache.Cache          // read-only after New
-	up       *upstream.Manager     // read-only after New
-	ds       *downstream.Server    // read-only after New
-	csds     *csds.Server          // read-only after New
-	delivery *delivery.Delivery    // read-only after New
-	ledger   *propagation.Ledger   // read-only after New; nil: off
-	ready    func() error          // read-only after New
-	config   func() *config.Config // the running config (Relay.config: follows reloads)
+	Sources              // read-only after AddPages
+	started time.Time    // read-only after AddPages
+	ready   func() error // read-only after AddPages (Options.Ready)
 }
 
 // status gathers Status. Its cost is O(authorities + upstream links + the
@@ -103,16 +92,16 @@ type statusSources struct {
 // held removals' (internal/delivery: a walk of the resources held).
 func (s *statusSources) status() Status {
 	now := time.Now()
-	cfg := s.config()
+	cfg := s.Config()
 	st := Status{Time: now, UptimeS: now.Sub(s.started).Seconds(), Ready: "ready",
 		Authorities: []AuthorityStatus{}, Links: []upstream.LinkStatus{}}
 	if err := s.ready(); err != nil {
 		st.Ready = err.Error()
 	}
-	links := s.up.Status()
+	links := s.Upstream.Status()
 	byName := make(map[string]*AuthorityStatus, len(cfg.Authorities))
 	for _, a := range cfg.Authorities {
-		checks := s.up.OriginChecks(a.Name)
+		checks := s.Upstream.OriginChecks(a.Name)
 		if checks == nil {
 			checks = []upstream.OriginCheck{}
 		}
@@ -147,13 +136,13 @@ func (s *statusSources) status() Status {
 		links, st.LinksTruncated = links[:maxStatusLinks], true
 	}
 	st.Links = append(st.Links, links...)
-	st.Clients = s.ds.ClientCounts()
-	st.ClientStates = s.csds.Page()
-	stats := s.cache.Stats()
+	st.Clients = s.Clients.ClientCounts()
+	st.ClientStates = s.CSDS.Page()
+	stats := s.Cache.Stats()
 	st.Cache = CacheStatus{Stats: stats, HitRatio: stats.HitRatio()}
-	st.Nacks.Recent, st.Nacks.Total = s.ds.Nacks()
-	st.Delivery = s.delivery.Page()
-	st.Propagation = s.ledger.Summary()
+	st.Nacks.Recent, st.Nacks.Total = s.Clients.Nacks()
+	st.Delivery = s.Delivery.Page()
+	st.Propagation = s.Ledger.Summary()
 	return st
 }
 

@@ -1,4 +1,4 @@
-package relay
+package admin
 
 import (
 	"encoding/json"
@@ -12,35 +12,30 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// Admin endpoints that change the running relay.
-const (
-	// ReloadPath: POST re-reads the config file (Reload).
-	ReloadPath = "/debug/reload"
-	// LogLevelPath: GET shows the log level; PUT sets it (?level=, or the
-	// body: "debug" or {"level":"debug"}).
-	LogLevelPath = "/debug/log_level"
-	// maxLogLevelBody bounds a PUT /debug/log_level body.
-	maxLogLevelBody = 1 << 10
-)
+// maxLogLevelBody bounds a PUT /debug/log_level body.
+const maxLogLevelBody = 1 << 10
+
+// The endpoints that change the running relay: reload and log level.
+// State changes only by the documented method (405 with Allow otherwise).
 
 // handleOperations mounts the reload and log level endpoints.
-func (r *Relay) handleOperations() {
-	r.admin.handle(ReloadPath, "POST: re-read the config file, as SIGHUP does (400 with every problem when refused)", http.HandlerFunc(r.serveReload))
-	r.admin.handle(LogLevelPath, "GET: the log level; PUT ?level=debug|info|warn|error: set it until the next reload that changes log.level", http.HandlerFunc(r.serveLogLevel))
+func (s *Server) handleOperations() {
+	s.handle(ReloadPath, "POST: re-read the config file, as SIGHUP does (400 with every problem when refused)", http.HandlerFunc(s.serveReload))
+	s.handle(LogLevelPath, "GET: the log level; PUT ?level=debug|info|warn|error: set it until the next reload that changes log.level", http.HandlerFunc(s.serveLogLevel))
 }
 
-func (r *Relay) serveReload(w http.ResponseWriter, req *http.Request) {
+func (s *Server) serveReload(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "use POST", http.StatusMethodNotAllowed)
 		return
 	}
-	err := r.Reload()
+	err := s.ops.Reload()
 	switch {
 	case err == nil:
 		fmt.Fprintln(w, "config reloaded")
-	case errors.Is(err, ErrReloadInvalid):
+	case errors.Is(err, s.ops.ReloadRefused):
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintln(w, err)
 	default:
@@ -49,15 +44,16 @@ func (r *Relay) serveReload(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-func (r *Relay) serveLogLevel(w http.ResponseWriter, req *http.Request) {
+func (s *Server) serveLogLevel(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if !r.levelOK {
+	lvl := s.ops.Level
+	if lvl == nil {
 		http.Error(w, "this relay's logger has a fixed level", http.StatusNotImplemented)
 		return
 	}
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
-		fmt.Fprintln(w, r.level.Level())
+		fmt.Fprintln(w, lvl.Level())
 		return
 	case http.MethodPut:
 	default:
@@ -85,9 +81,9 @@ func (r *Relay) serveLogLevel(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	old := r.level.Level()
-	r.level.SetLevel(level)
-	r.lg.Warn("log level changed", zap.Stringer("from", old), zap.Stringer("to", level), zap.String("by", "PUT "+LogLevelPath))
+	old := lvl.Level()
+	lvl.SetLevel(level)
+	s.lg.Warn("log level changed", zap.Stringer("from", old), zap.Stringer("to", level), zap.String("by", "PUT "+LogLevelPath))
 	fmt.Fprintln(w, level)
 }
 

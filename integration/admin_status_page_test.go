@@ -22,7 +22,7 @@ import (
 	"golang.org/x/net/html"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 
-	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	relayadmin "github.com/xds-relay/xds-relay/internal/admin"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -72,7 +72,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	admin := "http://" + r.AdminAddr()
 	// The delta clients' ACKs are applied: nothing pending in the
 	// per-client table.
-	settled := func(st relayproc.Status) bool {
+	settled := func(st relayadmin.Status) bool {
 		if len(st.ClientStates.Rows) != 3 {
 			return false
 		}
@@ -102,7 +102,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	for _, sec := range []string{"authorities", "clients", "propagation", "cache", "nacks"} {
 		if got := attr(byID(t, doc, sec), "data-rendered"); got != "live" {
-			t.Errorf("section %s data-rendered = %q, want live (redrawn by the script from %s)", sec, got, relayproc.StatusPath)
+			t.Errorf("section %s data-rendered = %q, want live (redrawn by the script from %s)", sec, got, relayadmin.StatusPath)
 		}
 	}
 	if got := text(byID(t, doc, "ready")); got != "ready" {
@@ -214,17 +214,17 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-func fetchStatus(t *testing.T, admin string) relayproc.Status {
+func fetchStatus(t *testing.T, admin string) relayadmin.Status {
 	t.Helper()
 	client := &http.Client{Timeout: xdstest.WaitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(admin + relayproc.StatusPath)
+	resp, err := client.Get(admin + relayadmin.StatusPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st relayproc.Status
+	var st relayadmin.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatalf("%s: %v", relayproc.StatusPath, err)
+		t.Fatalf("%s: %v", relayadmin.StatusPath, err)
 	}
 	return st
 }

@@ -1,4 +1,4 @@
-package relay
+package admin
 
 import (
 	"fmt"
@@ -30,24 +30,24 @@ import (
 // PUT /debug/log_level; 405 with Allow otherwise), so no "simple" GET can
 // change anything.
 
-// adminGuard applies the Host and cross-origin checks to h.
-type adminGuard struct {
+// guard applies the Host and cross-origin checks to h.
+type guard struct {
 	// allowed returns the running config's admin_allowed_hosts; read-only
-	// after newAdmin.
+	// after New.
 	allowed func() []string
-	cop     *http.CrossOriginProtection // read-only after newAdminGuard
+	cop     *http.CrossOriginProtection // read-only after newGuard
 }
 
-func newAdminGuard(allowed func() []string) *adminGuard {
+func newGuard(allowed func() []string) *guard {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "admin: cross-origin request refused: a state-changing request must come from the admin's own origin (or from a client that is not a browser)", http.StatusForbidden)
 	}))
-	return &adminGuard{allowed: allowed, cop: cop}
+	return &guard{allowed: allowed, cop: cop}
 }
 
 // wrap returns h behind the checks.
-func (g *adminGuard) wrap(h http.Handler) http.Handler {
+func (g *guard) wrap(h http.Handler) http.Handler {
 	h = g.cop.Handler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if err := g.checkHost(req.Host); err != nil {
@@ -60,7 +60,7 @@ func (g *adminGuard) wrap(h http.Handler) http.Handler {
 
 // checkHost: host (a Host header, with or without a port) is an IP
 // literal, localhost, or a name in admin_allowed_hosts.
-func (g *adminGuard) checkHost(host string) error {
+func (g *guard) checkHost(host string) error {
 	name := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		name = h

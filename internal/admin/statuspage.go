@@ -1,4 +1,4 @@
-package relay
+package admin
 
 import (
 	"bytes"
@@ -12,21 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/xds-relay/xds-relay/config"
-	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/csds"
 	"github.com/xds-relay/xds-relay/internal/delivery"
-	"github.com/xds-relay/xds-relay/internal/downstream"
-	"github.com/xds-relay/xds-relay/internal/propagation"
-	"github.com/xds-relay/xds-relay/internal/upstream"
-)
-
-// ConfigPath serves the running config, secrets redacted.
-const ConfigPath = "/debug/config"
-
-// The status page's own files, served by the relay (no external assets).
-const (
-	statusJSPath  = "/assets/status.js"
-	statusCSSPath = "/assets/status.css"
 )
 
 // statusCSP lets the page load only its own script, style and JSON: no
@@ -71,19 +58,16 @@ var statusTemplate = template.Must(template.New("status.html").Funcs(template.Fu
 }).ParseFS(assets, "assets/status.html"))
 
 // addStatusPages mounts the status page (/), its JSON (StatusPath) and
-// assets, and the JSON pages beside it: /debug/cache, /debug/nacks,
-// /debug/config.
-func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstream.Server, cs *csds.Server, dl *delivery.Delivery, l *propagation.Ledger) {
-	s := &statusSources{started: time.Now(), cache: c, up: up, ds: ds, csds: cs, delivery: dl, ledger: l, ready: r.readiness, config: r.config}
-	lg := r.lg.Named("status")
-	a := r.admin
-	a.handle("/", "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path != "/" {
+// assets.
+func (s *Server) addStatusPages(src *statusSources) {
+	lg := s.lg.Named("status")
+	s.handle(StatusPagePath, "status page: authorities, upstream state, clients, cache, recent NACKs (refreshes itself)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path != StatusPagePath {
 			http.NotFound(w, req)
 			return
 		}
 		var buf bytes.Buffer
-		if err := statusTemplate.Execute(&buf, s.status()); err != nil {
+		if err := statusTemplate.Execute(&buf, src.status()); err != nil {
 			lg.Error("status page not rendered", zap.Error(err))
 			http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
 			return
@@ -91,16 +75,19 @@ func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstr
 		pageHeaders(w, "text/html; charset=utf-8")
 		_, _ = w.Write(buf.Bytes())
 	}))
-	a.handle(StatusPath, "everything the status page shows (JSON)", jsonPage(StatusPath, func(_ *http.Request, h http.Header) (any, error) {
+	s.handle(StatusPath, "everything the status page shows (JSON)", jsonPage(StatusPath, func(_ *http.Request, h http.Header) (any, error) {
 		h.Set("Cache-Control", "no-store")
-		return s.status(), nil
+		return src.status(), nil
 	}))
-	a.handle(statusJSPath, "", assetHandler("assets/status.js", "text/javascript; charset=utf-8"))
-	a.handle(statusCSSPath, "", assetHandler("assets/status.css", "text/css; charset=utf-8"))
-	a.handle(cache.CachePath, "cached keys: versions, watchers, bytes; ?prefix= ?authority= ?type= ?limit= (default 1000, at most 10000) (JSON)", cachePage(c))
-	a.handle(downstream.NacksPath, "the latest 50 client NACKs with their error (JSON)", nacksPage(ds))
-	a.handle(ConfigPath, "the running config, secrets redacted (YAML; ?format=json)", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		cfg := s.config()
+	s.handle(StatusJSPath, "", assetHandler("assets/status.js", "text/javascript; charset=utf-8"))
+	s.handle(StatusCSSPath, "", assetHandler("assets/status.css", "text/css; charset=utf-8"))
+}
+
+// configPage is ConfigPath: the running config, secrets redacted, as YAML
+// (shown inline by browsers) or JSON (?format=json).
+func configPage(running func() *config.Config, lg *zap.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		cfg := running()
 		var out []byte
 		var err error
 		ctype := "text/plain; charset=utf-8" // YAML, shown inline by browsers
@@ -122,7 +109,7 @@ func (r *Relay) addStatusPages(c *cache.Cache, up *upstream.Manager, ds *downstr
 		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		_, _ = w.Write(out)
-	}))
+	})
 }
 
 // pageHeaders sets the content type and the headers that keep the page to
@@ -138,7 +125,7 @@ func pageHeaders(w http.ResponseWriter, ctype string) {
 func assetHandler(name, ctype string) http.Handler {
 	body, err := assets.ReadFile(name)
 	if err != nil {
-		panic("relay: embedded " + name + ": " + err.Error()) // embedded at build time
+		panic("admin: embedded " + name + ": " + err.Error()) // embedded at build time
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		pageHeaders(w, ctype)
