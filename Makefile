@@ -109,7 +109,7 @@ fuzz-config:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 
 SOAKTIME ?= 30m
-# The soak (issue #11, integration/soak_test.go): one relay, one origin
+# The soak (issue #11, integration/faults_soak_test.go): one relay, one origin
 # and 200 clients in one process for SOAKTIME, clients leaving and joining,
 # an update and a check of every client each round, an origin outage every
 # 10 s; memory (RSS, live heap) and goroutines printed every minute. Fails

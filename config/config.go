@@ -779,8 +779,10 @@ func defaultUpstream() Upstream {
 	}
 }
 
-// applyAuthorityDefaults fills the per-entry defaults YAML left empty.
-func (c *Config) applyAuthorityDefaults() {
+// ApplyAuthorityDefaults fills the per-entry defaults YAML left empty:
+// Load calls it, and so does a test that builds a config in code
+// (integration's relay-and-origin harness).
+func (c *Config) ApplyAuthorityDefaults() {
 	for i := range c.Authorities {
 		a := &c.Authorities[i]
 		if a.Transport == "" {

@@ -78,7 +78,7 @@ func decode(data []byte, source string) (*Config, error) {
 	}
 	d := newStrictDecoder(nodes)
 	d.decode(&root, reflect.ValueOf(c).Elem(), "", 0)
-	c.applyAuthorityDefaults()
+	c.ApplyAuthorityDefaults()
 	if len(d.problems) > 0 {
 		// Validation's problems too, so that one run reports everything;
 		// but not those a decoding problem causes (a list written as a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,41 @@ func TestREADMEsNameTheirFiles(t *testing.T) {
 			if !matchesAny(patterns, name) {
 				t.Errorf("%s/README.md does not name %s", rel(t, dir), name)
 			}
+		}
+	}
+}
+
+// integrationAreas are the areas integration/doc.go lists: the prefix of
+// each integration test file's name.
+var integrationAreas = []string{"access", "admin", "aggregation", "cache", "config", "csds", "delivery", "downstream",
+	"faults", "loadgen", "metrics", "propagation", "relay", "snapshot", "upstream"}
+
+// TestIntegrationFilesHaveAreas: every file of integration/ but the
+// harness (harness_test.go), main_test.go and doc.go is named
+// <area>_<topic>_test.go or <area>_test.go, its area one integration/doc.go
+// lists, so a reader finds the tests of a package or doc topic by name.
+func TestIntegrationFilesHaveAreas(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "integration", "doc.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range integrationAreas {
+		if !regexp.MustCompile(`\b` + a + `\b`).Match(doc) {
+			t.Errorf("integration/doc.go does not list the area %s", a)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(root, "integration", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if name == "doc.go" || name == "main_test.go" || name == "harness_test.go" {
+			continue
+		}
+		area, _, _ := strings.Cut(strings.TrimSuffix(name, "_test.go"), "_")
+		if !strings.HasSuffix(name, "_test.go") || !slices.Contains(integrationAreas, area) {
+			t.Errorf("integration/%s: not named <area>_<topic>_test.go with an area of integration/doc.go", name)
 		}
 	}
 }

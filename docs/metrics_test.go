@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,13 +17,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"go.uber.org/zap/zaptest"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/delivery"
 	"github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/relaytest"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -120,25 +119,13 @@ func relayCfg(t *testing.T, snapshotDir string, authorities ...string) *config.C
 	return c
 }
 
+// startRelay runs the relay process on relayCfg (relaytest.Run: the
+// wiring cmd/xds-relay runs, on the registry it builds).
 func startRelay(t *testing.T, authorities ...string) *testRelay {
 	t.Helper()
 	cfg := relayCfg(t, t.TempDir(), authorities...)
 	reg := relay.NewRegistry("test")
-	r, err := relay.New(cfg, zaptest.NewLogger(t), reg)
-	if err != nil {
-		t.Fatalf("relay.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	return &testRelay{Relay: r, reg: reg, cfg: cfg}
+	return &testRelay{Relay: relaytest.Run(t, cfg, nil, reg), reg: reg, cfg: cfg}
 }
 
 // get answers one admin request (so the admin counter has a series).

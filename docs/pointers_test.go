@@ -199,7 +199,7 @@ func checkPaths(t *testing.T, idx *declIndex, p prose, n tally) {
 var goFileName = regexp.MustCompile(`[\w./*-]*\.go\b`)
 
 // dirWord is a word that may name a directory: a package's name
-// (downstream), a path (internal/upstream, integration/tiers_test.go's
+// (downstream), a path (internal/upstream, integration/upstream_tiers_test.go's
 // directory).
 var dirWord = regexp.MustCompile(`[\w./-]+`)
 

@@ -19,9 +19,9 @@ import (
 // own (rest-canary/frontend). The origin answers per node cluster and only
 // the canary snapshot holds canary-a, so the wrong node gets no answer.
 func TestAggregationFetchUsesRuleNode(t *testing.T) {
-	origin := newSnapOrigin(t)
-	origin.setSnapshot("frontend", "f1", []string{"fe-a"}, []string{"fe-a"})
-	origin.setSnapshot("canary", "c1", []string{"canary-a"}, []string{"canary-a"})
+	origin := newClusterSnapshotOrigin(t)
+	origin.setClusterSnapshot("frontend", "f1", []string{"fe-a"}, []string{"fe-a"})
+	origin.setClusterSnapshot("canary", "c1", []string{"canary-a"}, []string{"canary-a"})
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, aggRules)
 		c.RESTListen = "127.0.0.1:0"

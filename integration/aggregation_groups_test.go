@@ -1,29 +1,21 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -59,87 +51,9 @@ const aggRules = `
     group: [{literal: "cluster="}, {capture: {from: node.cluster, group: 1}}]
 `
 
-// clusterHash makes the origin answer by node cluster, as real origins
-// answer legacy requests by the client's Node.
-type clusterHash struct{}
-
-func (clusterHash) ID(n *corev3.Node) string { return n.GetCluster() }
-
-// snapOrigin is a go-control-plane origin over a SnapshotCache with one
-// snapshot per node cluster. It records, per upstream stream, the Node the
-// stream presented, and counts the streams it opened.
-type snapOrigin struct {
-	t     testing.TB
-	addr  string
-	snaps cachev3.SnapshotCache
-
-	mu      sync.Mutex
-	opens   int                    // guarded by mu; streams opened (delta and SotW)
-	streams map[int64]string       // guarded by mu; stream id → "id/cluster" of its node
-	nodes   map[int64]*corev3.Node // guarded by mu; stream id → the node it presented first
-	poke    chan struct{}          // 1 slot: something was recorded
-}
-
-func newSnapOrigin(t testing.TB) *snapOrigin {
-	t.Helper()
-	o := &snapOrigin{t: t, snaps: cachev3.NewSnapshotCache(false, clusterHash{}, nil), streams: map[int64]string{}, nodes: map[int64]*corev3.Node{}, poke: make(chan struct{}, 1)}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.addr = lis.Addr().String()
-	seen := func(id int64, n *corev3.Node) {
-		if n == nil {
-			return
-		}
-		o.record(func() {
-			if _, ok := o.streams[id]; !ok {
-				o.streams[id] = n.GetId() + "/" + n.GetCluster()
-				o.nodes[id] = proto.Clone(n).(*corev3.Node)
-			}
-		})
-	}
-	cb := serverv3.CallbackFuncs{
-		StreamOpenFunc: func(context.Context, int64, string) error {
-			o.record(func() { o.opens++ })
-			return nil
-		},
-		DeltaStreamOpenFunc: func(context.Context, int64, string) error {
-			o.record(func() { o.opens++ })
-			return nil
-		},
-		StreamRequestFunc: func(id int64, r *discoveryv3.DiscoveryRequest) error {
-			seen(id, r.GetNode())
-			return nil
-		},
-		StreamDeltaRequestFunc: func(id int64, r *discoveryv3.DeltaDiscoveryRequest) error {
-			seen(id, r.GetNode())
-			return nil
-		},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	gs := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, o.snaps, cb))
-	stop := serveGRPC(gs, lis)
-	t.Cleanup(func() {
-		stop()
-		cancel()
-	})
-	return o
-}
-
-func (o *snapOrigin) record(f func()) {
-	o.mu.Lock()
-	f()
-	o.mu.Unlock()
-	select {
-	case o.poke <- struct{}{}:
-	default:
-	}
-}
-
-// setSnapshot sets what the origin answers nodes of one cluster.
-func (o *snapOrigin) setSnapshot(cluster, version string, clusters, endpoints []string) {
+// setClusterSnapshot sets what the origin (newClusterSnapshotOrigin)
+// answers nodes of one cluster.
+func (o *gcpOrigin) setClusterSnapshot(cluster, version string, clusters, endpoints []string) {
 	o.t.Helper()
 	var cs, es []types.Resource
 	for _, n := range clusters {
@@ -148,40 +62,39 @@ func (o *snapOrigin) setSnapshot(cluster, version string, clusters, endpoints []
 	for _, n := range endpoints {
 		es = append(es, &endpointv3.ClusterLoadAssignment{ClusterName: n})
 	}
-	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{resource.ClusterType: cs, resource.EndpointType: es})
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	if err := o.snaps.SetSnapshot(context.Background(), cluster, snap); err != nil {
-		o.t.Fatal(err)
-	}
+	o.setSnapshotOf(cluster, version, map[resource.Type][]types.Resource{resource.ClusterType: cs, resource.EndpointType: es})
 }
 
-// streamNodes returns the nodes of the streams opened so far, sorted.
-func (o *snapOrigin) streamNodes() (opens int, nodes []string) {
+// streamNodes returns how many streams the origin opened (delta and SotW)
+// and the node ("id/cluster") each presented first, sorted.
+func (o *gcpOrigin) streamNodes() (opens int, nodes []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, n := range o.streams {
-		nodes = append(nodes, n)
+	for _, n := range o.firstNodes {
+		if n != nil {
+			nodes = append(nodes, n.GetId()+"/"+n.GetCluster())
+		}
 	}
 	sort.Strings(nodes)
-	return o.opens, nodes
+	return o.deltaOpens + o.sotwOpens, nodes
 }
 
 // fullNodes returns the full node each stream presented first, in no order.
-func (o *snapOrigin) fullNodes() []*corev3.Node {
+func (o *gcpOrigin) fullNodes() []*corev3.Node {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]*corev3.Node, 0, len(o.nodes))
-	for _, n := range o.nodes {
-		out = append(out, n)
+	out := make([]*corev3.Node, 0, len(o.firstNodes))
+	for _, n := range o.firstNodes {
+		if n != nil {
+			out = append(out, n)
+		}
 	}
 	return out
 }
 
 // waitStreams waits until the origin has seen streams with exactly these
 // nodes.
-func (o *snapOrigin) waitStreams(want []string) {
+func (o *gcpOrigin) waitStreams(want []string) {
 	o.t.Helper()
 	xdstest.Await(o.t, "origin streams", o.poke, func() error {
 		if opens, got := o.streamNodes(); opens != len(want) || !cmp.Equal(want, got) {
@@ -208,10 +121,10 @@ func decodeAggRules(t testing.TB, src string) []aggregation.Rule {
 // origin sees one stream per group rather than per client, and a client no
 // rule matches is refused without disturbing the others.
 func TestAggregationGroups(t *testing.T) {
-	origin := newSnapOrigin(t)
-	origin.setSnapshot("frontend", "f1", []string{"fe-a", "fe-b"}, []string{"fe-a"})
-	origin.setSnapshot("backend", "b1", []string{"be-a"}, []string{"be-a"})
-	origin.setSnapshot("canary", "c1", []string{"canary-a"}, []string{"canary-a"})
+	origin := newClusterSnapshotOrigin(t)
+	origin.setClusterSnapshot("frontend", "f1", []string{"fe-a", "fe-b"}, []string{"fe-a"})
+	origin.setClusterSnapshot("backend", "b1", []string{"be-a"}, []string{"be-a"})
+	origin.setClusterSnapshot("canary", "c1", []string{"canary-a"}, []string{"canary-a"})
 
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, aggRules)
@@ -265,7 +178,7 @@ func TestAggregationGroups(t *testing.T) {
 
 	// The others carry on: an update for the frontend reaches exactly the
 	// frontend group; the backend and canary groups hear nothing.
-	origin.setSnapshot("frontend", "f2", []string{"fe-a", "fe-b", "fe-c"}, []string{"fe-a"})
+	origin.setClusterSnapshot("frontend", "f2", []string{"fe-a", "fe-b", "fe-c"}, []string{"fe-a"})
 	for _, cl := range clients[:3] {
 		cl.c.waitHolds(resource.ClusterType, "fe-a", "fe-b", "fe-c")
 	}
@@ -321,10 +234,10 @@ func debugGroups(t *testing.T, url string) map[string][]string {
 // TestAggregationDefaultRule checks that a default rule serves the clients
 // no earlier rule matches, grouped as it says, instead of refusing them.
 func TestAggregationDefaultRule(t *testing.T) {
-	origin := newSnapOrigin(t)
-	origin.setSnapshot("frontend", "f1", []string{"fe-a"}, nil)
-	origin.setSnapshot("payments", "p1", []string{"pay-a", "pay-b"}, nil)
-	origin.setSnapshot("orders", "o1", []string{"ord-a"}, nil)
+	origin := newClusterSnapshotOrigin(t)
+	origin.setClusterSnapshot("frontend", "f1", []string{"fe-a"}, nil)
+	origin.setClusterSnapshot("payments", "p1", []string{"pay-a", "pay-b"}, nil)
+	origin.setClusterSnapshot("orders", "o1", []string{"ord-a"}, nil)
 
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, `
@@ -361,8 +274,8 @@ func TestAggregationDefaultRule(t *testing.T) {
 // group's cluster with the relay's id, on the one stream every later client
 // of the group shares.
 func TestForgedNodeNotShownUpstream(t *testing.T) {
-	origin := newSnapOrigin(t)
-	origin.setSnapshot("payments", "p1", []string{"pay-a"}, nil)
+	origin := newClusterSnapshotOrigin(t)
+	origin.setClusterSnapshot("payments", "p1", []string{"pay-a"}, nil)
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, `
 - name: per-cluster
@@ -410,8 +323,8 @@ func TestGroupNodeFromKey(t *testing.T) {
 	clients := []struct{ id, cluster string }{{"envoy-1", "staging-1"}, {"envoy-2", "staging-2"}}
 	for _, order := range []string{"staging-1 first", "staging-2 first"} {
 		t.Run(order, func(t *testing.T) {
-			origin := newSnapOrigin(t)
-			origin.setSnapshot("staging", "s1", []string{"stg-a"}, nil)
+			origin := newClusterSnapshotOrigin(t)
+			origin.setClusterSnapshot("staging", "s1", []string{"stg-a"}, nil)
 			r := startRelay(t, func(c *config.Config) {
 				c.Aggregation.Rules = decodeAggRules(t, rules)
 			}, origin.addr)

@@ -33,8 +33,8 @@ const refuseRules = `
 // FAILED_PRECONDITION naming the rule, its reason, the type and the node,
 // on both variants, and the other clients carry on.
 func TestAggregationRefuse(t *testing.T) {
-	origin := newSnapOrigin(t)
-	origin.setSnapshot("frontend", "f1", []string{"fe-a"}, []string{"fe-a"})
+	origin := newClusterSnapshotOrigin(t)
+	origin.setClusterSnapshot("frontend", "f1", []string{"fe-a"}, []string{"fe-a"})
 	r := startRelay(t, func(c *config.Config) {
 		c.Aggregation.Rules = decodeAggRules(t, refuseRules)
 		c.Authorities[0].PlainNames = new(false)
@@ -75,6 +75,6 @@ func TestAggregationRefuse(t *testing.T) {
 	}
 
 	// The served client carries on: a change reaches it.
-	origin.setSnapshot("frontend", "f2", []string{"fe-a", "fe-b"}, []string{"fe-a"})
+	origin.setClusterSnapshot("frontend", "f2", []string{"fe-a", "fe-b"}, []string{"fe-a"})
 	served.waitHolds(resource.ClusterType, "fe-a", "fe-b")
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,14 +11,11 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/propagation"
-	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
@@ -35,14 +31,7 @@ func TestDownstreamDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.Admin, cfg.RESTListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	r, err := relayproc.New(cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
+	r := runRelay(t, cfg)
 
 	name := func(typ, id string) string { return xdstpName(demoAuthority, typ, id) }
 	glob := name("envoy.config.endpoint.v3.ClusterLoadAssignment", "demo/*")

@@ -12,7 +12,7 @@ import (
 )
 
 // The fault suite across two hops (issue #11): client → edge relay →
-// central relay → go-control-plane origin (tiers_test.go), each scenario
+// central relay → go-control-plane origin (upstream_tiers_test.go), each scenario
 // over a delta and over a SotW hop between edge and central. What the
 // single-hop suite (faults_test.go) proves of one relay holds of the
 // chain, and the origin serves one stream per authority whatever the

@@ -5,14 +5,15 @@ import (
 	"net"
 	"sort"
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -44,7 +45,7 @@ func subscribedNames(reqs []*discoveryv3.DeltaDiscoveryRequest, typeURL string, 
 func TestUpstreamFanIn(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 
 	const n = 50
 	ws := make([]*watcher, n)
@@ -77,7 +78,7 @@ func TestUpstreamOriginRestart(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
 	o.set(resource.ClusterType, "c2", cluster("c2", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	ws := []*watcher{newWatcher(), newWatcher(), newWatcher()}
 	for _, w := range ws {
 		r.c.Watch(w, nil, cdsKey("c1"), cdsKey("c2"))
@@ -151,7 +152,7 @@ func TestUpstreamOriginRestart(t *testing.T) {
 func TestUpstreamOriginDown(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
@@ -186,7 +187,7 @@ func TestUpstreamLRUUnsubscribes(t *testing.T) {
 		name := fmt.Sprintf("r-%d", i)
 		o.set(resource.ClusterType, name, cluster(name, 1))
 	}
-	r := newRelay(t, cache.Options{MaxResources: keep, MaxBytes: -1}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, func(c *config.Config) { c.Cache.MaxResources = keep }, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	for i := range n {
 		w := newWatcher()
 		k := cdsKey(fmt.Sprintf("r-%d", i))
@@ -241,7 +242,7 @@ func deadAddr(t *testing.T) string {
 func TestUpstreamFailover(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{deadAddr(t), o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{deadAddr(t), o.addr}})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
@@ -271,7 +272,9 @@ func TestUpstreamFailback(t *testing.T) {
 			first.set(resource.ClusterType, "c1", cluster("c1", 1))
 			second.set(resource.ClusterType, "c1", cluster("c1", 2))
 			first.stop()
-			r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{first.addr, second.addr}, Transport: tc.transport})
+			// Probe the recovered first origin soon.
+			fast := func(c *config.Config) { c.Upstream.FailbackInterval = 50 * time.Millisecond }
+			r := newRelay(t, fast, config.Authority{Name: "origin", Origins: []string{first.addr, second.addr}, Transport: tc.transport})
 			w := newWatcher()
 			r.c.Watch(w, nil, cdsKey("c1"))
 			seen := false // c1 was present once: it must stay so
@@ -317,7 +320,7 @@ func TestUpstreamPendingSurvivesOutage(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
 	o.set(resource.ClusterType, "c9", cluster("c9", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/upstream"
 )
@@ -35,7 +36,7 @@ func clusterYAML(name, timeout string) string {
 func TestUpstreamFileSource(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "c1.yaml", clusterYAML("c1", "1s"))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{upstream.FileOriginPrefix + dir}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{upstream.FileOriginPrefix + dir}})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"), cdsKey("c2"), cdsKey("c3"), cdsKey("missing"))
 

@@ -7,8 +7,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
 func memberNames(rs []*cache.Resource) []string {
@@ -30,7 +30,10 @@ func TestUpstreamEmulatedGlob(t *testing.T) {
 	for _, n := range []string{l1, l2, l3, deep} {
 		o.set(resource.ListenerType, n, listener(n))
 	}
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobEmulated})
+	// The deletion guard off: removing l1 empties dir/*, which safe
+	// delivery would hold (integration/delivery_test.go tests that).
+	noGuard := func(c *config.Config) { c.Delivery.DeletionGuard.MaxRemovedShare = 1 }
+	r := newRelay(t, noGuard, config.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: config.GlobEmulated})
 
 	g := ldsKey(ldsPrefix + "dir/*")
 	w := newWatcher()
@@ -78,7 +81,7 @@ func TestUpstreamEmulatedGlobRefcount(t *testing.T) {
 		o.set(resource.ListenerType, n, listener(n))
 	}
 	// Nothing unwatched is kept: unwatching evicts at once.
-	r := newRelay(t, cache.Options{MaxResources: 0, MaxBytes: -1}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobEmulated})
+	r := newRelay(t, func(c *config.Config) { c.Cache.MaxResources = 0 }, config.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: config.GlobEmulated})
 	ga, gb := ldsKey(ldsPrefix+"a/*"), ldsKey(ldsPrefix+"b/*")
 	w := newWatcher()
 	r.c.Watch(w, nil, ga, gb)

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -31,7 +31,7 @@ func TestUpstreamPerType(t *testing.T) {
 			o.set(resource.ListenerType, "l1", listener("l1"))
 			o.set(resource.EndpointType, "e1", &endpointv3.ClusterLoadAssignment{ClusterName: "e1"})
 
-			r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: transport})
+			r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}, Transport: transport})
 			key := func(typeURL, name string) cache.Key {
 				return cache.Key{Link: legacyStream, TypeURL: typeURL, Name: name}
 			}

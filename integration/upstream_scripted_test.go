@@ -19,7 +19,6 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -169,7 +168,7 @@ func answers(nonce string) func(*discoveryv3.DeltaDiscoveryRequest) bool {
 // good version; watchers hear nothing of it.
 func TestUpstreamNACKDuplicateNames(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	o.next("subscription to c1", subscribes(resource.ClusterType, "c1"))
@@ -223,7 +222,7 @@ func ldsKey(name string) cache.Key {
 // answer completes it, and an empty glob comes back in removed_resources.
 func TestUpstreamNativeGlob(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobNative})
+	r := newRelay(t, nil, config.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: config.GlobNative})
 	g := ldsKey(ldsPrefix + "dir/*")
 	w := newWatcher()
 	r.c.Watch(w, nil, g)
@@ -266,7 +265,7 @@ func versionOf(r *cache.Resource) string {
 // version) refreshes the TTL, keeps the body and reaches watchers.
 func TestUpstreamHeartbeat(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	o.next("subscription to c1", subscribes(resource.ClusterType, "c1"))
@@ -297,7 +296,7 @@ func TestUpstreamHeartbeat(t *testing.T) {
 // the cache keeps the last good version.
 func TestUpstreamSotWNACK(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	o.nextSotW("request for c1", func(q *discoveryv3.DiscoveryRequest) bool {

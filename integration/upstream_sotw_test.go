@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -20,7 +20,7 @@ func TestUpstreamSotW(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
 	o.set(resource.ClusterType, "c2", cluster("c2", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
 	ws := []*watcher{newWatcher(), newWatcher()}
 	for _, w := range ws {
 		r.c.Watch(w, nil, cdsKey("c1"), cdsKey("c2"))
@@ -75,7 +75,7 @@ func TestUpstreamSotW(t *testing.T) {
 func TestUpstreamSotWReconnect(t *testing.T) {
 	o := newGCPOrigin(t)
 	o.set(resource.ClusterType, "c1", cluster("c1", 1))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)
@@ -115,7 +115,7 @@ func TestUpstreamSotWFailoverForgetsVersion(t *testing.T) {
 	first, second := newGCPOrigin(t), newGCPOrigin(t)
 	first.set(resource.ClusterType, "c1", cluster("c1", 1))
 	second.set(resource.ClusterType, "c1", cluster("c1", 2))
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{first.addr, second.addr}, Transport: xdstype.TransportSotW})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{first.addr, second.addr}, Transport: xdstype.TransportSotW})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	w.waitState(t, r.c, cdsKey("c1"), cache.StatePresent)

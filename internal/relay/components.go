@@ -28,6 +28,7 @@ func (r *Relay) buildComponents(cfg *config.Config, lg *zap.Logger, reg promethe
 	dl := r.buildDelivery(cfg, lg, reg)   // delivery.go
 	ledger := r.buildLedger(cfg, lg, reg) // propagation.go; nil when off
 	c := r.buildCache(cfg, lg, reg, dl, ledger)
+	r.cache = c // Cache, for tests
 	up, err := r.buildUpstream(cfg, lg, reg, c)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/admin"
+	"github.com/xds-relay/xds-relay/internal/cache"
 	"github.com/xds-relay/xds-relay/internal/creds"
 	"github.com/xds-relay/xds-relay/internal/csds"
 )
@@ -42,6 +43,7 @@ type Relay struct {
 	stops releases
 	rest  restListener // rest_listen (rest.go)
 	csds  *csds.Server // read-only after New; csds_listen (csds.go)
+	cache *cache.Cache // read-only after New; for tests only (Cache)
 	// upCreds are the upstream credentials by setting (creds.Origins,
 	// upstreamauth.go); used by New and by reloads (serialised by reloadMu).
 	upCreds *creds.Origins
@@ -330,6 +332,11 @@ func (r *Relay) AdminAddr() string {
 	}
 	return r.adminLis.Addr().String()
 }
+
+// Cache is the relay's cache, for tests only: integration's upstream
+// suites watch and read it directly, in place of a downstream client, on
+// the relay the process wiring built. Nothing in the process calls it.
+func (r *Relay) Cache() *cache.Cache { return r.cache }
 
 // config is the running config.
 func (r *Relay) config() *config.Config { return r.cfg.Load() }

@@ -39,9 +39,8 @@ func reloadConfig(auths [][2]string, extra string) string {
 	return b.String()
 }
 
-// fileRelay runs a relay from a config file (so that it can reload it)
-// with the process logger (NewLogger: its level can change), until the
-// test ends.
+// fileRelay runs a relay (runRelay) from a config file, so that it can
+// reload it, with the process logger (NewLogger: its level can change).
 func fileRelay(t *testing.T, path string) (*relayproc.Relay, *prometheus.Registry) {
 	t.Helper()
 	cfg, err := config.Load(path)
@@ -52,22 +51,8 @@ func fileRelay(t *testing.T, path string) (*relayproc.Relay, *prometheus.Registr
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	r, err := relayproc.New(cfg, lg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	relayRegistries.Store(r, reg) // relayMetric, waitRelayMetric
-	t.Cleanup(func() {
-		relayRegistries.Delete(r)
-		if err := r.Close(); err != nil {
-			t.Errorf("relay close: %v", err)
-		}
-	})
-	return r, reg
+	r := runRelayLogging(t, cfg, lg)
+	return r, relayRegistry(t, r)
 }
 
 // replaceFile replaces path by rename, as config management does.

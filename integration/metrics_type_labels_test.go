@@ -7,8 +7,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 )
 
 // TestInventedTypeLabel: ADS carries any type URL, so a client can make the
@@ -18,7 +18,7 @@ import (
 func TestInventedTypeLabel(t *testing.T) {
 	const invented = "type.googleapis.com/made.up.Type"
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}})
 	k := cache.Key{Link: cache.LinkID{Authority: "origin"}, TypeURL: invented, Name: "x"}
 	w := newWatcher()
 	r.c.Watch(w, nil, k) // a miss: pending
@@ -53,7 +53,7 @@ func TestInventedTypeLabel(t *testing.T) {
 			t.Errorf("%s{type=\"other\"} = %v, want %v", tc.metric, got, tc.want)
 		}
 	}
-	mfs, err := r.reg.Gather()
+	mfs, err := relayRegistry(t, r.Relay).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

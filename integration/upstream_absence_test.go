@@ -9,8 +9,8 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
 
@@ -26,7 +26,7 @@ import (
 // answers it.
 func TestNoFalseAbsenceOtherGlob(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobNative})
+	r := newRelay(t, nil, config.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: config.GlobNative})
 	ga, gb := ldsKey(ldsPrefix+"a/*"), ldsKey(ldsPrefix+"b/*")
 	w := newWatcher()
 	r.c.Watch(w, nil, ga)
@@ -62,7 +62,7 @@ func TestNoFalseAbsenceOtherGlob(t *testing.T) {
 // name) completes both.
 func TestNoFalseAbsenceEarlierAnswerWildcard(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: upstream.GlobEmulated})
+	r := newRelay(t, nil, config.Authority{Name: "auth", Origins: []string{o.addr}, GlobCollections: config.GlobEmulated})
 	l1 := ldsPrefix + "dir/l1"
 	g := ldsKey(ldsPrefix + "dir/*")
 	w := newWatcher()
@@ -96,7 +96,7 @@ func TestNoFalseAbsenceEarlierAnswerWildcard(t *testing.T) {
 // the answer to a request that held c2 and lacks it makes it absent.
 func TestNoFalseAbsenceSotWLaterName(t *testing.T) {
 	o := newScriptedOrigin(t)
-	r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
+	r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}, Transport: xdstype.TransportSotW})
 	w := newWatcher()
 	r.c.Watch(w, nil, cdsKey("c1"))
 	o.nextSotW("request for c1", sotwAsks(resource.ClusterType, "c1"))
@@ -143,7 +143,7 @@ func TestNoFalseAbsenceOutsideWildcard(t *testing.T) {
 	}{{"delta", xdstype.TransportDelta}, {"sotw", xdstype.TransportSotW}} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newScriptedOrigin(t)
-			r := newRelay(t, cache.Options{}, upstream.Authority{Name: "origin", Origins: []string{o.addr}, Transport: tc.transport})
+			r := newRelay(t, nil, config.Authority{Name: "origin", Origins: []string{o.addr}, Transport: tc.transport})
 			w := newWatcher()
 			all := cdsKey(cache.Wildcard)
 			r.c.Watch(w, nil, all)

@@ -22,6 +22,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
@@ -30,18 +31,34 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/cache"
-	"github.com/xds-relay/xds-relay/internal/upstream"
+	relayproc "github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/relaytest"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
+	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
+
+// This file is the relay-and-origin harness, the one every suite of this
+// package starts its parts with:
+//   - the origin: gcpOrigin, a real go-control-plane server on loopback
+//     (newGCPOrigin, newSnapshotOrigin, newClusterSnapshotOrigin), which
+//     records what it receives and sends;
+//   - the relay: the process's own wiring (relaytest.Run, which runs
+//     internal/relay's New and Start as cmd/xds-relay does) on a config:
+//     startRelay (one authority, for the downstream suites' clients),
+//     newRelay (the upstream suites: the relay's cache watched directly),
+//     runRelay (any config);
+//   - watcher, the upstream suites' stand-in for a downstream session.
+// Clients of the relay are in downstream_clients_test.go.
 
 // errNotYet is a wait's condition not holding yet, where the condition has
 // nothing more to say.
 var errNotYet = errors.New("not yet")
 
 // gcpOrigin is a real go-control-plane origin on loopback: its server over
-// one LinearCache per type in a MuxCache (newGCPOrigin) or over one ADS
-// SnapshotCache (newSnapshotOrigin), with callbacks that record what it
-// receives and sends.
+// one LinearCache per type in a MuxCache (newGCPOrigin) or over a
+// SnapshotCache (newSnapshotOrigin: one snapshot for every node;
+// newClusterSnapshotOrigin: one per node cluster), with callbacks that
+// record what it receives and sends.
 type gcpOrigin struct {
 	t      testing.TB
 	addr   string
@@ -125,6 +142,21 @@ type oneSnapshot struct{}
 const snapshotKey = "all"
 
 func (oneSnapshot) ID(*corev3.Node) string { return snapshotKey }
+
+// newClusterSnapshotOrigin is a gcpOrigin over a SnapshotCache (not ADS:
+// each type answered on its own) with one snapshot per node cluster
+// (setSnapshotOf), as real origins answer legacy requests by the client's
+// Node.
+func newClusterSnapshotOrigin(t testing.TB) *gcpOrigin {
+	t.Helper()
+	snaps := cachev3.NewSnapshotCache(false, clusterHash{}, nil)
+	return serveOrigin(t, &gcpOrigin{snaps: snaps, xds: snaps}, nil)
+}
+
+// clusterHash maps a node to the snapshot of its cluster.
+type clusterHash struct{}
+
+func (clusterHash) ID(n *corev3.Node) string { return n.GetCluster() }
 
 // serveOrigin starts o (its caches set) on lis, or on loopback when lis is
 // nil, until the test ends.
@@ -357,6 +389,13 @@ func (o *gcpOrigin) del(typeURL, name string) {
 // snapshot version.
 func (o *gcpOrigin) setSnapshot(version string, rs map[resource.Type][]types.Resource) {
 	o.t.Helper()
+	o.setSnapshotOf(snapshotKey, version, rs)
+}
+
+// setSnapshotOf sets the snapshot of key (newClusterSnapshotOrigin: a node
+// cluster) to rs under version.
+func (o *gcpOrigin) setSnapshotOf(key, version string, rs map[resource.Type][]types.Resource) {
+	o.t.Helper()
 	if o.snaps == nil {
 		o.t.Fatal("setSnapshot on an origin without a SnapshotCache")
 	}
@@ -364,7 +403,7 @@ func (o *gcpOrigin) setSnapshot(version string, rs map[resource.Type][]types.Res
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	if err := o.snaps.SetSnapshot(context.Background(), snapshotKey, snap); err != nil {
+	if err := o.snaps.SetSnapshot(context.Background(), key, snap); err != nil {
 		o.t.Fatal(err)
 	}
 }
@@ -388,45 +427,113 @@ func mustAny(t testing.TB, m proto.Message) *anypb.Any {
 	return a
 }
 
-// relay is the relay's cache and upstream, wired as the process does.
-type relay struct {
-	c   *cache.Cache
-	up  *upstream.Manager
-	reg *prometheus.Registry
+// The relay: every suite runs the relay process through the wiring
+// cmd/xds-relay runs (relaytest.Run: relay.New, then Start), on the
+// harness's config (relayConfig) or, for a test of the config itself, on
+// its own (runRelay).
+
+// dsAuthority is the authority the downstream tests serve.
+const dsAuthority = "ds.example"
+
+// relayConfig is the harness's config, with auths as its authorities:
+// loopback ports, debug logs, quick reconnects (backoff 20 ms to 200 ms),
+// a short shutdown and no drain delay (tests that drain set their own).
+func relayConfig(auths ...config.Authority) *config.Config {
+	cfg := config.Default()
+	cfg.Log.Level = config.LogDebug
+	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Authorities = auths
+	cfg.ApplyAuthorityDefaults() // as Load does
+	cfg.Upstream.Backoff.Initial, cfg.Upstream.Backoff.Max = 20*time.Millisecond, 200*time.Millisecond
+	cfg.ShutdownGracePeriod = time.Second
+	cfg.Downstream.DrainDelay = 0
+	return cfg
 }
 
-// newRelay builds a relay; cache.Options{} (both bounds zero) means
-// unbounded here, to set a zero bound set the other one.
-func newRelay(t testing.TB, copts cache.Options, auths ...upstream.Authority) *relay {
+// startRelay runs the relay process (runRelay) on relayConfig with one
+// authority, dsAuthority, served by origins: what the downstream suites
+// connect their clients to. edit (nil: none) adjusts the config. The
+// relay logs to the test at cfg.Log.Level, debug unless edit says
+// otherwise.
+func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *relayproc.Relay {
 	t.Helper()
-	r := &relay{reg: prometheus.NewRegistry()}
-	if copts.MaxResources == 0 && copts.MaxBytes == 0 {
-		copts.MaxResources, copts.MaxBytes = -1, -1
+	cfg := relayConfig(config.Authority{Name: dsAuthority, Origins: origins, Transport: xdstype.TransportDelta, GlobCollections: config.GlobEmulated})
+	if edit != nil {
+		edit(cfg)
 	}
-	copts.Registry = r.reg
-	r.c = cache.New(copts)
-	t.Cleanup(r.c.Close) // after up.Close (cleanups run last first)
-	up, err := upstream.New(upstream.Options{
-		Authorities: auths,
-		// Reconnect soon; otherwise the relay's defaults.
-		Backoff: upstream.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond,
-			Multiplier: config.DefaultBackoffMultiplier, Jitter: config.DefaultBackoffJitter},
-		ConnectTimeout: config.DefaultConnectTimeout,
-		// Probe a recovered first origin soon (see TestUpstreamFailback).
-		FailbackInterval: 50 * time.Millisecond,
-		MaxRequestSize:   int(config.DefaultUpstreamMaxRequest),
-		IdleTimeout:      config.DefaultUpstreamIdleTimeout,
-		ResponseTimeout:  config.DefaultResponseTimeout,
-		Cache:            r.c,
-		Registry:         r.reg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.up = up
-	r.c.SetUpstream(up)
-	t.Cleanup(up.Close)
+	return runRelay(t, cfg)
+}
+
+// runRelay runs the relay process on cfg, validated first, logging to the
+// test at cfg.Log.Level, until the test ends.
+func runRelay(t testing.TB, cfg *config.Config) *relayproc.Relay {
+	t.Helper()
+	return runRelayLogging(t, cfg, nil)
+}
+
+// runRelayLogging is runRelay logging to lg (nil: to the test).
+func runRelayLogging(t testing.TB, cfg *config.Config, lg *zap.Logger) *relayproc.Relay {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	r := relaytest.Run(t, cfg, lg, reg)
+	relayRegistries.Store(r, reg)
+	t.Cleanup(func() { relayRegistries.Delete(r) }) // after Close (cleanups run last first)
 	return r
+}
+
+// relayRegistries holds the metrics registry of each relay runRelay runs.
+var relayRegistries sync.Map // *relayproc.Relay → *prometheus.Registry
+
+// relayRegistry is the metrics registry of r, a relay runRelay runs.
+func relayRegistry(t testing.TB, r *relayproc.Relay) *prometheus.Registry {
+	t.Helper()
+	reg, ok := relayRegistries.Load(r)
+	if !ok {
+		t.Fatal("not a relay of runRelay")
+	}
+	return reg.(*prometheus.Registry)
+}
+
+// relayMetric reads one counter or gauge (for a histogram: its sample
+// count) of a relay runRelay runs; labels are name, value pairs. Absent: 0.
+func relayMetric(t testing.TB, r *relayproc.Relay, name string, labels ...string) float64 {
+	t.Helper()
+	return gathered(t, relayRegistry(t, r), name, labels...)
+}
+
+// waitRelayMetric waits until the relay's metric satisfies cond (re-read
+// by xdstest.Poll) and returns its value.
+func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(float64) bool, name string, labels ...string) float64 {
+	t.Helper()
+	var v float64
+	xdstest.Poll(t, what, func() error {
+		if v = relayMetric(t, r, name, labels...); !cond(v) {
+			return fmt.Errorf("%s = %v", name, v)
+		}
+		return nil
+	})
+	return v
+}
+
+// relay is a relay the process wiring runs, as the upstream suites see
+// it: its cache (relayproc.Relay.Cache, for tests only), which they watch
+// and read directly in place of a downstream client, and its metrics.
+type relay struct {
+	*relayproc.Relay
+	c *cache.Cache
+}
+
+// newRelay runs the relay process (runRelay) on relayConfig with auths as
+// its authorities; edit (nil: none) adjusts the config, e.g. the cache's
+// bounds (cache.max_resources) or upstream.failback_interval.
+func newRelay(t testing.TB, edit func(*config.Config), auths ...config.Authority) *relay {
+	t.Helper()
+	cfg := relayConfig(auths...)
+	if edit != nil {
+		edit(cfg)
+	}
+	p := runRelay(t, cfg)
+	return &relay{Relay: p, c: p.Cache()}
 }
 
 // watcher stands in for a downstream session: it records what it is
@@ -485,11 +592,10 @@ func (w *watcher) waitState(t testing.TB, c *cache.Cache, k cache.Key, want cach
 	return got
 }
 
-// metricValue reads one counter or gauge (for a histogram: its sample
-// count) from the relay's registry; labels are name, value pairs. Absent: 0.
+// metricValue is relayMetric for a relay of newRelay.
 func metricValue(t testing.TB, r *relay, name string, labels ...string) float64 {
 	t.Helper()
-	return gathered(t, r.reg, name, labels...)
+	return relayMetric(t, r.Relay, name, labels...)
 }
 
 // gathered is metricValue over any registry.

@@ -2,10 +2,8 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +12,6 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,88 +20,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/xds-relay/xds-relay/config"
 	relayproc "github.com/xds-relay/xds-relay/internal/relay"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
-	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
-
-// dsAuthority is the authority the downstream tests serve.
-const dsAuthority = "ds.example"
-
-// startRelay runs the whole relay process (relay.New/Start) on loopback
-// with one authority served by origins; edit adjusts the config. The relay
-// logs to the test at cfg.Log.Level, debug unless edit says otherwise.
-func startRelay(t testing.TB, edit func(*config.Config), origins ...string) *relayproc.Relay {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Log.Level = config.LogDebug
-	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Authorities = []config.Authority{{Name: dsAuthority, Origins: origins, Transport: xdstype.TransportDelta, GlobCollections: config.GlobEmulated}}
-	cfg.Upstream.Backoff.Initial, cfg.Upstream.Backoff.Max = 20*time.Millisecond, 200*time.Millisecond
-	cfg.ShutdownGracePeriod = time.Second
-	cfg.Downstream.DrainDelay = 0 // tests that drain set their own
-	if edit != nil {
-		edit(cfg)
-	}
-	return runRelay(t, cfg)
-}
-
-// runRelay runs the relay process on cfg, validated first, logging to the
-// test at cfg.Log.Level, until the test ends.
-func runRelay(t testing.TB, cfg *config.Config) *relayproc.Relay {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("test config: %v", err)
-	}
-	level, err := zapcore.ParseLevel(cfg.Log.Level)
-	if err != nil {
-		t.Fatalf("test config: %v", err)
-	}
-	reg := prometheus.NewRegistry()
-	r, err := relayproc.New(cfg, zaptest.NewLogger(t, zaptest.Level(level)), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	relayRegistries.Store(r, reg)
-	t.Cleanup(func() {
-		relayRegistries.Delete(r)
-		if err := r.Close(); err != nil {
-			t.Errorf("relay close: %v", err)
-		}
-	})
-	return r
-}
-
-// relayRegistries holds the metrics registry of each relay startRelay runs.
-var relayRegistries sync.Map // *relayproc.Relay → *prometheus.Registry
-
-// relayMetric is metricValue for a relay startRelay runs.
-func relayMetric(t testing.TB, r *relayproc.Relay, name string, labels ...string) float64 {
-	t.Helper()
-	reg, ok := relayRegistries.Load(r)
-	if !ok {
-		t.Fatal("relayMetric: not a relay of startRelay")
-	}
-	return gathered(t, reg.(*prometheus.Registry), name, labels...)
-}
-
-// waitRelayMetric waits until the relay's metric satisfies cond (re-read
-// by xdstest.Poll) and returns its value.
-func waitRelayMetric(t testing.TB, r *relayproc.Relay, what string, cond func(float64) bool, name string, labels ...string) float64 {
-	t.Helper()
-	var v float64
-	xdstest.Poll(t, what, func() error {
-		if v = relayMetric(t, r, name, labels...); !cond(v) {
-			return fmt.Errorf("%s = %v", name, v)
-		}
-		return nil
-	})
-	return v
-}
 
 // waitUntil re-reads cond every few milliseconds for up to d and reports
 // whether it held: for pacing a test's next stimulus, never for the outcome

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -115,20 +113,14 @@ func TestPlainNamesDemo(t *testing.T) {
 
 // setChain sets what the origin answers nodes of one cluster: ch's four
 // resources.
-func (o *snapOrigin) setChain(cluster, version string, ch *chain) {
+func (o *gcpOrigin) setChain(cluster, version string, ch *chain) {
 	o.t.Helper()
-	snap, err := cachev3.NewSnapshot(version, map[resource.Type][]types.Resource{
+	o.setSnapshotOf(cluster, version, map[resource.Type][]types.Resource{
 		resource.ListenerType: {ch.listener},
 		resource.RouteType:    {ch.route},
 		resource.ClusterType:  {ch.cluster},
 		resource.EndpointType: {ch.cla},
 	})
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	if err := o.snaps.SetSnapshot(context.Background(), cluster, snap); err != nil {
-		o.t.Fatal(err)
-	}
 }
 
 // configMapConfig decodes the relay config in the ConfigMap named name of
@@ -186,7 +178,7 @@ func TestPlainNamesKubernetes(t *testing.T) {
 		}, "xds-relay-central"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			origin := newSnapOrigin(t)
+			origin := newClusterSnapshotOrigin(t)
 			chains := map[string]*chain{}
 			for _, c := range []string{"web", "api", "grpc"} {
 				ch, err := newPlainChain(c+"-svc", startBackend(t))
@@ -216,7 +208,7 @@ func TestPlainNamesKubernetes(t *testing.T) {
 // name is refused; once a reload marks one, new requests are served from it
 // (its upstream untouched: only the rule set changes).
 func TestPlainNamesReload(t *testing.T) {
-	origin := newSnapOrigin(t)
+	origin := newClusterSnapshotOrigin(t)
 	ch, err := newPlainChain("web-svc", "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
