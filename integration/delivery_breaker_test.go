@@ -39,11 +39,13 @@ func rejectRev(bad int64) func(*discoveryv3.Resource) string {
 
 // answerAll receives and answers (reject: NACK what it names, ACK the
 // rest) one response per client (each answered as soon as it is taken),
-// then on until no client has received anything for xdstest.QuietPeriod,
-// all within f.timeout(). It returns, per client, the revisions of
-// ClusterLoadAssignment name it was sent, in order, and how many NACKs the
-// fleet sent.
-func (f *fleet) answerAll(name string, reject func(*discoveryv3.Resource) string) (revs [][]int64, nacks int) {
+// then on until every client's last revision of name is final (0: any)
+// and no client has received anything for xdstest.QuietPeriod, all within
+// f.timeout(): a rollback that follows the NACKs later than a quiet period
+// (a loaded machine) is still taken. It returns, per client, the
+// revisions of ClusterLoadAssignment name it was sent, in order, and how
+// many NACKs the fleet sent.
+func (f *fleet) answerAll(name string, reject func(*discoveryv3.Resource) string, final int64) (revs [][]int64, nacks int) {
 	f.t.Helper()
 	revs = make([][]int64, len(f.clients))
 	take := func(i int, done <-chan struct{}) bool {
@@ -78,11 +80,11 @@ func (f *fleet) answerAll(name string, reject func(*discoveryv3.Resource) string
 			}
 		}
 		cancel()
-		if n == 0 {
+		if n == 0 && endIn(revs, final) {
 			return revs, nacks
 		}
 		if time.Now().After(limit) {
-			f.t.Fatalf("clients still receiving after %v", f.timeout())
+			f.t.Fatalf("clients still receiving, or not all sent revision %d last, after %v: %v", final, f.timeout(), revs)
 		}
 	}
 }
@@ -148,7 +150,7 @@ func TestDeliveryBreakerHoldsRejectedVersion(t *testing.T) {
 			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
 			published := time.Now()
 			o.set(resource.EndpointType, name, cla(name, badRev))
-			got, nacks := f.answerAll(name, rejectRev(badRev))
+			got, nacks := f.answerAll(name, rejectRev(badRev), 1)
 			nack := o.waitNACKAfter(fromDelta, fromSotW)
 			heard := o.firstNackAfter(published).Sub(published)
 			for i, revs := range got {
@@ -195,10 +197,23 @@ func TestDeliveryBreakerHoldsRejectedVersion(t *testing.T) {
 	}
 }
 
+// endIn reports whether every client's last revision is final (0: any).
+func endIn(revs [][]int64, final int64) bool {
+	if final == 0 {
+		return true
+	}
+	for _, r := range revs {
+		if len(r) == 0 || r[len(r)-1] != final {
+			return false
+		}
+	}
+	return true
+}
+
 // answerAllRevs is answerAll with every response ACKed.
 func (f *fleet) answerAllRevs(name string) [][]int64 {
 	f.t.Helper()
-	revs, _ := f.answerAll(name, nil)
+	revs, _ := f.answerAll(name, nil, 0)
 	return revs
 }
 
@@ -228,7 +243,7 @@ func TestDeliveryBreakerEveryClientRejects(t *testing.T) {
 			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
 			published := time.Now()
 			o.set(resource.EndpointType, name, cla(name, badRev))
-			got, nacks := f.answerAll(name, rejectRev(badRev))
+			got, nacks := f.answerAll(name, rejectRev(badRev), 1)
 			o.waitNACKAfter(fromDelta, fromSotW)
 			heard := o.firstNackAfter(published).Sub(published)
 			f.waitRevisions(revisions([]string{name}, 1))
@@ -343,7 +358,7 @@ func TestDeliveryBreakerTiers(t *testing.T) {
 			fromDelta, fromSotW := o.deltaRequests(), o.sotwRequests()
 			published := time.Now()
 			o.set(resource.EndpointType, name, cla(name, badRev))
-			got, _ := f.answerAll(name, rejectRev(badRev))
+			got, _ := f.answerAll(name, rejectRev(badRev), 1)
 			nack := o.waitNACKAfter(fromDelta, fromSotW)
 			heard := o.firstNackAfter(published).Sub(published)
 			for _, want := range []string{"NACK breaker", "overprovisioning factor 666 not supported"} {

@@ -88,7 +88,7 @@ func TestDeliveryWavesCanaryFirst(t *testing.T) {
 
 			// A change the canaries reject: held inside their wave.
 			o.set(resource.EndpointType, name, cla(name, badRev))
-			got, _ := canary.answerAll(name, rejectRev(badRev))
+			got, _ := canary.answerAll(name, rejectRev(badRev), 2)
 			for i, revs := range got {
 				if !slices.Equal(revs, []int64{badRev, 2}) {
 					t.Errorf("%s was sent %v, want the rejected version and the last accepted one back", canary.clients[i].name, revs)
@@ -217,7 +217,7 @@ func TestDeliveryBreakerAndWavesOnStatusPage(t *testing.T) {
 	all.settle()
 	edsChangeAfter(t, r, since, propagation.Counts{Sent: 3, Acked: 3})
 	o.set(resource.EndpointType, name, cla(name, badRev))
-	canary.answerAll(name, rejectRev(badRev))
+	canary.answerAll(name, rejectRev(badRev), 1)
 	waitHeldOf(t, r, "envoy.config.endpoint.v3.ClusterLoadAssignment", "breaker", 1)
 	waitRollout(t, r, func(ro delivery.RolloutView) bool { return ro.Stalled })
 	prod.settle()
