@@ -132,7 +132,7 @@ type Cache struct {
 	// recs: each watcher's record, where it stands in each set
 	// (watchers.go). guarded by mu
 	recs map[Watcher]*watcherRec
-	// watchedKeys counts the keys of watchers per link (ReleaseLink).
+	// watchedKeys counts the keys of watchers per link (ForgetLink).
 	// guarded by mu
 	watchedKeys map[LinkID]int
 	// lru orders unwatched keys, oldest first. guarded by mu
@@ -512,11 +512,11 @@ func (c *Cache) Versions(s LinkID, typeURL string) map[string]string {
 	return out
 }
 
-// ReleaseLink forgets everything cached for link s when no client
+// ForgetLink forgets everything cached for link s when no client
 // watches any key of it, and reports whether it did. Nothing is
 // unsubscribed: the caller is closing s's upstream link (an idle link).
 // A key watched later is a miss, subscribed anew.
-func (c *Cache) ReleaseLink(s LinkID) bool {
+func (c *Cache) ForgetLink(s LinkID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.watchedKeys[s] > 0 {

@@ -158,10 +158,10 @@ func TestFanoutDuration(t *testing.T) {
 	}
 }
 
-// TestReleaseLink: a stream some client watches is not released; once
+// TestForgetLink: a stream some client watches is not released; once
 // nobody does, everything cached for it is forgotten without unsubscribing
 // (its link is closing), and a later watch is a miss that subscribes anew.
-func TestReleaseLink(t *testing.T) {
+func TestForgetLink(t *testing.T) {
 	f := newFixture(t, unbounded)
 	a := key(legacyStream, lds, "a")
 	other := key(xdstpStream, lds, "o")
@@ -169,14 +169,14 @@ func TestReleaseLink(t *testing.T) {
 	f.c.Watch(w, nil, a, other)
 	f.c.Apply(Update{Link: legacyStream, TypeURL: lds, Resources: []*Resource{res("a", "1", 4)}})
 	f.sub.take()
-	if f.c.ReleaseLink(legacyStream) || !f.c.Watched(legacyStream) {
+	if f.c.ForgetLink(legacyStream) || !f.c.Watched(legacyStream) {
 		t.Fatal("released a stream a client watches")
 	}
 	f.c.Unwatch(w, a)
 	if f.c.Watched(legacyStream) || !f.c.Watched(xdstpStream) {
 		t.Fatalf("Watched: legacy %v (want false), xdstp %v (want true)", f.c.Watched(legacyStream), f.c.Watched(xdstpStream))
 	}
-	if !f.c.ReleaseLink(legacyStream) {
+	if !f.c.ForgetLink(legacyStream) {
 		t.Fatal("did not release an unwatched stream")
 	}
 	if ops := f.sub.take(); len(ops) != 0 {

@@ -11,7 +11,7 @@ import (
 // reloads it (Reload: logged and counted; a file that does not validate
 // is refused and the running config kept). The watch starts here, so a
 // directory that cannot be watched fails New; its loop is a goRun, and
-// it is released by an onStop. config_watch itself needs a restart.
+// it is stopped by an onStop. config_watch itself needs a restart.
 func (r *Relay) watchConfig(cfg *config.Config, lg *zap.Logger) error {
 	if !cfg.ConfigWatch {
 		return nil

@@ -7,7 +7,7 @@
 //   - relay.go: Relay (New, Start, Failed, Close) and the seams components
 //     plug into (goRun, onStop, readyCheck, onReload); lifecycle.go: its
 //     one phase (new, serving, draining, stopping, closed) and the one
-//     release path for every way out.
+//     teardown path for every way out.
 //   - components.go: the cache, upstream and downstream built from the
 //     config and wired together, with warm restart (internal/snapshot)
 //     loaded in New and written by a goRun loop and at Close.

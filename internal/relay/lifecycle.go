@@ -14,7 +14,7 @@ import (
 //	 └─────────────── Close before Start (nothing to drain) ────────┘
 //
 //	new       built by New, nothing bound. Start may move it on; Close
-//	          releases what New built (stops).
+//	          tears down what New built (stops).
 //	serving   listeners bound, goRun loops running; /readyz and gRPC
 //	          health may say serving.
 //	draining  Close began: not ready, everything still served (the drain
@@ -132,16 +132,16 @@ func (l *lifecycle) stopping() bool {
 	return l.phase >= phaseStopping
 }
 
-// releases are what New built that must be let go, in the order built;
-// release lets go of them in reverse, once. Every way out (New failing
-// part way, Close before Start, Close after Start once the servers have
-// stopped) calls release, so a part added to New is released on all of
-// them. Start's own failure paths use one too, for the listeners.
-type releases []func()
+// teardown is what New built that must be let go, in the order built;
+// run lets go of it in reverse, once. Every way out (New failing part
+// way, Close before Start, Close after Start once the servers have
+// stopped) runs it, so a part added to New is let go on all of them.
+// Start's own failure paths use one too, for the listeners.
+type teardown []func()
 
-func (rs *releases) add(fn func()) { *rs = append(*rs, fn) }
+func (rs *teardown) add(fn func()) { *rs = append(*rs, fn) }
 
-func (rs *releases) release() {
+func (rs *teardown) run() {
 	fns := *rs
 	*rs = nil
 	for i := len(fns) - 1; i >= 0; i-- {

@@ -40,7 +40,7 @@ type Relay struct {
 	checks []func() error                // read-only after New; see readyCheck
 	// stops are what New built, released in reverse by every way out of
 	// New and by Close (onStop, lifecycle.go). Added to by New only.
-	stops releases
+	stops teardown
 	rest  restListener // rest_listen (rest.go)
 	csds  *csds.Server // read-only after New; csds_listen (csds.go)
 	cache *cache.Cache // read-only after New; for tests only (Cache)
@@ -93,7 +93,7 @@ func New(cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) (*Relay, 
 		life:   newLifecycle(),
 	}
 	if err := r.build(cfg, lg, reg, opts); err != nil {
-		r.stops.release() // the one way back from a part-built relay
+		r.stops.run() // the one way back from a part-built relay
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	return r, nil
@@ -194,7 +194,7 @@ func (r *Relay) Start(ctx context.Context) error {
 		}
 	})
 	if err != nil { // Close or another Start raced with this one
-		bound.release()
+		bound.run()
 		return err
 	}
 
@@ -216,13 +216,13 @@ type startListeners struct {
 // order, each through listen (one error message for all). bound are what
 // it bound, to let go of in reverse on every way out of Start that does
 // not serve; on an error it has let go of them already.
-func (r *Relay) bind(ctx context.Context) (startListeners, releases, error) {
+func (r *Relay) bind(ctx context.Context) (startListeners, teardown, error) {
 	cfg := r.config()
 	var ls startListeners
-	var bound releases
+	var bound teardown
 	keep := func(l net.Listener, err error) (net.Listener, error) {
 		if err != nil {
-			bound.release()
+			bound.run()
 			return nil, err
 		}
 		if l != nil {
@@ -371,7 +371,7 @@ func (r *Relay) Close() error {
 	switch prev {
 	case phaseNew:
 		defer r.life.closed()
-		r.stops.release() // components built in New may run goroutines
+		r.stops.run() // components built in New may run goroutines
 		return nil
 	case phaseServing:
 	default:
@@ -394,7 +394,7 @@ func (r *Relay) Close() error {
 	defer stop()
 	err := r.shutdownServers(ctx, cfg, grace)
 	r.wg.Wait()
-	r.stops.release()
+	r.stops.run()
 	r.lg.Info("relay stopped")
 	return err
 }

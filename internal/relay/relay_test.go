@@ -535,8 +535,8 @@ func TestDownstreamStreamsPerConnection(t *testing.T) {
 	}
 }
 
-// TestNewFailureReleases: New failing part way releases what it built so
-// far through the one release path (onStop), leaving no goroutine behind:
+// TestNewFailureReleases: New failing part way lets go of what it built so
+// far through the one teardown path (onStop), leaving no goroutine behind:
 // once at the upstream credentials (the cache built), once at the access
 // policy (cache and upstream built).
 func TestNewFailureReleases(t *testing.T) {

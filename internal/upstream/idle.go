@@ -12,7 +12,7 @@ import (
 // the cache's LRU, warm for clients that come back (a reconnect storm costs
 // the origin nothing). A link that no client has watched for IdleTimeout
 // (found so at two sweeps IdleTimeout apart) is closed: the cache forgets
-// what it cached for it (ReleaseLink, which refuses if a client watches
+// what it cached for it (ForgetLink, which refuses if a client watches
 // anything of it by then), its run goroutine ends and its connection is
 // given back. A client that asks for one of its keys later is a miss that
 // opens a new link. This is what bounds per-group links: aggregation
@@ -47,7 +47,7 @@ func (m *Manager) closeIdle() {
 			continue
 		}
 		// Under m.mu: a Subscribe for id waits, then opens a new link.
-		if !m.cache.ReleaseLink(id) {
+		if !m.cache.ForgetLink(id) {
 			l.idleSweeps = 0
 			continue
 		}
