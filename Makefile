@@ -52,9 +52,12 @@ status-screenshot: test-deps
 # plain names); then the Go micro-benchmarks. Writes the published
 # results, bench/results/latest.* and profiles/ (--publish; go run
 # ./bench/run without it writes under bench/results/local/, which git
-# ignores); under 12 minutes on 2 cores.
+# ignores). Three modes: direct, relayed (the relay at its defaults) and
+# bare (the relay with the propagation ledger and safe delivery off), so
+# what those defaults cost is measured in the same run; about 9 minutes
+# on 2 cores.
 bench:
-	$(GO) run ./bench/run --publish $(BENCHFLAGS)
+	$(GO) run ./bench/run --publish --modes direct,relayed,bare $(BENCHFLAGS)
 
 # make bench's N = 10000 scenarios (workloads one, all and envoy, delta and
 # SotW, direct and relayed) with each process pinned by taskset: the
@@ -73,12 +76,13 @@ bench-50k:
 	$(GO) run ./bench/run --publish --clients 50000 --variants delta --workloads all --micro=false \
 		--name latest-50k --timeout 30m $(BENCHFLAGS)
 
-# N = 100000 delta clients over 1000 connections, every update changing all
-# resources, direct vs relayed: what one relay process holds on this
-# machine. Writes bench/results/latest-100k.*.
+# N = 100000 clients over 1000 connections, delta and SotW, workloads all
+# (every update changing all resources) and envoy (xdstp names), direct vs
+# relayed: what one relay process holds on this machine, about 20
+# minutes. Writes bench/results/latest-100k.*.
 bench-100k:
-	$(GO) run ./bench/run --publish --clients 100000 --variants delta --workloads all --micro=false \
-		--name latest-100k --timeout 45m $(BENCHFLAGS)
+	$(GO) run ./bench/run --publish --clients 100000 --variants delta,sotw --workloads all,envoy --names xdstp --micro=false \
+		--name latest-100k --timeout 60m $(BENCHFLAGS)
 
 # The fairness scenarios at N = 10000, delta and SotW, direct and relayed:
 # 1% of the clients stop reading for 60 s while updates go on (parked), and
