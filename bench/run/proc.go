@@ -147,25 +147,38 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 // rssKiB is VmRSS of pid, from /proc/PID/status.
-func rssKiB(pid int) (float64, error) {
+func rssKiB(pid int) (float64, error) { return statusKiB(pid, "VmRSS") }
+
+// peakRSSKiB is VmHWM of pid, from /proc/PID/status: its largest RSS
+// since it started, or since resetPeakRSS.
+func peakRSSKiB(pid int) (float64, error) { return statusKiB(pid, "VmHWM") }
+
+// resetPeakRSS sets pid's VmHWM to its RSS now (writing 5 to
+// /proc/PID/clear_refs), so that peakRSSKiB reads the peak of what follows.
+func resetPeakRSS(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+// statusKiB is field (a kB figure) of pid's /proc/PID/status.
+func statusKiB(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(v)
 			if len(f) == 0 {
 				break
 			}
 			n, err := strconv.ParseFloat(f[0], 64)
 			if err != nil {
-				return 0, fmt.Errorf("/proc/%d/status VmRSS: %w", pid, err)
+				return 0, fmt.Errorf("/proc/%d/status %s: %w", pid, field, err)
 			}
 			return n, nil
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
 }
 
 // RuntimeMemory is what a process's Go runtime reports on its /metrics

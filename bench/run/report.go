@@ -152,17 +152,22 @@ func writeScenarios(w io.Writer, r Results) {
 // writeMemory writes the serving process's memory at idle, and where it
 // goes by its Go runtime.
 func writeMemory(w io.Writer, r Results) {
-	fmt.Fprintln(w, "\nServing process memory at idle, before the clients connected and after all synced (RSS from /proc; heap, stacks and goroutines from its /metrics: go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes, go_goroutines, read right after RSS; rest = RSS − heap − stacks: heap freed but not returned to the OS, the runtime's own, non-Go; per stream = (after − before) / N):")
+	fmt.Fprintln(w, "\nServing process memory at idle, before the clients connected and after all synced (RSS from /proc; heap, stacks and goroutines from its /metrics: go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes, go_goroutines, read right after RSS; rest = RSS − heap − stacks: heap freed but not returned to the OS, the runtime's own, non-Go; per stream = (after − before) / N); storm peak: its largest RSS during the reconnect storm (VmHWM, reset just before it), ÷ RSS after the first sync:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | variant | workload | N | RSS before MiB | RSS after MiB | RSS KiB/stream | heap KiB/stream | stacks KiB/stream | rest KiB/stream | goroutines/stream |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| mode | variant | workload | N | RSS before MiB | RSS after MiB | RSS KiB/stream | heap KiB/stream | stacks KiB/stream | rest KiB/stream | goroutines/stream | storm peak RSS MiB | ÷ after |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Scenarios {
 		if s.Error != "" {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
+		peak, ratio := "-", "-"
+		if s.StormPeakRSSKiB > 0 && s.ServingRSSAfterKiB > 0 {
+			peak = strconv.FormatFloat(s.StormPeakRSSKiB/1024, 'f', 1, 64)
+			ratio = strconv.FormatFloat(s.StormPeakRSSKiB/s.ServingRSSAfterKiB, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %s | %s |\n", s.Mode, s.Variant, label(s.Workload, s.Names), s.Clients,
 			s.ServingRSSBeforeKiB/1024, s.ServingRSSAfterKiB/1024, s.RSSPerStreamKiB,
-			s.HeapPerStreamKiB, s.StacksPerStreamKiB, s.RestPerStreamKiB, s.GoroutinesPerStream)
+			s.HeapPerStreamKiB, s.StacksPerStreamKiB, s.RestPerStreamKiB, s.GoroutinesPerStream, peak, ratio)
 	}
 }
 

@@ -141,6 +141,11 @@ type Scenario struct {
 	// storm, from the reconnect until every client synced again.
 	StormCPU        PhaseCPU `json:"storm_cpu_s"`
 	StormProfileTop string   `json:"storm_profile_top,omitempty"`
+	// StormPeakRSSKiB is the serving process's largest RSS from just
+	// before the reconnect until every client synced again (VmHWM, reset
+	// before it); 0 when it could not be read. Against
+	// ServingRSSAfterKiB, the steady state after the first sync.
+	StormPeakRSSKiB float64 `json:"storm_peak_rss_kib"`
 
 	LoadgenStreamErrors int64  `json:"loadgen_stream_errors"`
 	LoadgenLastError    string `json:"loadgen_last_error,omitempty"`
@@ -711,6 +716,7 @@ func (r *scenarioRun) storm(ctx context.Context, after originStats) error {
 		return err
 	}
 	profiled := r.phaseProfile("storm")
+	peak := resetPeakRSS(r.serving.pid()) == nil // else not measured (an older kernel)
 	if err := post("http://" + r.lgAdmin + "/reconnect"); err != nil {
 		return fmt.Errorf("reconnect: %w", err)
 	}
@@ -725,6 +731,9 @@ func (r *scenarioRun) storm(ctx context.Context, after originStats) error {
 		return err
 	}
 	sc.StormCPU = cpu1.since(cpu0)
+	if peak {
+		sc.StormPeakRSSKiB, _ = peakRSSKiB(r.serving.pid())
+	}
 	sc.StormProfileTop = profiled()
 	sc.StormS, sc.StormCompleted = r.last.Storms[0].DurationS, r.last.Storms[0].Completed
 	time.Sleep(settle)
