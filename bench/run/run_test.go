@@ -311,12 +311,8 @@ func TestPeakRSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rss, err := rssKiB(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after > before-32*1024 || after < rss {
-		t.Errorf("peak RSS %v KiB before the reset (64 MiB touched), %v after it with RSS %v: want it back near the RSS", before, after, rss)
+	if after <= 0 || after > before-32*1024 {
+		t.Errorf("peak RSS %v KiB before the reset (64 MiB touched and freed), %v after it: want it back below the 64 MiB", before, after)
 	}
 }
 
