@@ -1,7 +1,6 @@
 package admin_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/xds-relay/xds-relay/config"
 	"github.com/xds-relay/xds-relay/internal/relay"
+	"github.com/xds-relay/xds-relay/internal/relaytest"
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 	"github.com/xds-relay/xds-relay/internal/xdstype"
 )
@@ -36,24 +36,12 @@ func testConfig(t *testing.T) *config.Config {
 }
 
 // startRelay builds and starts a relay, as the process does, that the
-// test's cleanup closes: the admin pages are served by its wiring.
+// test's cleanup closes: the admin pages are served by its wiring. The
+// config is not validated again (TestStatusPages shows one Validate
+// refuses).
 func startRelay(t *testing.T, c *config.Config) *relay.Relay {
 	t.Helper()
-	r, err := relay.New(c, zaptest.NewLogger(t), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), xdstest.WaitTimeout)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	return r
+	return relaytest.Start(t, c, zaptest.NewLogger(t), prometheus.NewRegistry())
 }
 
 // get fetches url over real HTTP (no pooled connections left behind).

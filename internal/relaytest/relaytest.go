@@ -14,16 +14,23 @@ import (
 	"github.com/xds-relay/xds-relay/internal/xdstest"
 )
 
-// Run validates cfg and runs the relay process on it, as cmd/xds-relay
-// does (relay.New, then Start, bounded by xdstest.WaitTimeout), with its
-// metrics on reg, until the test ends: its cleanup closes the relay and
-// fails the test on a Close error. lg nil logs to the test at
-// cfg.Log.Level (Logger).
+// Run validates cfg and runs the relay process on it (Start), as
+// cmd/xds-relay does after its own validation.
 func Run(t testing.TB, cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) *relay.Relay {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
+	return Start(t, cfg, lg, reg)
+}
+
+// Start runs the relay process on cfg as given, unvalidated (for a test
+// of what relay.New makes of a config Validate would refuse): relay.New,
+// then Start, bounded by xdstest.WaitTimeout, with its metrics on reg,
+// until the test ends: its cleanup closes the relay and fails the test on
+// a Close error. lg nil logs to the test at cfg.Log.Level (Logger).
+func Start(t testing.TB, cfg *config.Config, lg *zap.Logger, reg *prometheus.Registry) *relay.Relay {
+	t.Helper()
 	if lg == nil {
 		lg = Logger(t, cfg)
 	}
